@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Creates .venv once and reuses it. The heavy, pinned third-party stack (torch is ~5 GB) is installed once per
+# machine into a cache keyed by the hash of requirements.lock and shared by every checkout through a .pth file;
+# .venv itself only holds the editable install of this package. REGNN_VENV_CACHE=none installs everything
+# straight into .venv instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# this machine's pip config names local index folders that may not exist; hide those warnings only
+quiet_pip() { "$@" 2> >(grep -v "^WARNING: Location 'file://" >&2); }
+
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+"$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' 2>/dev/null || {
+  echo "setup: Python 3.11 is needed (DGL 2.1.0 wheels); set PYTHON=/path/to/python3.11" >&2; exit 1; }
+
+lock_hash=$(sha256sum requirements.lock | cut -c1-16)
+venv=.venv
+site_of() { "$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating $venv"
+  "$PY" -m venv "$venv"
+fi
+
+if [ "${REGNN_VENV_CACHE:-}" = "none" ]; then
+  if [ "$(cat "$venv/.lock-hash" 2>/dev/null)" != "$lock_hash" ]; then
+    echo "setup: installing requirements.lock into $venv (a few minutes the first time)"
+    quiet_pip "$venv/bin/pip" install -q --disable-pip-version-check -r requirements.lock
+    echo "$lock_hash" > "$venv/.lock-hash"
+  fi
+else
+  deps=${REGNN_VENV_CACHE:-$HOME/.cache/regnn}/deps-$lock_hash
+  if [ ! -f "$deps/.complete" ]; then
+    echo "setup: installing requirements.lock into the shared cache $deps (a few minutes, once per machine)"
+    rm -rf "$deps"
+    mkdir -p "$(dirname "$deps")"
+    "$PY" -m venv "$deps"
+    quiet_pip "$deps/bin/pip" install -q --disable-pip-version-check -r requirements.lock
+    touch "$deps/.complete"
+  fi
+  # Make the cached packages visible inside .venv (addsitedir also processes their own .pth files).
+  echo "import site; site.addsitedir('$(site_of "$deps")')" > "$(site_of "$venv")/_regnn_deps.pth"
+fi
+
+if ! "$venv/bin/python" -c 'import regnn' 2>/dev/null || [ ! -f "$venv/.editable" ]; then
+  echo "setup: installing regnn (editable) into $venv"
+  quiet_pip "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+  touch "$venv/.editable"
+fi
+"$venv/bin/python" -c 'import torch, dgl, hydra, regnn; print(f"setup: ok (torch {torch.__version__}, dgl {dgl.__version__}, hydra {hydra.__version__})")'

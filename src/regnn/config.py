@@ -1,0 +1,63 @@
+"""Config helpers: the repo-root resolver for the YAML files, and value checks with plain-language errors.
+
+Hydra rejects unknown keys and unknown group options itself (configs are in struct mode); this module checks
+the values Hydra cannot know are wrong.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from regnn.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+if not OmegaConf.has_resolver("repo_root"):
+    OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))
+
+
+def _check(ok: bool, key: str, value, rule: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}={value!r} is not valid: {rule}")
+
+
+def _num(cfg, key, lo=None, hi=None, integer=False, lo_open=False, hi_open=False):
+    v = OmegaConf.select(cfg, key)
+    kind = int if integer else (int, float)
+    _check(isinstance(v, kind) and not isinstance(v, bool), key, v, "must be " + ("an integer" if integer else "a number"))
+    if lo is not None:
+        _check(v > lo if lo_open else v >= lo, key, v, f"must be {'>' if lo_open else '>='} {lo}")
+    if hi is not None:
+        _check(v < hi if hi_open else v <= hi, key, v, f"must be {'<' if hi_open else '<='} {hi}")
+
+
+def validate(cfg: DictConfig, backbones, feats_types) -> None:
+    """Raises ConfigError naming the first bad value and what it should be."""
+    _num(cfg, "runs", lo=1, integer=True)
+    _num(cfg, "seed", lo=0, integer=True)
+    dev = str(cfg.device)
+    _check(dev in ("auto", "cpu", "cuda") or dev.startswith("cuda:"), "device", dev, "use auto, cpu, cuda or cuda:N")
+    m = cfg.model
+    _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
+    _num(cfg, "model.hidden", lo=1, integer=True)
+    _num(cfg, "model.num_layers", lo=1, integer=True)
+    _num(cfg, "model.dropout", lo=0, hi=1, hi_open=True)
+    if "heads" in m:
+        _num(cfg, "model.heads", lo=1, integer=True)
+    if "relation" in m:
+        _num(cfg, "model.relation.scale", lo=0, lo_open=True)
+        for k in ("edge_embeddings", "self_loop_embeddings"):
+            v = m.relation[k]
+            _check(isinstance(v, bool), f"model.relation.{k}", v, "must be true or false")
+    o = cfg.optimizer
+    _check(o.name in ("adam", "sgd"), "optimizer.name", o.name, "use adam or sgd")
+    _num(cfg, "optimizer.lr", lo=0, lo_open=True)
+    _num(cfg, "optimizer.weight_decay", lo=0)
+    _num(cfg, "trainer.max_epochs", lo=1, integer=True)
+    _num(cfg, "trainer.patience", lo=1, integer=True)
+    if "feats_type" in cfg.dataset:
+        ft = str(cfg.dataset.feats_type)
+        _check(ft in feats_types or ft in ("0", "1", "2"), "dataset.feats_type", ft,
+               f"use one of {list(feats_types)} (or the authors' codes 0/1/2)")
+    _check(cfg.logger.name in ("none", "csv", "wandb"), "logger.name", cfg.logger.name, "use none, csv or wandb")

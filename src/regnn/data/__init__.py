@@ -1,0 +1,37 @@
+"""Datasets as DGL heterographs, and the relation-typed homogeneous graph RE-GNN runs on."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from regnn.data.dataset import HeteroDataset
+from regnn.data.magnn import load_magnn
+from regnn.data.relation_graph import RelationGraph, build_relation_graph
+from regnn.data.specs import BUILTIN, MagnnSpec, builtin_spec
+from regnn.data.synthetic import make_synthetic
+from regnn.errors import DataError
+
+__all__ = ["HeteroDataset", "RelationGraph", "build_relation_graph", "load_magnn", "MagnnSpec", "BUILTIN",
+           "builtin_spec", "make_synthetic", "load_dataset"]
+
+
+def load_dataset(name: str, dir: str | Path | None = None, format: str = "magnn", feats_type: str | None = None,
+                 verify: bool = False, sums: str | Path | None = None, **options) -> HeteroDataset:
+    """One entry point for every dataset the configs can name.
+
+    verify=True checks the files against the pinned SHA-256 sums (data/SHA256SUMS) before reading them.
+    """
+    if format == "synthetic":
+        return make_synthetic(**options)
+    if format == "magnn":
+        spec = MagnnSpec.from_dict(dict(options["schema"], name=name)) if options.get("schema") else builtin_spec(name)
+        root = Path(dir) if dir is not None else None
+        if root is None:
+            raise DataError(f"dataset {name}: no directory given (dataset.dir)")
+        if verify:
+            from regnn.data.fetch import DEFAULT_SUMS, read_sums, verify as verify_files
+            pinned = {k.split("/", 1)[1]: v for k, v in read_sums(Path(sums or DEFAULT_SUMS), [spec.name]).items()}
+            problems = verify_files(root, pinned) if root.is_dir() else []
+            if problems:
+                raise DataError("; ".join(problems))
+        return load_magnn(root, spec, feats_type)
+    raise DataError(f"unknown dataset format {format!r} (magnn, synthetic)")

@@ -1,0 +1,53 @@
+"""Input features per node type, and the `feats_type` choices of the authors' code, by name."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from regnn.errors import ConfigError
+
+# raw: every type its own features (one-hot ids where a type has none)   [authors' feats_type 0]
+# target_zeros: target type raw, every other type a 10-d zero vector      [authors' feats_type 1]
+# target_onehot: target type raw, every other type one-hot ids            [authors' feats_type 2]
+FEATS_TYPES = ("raw", "target_zeros", "target_onehot")
+_ALIASES = {"0": "raw", "1": "target_zeros", "2": "target_onehot"}
+ZERO_DIM = 10
+
+
+def canonical_feats_type(value) -> str:
+    name = _ALIASES.get(str(value), str(value))
+    if name not in FEATS_TYPES:
+        raise ConfigError(f"feats_type={value!r} is not one of {list(FEATS_TYPES)} (or the authors' codes 0/1/2)")
+    return name
+
+
+def to_tensor(x) -> torch.Tensor:
+    """scipy sparse -> coalesced sparse COO float32; numpy -> dense float32 (sparse input stays sparse)."""
+    if sp.issparse(x):
+        coo = x.tocoo()
+        idx = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
+        return torch.sparse_coo_tensor(idx, torch.from_numpy(coo.data.astype(np.float32)), coo.shape).coalesce()
+    if isinstance(x, torch.Tensor):
+        return x.float()
+    return torch.from_numpy(np.asarray(x, dtype=np.float32))
+
+
+def one_hot_ids(n: int) -> torch.Tensor:
+    idx = torch.arange(n).repeat(2, 1)
+    return torch.sparse_coo_tensor(idx, torch.ones(n), (n, n)).coalesce()
+
+
+def select_features(raw: dict, num_nodes: dict[str, int], target: str, feats_type: str) -> dict[str, torch.Tensor]:
+    """raw: node type -> array/tensor or None (no features); returns float32 tensors for every node type."""
+    feats_type = canonical_feats_type(feats_type)
+    out = {}
+    for t, n in num_nodes.items():
+        x = raw.get(t)
+        if t == target or feats_type == "raw":
+            out[t] = one_hot_ids(n) if x is None else to_tensor(x)
+        elif feats_type == "target_zeros":
+            out[t] = torch.zeros(n, ZERO_DIM)
+        else:
+            out[t] = one_hot_ids(n)
+    return out

@@ -1,0 +1,51 @@
+"""A small heterograph with the class signal planted in its relation structure, for tests and smoke runs.
+
+Target nodes ("item") have uninformative features. Each item links to a few "source" nodes of its own class
+through the relation `item->source` ("trusted") and to many random source nodes through `item->noise`
+("random"); source nodes carry a noisy one-hot of their class. Both relations reach the same node type, so a
+type-specific projection cannot separate them: a plain GNN averages the few informative neighbours with the
+many random ones, while RE-GNN can learn to weigh the trusted relation up. A third type ("tag") hangs off the
+source nodes and carries no signal.
+"""
+from __future__ import annotations
+
+import dgl
+import numpy as np
+import torch
+
+from regnn.data.dataset import HeteroDataset
+
+
+def make_synthetic(num_items: int = 300, num_sources: int = 150, num_tags: int = 20, num_classes: int = 3,
+                   trusted_degree: int = 2, random_degree: int = 12, feat_dim: int = 8, signal: float = 1.0,
+                   seed: int = 0) -> HeteroDataset:
+    rng = np.random.default_rng(seed)
+    item_y = rng.integers(0, num_classes, num_items)
+    src_y = np.arange(num_sources) % num_classes
+    by_class = [np.flatnonzero(src_y == c) for c in range(num_classes)]
+    t_u = np.repeat(np.arange(num_items), trusted_degree)
+    t_v = np.concatenate([rng.choice(by_class[c], trusted_degree, replace=False) for c in item_y])
+    r_u = np.repeat(np.arange(num_items), random_degree)
+    r_v = rng.integers(0, num_sources, num_items * random_degree)
+    g_u = np.arange(num_sources)
+    g_v = rng.integers(0, num_tags, num_sources)
+    t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
+    graph = dgl.heterograph({
+        ("item", "item->source", "source"): (t(t_u), t(t_v)),
+        ("source", "source->item", "item"): (t(t_v), t(t_u)),
+        ("item", "item->noise", "source"): (t(r_u), t(r_v)),
+        ("source", "noise->item", "item"): (t(r_v), t(r_u)),
+        ("source", "source->tag", "tag"): (t(g_u), t(g_v)),
+        ("tag", "tag->source", "source"): (t(g_v), t(g_u)),
+    }, num_nodes_dict={"item": num_items, "source": num_sources, "tag": num_tags})
+    src_x = rng.normal(0, 1, (num_sources, feat_dim)).astype(np.float32)
+    src_x[np.arange(num_sources), src_y] += 2.0 * signal
+    features = {"item": torch.from_numpy(rng.normal(0, 1, (num_items, feat_dim)).astype(np.float32)),
+                "source": torch.from_numpy(src_x),
+                "tag": torch.from_numpy(rng.normal(0, 1, (num_tags, feat_dim)).astype(np.float32))}
+    perm = rng.permutation(num_items)
+    n_train, n_val = int(0.4 * num_items), int(0.2 * num_items)
+    splits = {"train": t(np.sort(perm[:n_train])), "val": t(np.sort(perm[n_train:n_train + n_val])),
+              "test": t(np.sort(perm[n_train + n_val:]))}
+    return HeteroDataset(name="synthetic", graph=graph, features=features, target="item", labels=t(item_y),
+                         splits=splits, num_classes=num_classes)

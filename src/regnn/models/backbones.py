@@ -1,0 +1,61 @@
+"""Layer stacks per backbone. A builder returns the conv layers (each maps (adj, h, alpha) -> (num_dst, d)),
+the number of relation-weight heads each layer needs, and the output head (None: the last conv is the output).
+
+Registering a new homogeneous backbone means writing one builder here; the model, the relation embeddings and
+the trainer stay as they are.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from torch import nn
+
+from regnn.core.conv import REGATConv, REGraphConv
+
+
+@dataclass
+class Stack:
+    convs: list[nn.Module]
+    relation_heads: list[int]  # relation weights per layer: 1 or one per attention head
+    head: nn.Module | None  # output layer after the convs (None: the last conv outputs class scores)
+
+
+class HeadsConcat(nn.Module):
+    """Runs a multi-head conv and concatenates (hidden layers) or averages (output layer) its heads."""
+
+    def __init__(self, conv: nn.Module, average: bool):
+        super().__init__()
+        self.conv, self.average = conv, average
+
+    def forward(self, adj, h, alpha=None):
+        out = self.conv(adj, h, alpha)
+        return out.mean(1) if self.average else out.flatten(1)
+
+
+def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", norm: str = "both", **_) -> Stack:
+    """The authors' RE-GCN layout: num_layers propagation steps on the weighted graph; the first and last only
+    propagate (no W), the ones between are GCN layers with W, bias and ELU; a linear layer outputs the classes."""
+    convs = []
+    for i in range(num_layers):
+        edge = i == 0 or i == num_layers - 1
+        convs.append(REGraphConv(hidden, hidden, weight=not edge, norm=norm, activation="none" if edge else activation))
+    return Stack(convs, [1] * num_layers, nn.Linear(hidden, num_classes))
+
+
+def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
+        attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "add", **_) -> Stack:
+    """num_layers GAT layers with `heads` heads (concatenated); the last has one head and outputs the classes."""
+    convs, rel_heads = [], []
+    for i in range(num_layers):
+        last = i == num_layers - 1
+        conv = REGATConv(hidden if i == 0 else hidden * heads, num_classes if last else hidden,
+                         heads=1 if last else heads, attn_dropout=attn_dropout,
+                         negative_slope=attn_negative_slope, activation="none" if last else activation,
+                         relation_mode=relation_mode)
+        convs.append(HeadsConcat(conv, average=last))
+        rel_heads.append(1 if last else heads)
+    return Stack(convs, rel_heads, None)
+
+
+BACKBONES: dict[str, Callable[..., Stack]] = {"gcn": gcn, "gat": gat}

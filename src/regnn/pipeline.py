@@ -1,0 +1,155 @@
+"""The only place that reads a DictConfig: load data, build models, train `runs` seeds, write results."""
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dgl
+import numpy as np
+import pandas as pd
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from regnn.config import validate
+from regnn.core.adjacency import Adjacency
+from regnn.data import build_relation_graph, load_dataset
+from regnn.data.features import FEATS_TYPES
+from regnn.errors import ConfigError
+from regnn.evaluation.metrics import mean_std
+from regnn.loggers import make_logger
+from regnn.models import BACKBONES, REGNN
+from regnn.training.device import select_device
+from regnn.training.perf import keep_freed_memory
+from regnn.training.seed import seed_everything
+from regnn.training.trainer import Progress, RunResult, train_run
+
+log = logging.getLogger("regnn")
+
+SUMMARY_KEYS = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1", "best_epoch", "epochs",
+                "train_time_s", "epoch_time_s")
+
+
+def model_kwargs(mcfg: DictConfig) -> dict:
+    """Plain keyword arguments for REGNN from the model config (everything but its name)."""
+    m = OmegaConf.to_container(mcfg, resolve=True)
+    m.pop("name", None)
+    rel = m.pop("relation", None) or {"edge_embeddings": False, "self_loop_embeddings": False}
+    return {**m, "scale": rel.get("scale", 1.0), "edge_embeddings": rel["edge_embeddings"],
+            "self_loop_embeddings": rel["self_loop_embeddings"], "relation_slope": rel.get("negative_slope", 0.01)}
+
+
+def build_model(mcfg: DictConfig, data, rg) -> REGNN:
+    return REGNN(in_dims=data.in_dims, num_classes=data.num_classes, relation_names=rg.relation_names,
+                 num_edge_relations=rg.num_edge_relations, **model_kwargs(mcfg))
+
+
+def load_data(dcfg: DictConfig):
+    d = OmegaConf.to_container(dcfg, resolve=True)
+    d.pop("display_name", None)
+    return load_dataset(**d)
+
+
+def _write_json(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, indent=2, default=float) + "\n")
+
+
+def _run_record(r: RunResult, run: int) -> dict:
+    epoch_times = [h["epoch_time_s"] for h in r.history]
+    return {"run": run, "seed": r.seed, "best_epoch": r.best_epoch, "epochs": r.epochs, **r.metrics,
+            "train_time_s": r.train_time_s, "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None}
+
+
+def train(cfg: DictConfig, out_dir: str | Path) -> dict:
+    """Trains cfg.runs models and writes everything under out_dir; returns the summary (also results.json)."""
+    out_dir = Path(out_dir)
+    validate(cfg, BACKBONES, FEATS_TYPES)
+    summary_path = out_dir / "results.json"
+    if summary_path.exists():
+        if cfg.resume:
+            log.info("%s already holds results; skipped (resume=true)", out_dir)
+            return json.loads(summary_path.read_text())
+        raise ConfigError(f"{out_dir} already holds results.json; refusing to overwrite it. Choose another "
+                          "hydra.run.dir, or set resume=true to keep it and skip the run")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    keep_freed_memory()
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    device, why = select_device(str(cfg.device))
+    label = f"{cfg.model.name} on {cfg.dataset.name}"
+    log.info("%s: device %s, %d threads, %d runs from seed %d", label, why, torch.get_num_threads(), cfg.runs, cfg.seed)
+
+    t0 = time.perf_counter()
+    data = load_data(cfg.dataset)
+    rg = build_relation_graph(data)
+    log.info("data: %s, %d nodes, %d edges incl. self-loops, %d relation types (%s), %d classes, "
+             "train/val/test %d/%d/%d (%.1fs)", data.name, rg.graph.num_nodes(), rg.graph.num_edges(),
+             rg.num_relations, ", ".join(rg.relation_names), data.num_classes,
+             *(len(data.splits[s]) for s in ("train", "val", "test")), time.perf_counter() - t0)
+    rg = rg.to(device)
+    adj = Adjacency(rg.graph)
+    feats = {t: x.to(device) for t, x in data.features.items()}
+    labels = data.labels.to(device)
+    splits = {s: i.to(device) for s, i in data.splits.items()}
+    target_nodes = rg.nodes_of(data.target).to(device)
+
+    plain_cfg = OmegaConf.to_container(cfg, resolve=True)
+    logger = make_logger(out_dir=out_dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
+                         **{k: v for k, v in plain_cfg["logger"].items()})
+    records, weights = [], []
+    for run in range(cfg.runs):
+        seed = cfg.seed + run
+        seed_everything(seed, cfg.deterministic)
+        model = build_model(cfg.model, data, rg).to(device)
+        if run == 0:
+            log.info("model: %s, %d parameters", cfg.model.name, sum(p.numel() for p in model.parameters()))
+        logger.start_run(run, seed)
+        result = train_run(model, adj, rg.ntypes, feats, labels, target_nodes, splits, seed=seed,
+                           optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
+                           max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
+                           on_epoch=logger.log_epoch, progress=Progress(f"[{label} run {run + 1}/{cfg.runs}]"))
+        rec = _run_record(result, run)
+        logger.end_run(rec)
+        records.append(rec)
+        weights.append({"run": run, "seed": seed, "layers": result.relation_weights})
+        _save_run(out_dir / "runs" / f"run_{run:02d}", rec, result, data, cfg.save_embeddings)
+        log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f (best epoch %d of %d, %.1fs)", run + 1,
+                 cfg.runs, seed, rec["test_micro_f1"], rec["test_macro_f1"], rec["best_epoch"], rec["epochs"],
+                 rec["train_time_s"])
+
+    summary = {
+        "dataset": str(cfg.dataset.name), "model": str(cfg.model.name), "runs": int(cfg.runs),
+        "seeds": [r["seed"] for r in records],
+        "metrics": {k: mean_std([r[k] for r in records]) for k in SUMMARY_KEYS},
+        "per_run": records,
+        "num_parameters": int(sum(p.numel() for p in model.parameters())),
+        "relation_names": rg.relation_names,
+        "environment": {"device": str(device), "device_note": why, "threads": torch.get_num_threads(),
+                        "torch": torch.__version__, "dgl": dgl.__version__, "python": platform.python_version(),
+                        "machine": platform.machine()},
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "wall_time_s": time.perf_counter() - t0,
+    }
+    _write_json(out_dir / "relation_weights.json", weights)
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    _write_json(summary_path, summary)
+    logger.finish(summary)
+    m = summary["metrics"]
+    log.info("%s (%d runs): Macro-F1 %.2f ± %.2f | Micro-F1 %.2f ± %.2f  -> %s", label, cfg.runs,
+             m["test_macro_f1"]["mean"], m["test_macro_f1"]["std"], m["test_micro_f1"]["mean"],
+             m["test_micro_f1"]["std"], out_dir)
+    return summary
+
+
+def _save_run(run_dir: Path, rec: dict, result: RunResult, data, save_embeddings: bool) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(run_dir / "results.json", {**rec, "relation_weights": result.relation_weights})
+    pd.DataFrame(result.history).to_csv(run_dir / "history.csv", index=False)
+    if save_embeddings and result.embeddings is not None:
+        test = data.splits["test"]
+        np.savez_compressed(run_dir / "embeddings.npz", node_ids=test.numpy(),
+                            embeddings=result.embeddings[test].numpy(), labels=data.labels[test].numpy())
