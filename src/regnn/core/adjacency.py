@@ -115,9 +115,19 @@ class _CsrSpmm(torch.autograd.Function):
             at = _csr(adj.t_indptr, adj.t_indices, vals[adj.t_pos], (adj.num_src, adj.num_dst))
             gh = at @ grad
         if ctx.needs_input_grad[1]:
-            pattern = _csr(adj.indptr, adj.indices, torch.zeros_like(vals), (adj.num_dst, adj.num_src))
-            gw = torch.sparse.sampled_addmm(pattern, grad, h.t(), beta=0.0).values()
+            gw = _edge_dots(adj, grad, h)
         return gh, gw, None
+
+
+def _edge_dots(adj: Adjacency, dst_feat: torch.Tensor, src_feat: torch.Tensor) -> torch.Tensor:
+    """<dst_feat[v], src_feat[u]> for every edge u->v, in CSR order (an SDDMM).
+
+    torch's sampled_addmm is the fastest here from 8 columns up but ~10x slower below; DGL's u_dot_v wins there.
+    """
+    if dst_feat.shape[1] < 8:
+        return dgl.ops.u_dot_v(adj.graph, src_feat, dst_feat)[:, 0]
+    pattern = _csr(adj.indptr, adj.indices, adj._ones(dst_feat.dtype, dst_feat.device), (adj.num_dst, adj.num_src))
+    return torch.sparse.sampled_addmm(pattern, dst_feat, src_feat.t(), beta=0.0).values()
 
 
 def _scales(deg: torch.Tensor, norm: str):
@@ -156,12 +166,12 @@ class _GcnAggregate(torch.autograd.Function):
         adj = ctx.adj
         grad = grad.contiguous()
         g1 = grad * a.unsqueeze(-1) if a is not None else grad  # gradient of agg
-        ghb = _csr(adj.t_indptr, adj.t_indices, w[adj.t_pos], (adj.num_src, adj.num_dst)) @ g1
+        wt = adj._ones(w.dtype, w.device) if ctx.num_relations == 0 else w[adj.t_pos]  # weights, CSC order
+        ghb = _csr(adj.t_indptr, adj.t_indices, wt, (adj.num_src, adj.num_dst)) @ g1
         gh = ghb * b.unsqueeze(-1) if b is not None else ghb
         galpha = None
         if ctx.needs_input_grad[1]:
-            pattern = _csr(adj.indptr, adj.indices, torch.zeros_like(w), (adj.num_dst, adj.num_src))
-            ge = torch.sparse.sampled_addmm(pattern, g1, hb.t(), beta=0.0).values()  # dL/dw per edge
+            ge = _edge_dots(adj, g1, hb)  # dL/dw per edge
             counts = adj.relation_counts(ctx.num_relations, grad.dtype)
             galpha = torch.bincount(adj.rel, weights=ge, minlength=ctx.num_relations).to(grad.dtype)
             gdeg = torch.zeros_like(agg[:, 0])

@@ -35,6 +35,7 @@ class REGraphConv(nn.Module):
         self.weight = nn.Parameter(torch.empty(in_dim, out_dim)) if weight else None
         self.bias = nn.Parameter(torch.zeros(out_dim)) if (bias and weight) else None
         self.activation = ACTIVATIONS[activation]
+        self.is_linear = self.weight is None and self.activation is None  # a pure propagation step
         if self.weight is not None:
             nn.init.xavier_uniform_(self.weight)
 
@@ -53,14 +54,15 @@ class REGraphConv(nn.Module):
 class REGATConv(nn.Module):
     """GAT whose attention logits take the relation weight of the edge, one weight per head.
 
-    relation_mode="add":  score = LeakyReLU(a_l.Wh_u + a_r.Wh_v + w_r)   (REFERENCE.md)
     relation_mode="mul":  score = LeakyReLU((a_l.Wh_u + a_r.Wh_v) * w_r)  (the authors' released REGATConv)
-    At w_r = 1 "mul" equals plain GAT exactly and "add" shifts every logit of a node equally, which the
-    softmax removes. Output: (num_dst, heads, out_dim); the model concatenates or averages the heads.
+    relation_mode="add":  score = LeakyReLU(a_l.Wh_u + a_r.Wh_v + w_r)    (REFERENCE.md's description)
+    With "mul", RE-GAT at its initial weights (all 1) is exactly the plain GAT. With "add" it is not: the +1
+    passes through the LeakyReLU before the softmax. Output: (num_dst, heads, out_dim); the model
+    concatenates or averages the heads.
     """
 
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
-                 negative_slope: float = 0.2, activation: str = "none", relation_mode: str = "add",
+                 negative_slope: float = 0.2, activation: str = "none", relation_mode: str = "mul",
                  bias: bool = False, residual: bool = False):
         super().__init__()
         if relation_mode not in ("add", "mul"):

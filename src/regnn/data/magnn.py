@@ -76,7 +76,8 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None)
     for r in spec.relations:
         s, d = tid[r.src], tid[r.dst]
         fwd = (rt == s) & (ct == d)
-        bwd = (rt == d) & (ct == s)
+        # between two types, either block may hold the edges; within one type the stored direction is the relation
+        bwd = (rt == d) & (ct == s) if s != d else np.zeros_like(fwd)
         covered |= fwd | bwd
         # union of the (src,dst) block and the transposed (dst,src) block, without duplicates
         pairs = np.unique(np.concatenate([
@@ -102,7 +103,8 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None)
         if raw[t] is not None and (raw[t].ndim != 2 or raw[t].shape[0] != num_nodes[t]):
             raise DataError(f"{root / f}: feature matrix of shape {raw[t].shape} but there are {num_nodes[t]} "
                             f"{t} nodes; rows must equal the node count: {_REFETCH}")
-    features = select_features(raw, num_nodes, spec.target, feats_type or spec.default_feats_type)
+    features = select_features(raw, num_nodes, spec.target,
+                               spec.default_feats_type if feats_type is None else feats_type)
 
     labels = np.asarray(read_array(_path(root, "labels.npy"))).astype(np.int64).ravel()
     split_file = _path(root, "train_val_test_idx.npz")

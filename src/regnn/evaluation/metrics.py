@@ -3,14 +3,25 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.metrics import f1_score
 
 
-def f1_scores(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
-    pred = logits.argmax(-1).cpu().numpy()
-    y = labels.cpu().numpy()
-    return {"micro_f1": 100.0 * f1_score(y, pred, average="micro"),
-            "macro_f1": 100.0 * f1_score(y, pred, average="macro")}
+def f1_scores(logits: torch.Tensor, labels: torch.Tensor, num_classes: int | None = None) -> dict[str, float]:
+    """Micro- and macro-F1 (percent) from a confusion matrix; the same numbers as sklearn's f1_score
+    (tested), without its per-call validation, which costs more than a training step on small graphs.
+
+    Macro-F1 averages over the classes present in labels or predictions, as sklearn does by default; a class
+    with no true and no predicted node is left out.
+    """
+    pred = logits.argmax(-1)
+    y = labels.to(pred.device)
+    c = int(num_classes or max(int(y.max()), int(pred.max())) + 1)
+    conf = torch.bincount(y * c + pred, minlength=c * c).view(c, c).double()
+    tp = conf.diagonal()
+    support, predicted = conf.sum(1), conf.sum(0)
+    present = (support + predicted) > 0
+    f1 = torch.where(present, 2 * tp / (support + predicted).clamp(min=1), torch.zeros_like(tp))
+    micro = tp.sum() / conf.sum().clamp(min=1)
+    return {"micro_f1": 100.0 * float(micro), "macro_f1": 100.0 * float(f1[present].mean())}
 
 
 def mean_std(values) -> dict[str, float]:

@@ -44,7 +44,7 @@ def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu",
 
 
 def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-        attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "add", **_) -> Stack:
+        attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "mul", **_) -> Stack:
     """num_layers GAT layers with `heads` heads (concatenated); the last has one head and outputs the classes."""
     convs, rel_heads = [], []
     for i in range(num_layers):

@@ -8,21 +8,49 @@ from regnn.core.relation import RelationWeights
 from regnn.models.backbones import BACKBONES
 
 
+class _SparseInputMM(torch.autograd.Function):
+    """x @ w for a constant sparse x held as CSR together with its transpose (both MKL/cuSPARSE matmuls)."""
+
+    @staticmethod
+    def forward(ctx, w, x_csr, xt_csr):
+        ctx.save_for_backward(xt_csr)
+        return x_csr @ w
+
+    @staticmethod
+    def backward(ctx, grad):
+        (xt_csr,) = ctx.saved_tensors
+        return xt_csr @ grad.contiguous(), None, None
+
+
 class TypeProjection(nn.Module):
-    """x~_i = x_i W_type(i) + b_type(i): one linear map per node type into a shared space (sparse-aware)."""
+    """x~_i = x_i W_type(i) + b_type(i): one linear map per node type into a shared space.
+
+    Sparse inputs (bag-of-words, one-hot ids) stay sparse: they are multiplied as CSR, and the CSR of their
+    transpose, built once per input tensor, gives the weight gradient.
+    """
 
     def __init__(self, in_dims: dict[str, int], out_dim: int):
         super().__init__()
         self.lins = nn.ModuleDict({t: nn.Linear(d, out_dim) for t, d in in_dims.items()})
         for lin in self.lins.values():
             nn.init.xavier_normal_(lin.weight, gain=1.414)
+        self._csr_cache: dict[int, tuple] = {}
+
+    def _csr(self, x: torch.Tensor):
+        hit = self._csr_cache.get(id(x))
+        if hit is None or hit[0] is not x:
+            hit = (x, x.to_sparse_csr(), x.t().coalesce().to_sparse_csr())  # keeps x alive, so its id stays unique
+            self._csr_cache[id(x)] = hit
+        return hit[1], hit[2]
+
+    def project(self, t: str, x: torch.Tensor) -> torch.Tensor:
+        lin = self.lins[t]
+        if not x.is_sparse:
+            return lin(x)
+        return _SparseInputMM.apply(lin.weight.t(), *self._csr(x)) + lin.bias
 
     def forward(self, feats: dict[str, torch.Tensor], order: list[str]) -> torch.Tensor:
-        out = []
-        for t in order:
-            x, lin = feats[t], self.lins[t]
-            out.append(torch.sparse.mm(x, lin.weight.t()) + lin.bias if x.is_sparse else lin(x))
-        return torch.cat(out)
+        return torch.cat([self.project(t, feats[t]) for t in order])
 
 
 class REGNN(nn.Module):
@@ -52,23 +80,29 @@ class REGNN(nn.Module):
             for k in stack.relation_heads)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, adj, feats: dict[str, torch.Tensor], ntypes: list[str]):
-        """Returns (class scores, representations fed to the output layer) for every node.
+    def forward(self, adj, feats: dict[str, torch.Tensor], ntypes: list[str], embed: bool = False):
+        """Returns (class scores, representations fed to the output layer, or None unless embed=True).
 
         adj: one Adjacency for every layer (full graph) or a list with one per layer (sampled blocks).
         """
-        return self.propagate(adj, self.proj(feats, ntypes))
+        return self.propagate(adj, self.proj(feats, ntypes), embed)
 
-    def propagate(self, adj, h: torch.Tensor):
+    def propagate(self, adj, h: torch.Tensor, embed: bool = False):
         adjs = adj if isinstance(adj, (list, tuple)) else [adj] * len(self.convs)
         last = len(self.convs) - 1
         emb = None
         for i, (conv, rw, a) in enumerate(zip(self.convs, self.relations, adjs)):
+            alpha = None if rw.is_constant else rw()
+            h = self.dropout(h)
             if i == last and self.head is None:
-                emb = h[: a.num_dst]
-            h = conv(a, self.dropout(h), None if rw.is_constant else rw())
+                emb = h[: a.num_dst] if embed else None
+            elif i == last and not embed and getattr(conv, "is_linear", False):
+                # a linear propagation followed by a linear head: A (h W) = (A h) W, so aggregate the few class
+                # scores instead of the hidden features (same result, a fraction of the cost)
+                return conv(a, self.head(h) - self.head.bias, alpha) + self.head.bias, None
+            h = conv(a, h, alpha)
         if self.head is not None:
-            emb = h
+            emb = h if embed else None
             h = self.head(h)
         return h, emb
 

@@ -75,7 +75,7 @@ def train_run(model, adj, ntypes, feats, labels, target_nodes, splits, *, seed: 
         with torch.no_grad():
             logits, _ = model(adj, feats, ntypes)
             val_loss = F.cross_entropy(logits[idx["val"]], y["val"]).item()
-            val = f1_scores(logits[idx["val"]], y["val"])
+            val = f1_scores(logits[idx["val"]], y["val"], logits.shape[1])
         row = {"epoch": epoch, "train_loss": loss.item(), "val_loss": val_loss, "val_micro_f1": val["micro_f1"],
                "val_macro_f1": val["macro_f1"], "epoch_time_s": time.perf_counter() - t}
         history.append(row)
@@ -92,10 +92,10 @@ def train_run(model, adj, ntypes, feats, labels, target_nodes, splits, *, seed: 
     stopper.restore(model)
     model.eval()
     with torch.no_grad():
-        logits, emb = model(adj, feats, ntypes)
+        logits, emb = model(adj, feats, ntypes, embed=True)
     metrics = {}
     for s in ("train", "val", "test"):
-        for k, v in f1_scores(logits[idx[s]], y[s]).items():
+        for k, v in f1_scores(logits[idx[s]], y[s], logits.shape[1]).items():
             metrics[f"{s}_{k}"] = v
         metrics[f"{s}_loss"] = F.cross_entropy(logits[idx[s]], y[s]).item()
     return RunResult(seed=seed, best_epoch=stopper.best_epoch, epochs=len(history), metrics=metrics,

@@ -1,0 +1,36 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import regnn  # noqa: F401  (first: silences ogb's network check before dgl imports it)
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("REGNN_DATA_DIR", REPO / "data"))
+
+
+def real_dataset_dir(name: str) -> Path:
+    """The fetched dataset folder; a clear failure (not a skip) when `make data` has not run."""
+    d = DATA / name
+    if not (d / "adjM.npz").is_file():
+        pytest.fail(f"{d} is missing: run `make data` (REGNN_DATA_MIRROR=../shared/datasets) before the tests")
+    return d
+
+
+@pytest.fixture
+def imdb_copy(tmp_path) -> Path:
+    """A private copy of the IMDB files that a test may damage."""
+    dst = tmp_path / "IMDB"
+    shutil.copytree(real_dataset_dir("IMDB"), dst)
+    return dst
+
+
+def run_train(*overrides: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 300):
+    """Runs `python train.py overrides...` in a subprocess; returns the CompletedProcess."""
+    e = {**os.environ, "HYDRA_FULL_ERROR": "0", **(env or {})}
+    return subprocess.run([sys.executable, str(REPO / "train.py"), *overrides], cwd=cwd, env=e,
+                          capture_output=True, text=True, timeout=timeout)
+

@@ -1,0 +1,91 @@
+"""Every dataset x model config composes; tuned settings are picked up; bad keys and values are refused."""
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+
+import regnn.config  # noqa: F401  (the repo_root resolver)
+from conftest import REPO, run_train
+from regnn.config import validate
+from regnn.data import make_synthetic, build_relation_graph
+from regnn.data.features import FEATS_TYPES
+from regnn.errors import ConfigError
+from regnn.models import BACKBONES
+from regnn.pipeline import build_model
+
+CONF = str(REPO / "conf")
+DATASETS = sorted(p.stem for p in (REPO / "conf/dataset").glob("*.yaml"))
+MODELS = sorted(p.stem for p in (REPO / "conf/model").glob("*.yaml"))
+
+
+def cfg(*overrides):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose("train", overrides=list(overrides))
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+@pytest.mark.parametrize("model", MODELS)
+def test_every_dataset_model_pair_composes_and_validates(dataset, model):
+    c = cfg(f"dataset={dataset}", f"model={model}")
+    validate(c, BACKBONES, FEATS_TYPES)
+    assert c.model.name == model and c.dataset.name == dataset
+    assert Path(c.dataset.get("dir", CONF)).is_absolute()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_model_config_builds(model):
+    data = make_synthetic(num_items=60, num_sources=30, num_tags=5)
+    rg = build_relation_graph(data)
+    m = build_model(cfg(f"model={model}").model, data, rg)
+    re = cfg(f"model={model}").model.get("relation", {})
+    n_rel_params = sum(p.numel() for n, p in m.named_parameters() if n.startswith("relations."))
+    assert (n_rel_params > 0) == bool(re.get("edge_embeddings") or re.get("self_loop_embeddings"))
+
+
+def test_tuned_and_protocol_settings_are_selected():
+    assert cfg("dataset=dblp", "model=re_gcn").model.dropout == 0.5
+    assert cfg("dataset=dblp", "model=gcn").model.dropout == 0.6
+    assert cfg("dataset=dblp", "model=re_gat").model.heads == 8
+    acm_gat = cfg("dataset=acm", "model=re_gat")
+    assert (acm_gat.model.hidden, acm_gat.model.dropout, acm_gat.optimizer.weight_decay) == (16, 0.2, 0.005)
+    assert cfg("dataset=acm", "model=re_gcn").optimizer.weight_decay == 0.005
+    assert cfg("dataset=imdb", "model=gcn").optimizer.weight_decay == 0.005
+    assert cfg("dataset=imdb", "model=gat").model.heads == 1
+    # the command line wins over tuned settings
+    assert cfg("dataset=dblp", "model=re_gcn", "model.dropout=0.3").model.dropout == 0.3
+    assert cfg("model.relation.scale=1").model.relation.scale == 1
+
+
+def test_unknown_key_and_unknown_option_are_refused():
+    with pytest.raises(ConfigCompositionException, match="model.hiden"):
+        cfg("model.hiden=32")
+    with pytest.raises(ConfigCompositionException, match="dataset"):
+        cfg("dataset=cora")
+
+
+@pytest.mark.parametrize("override,message", [
+    ("model.dropout=1.5", "model.dropout=1.5 is not valid: must be < 1"),
+    ("model.relation.scale=0", "model.relation.scale=0 is not valid: must be > 0"),
+    ("runs=0", "runs=0 is not valid: must be >= 1"),
+    ("optimizer.lr=-1", "optimizer.lr=-1 is not valid: must be > 0"),
+    ("model.hidden=abc", "model.hidden='abc' is not valid: must be an integer"),
+    ("dataset.feats_type=all", "dataset.feats_type='all' is not valid"),
+    ("device=tpu", "device='tpu' is not valid"),
+])
+def test_bad_values_are_refused_with_the_rule(override, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        validate(cfg(override), BACKBONES, FEATS_TYPES)
+
+
+@pytest.mark.parametrize("override,expect", [
+    ("model.dropout=1.5", "model.dropout=1.5 is not valid"),
+    ("model.hiden=3", "Could not override 'model.hiden'"),
+    ("dataset=cora", "Could not find 'dataset/cora'"),
+])
+def test_train_py_rejects_bad_config_without_a_traceback(tmp_path, override, expect):
+    r = run_train("dataset=synthetic", override, f"hydra.run.dir={tmp_path}/run")
+    assert r.returncode != 0
+    assert expect in r.stderr + r.stdout
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "run" / "results.json").exists()

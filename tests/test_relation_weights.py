@@ -1,0 +1,124 @@
+"""Relation embeddings: exact initial weights, and the gradient scaling of the paper's appendix A."""
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from regnn.core.adjacency import Adjacency
+from regnn.core.relation import RelationWeights
+from regnn.data import build_relation_graph, make_synthetic
+from regnn.models import REGNN
+
+
+@pytest.fixture(scope="module")
+def syn():
+    data = make_synthetic(num_items=120, num_sources=60, num_tags=8, seed=3)
+    data.features = {t: x.double() for t, x in data.features.items()}
+    rg = build_relation_graph(data)
+    return data, rg, Adjacency(rg.graph)
+
+
+def model(data, rg, backbone="gcn", scale=100.0, edge=True, self_loop=True, **kw):
+    """Double precision: the tests check the update rules, not float32 rounding near 1."""
+    return REGNN(in_dims=data.in_dims, num_classes=data.num_classes, relation_names=rg.relation_names,
+                 num_edge_relations=rg.num_edge_relations, backbone=backbone, hidden=16, num_layers=3,
+                 dropout=0.0, scale=scale, edge_embeddings=edge, self_loop_embeddings=self_loop,
+                 **kw).double()
+
+
+@pytest.mark.parametrize("scale", [0.001, 0.3, 1.0, 7.0, 100.0, 1000.0])
+def test_weights_start_at_exactly_one(scale):
+    rw = RelationWeights(6, 4, scale=scale, heads=3)
+    assert torch.equal(rw(), torch.ones(10, 3))
+
+
+def test_switched_off_parts_are_constant_and_own_no_parameters():
+    assert sum(p.numel() for p in RelationWeights(6, 4, edge_embeddings=False).parameters()) == 4
+    assert sum(p.numel() for p in RelationWeights(6, 4, self_loop_embeddings=False).parameters()) == 6
+    rw = RelationWeights(6, 4, edge_embeddings=False, self_loop_embeddings=False)
+    assert rw.is_constant and not list(rw.parameters())
+
+
+def test_scale_must_be_positive():
+    with pytest.raises(ValueError, match="must be > 0"):
+        RelationWeights(2, 2, scale=0)
+
+
+@pytest.mark.parametrize("backbone,kw", [("gcn", {}), ("gat", {"heads": 2, "relation_mode": "mul"})])
+def test_re_model_at_init_equals_plain_model_with_same_weights(syn, backbone, kw):
+    data, rg, adj = syn
+    torch.manual_seed(0)
+    re = model(data, rg, backbone, **kw)
+    plain = model(data, rg, backbone, edge=False, self_loop=False, **kw)
+    missing = plain.load_state_dict(re.state_dict(), strict=False)
+    assert not missing.missing_keys and all("relations" in k for k in missing.unexpected_keys)
+    re.eval(), plain.eval()
+    out_re, emb_re = re(adj, data.features, rg.ntypes)
+    out_plain, emb_plain = plain(adj, data.features, rg.ntypes)
+    torch.testing.assert_close(out_re, out_plain, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(emb_re, emb_plain, rtol=1e-5, atol=1e-6)
+    # and the relation weights are real parameters of the RE model only: R + F per layer (x heads)
+    extra = sum(p.numel() for p in re.parameters()) - sum(p.numel() for p in plain.parameters())
+    heads = [r.heads for r in re.relations]
+    assert extra == rg.num_relations * sum(heads)
+
+
+def _alphas(m):
+    return torch.stack([r().detach().clone() for r in m.relations])
+
+
+def _one_step(m, data, rg, adj, opt):
+    m.train()
+    logits, _ = m(adj, data.features, rg.ntypes)
+    idx = rg.nodes_of(data.target)[data.splits["train"]]
+    loss = F.cross_entropy(logits[idx], data.labels[data.splits["train"]])
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+@pytest.mark.parametrize("scale", [1.0, 10.0, 100.0])
+def test_one_adam_step_moves_every_alpha_by_lambda_times_lr(syn, scale):
+    data, rg, adj = syn
+    torch.manual_seed(1)
+    m = model(data, rg, scale=scale)
+    lr = 1e-4
+    before = _alphas(m)
+    # eps ~ 0 so that the first step is exactly lr * sign(g) even where a gradient is tiny (appendix A)
+    _one_step(m, data, rg, adj, torch.optim.Adam(m.parameters(), lr=lr, eps=1e-16))
+    moved = (_alphas(m) - before).abs()
+    # Adam's first step is lr * sign(gradient) on e; alpha = lambda * e moves lambda * lr (relations that
+    # reach no node used by the loss get no gradient and stay put)
+    has_grad = torch.stack([torch.cat([r.edge.grad, r.self_loop.grad]) for r in m.relations]).abs() > 0
+    assert has_grad.float().mean() > 0.5
+    torch.testing.assert_close(moved[has_grad], torch.full_like(moved[has_grad], scale * lr), rtol=1e-3, atol=0)
+    assert torch.all(moved[~has_grad] == 0)
+
+
+def test_one_sgd_step_scales_the_alpha_update_by_lambda_squared(syn):
+    data, rg, adj = syn
+    torch.manual_seed(2)
+    base = model(data, rg, scale=1.0)
+    moves = {}
+    for scale in (1.0, 10.0):
+        m = model(data, rg, scale=scale)
+        m.load_state_dict({k: v for k, v in base.state_dict().items() if "relations" not in k}, strict=False)
+        before = _alphas(m)
+        _one_step(m, data, rg, adj, torch.optim.SGD(m.parameters(), lr=1e-3))
+        moves[scale] = _alphas(m) - before
+    nz = moves[1.0].abs() > 1e-9
+    assert nz.float().mean() > 0.5
+    torch.testing.assert_close(moves[10.0][nz], 100.0 * moves[1.0][nz], rtol=1e-3, atol=1e-9)
+
+
+def test_relation_weights_are_readable_by_name_after_training(syn):
+    data, rg, adj = syn
+    m = model(data, rg)
+    _one_step(m, data, rg, adj, torch.optim.Adam(m.parameters(), lr=1e-3))
+    layers = m.relation_weights()
+    assert len(layers) == 3
+    assert set(layers[0]) == set(rg.relation_names)
+    assert "item->source" in layers[0] and "self:item" in layers[0]
+    assert all(isinstance(v, float) for v in layers[0].values())
+    assert any(v != 1.0 for v in layers[0].values())
