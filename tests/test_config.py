@@ -8,11 +8,12 @@ from hydra.errors import ConfigCompositionException
 import regnn.config  # noqa: F401  (the repo_root resolver)
 from conftest import REPO, run_train
 from regnn.config import validate
-from regnn.data import make_synthetic, build_relation_graph
+from regnn.data import make_synthetic
 from regnn.data.features import FEATS_TYPES
 from regnn.errors import ConfigError
 from regnn.models import BACKBONES
 from regnn.pipeline import build_model
+from regnn.models import RelationInputs
 
 CONF = str(REPO / "conf")
 DATASETS = sorted(p.stem for p in (REPO / "conf/dataset").glob("*.yaml"))
@@ -36,8 +37,7 @@ def test_every_dataset_model_pair_composes_and_validates(dataset, model):
 @pytest.mark.parametrize("model", MODELS)
 def test_every_model_config_builds(model):
     data = make_synthetic(num_items=60, num_sources=30, num_tags=5)
-    rg = build_relation_graph(data)
-    m = build_model(cfg(f"model={model}").model, data, rg)
+    m = build_model(cfg(f"model={model}").model, data, RelationInputs.build(data))
     re = cfg(f"model={model}").model.get("relation", {})
     n_rel_params = sum(p.numel() for n, p in m.named_parameters() if n.startswith("relations."))
     assert (n_rel_params > 0) == bool(re.get("edge_embeddings") or re.get("self_loop_embeddings"))

@@ -5,18 +5,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from regnn.core.adjacency import Adjacency
 from regnn.core.relation import RelationWeights
-from regnn.data import build_relation_graph, make_synthetic
-from regnn.models import REGNN
+from regnn.data import make_synthetic
+from regnn.models import REGNN, RelationInputs
 
 
 @pytest.fixture(scope="module")
 def syn():
     data = make_synthetic(num_items=120, num_sources=60, num_tags=8, seed=3)
     data.features = {t: x.double() for t, x in data.features.items()}
-    rg = build_relation_graph(data)
-    return data, rg, Adjacency(rg.graph)
+    inputs = RelationInputs.build(data)
+    return data, inputs.rg, inputs
 
 
 def model(data, rg, backbone="gcn", scale=100.0, edge=True, self_loop=True, **kw):
@@ -47,15 +46,15 @@ def test_scale_must_be_positive():
 
 @pytest.mark.parametrize("backbone,kw", [("gcn", {}), ("gat", {"heads": 2, "relation_mode": "mul"})])
 def test_re_model_at_init_equals_plain_model_with_same_weights(syn, backbone, kw):
-    data, rg, adj = syn
+    data, rg, inputs = syn
     torch.manual_seed(0)
     re = model(data, rg, backbone, **kw)
     plain = model(data, rg, backbone, edge=False, self_loop=False, **kw)
     missing = plain.load_state_dict(re.state_dict(), strict=False)
     assert not missing.missing_keys and all("relations" in k for k in missing.unexpected_keys)
     re.eval(), plain.eval()
-    out_re, emb_re = re(adj, data.features, rg.ntypes)
-    out_plain, emb_plain = plain(adj, data.features, rg.ntypes)
+    out_re, emb_re = re(inputs, data.features, embed=True)
+    out_plain, emb_plain = plain(inputs, data.features, embed=True)
     torch.testing.assert_close(out_re, out_plain, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(emb_re, emb_plain, rtol=1e-5, atol=1e-6)
     # and the relation weights are real parameters of the RE model only: R + F per layer (x heads)
@@ -68,11 +67,11 @@ def _alphas(m):
     return torch.stack([r().detach().clone() for r in m.relations])
 
 
-def _one_step(m, data, rg, adj, opt):
+def _one_step(m, data, rg, inputs, opt):
     m.train()
-    logits, _ = m(adj, data.features, rg.ntypes)
-    idx = rg.nodes_of(data.target)[data.splits["train"]]
-    loss = F.cross_entropy(logits[idx], data.labels[data.splits["train"]])
+    logits, _ = m(inputs, data.features)
+    idx = data.splits["train"]
+    loss = F.cross_entropy(logits[idx], data.labels[idx])
     opt.zero_grad()
     loss.backward()
     opt.step()
@@ -80,13 +79,13 @@ def _one_step(m, data, rg, adj, opt):
 
 @pytest.mark.parametrize("scale", [1.0, 10.0, 100.0])
 def test_one_adam_step_moves_every_alpha_by_lambda_times_lr(syn, scale):
-    data, rg, adj = syn
+    data, rg, inputs = syn
     torch.manual_seed(1)
     m = model(data, rg, scale=scale)
     lr = 1e-4
     before = _alphas(m)
     # eps ~ 0 so that the first step is exactly lr * sign(g) even where a gradient is tiny (appendix A)
-    _one_step(m, data, rg, adj, torch.optim.Adam(m.parameters(), lr=lr, eps=1e-16))
+    _one_step(m, data, rg, inputs, torch.optim.Adam(m.parameters(), lr=lr, eps=1e-16))
     moved = (_alphas(m) - before).abs()
     # Adam's first step is lr * sign(gradient) on e; alpha = lambda * e moves lambda * lr (relations that
     # reach no node used by the loss get no gradient and stay put)
@@ -97,7 +96,7 @@ def test_one_adam_step_moves_every_alpha_by_lambda_times_lr(syn, scale):
 
 
 def test_one_sgd_step_scales_the_alpha_update_by_lambda_squared(syn):
-    data, rg, adj = syn
+    data, rg, inputs = syn
     torch.manual_seed(2)
     base = model(data, rg, scale=1.0)
     moves = {}
@@ -105,7 +104,7 @@ def test_one_sgd_step_scales_the_alpha_update_by_lambda_squared(syn):
         m = model(data, rg, scale=scale)
         m.load_state_dict({k: v for k, v in base.state_dict().items() if "relations" not in k}, strict=False)
         before = _alphas(m)
-        _one_step(m, data, rg, adj, torch.optim.SGD(m.parameters(), lr=1e-3))
+        _one_step(m, data, rg, inputs, torch.optim.SGD(m.parameters(), lr=1e-3))
         moves[scale] = _alphas(m) - before
     nz = moves[1.0].abs() > 1e-9
     assert nz.float().mean() > 0.5
@@ -113,9 +112,9 @@ def test_one_sgd_step_scales_the_alpha_update_by_lambda_squared(syn):
 
 
 def test_relation_weights_are_readable_by_name_after_training(syn):
-    data, rg, adj = syn
+    data, rg, inputs = syn
     m = model(data, rg)
-    _one_step(m, data, rg, adj, torch.optim.Adam(m.parameters(), lr=1e-3))
+    _one_step(m, data, rg, inputs, torch.optim.Adam(m.parameters(), lr=1e-3))
     layers = m.relation_weights()
     assert len(layers) == 3
     assert set(layers[0]) == set(rg.relation_names)

@@ -15,13 +15,12 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from regnn.config import validate
-from regnn.core.adjacency import Adjacency
-from regnn.data import build_relation_graph, load_dataset
+from regnn.data import load_dataset
 from regnn.data.features import FEATS_TYPES
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
 from regnn.loggers import make_logger
-from regnn.models import BACKBONES, REGNN
+from regnn.models import ARCHS, BACKBONES
 from regnn.training.device import select_device
 from regnn.training.perf import keep_freed_memory
 from regnn.training.seed import seed_everything
@@ -34,17 +33,26 @@ SUMMARY_KEYS = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1"
 
 
 def model_kwargs(mcfg: DictConfig) -> dict:
-    """Plain keyword arguments for REGNN from the model config (everything but its name)."""
+    """Plain keyword arguments for the model class from the model config (all but name and arch)."""
     m = OmegaConf.to_container(mcfg, resolve=True)
     m.pop("name", None)
-    rel = m.pop("relation", None) or {"edge_embeddings": False, "self_loop_embeddings": False}
-    return {**m, "scale": rel.get("scale", 1.0), "edge_embeddings": rel["edge_embeddings"],
-            "self_loop_embeddings": rel["self_loop_embeddings"], "relation_slope": rel.get("negative_slope", 0.01)}
+    m.pop("arch", None)
+    if "relation" in m:  # RE-GNN: the relation block becomes flat arguments
+        rel = m.pop("relation")
+        m |= {"scale": rel.get("scale", 1.0), "edge_embeddings": rel["edge_embeddings"],
+              "self_loop_embeddings": rel["self_loop_embeddings"], "relation_slope": rel.get("negative_slope", 0.01)}
+    return m
 
 
-def build_model(mcfg: DictConfig, data, rg) -> REGNN:
-    return REGNN(in_dims=data.in_dims, num_classes=data.num_classes, relation_names=rg.relation_names,
-                 num_edge_relations=rg.num_edge_relations, **model_kwargs(mcfg))
+def arch_of(mcfg: DictConfig):
+    name = mcfg.get("arch", "regnn")
+    if name not in ARCHS:
+        raise ConfigError(f"model.arch={name!r} is not valid: known architectures {sorted(ARCHS)}")
+    return ARCHS[name]
+
+
+def build_model(mcfg: DictConfig, data, inputs):
+    return arch_of(mcfg).build(inputs, data.in_dims, data.num_classes, **model_kwargs(mcfg))
 
 
 def load_data(dcfg: DictConfig):
@@ -85,17 +93,15 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
 
     t0 = time.perf_counter()
     data = load_data(cfg.dataset)
-    rg = build_relation_graph(data)
-    log.info("data: %s, %d nodes, %d edges incl. self-loops, %d relation types (%s), %d classes, "
-             "train/val/test %d/%d/%d (%.1fs)", data.name, rg.graph.num_nodes(), rg.graph.num_edges(),
-             rg.num_relations, ", ".join(rg.relation_names), data.num_classes,
+    g = data.graph
+    log.info("data: %s, %d nodes of %d types, %d edges of %d relation types (%s), %d %s classes, "
+             "train/val/test %d/%d/%d (%.1fs)", data.name, g.num_nodes(), len(g.ntypes), g.num_edges(),
+             len(g.etypes), ", ".join(g.etypes), data.num_classes, data.target,
              *(len(data.splits[s]) for s in ("train", "val", "test")), time.perf_counter() - t0)
-    rg = rg.to(device)
-    adj = Adjacency(rg.graph)
+    inputs = arch_of(cfg.model).prepare(data, device)
     feats = {t: x.to(device) for t, x in data.features.items()}
     labels = data.labels.to(device)
     splits = {s: i.to(device) for s, i in data.splits.items()}
-    target_nodes = rg.nodes_of(data.target).to(device)
 
     plain_cfg = OmegaConf.to_container(cfg, resolve=True)
     logger = make_logger(out_dir=out_dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
@@ -104,11 +110,11 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
     for run in range(cfg.runs):
         seed = cfg.seed + run
         seed_everything(seed, cfg.deterministic)
-        model = build_model(cfg.model, data, rg).to(device)
+        model = build_model(cfg.model, data, inputs).to(device)
         if run == 0:
             log.info("model: %s, %d parameters", cfg.model.name, sum(p.numel() for p in model.parameters()))
         logger.start_run(run, seed)
-        result = train_run(model, adj, rg.ntypes, feats, labels, target_nodes, splits, seed=seed,
+        result = train_run(model, inputs, feats, labels, splits, seed=seed,
                            optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
                            max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
                            on_epoch=logger.log_epoch, progress=Progress(f"[{label} run {run + 1}/{cfg.runs}]"))
@@ -127,7 +133,7 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
         "metrics": {k: mean_std([r[k] for r in records]) for k in SUMMARY_KEYS},
         "per_run": records,
         "num_parameters": int(sum(p.numel() for p in model.parameters())),
-        "relation_names": rg.relation_names,
+        "relation_names": list(getattr(model, "relation_names", [])),
         "environment": {"device": str(device), "device_note": why, "threads": torch.get_num_threads(),
                         "torch": torch.__version__, "dgl": dgl.__version__, "python": platform.python_version(),
                         "machine": platform.machine()},

@@ -1,4 +1,24 @@
-from regnn.models.regnn import REGNN, TypeProjection
-from regnn.models.backbones import BACKBONES
+"""Models the trainer can run. Each architecture ("arch" in the model config) has a prepare step, run once per
+job to build the graph structures it needs from a HeteroDataset, and a build step, run once per seed. Every
+model maps (inputs, features, embed) to (class scores of the target nodes, their representations or None).
+"""
+from __future__ import annotations
 
-__all__ = ["REGNN", "TypeProjection", "BACKBONES"]
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from regnn.models.backbones import BACKBONES
+from regnn.models.regnn import REGNN, RelationInputs, TypeProjection
+
+
+@dataclass(frozen=True)
+class Arch:
+    prepare: Callable[..., Any]  # (data, device) -> inputs
+    build: Callable[..., Any]  # (inputs, in_dims, num_classes, **model kwargs) -> nn.Module
+
+
+ARCHS: dict[str, Arch] = {
+    "regnn": Arch(prepare=RelationInputs.build, build=REGNN.from_inputs),
+}
+
+__all__ = ["ARCHS", "Arch", "BACKBONES", "REGNN", "RelationInputs", "TypeProjection"]

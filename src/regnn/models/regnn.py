@@ -1,11 +1,30 @@
 """RE-GNN: per-type input projection -> homogeneous GNN layers on the relation-weighted graph -> classes."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
+from regnn.core.adjacency import Adjacency
 from regnn.core.relation import RelationWeights
+from regnn.data.relation_graph import RelationGraph, build_relation_graph
 from regnn.models.backbones import BACKBONES
+
+
+@dataclass
+class RelationInputs:
+    """What RE-GNN needs of a dataset, built once per job: the relation-typed graph and where the targets are."""
+
+    adj: Adjacency
+    ntypes: list[str]  # order of the node blocks of the homogeneous graph
+    target_nodes: torch.Tensor  # homogeneous ids of the target nodes, by local id
+    rg: RelationGraph
+
+    @classmethod
+    def build(cls, data, device="cpu") -> "RelationInputs":
+        rg = build_relation_graph(data).to(device)
+        return cls(Adjacency(rg.graph), rg.ntypes, rg.nodes_of(data.target).to(device), rg)
 
 
 class _SparseInputMM(torch.autograd.Function):
@@ -80,14 +99,22 @@ class REGNN(nn.Module):
             for k in stack.relation_heads)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, adj, feats: dict[str, torch.Tensor], ntypes: list[str], embed: bool = False):
-        """Returns (class scores, representations fed to the output layer, or None unless embed=True).
+    @classmethod
+    def from_inputs(cls, inputs: RelationInputs, in_dims: dict[str, int], num_classes: int, **kwargs) -> "REGNN":
+        return cls(in_dims=in_dims, num_classes=num_classes, relation_names=inputs.rg.relation_names,
+                   num_edge_relations=inputs.rg.num_edge_relations, **kwargs)
+
+    def forward(self, inputs: RelationInputs, feats: dict[str, torch.Tensor], embed: bool = False):
+        """(class scores of the target nodes, their representations fed to the output layer or None)."""
+        logits, emb = self.propagate(inputs.adj, self.proj(feats, inputs.ntypes), embed)
+        t = inputs.target_nodes
+        return logits[t], (emb[t] if emb is not None else None)
+
+    def propagate(self, adj, h: torch.Tensor, embed: bool = False):
+        """Scores (and representations) of every destination node from projected features h.
 
         adj: one Adjacency for every layer (full graph) or a list with one per layer (sampled blocks).
         """
-        return self.propagate(adj, self.proj(feats, ntypes), embed)
-
-    def propagate(self, adj, h: torch.Tensor, embed: bool = False):
         adjs = adj if isinstance(adj, (list, tuple)) else [adj] * len(self.convs)
         last = len(self.convs) - 1
         emb = None

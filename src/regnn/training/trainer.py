@@ -50,14 +50,14 @@ class Progress:
             sys.stderr.flush()
 
 
-def train_run(model, adj, ntypes, feats, labels, target_nodes, splits, *, seed: int, optimizer: dict,
-              max_epochs: int = 200, patience: int = 50, on_epoch=None, progress: Progress | None = None) -> RunResult:
-    """Trains `model` on the relation-typed graph `adj` and returns the scores of the best-validation-loss weights.
+def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dict, max_epochs: int = 200,
+              patience: int = 50, on_epoch=None, progress: Progress | None = None) -> RunResult:
+    """Trains `model` and returns the scores of its best-validation-loss weights.
 
-    ntypes: order of the node blocks in the graph; labels and splits index the target nodes, and target_nodes
-    maps them to ids in the homogeneous graph. on_epoch(row) is called with each history row (for loggers).
+    model(inputs, feats, embed) gives the class scores of the target nodes; labels and splits index them.
+    on_epoch(row) is called with each history row (for loggers).
     """
-    idx = {s: target_nodes[i] for s, i in splits.items()}
+    idx = splits
     y = {s: labels[i] for s, i in splits.items()}
     opt = make_optimizer(model.parameters(), **optimizer)
     stopper = EarlyStopping(patience=patience)
@@ -66,14 +66,14 @@ def train_run(model, adj, ntypes, feats, labels, target_nodes, splits, *, seed: 
     for epoch in range(max_epochs):
         t = time.perf_counter()
         model.train()
-        logits, _ = model(adj, feats, ntypes)
+        logits, _ = model(inputs, feats)
         loss = F.cross_entropy(logits[idx["train"]], y["train"])
         opt.zero_grad()
         loss.backward()
         opt.step()
         model.eval()
         with torch.no_grad():
-            logits, _ = model(adj, feats, ntypes)
+            logits, _ = model(inputs, feats)
             val_loss = F.cross_entropy(logits[idx["val"]], y["val"]).item()
             val = f1_scores(logits[idx["val"]], y["val"], logits.shape[1])
         row = {"epoch": epoch, "train_loss": loss.item(), "val_loss": val_loss, "val_micro_f1": val["micro_f1"],
@@ -92,12 +92,13 @@ def train_run(model, adj, ntypes, feats, labels, target_nodes, splits, *, seed: 
     stopper.restore(model)
     model.eval()
     with torch.no_grad():
-        logits, emb = model(adj, feats, ntypes, embed=True)
+        logits, emb = model(inputs, feats, embed=True)
     metrics = {}
     for s in ("train", "val", "test"):
         for k, v in f1_scores(logits[idx[s]], y[s], logits.shape[1]).items():
             metrics[f"{s}_{k}"] = v
         metrics[f"{s}_loss"] = F.cross_entropy(logits[idx[s]], y[s]).item()
     return RunResult(seed=seed, best_epoch=stopper.best_epoch, epochs=len(history), metrics=metrics,
-                     history=history, relation_weights=model.relation_weights(), train_time_s=train_time,
-                     embeddings=emb[target_nodes].detach().cpu() if emb is not None else None)
+                     history=history, relation_weights=getattr(model, "relation_weights", list)(),
+                     train_time_s=train_time,
+                     embeddings=emb.detach().cpu() if emb is not None else None)

@@ -1,0 +1,78 @@
+"""`python train.py ...` end to end in a subprocess, on the synthetic graph (seconds)."""
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import run_train
+
+FAST = ["dataset=synthetic", "runs=2", "trainer.max_epochs=6", "trainer.patience=3"]
+
+
+def check_results(run_dir, runs=2):
+    r = json.loads((run_dir / "results.json").read_text())
+    assert r["runs"] == runs and r["seeds"] == list(range(runs))
+    for k in ("test_micro_f1", "test_macro_f1", "val_micro_f1", "best_epoch", "train_time_s"):
+        m = r["metrics"][k]
+        assert m["n"] == runs and m["std"] >= 0
+    assert 0 <= r["metrics"]["test_micro_f1"]["mean"] <= 100
+    assert len(r["per_run"]) == runs
+    assert r["environment"]["device"] == "cpu" and r["num_parameters"] > 0
+    for i in range(runs):
+        d = run_dir / "runs" / f"run_{i:02d}"
+        hist = pd.read_csv(d / "history.csv")
+        assert list(hist.columns[:3]) == ["epoch", "train_loss", "val_loss"] and 1 <= len(hist) <= 6
+        assert json.loads((d / "results.json").read_text())["seed"] == i
+    return r
+
+
+def test_train_writes_results_weights_history_and_config(tmp_path):
+    run_dir = tmp_path / "run"
+    p = run_train(*FAST, "model=re_gcn", f"hydra.run.dir={run_dir}")
+    assert p.returncode == 0, p.stderr
+    r = check_results(run_dir)
+    assert r["relation_names"][:2] == ["item->noise", "item->source"]
+    weights = json.loads((run_dir / "relation_weights.json").read_text())
+    assert len(weights) == 2 and len(weights[0]["layers"]) == 4
+    assert set(weights[0]["layers"][0]) == set(r["relation_names"])
+    assert "dataset:\n  name: synthetic" in (run_dir / "config.yaml").read_text()
+    assert "Micro-F1" in p.stderr + p.stdout  # the summary line
+
+
+def test_refuses_to_overwrite_and_resume_skips(tmp_path):
+    run_dir = tmp_path / "run"
+    assert run_train(*FAST, "model=gcn", f"hydra.run.dir={run_dir}").returncode == 0
+    before = (run_dir / "results.json").read_text()
+    p = run_train(*FAST, "model=gcn", f"hydra.run.dir={run_dir}")
+    assert p.returncode == 2 and "refusing to overwrite" in p.stderr and "Traceback" not in p.stderr
+    assert (run_dir / "results.json").read_text() == before
+    p = run_train(*FAST, "model=gcn", f"hydra.run.dir={run_dir}", "resume=true")
+    assert p.returncode == 0 and "skipped" in p.stderr
+    assert (run_dir / "results.json").read_text() == before
+
+
+def test_multirun_sweep(tmp_path):
+    p = run_train("-m", *FAST, "runs=1", "model=gcn,re_gcn", f"hydra.sweep.dir={tmp_path}/sweep")
+    assert p.returncode == 0, p.stderr
+    cells = sorted(d.name for d in (tmp_path / "sweep").iterdir() if (d / "results.json").exists())
+    assert cells == ["0_synthetic_gcn", "1_synthetic_re_gcn"]
+
+
+@pytest.mark.parametrize("logger", ["csv", "wandb"])
+def test_loggers_work_offline(tmp_path, logger):
+    run_dir = tmp_path / "run"
+    p = run_train(*FAST, "runs=1", f"logger={logger}", f"hydra.run.dir={run_dir}",
+                  env={"WANDB_MODE": "offline", "WANDB_SILENT": "true"})
+    assert p.returncode == 0, p.stderr
+    check_results(run_dir, runs=1)
+    if logger == "csv":
+        m = pd.read_csv(run_dir / "metrics.csv")
+        assert {"run", "epoch", "val_loss"} <= set(m.columns) and len(m) >= 1
+    else:
+        assert list((run_dir / "wandb").glob("offline-run-*")), "wandb wrote no offline run"
+
+
+def test_missing_data_is_a_clear_error(tmp_path):
+    p = run_train("dataset=imdb", f"dataset.dir={tmp_path}/nothing", "runs=1", f"hydra.run.dir={tmp_path}/run")
+    assert p.returncode == 2
+    assert "does not exist; run `make data`" in p.stderr and "Traceback" not in p.stderr

@@ -1,0 +1,100 @@
+"""Trainer behaviour on the synthetic graph with a planted relation signal."""
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import f1_score
+
+from regnn.data import make_synthetic
+from regnn.evaluation.metrics import f1_scores, mean_std
+from regnn.models import REGNN, RelationInputs
+from regnn.training.device import select_device
+from regnn.training.early_stopping import EarlyStopping
+from regnn.training.seed import seed_everything
+from regnn.training.trainer import train_run
+
+
+@pytest.fixture(scope="module")
+def syn():
+    data = make_synthetic(seed=0)
+    return data, RelationInputs.build(data)
+
+
+def run(data, inputs, seed=0, re=True, backbone="gcn", max_epochs=120, patience=40, **kw):
+    seed_everything(seed)
+    m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone=backbone, hidden=16, num_layers=3,
+                          dropout=0.2, edge_embeddings=re, self_loop_embeddings=re, **kw)
+    return train_run(m, inputs, data.features, data.labels, data.splits, seed=seed,
+                     optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3},
+                     max_epochs=max_epochs, patience=patience)
+
+
+def test_relation_weights_find_the_planted_signal(syn):
+    data, inputs = syn
+    re, plain = run(data, inputs), run(data, inputs, re=False)
+    assert re.metrics["test_micro_f1"] >= 95.0
+    assert plain.metrics["test_micro_f1"] <= re.metrics["test_micro_f1"] - 20.0
+    first = re.relation_weights[0]
+    assert first["source->item"] > 2 * first["noise->item"]  # the trusted relation is weighed up
+
+
+def test_same_seed_same_result_other_seed_other_result(syn):
+    data, inputs = syn
+    a, b, c = run(data, inputs, seed=3, max_epochs=15), run(data, inputs, seed=3, max_epochs=15), \
+        run(data, inputs, seed=4, max_epochs=15)
+    assert [h["train_loss"] for h in a.history] == [h["train_loss"] for h in b.history]
+    assert a.metrics == b.metrics and a.relation_weights == b.relation_weights
+    assert [h["train_loss"] for h in a.history] != [h["train_loss"] for h in c.history]
+
+
+def test_early_stopping_reports_the_best_validation_epoch(syn):
+    data, inputs = syn
+    r = run(data, inputs, max_epochs=200, patience=10)
+    losses = [h["val_loss"] for h in r.history]
+    assert r.best_epoch == int(np.argmin(losses))
+    assert r.epochs == min(200, r.best_epoch + 1 + 10)  # stopped `patience` epochs after the best
+    assert r.metrics["val_loss"] == pytest.approx(losses[r.best_epoch], rel=1e-5)  # best weights restored
+    assert r.embeddings.shape == (data.graph.num_nodes("item"), 16)
+
+
+def test_early_stopping_unit():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+    m, es = M(), EarlyStopping(patience=2)
+    stops = []
+    for epoch, loss in enumerate([3.0, 2.0, 2.5, 1.0, 1.5, 1.2]):
+        with torch.no_grad():
+            m.w.fill_(epoch)
+        stops.append(es.step(loss, epoch, m))
+    assert stops == [False, False, False, False, False, True] and es.best_epoch == 3
+    es.restore(m)
+    assert m.w.item() == 3.0
+
+
+def test_f1_matches_sklearn():
+    g = torch.Generator().manual_seed(0)
+    for c in (2, 3, 7):
+        y = torch.randint(0, c, (500,), generator=g)
+        logits = torch.randn(500, c, generator=g)
+        logits[torch.arange(250), y[:250]] += 3  # half right
+        got = f1_scores(logits, y, c)
+        pred = logits.argmax(1).numpy()
+        assert got["micro_f1"] == pytest.approx(100 * f1_score(y.numpy(), pred, average="micro"))
+        assert got["macro_f1"] == pytest.approx(100 * f1_score(y.numpy(), pred, average="macro"))
+    y = torch.tensor([0, 0, 1, 1])  # class 2 neither present nor predicted: left out, as sklearn does
+    logits = torch.eye(3)[[0, 1, 1, 1]]
+    assert f1_scores(logits, y, 3)["macro_f1"] == pytest.approx(100 * f1_score(y, [0, 1, 1, 1], average="macro"))
+
+
+def test_mean_std_is_population_std():
+    assert mean_std([1.0, 3.0]) == {"mean": 2.0, "std": 1.0, "n": 2}
+
+
+def test_device_selection_explains_cpu_fallback():
+    dev, why = select_device("auto")
+    if not torch.cuda.is_available():
+        assert dev.type == "cpu" and "no CUDA device" in why
+        with pytest.raises(RuntimeError, match="device=cuda requested but torch sees no CUDA device"):
+            select_device("cuda")
+    assert select_device("cpu")[0].type == "cpu"
