@@ -18,6 +18,7 @@ from regnn.config import validate
 from regnn.data import load_dataset
 from regnn.data.features import FEATS_TYPES
 from regnn.errors import ConfigError
+from regnn.evaluation.clustering import cluster_scores
 from regnn.evaluation.metrics import mean_std
 from regnn.loggers import make_logger
 from regnn.models import ARCHS, BACKBONES
@@ -29,7 +30,7 @@ from regnn.training.trainer import Progress, RunResult, train_run
 log = logging.getLogger("regnn")
 
 SUMMARY_KEYS = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1", "best_epoch", "epochs",
-                "train_time_s", "epoch_time_s")
+                "train_time_s", "epoch_time_s", "nmi", "ari")
 
 
 def model_kwargs(mcfg: DictConfig) -> dict:
@@ -119,18 +120,23 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
                            max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
                            on_epoch=logger.log_epoch, progress=Progress(f"[{label} run {run + 1}/{cfg.runs}]"))
         rec = _run_record(result, run)
+        if cfg.clustering.enabled and result.embeddings is not None:
+            test = data.splits["test"]
+            rec |= cluster_scores(result.embeddings[test].numpy(), data.labels[test].numpy(), data.num_classes,
+                                  repeats=cfg.clustering.repeats, seed=cfg.clustering.seed)
         logger.end_run(rec)
         records.append(rec)
         weights.append({"run": run, "seed": seed, "layers": result.relation_weights})
         _save_run(out_dir / "runs" / f"run_{run:02d}", rec, result, data, cfg.save_embeddings)
-        log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f (best epoch %d of %d, %.1fs)", run + 1,
-                 cfg.runs, seed, rec["test_micro_f1"], rec["test_macro_f1"], rec["best_epoch"], rec["epochs"],
-                 rec["train_time_s"])
+        log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f%s (best epoch %d of %d, %.1fs)", run + 1,
+                 cfg.runs, seed, rec["test_micro_f1"], rec["test_macro_f1"],
+                 f" NMI {rec['nmi']:.2f} ARI {rec['ari']:.2f}" if "nmi" in rec else "", rec["best_epoch"],
+                 rec["epochs"], rec["train_time_s"])
 
     summary = {
         "dataset": str(cfg.dataset.name), "model": str(cfg.model.name), "runs": int(cfg.runs),
         "seeds": [r["seed"] for r in records],
-        "metrics": {k: mean_std([r[k] for r in records]) for k in SUMMARY_KEYS},
+        "metrics": {k: mean_std([r[k] for r in records]) for k in SUMMARY_KEYS if k in records[0]},
         "per_run": records,
         "num_parameters": int(sum(p.numel() for p in model.parameters())),
         "relation_names": list(getattr(model, "relation_names", [])),

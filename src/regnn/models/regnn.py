@@ -82,7 +82,8 @@ class REGNN(nn.Module):
     def __init__(self, *, in_dims: dict[str, int], num_classes: int, relation_names: list[str],
                  num_edge_relations: int, backbone: str = "gcn", hidden: int = 64, num_layers: int = 4,
                  dropout: float = 0.6, scale: float = 100.0, edge_embeddings: bool = True,
-                 self_loop_embeddings: bool = True, relation_slope: float = 0.01, **backbone_kwargs):
+                 self_loop_embeddings: bool = True, relation_slope: float = 0.01, double_dropout: bool = False,
+                 **backbone_kwargs):
         super().__init__()
         if backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {backbone!r}; known: {sorted(BACKBONES)}")
@@ -97,7 +98,11 @@ class REGNN(nn.Module):
                             edge_embeddings=edge_embeddings, self_loop_embeddings=self_loop_embeddings,
                             negative_slope=relation_slope)
             for k in stack.relation_heads)
-        self.dropout = nn.Dropout(dropout)
+        # The authors' RE-GCN drops features twice before every layer after the first (once in the model, once
+        # in the layer): two independent masks keep a feature with probability (1-p)^2, which is one dropout
+        # with rate 1-(1-p)^2 (0.84 for p=0.6).
+        self.input_dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(1 - (1 - dropout) ** 2) if double_dropout else self.input_dropout
 
     @classmethod
     def from_inputs(cls, inputs: RelationInputs, in_dims: dict[str, int], num_classes: int, **kwargs) -> "REGNN":
@@ -120,7 +125,7 @@ class REGNN(nn.Module):
         emb = None
         for i, (conv, rw, a) in enumerate(zip(self.convs, self.relations, adjs)):
             alpha = None if rw.is_constant else rw()
-            h = self.dropout(h)
+            h = (self.input_dropout if i == 0 else self.dropout)(h)
             if i == last and self.head is None:
                 emb = h[: a.num_dst] if embed else None
             elif i == last and not embed and getattr(conv, "is_linear", False):
