@@ -31,7 +31,7 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int) -> dict:
     from hydra import compose, initialize_config_dir
 
     import regnn.config  # noqa: F401
-    from regnn.pipeline import arch_of, build_model, load_data
+    from regnn.pipeline import arch_of, build_model, load_data, model_kwargs
     from regnn.training.perf import keep_freed_memory
     from regnn.training.seed import seed_everything
     from regnn.training.trainer import train_run
@@ -40,7 +40,7 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int) -> dict:
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}"])
     data = load_data(cfg.dataset)
-    inputs = arch_of(cfg.model).prepare(data, "cpu")
+    inputs = arch_of(cfg.model).prepare(data, "cpu", **model_kwargs(cfg.model))
     seed_everything(0)
     net = build_model(cfg.model, data, inputs)
     n = warmup + epochs

@@ -99,7 +99,7 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
              "train/val/test %d/%d/%d (%.1fs)", data.name, g.num_nodes(), len(g.ntypes), g.num_edges(),
              len(g.etypes), ", ".join(g.etypes), data.num_classes, data.target,
              *(len(data.splits[s]) for s in ("train", "val", "test")), time.perf_counter() - t0)
-    inputs = arch_of(cfg.model).prepare(data, device)
+    inputs = arch_of(cfg.model).prepare(data, device, **model_kwargs(cfg.model))
     feats = {t: x.to(device) for t, x in data.features.items()}
     labels = data.labels.to(device)
     splits = {s: i.to(device) for s, i in data.splits.items()}

@@ -13,7 +13,7 @@ from regnn.models.regnn import REGNN, RelationInputs, TypeProjection
 
 @dataclass(frozen=True)
 class Arch:
-    prepare: Callable[..., Any]  # (data, device) -> inputs
+    prepare: Callable[..., Any]  # (data, device, **model kwargs) -> inputs (e.g. meta-path graphs)
     build: Callable[..., Any]  # (inputs, in_dims, num_classes, **model kwargs) -> nn.Module
 
 

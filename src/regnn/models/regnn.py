@@ -22,7 +22,7 @@ class RelationInputs:
     rg: RelationGraph
 
     @classmethod
-    def build(cls, data, device="cpu") -> "RelationInputs":
+    def build(cls, data, device="cpu", **_model_options) -> "RelationInputs":
         rg = build_relation_graph(data).to(device)
         return cls(Adjacency(rg.graph), rg.ntypes, rg.nodes_of(data.target).to(device), rg)
 
