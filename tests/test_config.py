@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 
 import regnn.config  # noqa: F401  (the repo_root resolver)
 from conftest import REPO, run_train
@@ -12,8 +13,7 @@ from regnn.data import make_synthetic
 from regnn.data.features import FEATS_TYPES
 from regnn.errors import ConfigError
 from regnn.models import BACKBONES
-from regnn.pipeline import build_model
-from regnn.models import RelationInputs
+from regnn.pipeline import arch_of, build_model, model_kwargs
 
 CONF = str(REPO / "conf")
 DATASETS = sorted(p.stem for p in (REPO / "conf/dataset").glob("*.yaml"))
@@ -37,8 +37,12 @@ def test_every_dataset_model_pair_composes_and_validates(dataset, model):
 @pytest.mark.parametrize("model", MODELS)
 def test_every_model_config_builds(model):
     data = make_synthetic(num_items=60, num_sources=30, num_tags=5)
-    m = build_model(cfg(f"model={model}").model, data, RelationInputs.build(data))
-    re = cfg(f"model={model}").model.get("relation", {})
+    mcfg = cfg("dataset=synthetic", f"model={model}").model
+    if mcfg.get("metapath") == "best":  # GCN-M/GAT-M: the pipeline resolves best; build one meta-path
+        mcfg = OmegaConf.merge(mcfg, {"metapath": next(iter(mcfg.metapaths))})
+    m = build_model(mcfg, data, arch_of(mcfg).prepare(data, "cpu", **model_kwargs(mcfg)))
+    assert sum(p.numel() for p in m.parameters()) > 0
+    re = mcfg.get("relation", {})
     n_rel_params = sum(p.numel() for n, p in m.named_parameters() if n.startswith("relations."))
     assert (n_rel_params > 0) == bool(re.get("edge_embeddings") or re.get("self_loop_embeddings"))
 
@@ -55,6 +59,13 @@ def test_tuned_and_protocol_settings_are_selected():
     # the command line wins over tuned settings
     assert cfg("dataset=dblp", "model=re_gcn", "model.dropout=0.3").model.dropout == 0.3
     assert cfg("model.relation.scale=1").model.relation.scale == 1
+    # heterogeneous baselines (issue 5): their papers' settings per dataset, meta-paths from the dataset config
+    assert cfg("dataset=dblp", "model=gtn").model.num_layers == 3
+    assert cfg("dataset=acm", "model=gtn").model.select_lr_scale == 100
+    assert cfg("dataset=imdb", "model=hgt").model.num_layers == 5
+    assert cfg("dataset=imdb", "model=han").optimizer.weight_decay == 0.001  # over the IMDB protocol's 5e-3
+    assert list(cfg("dataset=dblp", "model=gat_m").model.metapaths) == ["APA", "APTPA", "APVPA"]
+    assert cfg("dataset=acm", "model=gcn_m").model.hidden == cfg("dataset=acm", "model=gcn").model.hidden
 
 
 def test_unknown_key_and_unknown_option_are_refused():

@@ -39,7 +39,8 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     dev = str(cfg.device)
     _check(dev in ("auto", "cpu", "cuda") or dev.startswith("cuda:"), "device", dev, "use auto, cpu, cuda or cuda:N")
     m = cfg.model
-    _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
+    if "backbone" in m or m.get("arch", "regnn") == "regnn":  # the heterogeneous baselines (issue 5) have none
+        _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
     _num(cfg, "model.hidden", lo=1, integer=True)
     _num(cfg, "model.num_layers", lo=1, integer=True)
     _num(cfg, "model.dropout", lo=0, hi=1, hi_open=True)

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from regnn.models.backbones import BACKBONES
 from regnn.models.regnn import REGNN, RelationInputs, TypeProjection
+from regnn.models import baselines as bl  # after regnn.models.regnn, which the baselines import
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,13 @@ class Arch:
 
 ARCHS: dict[str, Arch] = {
     "regnn": Arch(prepare=RelationInputs.build, build=REGNN.from_inputs),
+    # heterogeneous baselines (issue 5), one module each under regnn/models/baselines/
+    "rgcn": Arch(prepare=bl.TypedGraph.build, build=bl.RGCN.from_inputs),
+    "hgt": Arch(prepare=bl.TypedGraph.build, build=bl.HGT.from_inputs),
+    "simple_hgn": Arch(prepare=bl.SelfLoopGraph.build, build=bl.SimpleHGN.from_inputs),
+    "gtn": Arch(prepare=bl.SelfLoopGraph.build, build=bl.GTN.from_inputs),
+    "han": Arch(prepare=bl.MetapathGraphs.build, build=bl.HAN.from_inputs),
+    "metapath_gnn": Arch(prepare=bl.MetapathInputs.build, build=bl.build_metapath_gnn),  # GCN-M, GAT-M
 }
 
 __all__ = ["ARCHS", "Arch", "BACKBONES", "REGNN", "RelationInputs", "TypeProjection"]

@@ -1,0 +1,42 @@
+"""HGT (Hu et al., 2020) on DGL's HGTConv.
+
+Per-type projection -> `num_layers` HGTConv layers (node-type specific key/query/value maps, relation-specific
+attention and message matrices with a learned prior per relation, and a gated skip connection per node type)
+-> a linear layer on the target nodes. The heads split the hidden size: `hidden` must be a multiple of `heads`.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from dgl.nn import HGTConv
+from torch import nn
+
+from regnn.models.baselines.inputs import TypedGraph
+from regnn.models.regnn import TypeProjection
+
+
+class HGT(nn.Module):
+    def __init__(self, *, in_dims: dict[str, int], num_classes: int, num_relations: int, hidden: int = 64,
+                 heads: int = 8, num_layers: int = 2, dropout: float = 0.2, use_norm: bool = False):
+        super().__init__()
+        if hidden % heads:
+            raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads}): the heads split it")
+        self.proj = TypeProjection(in_dims, hidden)
+        self.convs = nn.ModuleList(
+            HGTConv(hidden, hidden // heads, heads, len(in_dims), num_relations, dropout=dropout, use_norm=use_norm)
+            for _ in range(num_layers))
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(hidden, num_classes)
+
+    @classmethod
+    def from_inputs(cls, inputs: TypedGraph, in_dims, num_classes, **kwargs) -> "HGT":
+        return cls(in_dims={t: in_dims[t] for t in inputs.ntypes}, num_classes=num_classes,
+                   num_relations=len(inputs.relation_names), **kwargs)
+
+    def forward(self, inputs: TypedGraph, feats: dict[str, torch.Tensor], embed: bool = False):
+        # GELU after the input projection, as the HGT authors' adaptation layer
+        h = self.dropout(F.gelu(self.proj(feats, inputs.ntypes)))
+        for conv in self.convs:
+            h = conv(inputs.graph, h, inputs.ntype, inputs.etype, presorted=True)
+        h = h[inputs.target_nodes]
+        return self.head(h), (h if embed else None)

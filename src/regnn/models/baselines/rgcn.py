@@ -1,0 +1,50 @@
+"""R-GCN (Schlichtkrull et al., 2018) on DGL's RelGraphConv.
+
+h_v' = act(W_0 h_v + sum_r sum_{u in N_r(v)} 1/c_{v,r} W_r h_u): one weight matrix per relation (each direction
+of a relation is its own type, as for RE-GNN), a self-connection weight W_0, and the mean over the neighbours
+of each relation (c_{v,r} = in-edges of v in relation r). Node features first pass the per-type projection
+(R-GCN itself has no input features; every heterogeneous baseline here starts from the same projection).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from dgl.nn import RelGraphConv
+from torch import nn
+
+from regnn.models.baselines.inputs import TypedGraph
+from regnn.models.regnn import TypeProjection
+
+
+class RGCN(nn.Module):
+    def __init__(self, *, in_dims: dict[str, int], num_classes: int, num_relations: int, hidden: int = 64,
+                 num_layers: int = 2, dropout: float = 0.5, num_bases: int | None = None):
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"num_layers must be >= 1, got {num_layers}")
+        if num_bases is not None and not 1 <= num_bases <= num_relations:
+            raise ValueError(f"num_bases must be in [1, {num_relations}] (the relation count) or None, got {num_bases}")
+        self.proj = TypeProjection(in_dims, hidden)
+        reg = "basis" if num_bases is not None and num_bases < num_relations else None
+        self.convs = nn.ModuleList(
+            RelGraphConv(hidden, num_classes if i == num_layers - 1 else hidden, num_relations, regularizer=reg,
+                         num_bases=num_bases if reg else None, self_loop=True)
+            for i in range(num_layers))
+        self.dropout = nn.Dropout(dropout)
+
+    @classmethod
+    def from_inputs(cls, inputs: TypedGraph, in_dims, num_classes, **kwargs) -> "RGCN":
+        return cls(in_dims=in_dims, num_classes=num_classes, num_relations=len(inputs.relation_names), **kwargs)
+
+    def forward(self, inputs: TypedGraph, feats: dict[str, torch.Tensor], embed: bool = False):
+        h = self.proj(feats, inputs.ntypes)
+        last = len(self.convs) - 1
+        emb = None
+        for i, conv in enumerate(self.convs):
+            h = self.dropout(h)
+            if i == last and embed:
+                emb = h[inputs.target_nodes]
+            h = conv(inputs.graph, h, inputs.etype, inputs.rel_norm, presorted=True)
+            if i < last:
+                h = F.relu(h)
+        return h[inputs.target_nodes], emb
