@@ -5,7 +5,7 @@ export REGNN_DATA_MIRROR ?= $(abspath ../shared/datasets)
 FORCE ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv data train test test-all table-classification benchmark tables
+.PHONY: help setup venv data train test test-all table-classification table-baselines benchmark tables
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}'
@@ -30,6 +30,10 @@ test-all: setup ## every test, the slow end-to-end ones on real data included
 table-classification: setup ## Table 2 (GCN, GAT, RE-GCN, RE-GAT x DBLP, ACM, IMDB; 10 runs per cell, resumable) -> results/
 	$(PY) train.py experiment=table_classification
 	$(PY) -m regnn.reporting.classification
+
+table-baselines: setup ## Table 2 with every baseline measured here (R-GCN, HGT, Simple-HGN, HAN, GTN, GCN-M, GAT-M + GCN, GAT, RE-GCN, RE-GAT; 10 runs per cell, resumable) -> results/
+	$(PY) train.py experiment=table_baselines
+	$(PY) -m regnn.reporting.classification --exp-dir outputs/experiments/table_baselines --name table_baselines
 
 benchmark: setup ## seconds per epoch, peak memory, parameters per dataset x model -> results/benchmark.*
 	$(PY) scripts/benchmark.py
