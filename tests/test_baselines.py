@@ -210,3 +210,16 @@ def test_baselines_table_renders_paper_numbers_differences_and_the_picked_metapa
     md = (tmp_path / "out" / "table_baselines.md").read_text()
     assert "| DBLP | GAT-M (APA) | 2 |" in md and "91.15" in md and "-1.00" in md  # paper 91.15, diff -1.00
     assert "| ACM | R-GCN | 2 |" in md and "93.36" in md and "`make table-baselines`" in md
+
+
+def test_search_listing_puts_the_best_validation_cell_first(tmp_path, capsys):
+    from regnn.reporting.search import main
+    for cell, val in (("model.dropout=0.5", 51.0), ("model.dropout=0.8", 53.5)):
+        m = {k: {"mean": v, "std": 0.0, "n": 2} for k, v in {"val_micro_f1": val, "val_macro_f1": val - 1,
+             "test_micro_f1": 50.0, "test_macro_f1": 49.0, "best_epoch": 10}.items()}
+        (tmp_path / cell).mkdir()
+        (tmp_path / cell / "results.json").write_text(json.dumps({"runs": 2, "metrics": m}))
+    assert main([str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[0] == "model.dropout=0.8" and lines[2].split()[0] == "model.dropout=0.5"
+    assert main([str(tmp_path / "nothing")]) == 1

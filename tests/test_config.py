@@ -61,6 +61,7 @@ def test_tuned_and_protocol_settings_are_selected():
     assert cfg("model.relation.scale=1").model.relation.scale == 1
     # heterogeneous baselines (issue 5): their papers' settings per dataset, meta-paths from the dataset config
     assert cfg("dataset=dblp", "model=gtn").model.num_layers == 3
+    assert cfg("dataset=imdb", "model=rgcn").model.dropout == 0.8  # validation search
     assert cfg("dataset=acm", "model=gtn").model.select_lr_scale == 100
     assert cfg("dataset=imdb", "model=hgt").model.num_layers == 5
     assert cfg("dataset=imdb", "model=han").optimizer.weight_decay == 0.001  # over the IMDB protocol's 5e-3

@@ -1,0 +1,38 @@
+"""The cells of a validation search (conf/experiment/search_baselines.yaml), best validation Micro-F1 first.
+
+    python -m regnn.reporting.search outputs/experiments/search/imdb_rgcn
+"""
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from regnn.reporting.collect import load_results
+
+
+def search_frame(exp_dir) -> pd.DataFrame:
+    rows = []
+    for r in load_results(exp_dir):
+        m = r["metrics"]
+        rows.append({"cell": r["_dir"].rsplit("/", 1)[-1], "runs": r["runs"],
+                     **{k: m[k]["mean"] for k in ("val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1",
+                                                  "best_epoch")}})
+    df = pd.DataFrame(rows)
+    return df if df.empty else df.sort_values(["val_micro_f1", "val_macro_f1"], ascending=False).reset_index(drop=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("exp_dir")
+    a = ap.parse_args(argv)
+    df = search_frame(a.exp_dir)
+    if df.empty:
+        print(f"error: no results.json under {a.exp_dir}")
+        return 1
+    print(df.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
