@@ -62,6 +62,29 @@ def load_data(dcfg: DictConfig):
     return load_dataset(**d)
 
 
+# the parts of a config that decide what a run computes (paths, logging and resume do not)
+COMPUTE_KEYS = ("dataset", "model", "optimizer", "trainer", "seed", "runs", "deterministic", "clustering")
+
+
+def _computation(cfg) -> dict:
+    c = {k: cfg.get(k) for k in COMPUTE_KEYS}
+    c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify")}
+    return c
+
+
+def _check_same_computation(cfg: DictConfig, out_dir: Path) -> None:
+    """A resumed cell must have been computed with the same settings; say which differ otherwise."""
+    stored_path = out_dir / "config.yaml"
+    if not stored_path.exists():
+        return
+    stored = _computation(OmegaConf.to_container(OmegaConf.load(stored_path), resolve=False))
+    now = _computation(OmegaConf.to_container(cfg, resolve=True))
+    diff = [k for k in COMPUTE_KEYS if stored.get(k) != now.get(k)]
+    if diff:
+        raise ConfigError(f"{out_dir} holds results computed with other settings ({', '.join(diff)} differ); "
+                          "move that directory away or choose another experiment directory")
+
+
 def _write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, default=float) + "\n")
 
@@ -79,6 +102,7 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
     summary_path = out_dir / "results.json"
     if summary_path.exists():
         if cfg.resume:
+            _check_same_computation(cfg, out_dir)
             log.info("%s already holds results; skipped (resume=true)", out_dir)
             return json.loads(summary_path.read_text())
         raise ConfigError(f"{out_dir} already holds results.json; refusing to overwrite it. Choose another "

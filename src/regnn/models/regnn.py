@@ -131,7 +131,9 @@ class REGNN(nn.Module):
             elif i == last and not embed and getattr(conv, "is_linear", False):
                 # a linear propagation followed by a linear head: A (h W) = (A h) W, so aggregate the few class
                 # scores instead of the hidden features (same result, a fraction of the cost)
-                return conv(a, self.head(h) - self.head.bias, alpha) + self.head.bias, None
+                w, b = self.head.weight, self.head.bias
+                out = conv(a, h @ w.t(), alpha)
+                return (out if b is None else out + b), None
             h = conv(a, h, alpha)
         if self.head is not None:
             emb = h if embed else None
