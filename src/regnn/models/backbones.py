@@ -11,7 +11,9 @@ from typing import Callable
 
 from torch import nn
 
-from regnn.core.conv import REGATConv, REGraphConv
+from regnn.core.conv import ACTIVATIONS, REGATConv, REGraphConv
+
+LAYOUTS = ("authors", "stack")
 
 
 @dataclass
@@ -33,9 +35,37 @@ class HeadsConcat(nn.Module):
         return out.mean(1) if self.average else out.flatten(1)
 
 
-def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", norm: str = "both", **_) -> Stack:
-    """The authors' RE-GCN layout: num_layers propagation steps on the weighted graph; the first and last only
-    propagate (no W), the ones between are GCN layers with W, bias and ELU; a linear layer outputs the classes."""
+class NormAct(nn.Module):
+    """conv -> optional LayerNorm -> activation: one hidden layer of the "stack" layout."""
+
+    def __init__(self, conv: nn.Module, dim: int, layer_norm: bool, activation: str):
+        super().__init__()
+        self.conv = conv
+        self.norm = nn.LayerNorm(dim) if layer_norm else None
+        self.activation = ACTIVATIONS[activation]
+
+    def forward(self, adj, h, alpha=None):
+        h = self.conv(adj, h, alpha)
+        h = self.norm(h) if self.norm is not None else h
+        return self.activation(h) if self.activation else h
+
+
+def _check_layout(layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+
+
+def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", norm: str = "both",
+        layout: str = "authors", layer_norm: bool = False, **_) -> Stack:
+    """layout="authors" (the authors' RE-GCN): num_layers propagation steps on the weighted graph; the first and
+    last only propagate (no W), the ones between are GCN layers with W, bias and ELU; a linear layer outputs the
+    classes. layout="stack" (mini-batch training): num_layers GCN layers, each with W, bias, optional LayerNorm
+    and the activation, then a linear output layer."""
+    _check_layout(layout)
+    if layout == "stack":
+        convs = [NormAct(REGraphConv(hidden, hidden, norm=norm), hidden, layer_norm, activation)
+                 for _ in range(num_layers)]
+        return Stack(convs, [1] * num_layers, nn.Linear(hidden, num_classes))
     convs = []
     for i in range(num_layers):
         edge = i == 0 or i == num_layers - 1
@@ -44,8 +74,18 @@ def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu",
 
 
 def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-        attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "mul", **_) -> Stack:
-    """num_layers GAT layers with `heads` heads (concatenated); the last has one head and outputs the classes."""
+        attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "mul",
+        layout: str = "authors", layer_norm: bool = False, **_) -> Stack:
+    """layout="authors": num_layers GAT layers with `heads` heads (concatenated); the last has one head and outputs
+    the classes. layout="stack" (mini-batch training): num_layers GAT layers of `heads` x `hidden` units
+    (concatenated, optional LayerNorm, activation), then a linear output layer."""
+    _check_layout(layout)
+    if layout == "stack":
+        convs = [NormAct(HeadsConcat(REGATConv(hidden if i == 0 else hidden * heads, hidden, heads=heads,
+                                               attn_dropout=attn_dropout, negative_slope=attn_negative_slope,
+                                               relation_mode=relation_mode), average=False),
+                         hidden * heads, layer_norm, activation) for i in range(num_layers)]
+        return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
     convs, rel_heads = [], []
     for i in range(num_layers):
         last = i == num_layers - 1
