@@ -57,7 +57,7 @@ def _open(name: str, root: Path):
                             "corrupt: delete the folder and download it again") from e
         raise DataError(f"{name} is not under {root} and could not be downloaded ({type(e).__name__}: {e}); "
                         f"download it on a machine with network (ogb.nodeproppred.DglNodePropPredDataset("
-                        f"'{name}', root=...)) and copy the {d.name}/ folder to {root}, or set dataset.root") from e
+                        f"'{name}', root=...)) and copy the {d.name}/ folder to {root} (dataset.dir)") from e
 
 
 def with_reverse_relations(g: dgl.DGLHeteroGraph) -> dgl.DGLHeteroGraph:
