@@ -89,7 +89,10 @@ class REGATConv(nn.Module):
             ew = adj.edge_weights(alpha)
             score = score + ew if self.relation_mode == "add" else score * ew
         a = self.attn_dropout(edge_softmax(adj.graph, F.leaky_relu(score, self.negative_slope)))
-        out = torch.stack([adj.spmm(z[:, k], a[:, k]) for k in range(self.heads)], 1)
+        # one contiguous (N, D) slice per head via unbind: its backward stacks the head gradients once, where
+        # z[:, k] would zero-fill a gradient of z's full size for every head
+        zs, As = z.transpose(0, 1).contiguous().unbind(0), a.t().contiguous().unbind(0)
+        out = torch.stack([adj.spmm(zs[k], As[k]) for k in range(self.heads)], 1)
         if self.res_fc is not None:
             out = out + self.res_fc(h[: adj.num_dst]).view(-1, self.heads, self.out_dim)
         if self.bias is not None:

@@ -60,17 +60,17 @@ class SampledREGNN(nn.Module):
 
     def input_rows(self, ids: torch.Tensor) -> torch.Tensor:
         """(len(ids), hidden) projected inputs of the homogeneous node ids."""
-        nt = self._node_type[ids.cpu()]
-        parts, where = [], []
+        ids = ids.cpu()
+        nt = self._node_type[ids]
+        out = None
         for i, t in enumerate(self.ntypes):
             pos = torch.nonzero(nt == i).view(-1)
             if pos.numel():
-                parts.append(self.inputs.project(self.regnn.proj.lins[t], t, ids.cpu()[pos] - self._offsets[i]))
-                where.append(pos)
-        order = torch.cat(where)
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(order.numel())
-        return torch.cat(parts)[inverse.to(parts[0].device)]
+                part = self.inputs.project(self.regnn.proj.lins[t], t, ids[pos] - self._offsets[i])
+                if out is None:
+                    out = part.new_empty(ids.numel(), part.shape[1])
+                out[pos.to(part.device)] = part  # in place: the backward gathers rows, no full-size zero fill
+        return out
 
     def forward(self, input_nodes: torch.Tensor, adjs: list) -> torch.Tensor:
         logits, _ = self.regnn.propagate(adjs, self.input_rows(input_nodes))
