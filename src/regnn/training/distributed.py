@@ -7,6 +7,7 @@ code runs in one process or many.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import os
 from dataclasses import dataclass
@@ -89,6 +90,8 @@ class Dist:
 
     def close(self) -> None:
         if self.enabled and tdist.is_initialized():
+            self.barrier()  # no collective still in flight when the process group goes
+            gc.collect()
             tdist.destroy_process_group()
 
 

@@ -15,6 +15,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from regnn.errors import ConfigError
 from regnn.evaluation.metrics import f1_scores
 from regnn.training.distributed import Dist
 from regnn.training.early_stopping import EarlyStopping
@@ -69,12 +70,15 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
                         evaluator: str = "ogbn-mag", on_epoch=None) -> RunResult:
     """Trains `model` (a SampledREGNN) and returns the scores of its best-validation-accuracy weights."""
     dist = dist or Dist()
+    sparse = list(model.inputs.embeddings.parameters())
+    if sparse and dist.backend == "nccl":
+        raise ConfigError("learnable node embeddings have sparse gradients, which NCCL cannot all-reduce; use "
+                          "trainer.ddp_backend=gloo, or features for every node type (dataset.featureless=mean|file)")
     net = model
     if dist.enabled:
         net = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[torch.device(device).index] if torch.device(device).type == "cuda" else None,
             find_unused_parameters=True)  # a batch without some node type leaves its projection unused
-    sparse = list(model.inputs.embeddings.parameters())
     dense = [p for n, p in model.named_parameters() if not n.startswith("inputs.embeddings.")]
     opts = [make_optimizer(dense, **optimizer)] + ([torch.optim.SparseAdam(sparse, lr=embed_lr)] if sparse else [])
     loader = sampled_loader(sg, sg.seeds(splits["train"]), fanouts, batch_size, shuffle=True,
