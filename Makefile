@@ -5,7 +5,7 @@ export REGNN_DATA_MIRROR ?= $(abspath ../shared/datasets)
 FORCE ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv data train test test-all table-classification benchmark tables
+.PHONY: help setup venv data train test test-all table-classification benchmark tables scale-benchmark
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}'
@@ -35,3 +35,7 @@ benchmark: setup ## seconds per epoch, peak memory, parameters per dataset x mod
 	$(PY) scripts/benchmark.py
 
 tables: table-classification ## every reproduced table of the paper
+
+# -- issue 6 ---------------------------------------------------------------------------------------------------
+scale-benchmark: setup ## mini-batch RE-GCN/RE-GAT on a generated graph of OGBN-MAG's size -> results/scale_benchmark.* (SCALE=0.05 for a quick one)
+	$(PY) scripts/scale_benchmark.py --scale $(or $(SCALE),1)

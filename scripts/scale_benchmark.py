@@ -99,7 +99,8 @@ def markdown(report: dict) -> str:
                      f"{ep} | {r['eval_s']:.0f} | {r['batches']} of {r['batches_per_epoch']} | "
                      f"{r['peak_rss_gb']:.2f} |")
     lines += ["", f"Memory limit {report['memory_limit_gb']} GB (a watchdog stops a process above it). Batch size "
-              f"{report['batch_size']}, fanouts {report['fanouts']}; labels are random, so accuracies mean nothing."]
+              f"{report['batch_size']}, fanouts {report['fanouts']}. The labels are generated (planted in the paper "
+              "features), so accuracies here are no result."]
     return "\n".join(lines) + "\n"
 
 
