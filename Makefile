@@ -6,7 +6,7 @@ FORCE ?=
 
 .DEFAULT_GOAL := help
 SMOKE ?= outputs/smoke/$(shell date +%Y-%m-%d_%H-%M-%S)
-.PHONY: help setup venv data train test test-all benchmark tables readme
+.PHONY: help setup venv data train test test-all benchmark tables readme scale-benchmark
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}'
@@ -90,3 +90,6 @@ tables: table-classification table-clustering table-ablation ## every reproduced
 
 readme: venv ## regenerate the README's results section from results/
 	$(PY) -m regnn.reporting.readme
+
+scale-benchmark: setup ## mini-batch RE-GCN/RE-GAT on a generated graph of OGBN-MAG's size -> results/scale_benchmark.* (SCALE=0.05 for a quick one)
+	$(PY) scripts/scale_benchmark.py --scale $(or $(SCALE),1)

@@ -26,7 +26,10 @@ def _weigh(score: torch.Tensor, adj: Adjacency, alpha: torch.Tensor | None, mode
 
 def _attend(adj: Adjacency, z: torch.Tensor, score: torch.Tensor, dropout: nn.Module) -> torch.Tensor:
     a = dropout(edge_softmax(adj.graph, score))
-    return torch.stack([adj.spmm(z[:, k], a[:, k]) for k in range(z.shape[1])], 1)
+    # one contiguous (N, D) slice per head via unbind: its backward stacks the head gradients once, where
+    # z[:, k] would zero-fill a gradient of z's full size for every head
+    zs, As = z.transpose(0, 1).contiguous().unbind(0), a.t().contiguous().unbind(0)
+    return torch.stack([adj.spmm(zs[k], As[k]) for k in range(z.shape[1])], 1)
 
 
 class REGATConv(nn.Module):

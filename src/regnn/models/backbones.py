@@ -12,7 +12,9 @@ from typing import Callable
 from torch import nn
 
 from regnn.core.attention import REGATConv, REGATv2Conv
-from regnn.core.conv import REGINConv, REGraphConv, REMixHopConv, RESAGEConv
+from regnn.core.conv import ACTIVATIONS, REGINConv, REGraphConv, REMixHopConv, RESAGEConv
+
+LAYOUTS = ("authors", "stack")
 
 
 @dataclass
@@ -34,6 +36,26 @@ class HeadsConcat(nn.Module):
         return out.mean(1) if self.average else out.flatten(1)
 
 
+class NormAct(nn.Module):
+    """conv -> optional LayerNorm -> activation: one hidden layer of the "stack" layout."""
+
+    def __init__(self, conv: nn.Module, dim: int, layer_norm: bool, activation: str):
+        super().__init__()
+        self.conv = conv
+        self.norm = nn.LayerNorm(dim) if layer_norm else None
+        self.activation = ACTIVATIONS[activation]
+
+    def forward(self, adj, h, alpha=None):
+        h = self.conv(adj, h, alpha)
+        h = self.norm(h) if self.norm is not None else h
+        return self.activation(h) if self.activation else h
+
+
+def _check_layout(layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+
+
 def _authors_layout(layer, hidden: int, num_classes: int, num_layers: int, activation: str) -> Stack:
     """The authors' RE-GCN (and RE-GraphSAGE) layout: num_layers propagation steps on the weighted graph; the
     first and last only propagate (no W), the ones between have W, bias and ELU; a linear layer outputs."""
@@ -44,7 +66,15 @@ def _authors_layout(layer, hidden: int, num_classes: int, num_layers: int, activ
     return Stack(convs, [1] * num_layers, nn.Linear(hidden, num_classes))
 
 
-def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", norm: str = "both", **_) -> Stack:
+def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", norm: str = "both",
+        layout: str = "authors", layer_norm: bool = False, **_) -> Stack:
+    """layout="authors" (the authors' RE-GCN, see _authors_layout); layout="stack" (mini-batch training):
+    num_layers GCN layers, each with W, bias, optional LayerNorm and the activation, then a linear output layer."""
+    _check_layout(layout)
+    if layout == "stack":
+        convs = [NormAct(REGraphConv(hidden, hidden, norm=norm), hidden, layer_norm, activation)
+                 for _ in range(num_layers)]
+        return Stack(convs, [1] * num_layers, nn.Linear(hidden, num_classes))
     return _authors_layout(lambda i, o, **kw: REGraphConv(i, o, norm=norm, **kw), hidden, num_classes, num_layers,
                            activation)
 
@@ -68,7 +98,17 @@ def _attention_stack(conv, hidden, num_classes, num_layers, heads, **kw) -> Stac
 
 
 def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-        attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "mul", **_) -> Stack:
+        attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "mul",
+        layout: str = "authors", layer_norm: bool = False, **_) -> Stack:
+    """layout="authors": see _attention_stack; layout="stack" (mini-batch training): num_layers GAT layers of
+    `heads` x `hidden` units (concatenated, optional LayerNorm, activation), then a linear output layer."""
+    _check_layout(layout)
+    if layout == "stack":
+        convs = [NormAct(HeadsConcat(REGATConv(hidden if i == 0 else hidden * heads, hidden, heads=heads,
+                                               attn_dropout=attn_dropout, negative_slope=attn_negative_slope,
+                                               relation_mode=relation_mode), average=False),
+                         hidden * heads, layer_norm, activation) for i in range(num_layers)]
+        return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
     return _attention_stack(REGATConv, hidden, num_classes, num_layers, heads, activation=activation,
                             attn_dropout=attn_dropout, negative_slope=attn_negative_slope, relation_mode=relation_mode)
 
