@@ -38,6 +38,7 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     _num(cfg, "seed", lo=0, integer=True)
     dev = str(cfg.device)
     _check(dev in ("auto", "cpu", "cuda") or dev.startswith("cuda:"), "device", dev, "use auto, cpu, cuda or cuda:N")
+    _check(str(cfg.get("precision", "fp32")) in ("fp32", "bf16"), "precision", cfg.get("precision"), "use fp32 or bf16")
     m = cfg.model
     _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
     _num(cfg, "model.hidden", lo=1, integer=True)

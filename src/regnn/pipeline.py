@@ -63,11 +63,13 @@ def load_data(dcfg: DictConfig):
 
 
 # the parts of a config that decide what a run computes (paths, logging and resume do not)
-COMPUTE_KEYS = ("dataset", "model", "optimizer", "trainer", "seed", "runs", "deterministic", "clustering")
+COMPUTE_KEYS = ("dataset", "model", "optimizer", "trainer", "seed", "runs", "deterministic", "clustering",
+                "precision")
 
 
 def _computation(cfg) -> dict:
     c = {k: cfg.get(k) for k in COMPUTE_KEYS}
+    c["precision"] = c["precision"] or "fp32"  # configs written before the option existed ran in float32
     c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify")}
     return c
 
@@ -144,6 +146,7 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
         result = train_run(model, inputs, feats, labels, splits, seed=seed,
                            optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
                            max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
+                           precision=str(cfg.precision),
                            on_epoch=logger.log_epoch, progress=Progress(f"[{label} run {run + 1}/{cfg.runs}]"))
         rec = _run_record(result, run)
         if cfg.clustering.enabled and result.embeddings is not None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from regnn.core.adjacency import Adjacency
+from regnn.core.adjacency import Adjacency, full_precision
 from regnn.core.relation import RelationWeights
 from regnn.data.relation_graph import RelationGraph, build_relation_graph
 from regnn.models.backbones import BACKBONES
@@ -66,7 +66,8 @@ class TypeProjection(nn.Module):
         lin = self.lins[t]
         if not x.is_sparse:
             return lin(x)
-        return _SparseInputMM.apply(lin.weight.t(), *self._csr(x)) + lin.bias
+        with full_precision(x):
+            return _SparseInputMM.apply(lin.weight.t(), *self._csr(x)) + lin.bias
 
     def forward(self, feats: dict[str, torch.Tensor], order: list[str]) -> torch.Tensor:
         return torch.cat([self.project(t, feats[t]) for t in order])
