@@ -5,7 +5,8 @@ export REGNN_DATA_MIRROR ?= $(abspath ../shared/datasets)
 FORCE ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv data train test test-all table-classification table-baselines benchmark tables
+SMOKE ?= outputs/smoke/$(shell date +%Y-%m-%d_%H-%M-%S)
+.PHONY: help setup venv data train test test-all benchmark tables readme scale-benchmark table-baselines
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}'
@@ -27,15 +28,70 @@ test: setup ## the fast test suite (a few minutes)
 test-all: setup ## every test, the slow end-to-end ones on real data included
 	$(PY) -m pytest -q
 
-table-classification: setup ## Table 2 (GCN, GAT, RE-GCN, RE-GAT x DBLP, ACM, IMDB; 10 runs per cell, resumable) -> results/
-	$(PY) train.py experiment=table_classification
-	$(PY) -m regnn.reporting.classification
+# $(call experiment,<experiment config>,<renderer modules>): train the sweep's cells (finished ones are skipped),
+# then render (ALLOW_MISSING=1: render what exists, naming the missing cells). The -smoke twin runs the same sweep on the synthetic graph (2 runs, 4 epochs) under $(SMOKE).
+define experiment
+$(PY) train.py experiment=$(1)
+$(foreach r,$(2),$(PY) -m regnn.reporting.$(r) $(if $(ALLOW_MISSING),--allow-missing)
+)
+endef
+define smoke
+$(PY) train.py experiment=$(1) debug=smoke hydra.sweeper.params.dataset=synthetic hydra.sweep.dir=$(SMOKE)/cells
+$(foreach r,$(2),$(PY) -m regnn.reporting.$(r) --cells $(SMOKE)/cells --out $(SMOKE)/results --datasets synthetic
+)
+endef
 
-table-baselines: setup ## Table 2 with every baseline measured here (R-GCN, HGT, Simple-HGN, HAN, GTN, GCN-M, GAT-M + GCN, GAT, RE-GCN, RE-GAT; 10 runs per cell, resumable) -> results/
-	$(PY) train.py experiment=table_baselines
-	$(PY) -m regnn.reporting.classification --exp-dir outputs/experiments/table_baselines --name table_baselines
+.PHONY: table-classification table-ablation fig-backbones fig-lambda fig-case-study table-clustering fig-tsne
+table-classification: setup ## Table 2: GCN, GAT, RE-GCN, RE-GAT x DBLP, ACM, IMDB (10 runs per cell, resumable) -> results/
+	$(call experiment,table_classification,classification)
+table-ablation: setup ## Table 5: GCN/GAT plain, -S, -E, RE on DBLP -> results/table_ablation.*
+	$(call experiment,table_ablation,ablation)
+fig-backbones: setup ## Figure 3: GCN, GAT, GraphSAGE, GIN, GATv2, MixHop plain vs RE on DBLP and ACM -> results/fig_backbones.png
+	$(call experiment,fig_backbones,backbones)
+fig-lambda: setup ## Figure 6: RE-GCN on DBLP, lambda in {0.001, 1, 100, 1000} -> results/fig_lambda.png
+	$(call experiment,fig_lambda,lambda_study)
+fig-case-study: setup ## Figure 7: relation weights per layer of a 4-layer RE-GCN on DBLP -> results/fig_case_study.png
+	$(call experiment,fig_case_study,case_study)
+table-clustering: setup ## Table 3: NMI/ARI of GCN and RE-GCN on DBLP, ACM, IMDB (the Table 2 cells) -> results/table_clustering.*
+	$(call experiment,table_clustering,clustering)
+fig-tsne: setup ## Figure 5: t-SNE of DBLP authors, GCN vs RE-GCN -> results/fig_tsne.png
+	$(call experiment,fig_tsne,tsne)
+table-baselines: setup ## Table 2 with every baseline measured here (R-GCN, HGT, Simple-HGN, HAN, GTN, GCN-M, GAT-M + GCN, GAT, RE-GCN, RE-GAT) -> results/table_baselines.*
+	$(call experiment,table_baselines,baselines)
 
-benchmark: setup ## seconds per epoch, peak memory, parameters per dataset x model -> results/benchmark.*
+.PHONY: table-classification-smoke table-ablation-smoke fig-backbones-smoke fig-lambda-smoke fig-case-study-smoke \
+	table-clustering-smoke fig-tsne-smoke fig-efficiency-smoke
+table-classification-smoke: venv ## the same path on the synthetic graph in seconds (likewise every *-smoke target)
+	$(call smoke,table_classification,classification)
+table-ablation-smoke: venv
+	$(call smoke,table_ablation,ablation)
+fig-backbones-smoke: venv
+	$(call smoke,fig_backbones,backbones)
+fig-lambda-smoke: venv
+	$(call smoke,fig_lambda,lambda_study)
+fig-case-study-smoke: venv
+	$(call smoke,fig_case_study,case_study)
+table-clustering-smoke: venv
+	$(call smoke,table_clustering,clustering)
+fig-tsne-smoke: venv
+	$(call smoke,fig_tsne,tsne)
+fig-efficiency-smoke: venv
+	$(PY) scripts/benchmark.py --efficiency --datasets synthetic --models $(EFFICIENCY_MODELS) --warmup 1 \
+		--overrides trainer.max_epochs=4 trainer.patience=4 --out $(SMOKE)/results
+
+benchmark: setup ## seconds per epoch, peak memory, parameters per dataset x model, and the main job -> results/benchmark.*
 	$(PY) scripts/benchmark.py
 
-tables: table-classification ## every reproduced table of the paper
+EFFICIENCY_MODELS := gcn re_gcn gat re_gat sage re_sage gin re_gin gatv2 re_gatv2 mixhop re_mixhop
+.PHONY: fig-efficiency
+fig-efficiency: setup ## Figure 8: parameters, s/epoch, s/run, peak memory of every model on DBLP, ratios to RE-GCN -> results/fig_efficiency.png
+	$(PY) scripts/benchmark.py --efficiency --datasets dblp --models $(EFFICIENCY_MODELS)
+
+tables: table-classification table-clustering table-ablation ## every reproduced table of the paper, then the README's results section
+	$(PY) -m regnn.reporting.readme
+
+readme: venv ## regenerate the README's results section from results/
+	$(PY) -m regnn.reporting.readme
+
+scale-benchmark: setup ## mini-batch RE-GCN/RE-GAT on a generated graph of OGBN-MAG's size -> results/scale_benchmark.* (SCALE=0.05 for a quick one)
+	$(PY) scripts/scale_benchmark.py --scale $(or $(SCALE),1)

@@ -2,11 +2,15 @@
 
     python scripts/benchmark.py                      # every dataset x {gcn, re_gcn, gat, re_gat} + the main job
     python scripts/benchmark.py --datasets dblp --models gcn re_gcn --epochs 30 --no-job
+    python scripts/benchmark.py --efficiency --datasets dblp --models gcn re_gcn gat re_gat ...   # Figure 8
 
 Each cell runs in its own process (clean peak memory), one after another, with the configuration the
 experiments use (conf/ with its protocol and tuned settings). An epoch is what the trainer times: one training
 step plus the evaluation pass on the validation nodes. `--job` also times the README's main job
 (`python train.py dataset=dblp model=re_gcn`, 10 runs) end to end. Writes results/benchmark.{json,csv,md}.
+--efficiency instead trains every model once to early stopping (the configured trainer) and reports seconds per
+epoch (median) and per full run, peak memory and parameters, with ratios to RE-GCN, as
+results/table_efficiency.{csv,md} and results/fig_efficiency.png (the paper's efficiency figure).
 """
 from __future__ import annotations
 
@@ -24,8 +28,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 
-def one_cell(dataset: str, model: str, epochs: int, warmup: int) -> dict:
-    """Runs in the child process: times `epochs` trainer epochs after `warmup` ones."""
+def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = False, overrides=()) -> dict:
+    """Runs in the child process: times `epochs` trainer epochs after `warmup` ones, or (full) one whole run
+    with the configured early stopping."""
     import numpy as np
     import torch
     from hydra import compose, initialize_config_dir
@@ -38,16 +43,19 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int) -> dict:
 
     keep_freed_memory()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}"])
+        cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}", *overrides])
     data = load_data(cfg.dataset)
     inputs = arch_of(cfg.model).prepare(data, "cpu", **model_kwargs(cfg.model))
     seed_everything(0)
     net = build_model(cfg.model, data, inputs)
     n = warmup + epochs
-    r = train_run(net, inputs, data.features, data.labels, data.splits, seed=0, max_epochs=n, patience=n + 1,
-                  optimizer=dict(cfg.optimizer))
-    times = [h["epoch_time_s"] for h in r.history[warmup:]]
-    return {"dataset": dataset, "model": model, "epochs_timed": len(times),
+    limits = (dict(max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience) if full
+              else dict(max_epochs=n, patience=n + 1))
+    r = train_run(net, inputs, data.features, data.labels, data.splits, seed=0, optimizer=dict(cfg.optimizer),
+                  **limits)
+    times = [h["epoch_time_s"] for h in r.history[warmup:]] or [h["epoch_time_s"] for h in r.history]
+    return {"dataset": dataset, "model": model, "epochs_timed": len(times), "run_s": r.train_time_s,
+            "run_epochs": r.epochs, "test_micro_f1": r.metrics["test_micro_f1"],
             "median_epoch_s": float(np.median(times)), "p10_epoch_s": float(np.percentile(times, 10)),
             "p90_epoch_s": float(np.percentile(times, 90)),
             "num_parameters": int(sum(p.numel() for p in net.parameters())),
@@ -100,6 +108,41 @@ def write(rows: list[dict], job: dict | None, out: Path) -> None:
     (out / "benchmark.md").write_text("\n".join(lines))
 
 
+def write_efficiency(rows: list[dict], out: Path) -> None:
+    import pandas as pd
+
+    from regnn.reporting.collect import write_table
+    from regnn.reporting.common import label
+    from regnn.reporting.figures import PLAIN, RE, save, subplots
+    df = pd.DataFrame(rows)
+    ref = df[df.model == "re_gcn"]
+    cols = {"num_parameters": "parameters", "median_epoch_s": "s / epoch", "run_s": "s / run", "peak_rss_mb": "peak MB"}
+    for c in cols:
+        df[f"{c}_vs_re_gcn"] = df[c] / ref[c].iloc[0] if len(ref) else float("nan")
+    md = pd.DataFrame({"model": df.model.map(label), "parameters": df.num_parameters.map("{:,}".format),
+                       "params / RE-GCN": df.num_parameters_vs_re_gcn.map("{:.3f}".format),
+                       "s / epoch": df.median_epoch_s.map("{:.3f}".format),
+                       "epoch / RE-GCN": df.median_epoch_s_vs_re_gcn.map("{:.2f}".format),
+                       "s / run": df.run_s.map("{:.1f}".format), "epochs": df.run_epochs,
+                       "run / RE-GCN": df.run_s_vs_re_gcn.map("{:.2f}".format),
+                       "peak MB": df.peak_rss_mb.map("{:.0f}".format)})
+    write_table(df, md, out, "table_efficiency", f"Efficiency on {df.dataset.iloc[0].upper()} (Figure 8)",
+                [f"One full training run per model (seed 0, its configured early stopping), each in its own process, "
+                 f"one after another on {os.cpu_count()} CPU cores (`make fig-efficiency`); s / epoch is the median "
+                 "of one training step plus the validation pass; peak MB is the process's resident high-water mark.",
+                 "Ratios are to RE-GCN, as the paper reports them."])
+    fig, axes = subplots(1, 3, figsize=(15, 3.8))
+    colours = [RE if m.startswith("re_") else PLAIN for m in df.model]
+    for ax, (c, title) in zip(axes, [("num_parameters", "parameters"), ("median_epoch_s", "seconds per epoch"),
+                                      ("run_s", "seconds per training run")]):
+        ax.bar(range(len(df)), df[c], color=colours)
+        for i, r in enumerate(df[f"{c}_vs_re_gcn"]):
+            ax.text(i, df[c].iloc[i], f"{r:.2f}×", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(df)), [label(m) for m in df.model], rotation=45, ha="right", fontsize=8)
+        ax.set_title(f"{title} ({df.dataset.iloc[0].upper()}; × RE-GCN)", fontsize=10)
+    save(fig, out / "fig_efficiency.png")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--datasets", nargs="+", default=["dblp", "acm", "imdb"])
@@ -107,17 +150,21 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--job", action=argparse.BooleanOptionalAction, default=True, help="also time the main job")
+    ap.add_argument("--efficiency", action="store_true", help="one full run per model; the efficiency figure")
+    ap.add_argument("--overrides", nargs="*", default=[], help="config overrides for every cell, e.g. trainer.max_epochs=5")
     ap.add_argument("--out", default=str(REPO / "results"))
     ap.add_argument("--one", nargs=2, metavar=("DATASET", "MODEL"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
-        print(json.dumps(one_cell(*a.one, a.epochs, a.warmup)))
+        print(json.dumps(one_cell(*a.one, a.epochs, a.warmup, a.efficiency, a.overrides)))
         return 0
     rows = []
     for d in a.datasets:
         for m in a.models:
             p = subprocess.run([sys.executable, __file__, "--one", d, m, "--epochs", str(a.epochs),
-                                "--warmup", str(a.warmup)], capture_output=True, text=True)
+                                "--warmup", str(a.warmup)] + (["--efficiency"] if a.efficiency else [])
+                               + (["--overrides", *a.overrides] if a.overrides else []),
+                               capture_output=True, text=True)
             if p.returncode != 0:
                 print(p.stderr[-3000:], file=sys.stderr)
                 return 1
@@ -125,6 +172,10 @@ def main(argv=None) -> int:
             r = rows[-1]
             print(f"{d:5s} {m:8s} {r['median_epoch_s']:.4f} s/epoch  {r['peak_rss_mb']:.0f} MB  "
                   f"{r['num_parameters']:,} params", file=sys.stderr)
+    if a.efficiency:
+        write_efficiency(rows, Path(a.out))
+        print(f"wrote {a.out}/table_efficiency.csv, .md, fig_efficiency.png", file=sys.stderr)
+        return 0
     job = main_job() if a.job else None
     if job:
         print(f"main job: {job['wall_s']:.1f} s, {job['peak_rss_mb']:.0f} MB", file=sys.stderr)

@@ -34,3 +34,12 @@ def run_train(*overrides: str, cwd: Path = REPO, env: dict | None = None, timeou
     return subprocess.run([sys.executable, str(REPO / "train.py"), *overrides], cwd=cwd, env=e,
                           capture_output=True, text=True, timeout=timeout)
 
+
+
+@pytest.fixture(scope="session")
+def mag_root(tmp_path_factory) -> Path:
+    """A tiny graph with OGBN-MAG's schema in OGB's on-disk layout (read by ogb's own loader); 5 venues used."""
+    from regnn.data.ogb_format import write_ogb_mag_like
+    root = tmp_path_factory.mktemp("ogb")
+    write_ogb_mag_like(root, scale=0.002, num_label_classes=5, seed=0)
+    return root

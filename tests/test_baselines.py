@@ -196,7 +196,8 @@ def test_gcn_m_best_trains_every_metapath_and_keeps_the_best_by_validation(tmp_p
 
 
 def test_baselines_table_renders_paper_numbers_differences_and_the_picked_metapath(tmp_path):
-    from regnn.reporting.classification import main
+    from regnn.reporting import cells as pool
+    from regnn.reporting.baselines import render
     metrics = lambda micro: {k: {"mean": v, "std": 0.5, "n": 2} for k, v in  # noqa: E731
                              {"test_micro_f1": micro, "test_macro_f1": micro - 1, "epoch_time_s": 0.1,
                               "train_time_s": 9.0}.items()}
@@ -206,10 +207,18 @@ def test_baselines_table_renders_paper_numbers_differences_and_the_picked_metapa
     for name, r in cells.items():
         (tmp_path / "exp" / name).mkdir(parents=True)
         (tmp_path / "exp" / name / "results.json").write_text(json.dumps(r))
-    assert main(["--exp-dir", str(tmp_path / "exp"), "--out", str(tmp_path / "out"), "--name", "table_baselines"]) == 0
+    with pytest.raises(pool.MissingCells, match="dblp_rgcn"):  # by default every cell of the table must exist
+        render(tmp_path / "exp", tmp_path / "out", ["dblp", "acm"])
+    pool.ALLOW_MISSING = True
+    try:
+        render(tmp_path / "exp", tmp_path / "out", ["dblp", "acm"])
+    finally:
+        pool.ALLOW_MISSING = False
+        missing, pool.MISSING[:] = list(pool.MISSING), []
     md = (tmp_path / "out" / "table_baselines.md").read_text()
     assert "| DBLP | GAT-M (APA) | 2 |" in md and "91.15" in md and "-1.00" in md  # paper 91.15, diff -1.00
-    assert "| ACM | R-GCN | 2 |" in md and "93.36" in md and "`make table-baselines`" in md
+    assert "| ACM | R-GCN | 2 |" in md and "93.36" in md
+    assert "dblp_rgcn" in missing and "acm_re_gat" in missing and "Not trained yet" in md and "dblp_rgcn" in md
 
 
 def test_search_listing_puts_the_best_validation_cell_first(tmp_path, capsys):

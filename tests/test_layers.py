@@ -5,7 +5,8 @@ import torch
 from dgl.nn import GATConv
 
 from regnn.core.adjacency import Adjacency
-from regnn.core.conv import REGATConv, REGraphConv
+from regnn.core.attention import REGATConv
+from regnn.core.conv import REGraphConv
 
 
 def random_graph(n=12, e=40, num_rel=4, seed=0, shuffle=True):

@@ -38,6 +38,7 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     _num(cfg, "seed", lo=0, integer=True)
     dev = str(cfg.device)
     _check(dev in ("auto", "cpu", "cuda") or dev.startswith("cuda:"), "device", dev, "use auto, cpu, cuda or cuda:N")
+    _check(str(cfg.get("precision", "fp32")) in ("fp32", "bf16"), "precision", cfg.get("precision"), "use fp32 or bf16")
     m = cfg.model
     if "backbone" in m or m.get("arch", "regnn") == "regnn":  # the heterogeneous baselines (issue 5) have none
         _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
@@ -62,3 +63,29 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
         _check(ft in feats_types or ft in ("0", "1", "2"), "dataset.feats_type", ft,
                f"use one of {list(feats_types)} (or the authors' codes 0/1/2)")
     _check(cfg.logger.name in ("none", "csv", "wandb"), "logger.name", cfg.logger.name, "use none, csv or wandb")
+
+
+# -- issue 6: trainer=minibatch -------------------------------------------------------------------------------
+def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
+    """The mini-batch trainer's values, and the model settings it cannot run with."""
+    t, m = cfg.trainer, cfg.model
+    fan = OmegaConf.to_container(t.fanouts) if OmegaConf.is_list(t.fanouts) else t.fanouts
+    _check(isinstance(fan, list) and fan and all(isinstance(f, int) and (f > 0 or f == -1) for f in fan),
+           "trainer.fanouts", fan, "must be a list of positive integers (or -1: every neighbour), input layer first")
+    _check(len(fan) == m.num_layers, "trainer.fanouts", fan,
+           f"needs one fanout per model layer (model.num_layers={m.num_layers})")
+    if t.eval_fanouts is not None:
+        ef = OmegaConf.to_container(t.eval_fanouts)
+        _check(isinstance(ef, list) and len(ef) == len(fan) and all(isinstance(f, int) and (f > 0 or f == -1) for f in ef),
+               "trainer.eval_fanouts", ef, f"must be null or {len(fan)} positive integers (or -1)")
+    for k in ("batch_size", "eval_batch_size", "embed_dim"):
+        _num(cfg, f"trainer.{k}", lo=1, integer=True)
+    for k in ("num_workers", "log_every"):
+        _num(cfg, f"trainer.{k}", lo=0, integer=True)
+    if t.max_batches is not None:
+        _num(cfg, "trainer.max_batches", lo=1, integer=True)
+    _num(cfg, "trainer.embed_lr", lo=0, lo_open=True)
+    _check(t.eval in eval_modes, "trainer.eval", t.eval, f"use one of {list(eval_modes)}")
+    _check(t.ddp_backend in ("auto", "gloo", "nccl"), "trainer.ddp_backend", t.ddp_backend, "use auto, gloo or nccl")
+    _check(m.get("norm", "right") != "both", "model.norm", m.get("norm"),
+           "norm=both needs whole-graph source degrees, which sampled blocks lack: use model.norm=right")

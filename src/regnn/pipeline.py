@@ -63,6 +63,31 @@ def load_data(dcfg: DictConfig):
     return load_dataset(**d)
 
 
+# the parts of a config that decide what a run computes (paths, logging and resume do not)
+COMPUTE_KEYS = ("dataset", "model", "optimizer", "trainer", "seed", "runs", "deterministic", "clustering",
+                "precision")
+
+
+def _computation(cfg) -> dict:
+    c = {k: cfg.get(k) for k in COMPUTE_KEYS}
+    c["precision"] = c["precision"] or "fp32"  # configs written before the option existed ran in float32
+    c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify", "metapaths")}  # meta-paths: in model.metapaths where used
+    return c
+
+
+def _check_same_computation(cfg: DictConfig, out_dir: Path) -> None:
+    """A resumed cell must have been computed with the same settings; say which differ otherwise."""
+    stored_path = out_dir / "config.yaml"
+    if not stored_path.exists():
+        return
+    stored = _computation(OmegaConf.to_container(OmegaConf.load(stored_path), resolve=False))
+    now = _computation(OmegaConf.to_container(cfg, resolve=True))
+    diff = [k for k in COMPUTE_KEYS if stored.get(k) != now.get(k)]
+    if diff:
+        raise ConfigError(f"{out_dir} holds results computed with other settings ({', '.join(diff)} differ); "
+                          "move that directory away or choose another experiment directory")
+
+
 def _write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, default=float) + "\n")
 
@@ -80,11 +105,14 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
     summary_path = out_dir / "results.json"
     if summary_path.exists():
         if cfg.resume:
+            _check_same_computation(cfg, out_dir)
             log.info("%s already holds results; skipped (resume=true)", out_dir)
             return json.loads(summary_path.read_text())
         raise ConfigError(f"{out_dir} already holds results.json; refusing to overwrite it. Choose another "
                           "hydra.run.dir, or set resume=true to keep it and skip the run")
     out_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.trainer.name == "minibatch":  # issue 6: neighbour-sampling trainer (section at the end of this file)
+        return _train_minibatch(cfg, out_dir)
     if cfg.model.get("metapath") == "best":
         return _train_best_metapath(cfg, out_dir)
 
@@ -121,6 +149,7 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
         result = train_run(model, inputs, feats, labels, splits, seed=seed,
                            optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
                            max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
+                           precision=str(cfg.precision),
                            on_epoch=logger.log_epoch, progress=Progress(f"[{label} run {run + 1}/{cfg.runs}]"))
         rec = _run_record(result, run)
         if cfg.clustering.enabled and result.embeddings is not None:
@@ -196,3 +225,108 @@ def _save_run(run_dir: Path, rec: dict, result: RunResult, data, save_embeddings
         test = data.splits["test"]
         np.savez_compressed(run_dir / "embeddings.npz", node_ids=test.numpy(),
                             embeddings=result.embeddings[test].numpy(), labels=data.labels[test].numpy())
+
+
+# -- issue 6: mini-batch training with neighbour sampling, optionally one process per device under torchrun ----
+MINIBATCH_KEYS = ("test_acc", "val_acc", "test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1",
+                  "best_epoch", "epochs", "train_time_s", "epoch_time_s", "seeds_per_s")
+
+
+def _peak_rss_gb() -> float:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+
+
+def _train_minibatch(cfg: DictConfig, out_dir: Path) -> dict:
+    """Like train(), with regnn.training.minibatch; under torchrun only rank 0 writes anything."""
+    from regnn.config import validate_minibatch
+    from regnn.models.regnn import REGNN
+    from regnn.training.distributed import Dist, param_digest
+    from regnn.training.minibatch import EVAL_MODES, train_minibatch_run
+    from regnn.training.node_inputs import NodeInputs, SampledREGNN
+    from regnn.training.sampling import SampledGraph
+
+    t = cfg.trainer
+    validate_minibatch(cfg, EVAL_MODES)
+    keep_freed_memory()
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    device, why = select_device(str(cfg.device))
+    dist = Dist.from_env(str(t.ddp_backend), device)
+    if dist.enabled and device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+    out_dir = Path(dist.broadcast_object(str(out_dir)))  # every process reports to rank 0's directory
+    if not dist.is_main:
+        log.setLevel(logging.WARNING)  # one progress stream: rank 0's
+    label = f"{cfg.model.name} on {cfg.dataset.name}"
+    log.info("%s: mini-batch, device %s, %d threads, %d runs from seed %d%s", label, why, torch.get_num_threads(),
+             cfg.runs, cfg.seed, f", process {dist.rank} of {dist.world_size} ({dist.backend})" if dist.enabled else "")
+    t0 = time.perf_counter()
+    with dist.main_first():  # rank 0 first: ogb writes its processed cache on first use
+        data = load_data(cfg.dataset)
+    sg = SampledGraph(data)
+    load_s = time.perf_counter() - t0
+    log.info("data: %s, %d nodes of %d types, %d edges of %d relation types, %d %s classes, train/val/test "
+             "%d/%d/%d (%.1fs, peak memory %.2f GB)", data.name, data.graph.num_nodes(), len(data.graph.ntypes),
+             data.graph.num_edges(), len(data.graph.etypes), data.num_classes, data.target,
+             *(len(data.splits[s]) for s in ("train", "val", "test")), load_s, _peak_rss_gb())
+    plain_cfg = OmegaConf.to_container(cfg, resolve=True)
+    logger = make_logger(out_dir=out_dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
+                         **(plain_cfg["logger"] if dist.is_main else {"name": "none"}))
+    eval_fanouts = OmegaConf.to_container(t.eval_fanouts) if t.eval_fanouts is not None else None
+    records, weights = [], []
+    for run in range(cfg.runs):
+        seed = cfg.seed + run
+        seed_everything(seed, cfg.deterministic)
+        inputs = NodeInputs(data.features, embed_dim=int(t.embed_dim))
+        regnn = REGNN(in_dims=inputs.in_dims, num_classes=data.num_classes, relation_names=sg.relation_names,
+                      num_edge_relations=sg.num_edge_relations, **model_kwargs(cfg.model))
+        model = SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(device)
+        if run == 0:
+            log.info("model: %s, %d parameters", cfg.model.name, sum(p.numel() for p in model.parameters()))
+        logger.start_run(run, seed)
+        result = train_minibatch_run(
+            model, sg, data.labels, data.splits, seed=seed, num_classes=data.num_classes,
+            optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True), fanouts=list(t.fanouts),
+            batch_size=t.batch_size, eval=t.eval, eval_fanouts=eval_fanouts, eval_batch_size=t.eval_batch_size,
+            max_epochs=t.max_epochs, patience=t.patience, max_batches=t.max_batches, num_workers=t.num_workers,
+            embed_lr=t.embed_lr, log_every=t.log_every, device=device, dist=dist,
+            evaluator=str(cfg.dataset.get("ogb_name", "ogbn-mag")), on_epoch=logger.log_epoch)
+        rec = _run_record(result, run)
+        rec["seeds_per_s"] = float(np.median([h["seeds_per_s"] for h in result.history]))
+        rec["peak_rss_gb"] = _peak_rss_gb()
+        if dist.enabled:
+            rec["ddp"] = {"world_size": dist.world_size, "backend": dist.backend,
+                          "param_digests": dist.gather_objects(param_digest(model))}
+        logger.end_run(rec)
+        records.append(rec)
+        weights.append({"run": run, "seed": seed, "layers": result.relation_weights})
+        if dist.is_main:
+            _save_run(out_dir / "runs" / f"run_{run:02d}", rec, result, data, False)
+        log.info("run %d/%d seed %d: test accuracy %.2f (Macro-F1 %.2f), val %.2f (best epoch %d of %d, %.0f "
+                 "seeds/s, %.1fs)", run + 1, cfg.runs, seed, rec["test_acc"], rec["test_macro_f1"], rec["val_acc"],
+                 rec["best_epoch"], rec["epochs"], rec["seeds_per_s"], rec["train_time_s"])
+    summary = {
+        "dataset": str(cfg.dataset.name), "model": str(cfg.model.name), "trainer": "minibatch",
+        "runs": int(cfg.runs), "seeds": [r["seed"] for r in records],
+        "metrics": {k: mean_std([r[k] for r in records]) for k in MINIBATCH_KEYS},
+        "per_run": records,
+        "num_parameters": int(sum(p.numel() for p in model.parameters())),
+        "relation_names": list(sg.relation_names),
+        "load_time_s": load_s, "peak_rss_gb": _peak_rss_gb(),
+        "environment": {"device": str(device), "device_note": why, "threads": torch.get_num_threads(),
+                        "processes": dist.world_size, "torch": torch.__version__, "dgl": dgl.__version__,
+                        "python": platform.python_version(), "machine": platform.machine()},
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "wall_time_s": time.perf_counter() - t0,
+    }
+    if dist.is_main:
+        _write_json(out_dir / "relation_weights.json", weights)
+        (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        _write_json(out_dir / "results.json", summary)
+    logger.finish(summary)
+    m = summary["metrics"]
+    log.info("%s (%d runs): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s", label, cfg.runs,
+             m["test_acc"]["mean"], m["test_acc"]["std"], m["seeds_per_s"]["mean"], summary["peak_rss_gb"], out_dir)
+    dist.close()
+    return summary

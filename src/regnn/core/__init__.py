@@ -1,4 +1,5 @@
 from regnn.core.relation import RelationWeights
-from regnn.core.conv import REGraphConv, REGATConv
+from regnn.core.attention import REGATConv, REGATv2Conv
+from regnn.core.conv import REGINConv, REGraphConv, REMixHopConv, RESAGEConv
 
-__all__ = ["RelationWeights", "REGraphConv", "REGATConv"]
+__all__ = ["RelationWeights", "REGraphConv", "RESAGEConv", "REGINConv", "REMixHopConv", "REGATConv", "REGATv2Conv"]

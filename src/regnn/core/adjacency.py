@@ -60,7 +60,8 @@ class Adjacency:
     # -- aggregation --------------------------------------------------------------------------------------
     def spmm(self, h: torch.Tensor, w: torch.Tensor | None = None) -> torch.Tensor:
         """sum_{u->v} w_e h[u] for every destination v; w in CSR order (E,) or None for all ones."""
-        return _CsrSpmm.apply(h, w, self)
+        with full_precision(h):
+            return _CsrSpmm.apply(h.float(), None if w is None else w.float(), self)
 
     def normalized_spmm(self, h: torch.Tensor, alpha: torch.Tensor | None, norm: str = "both") -> torch.Tensor:
         """GCN aggregation D^-1/2 A_w D^-1/2 h ("both"), D^-1 A_w h ("right") or A_w h ("none").
@@ -72,9 +73,8 @@ class Adjacency:
         if norm == "both" and self.num_src != self.num_dst:
             raise ValueError("norm='both' needs the source degrees of the whole graph; on sampled blocks use "
                              "norm='right' (mean over the weighted in-edges)")
-        if alpha is None:
-            return _GcnAggregate.apply(h, None, self, norm)
-        return _GcnAggregate.apply(h, alpha[:, :1], self, norm)
+        with full_precision(h):
+            return _GcnAggregate.apply(h.float(), None if alpha is None else alpha[:, :1].float(), self, norm)
 
     def _ones(self, dtype, device) -> torch.Tensor:
         if getattr(self, "_ones_cache", None) is None or self._ones_cache.dtype != dtype:
@@ -91,6 +91,11 @@ class Adjacency:
 
     def to(self, device) -> "Adjacency":
         return Adjacency(self.graph.to(device), None if self.rel is None else self.rel.to(device))
+
+
+def full_precision(t: torch.Tensor):
+    """Sparse products always run in float32: under bf16 autocast (precision=bf16) only dense layers go lower."""
+    return torch.autocast(device_type=t.device.type, enabled=False)
 
 
 def _csr(indptr, indices, values, shape):

@@ -1,15 +1,14 @@
-"""Homogeneous GNN layers that consume relation weights.
+"""Propagation-based layers (GCN, GraphSAGE, GIN, MixHop) that consume relation weights.
 
 Every layer takes (adj, h, alpha): an `Adjacency`, node features, and the layer's relation weights
-(num_relations, heads), or None for the plain layer where every edge and self-loop weighs 1.
-Feature dropout is applied by the model to each layer's input, so the layers hold none.
+(num_relations, 1), or None for the plain layer where every edge and self-loop weighs 1. The relation weights
+enter through the weighted adjacency A_w and its weighted degrees (Adjacency.normalized_spmm).
+Feature dropout on a layer's input is applied by the model, so the layers hold none (GIN's MLP excepted).
 """
 from __future__ import annotations
 
-import dgl
 import torch
 import torch.nn.functional as F
-from dgl.nn.functional import edge_softmax
 from torch import nn
 
 from regnn.core.adjacency import Adjacency
@@ -51,47 +50,65 @@ class REGraphConv(nn.Module):
         return self.activation(out) if self.activation else out
 
 
-class REGATConv(nn.Module):
-    """GAT whose attention logits take the relation weight of the edge, one weight per head.
+class RESAGEConv(nn.Module):
+    """GraphSAGE (mean aggregator) on the weighted graph: act(W_self h_v + W_neigh (D^-1 A_w h)_v + b).
 
-    relation_mode="mul":  score = LeakyReLU((a_l.Wh_u + a_r.Wh_v) * w_r)  (the authors' released REGATConv)
-    relation_mode="add":  score = LeakyReLU(a_l.Wh_u + a_r.Wh_v + w_r)    (REFERENCE.md's description)
-    With "mul", RE-GAT at its initial weights (all 1) is exactly the plain GAT. With "add" it is not: the +1
-    passes through the LeakyReLU before the softmax. Output: (num_dst, heads, out_dim); the model
-    concatenates or averages the heads.
+    The weighted mean runs over the in-edges, the typed self-loop included, so its relation weight decides how
+    much of the node's own state enters the neighbourhood summary. weight=False gives h_v + (D^-1 A_w h)_v,
+    the propagation-only layers of the authors' layout.
     """
 
-    def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
-                 negative_slope: float = 0.2, activation: str = "none", relation_mode: str = "mul",
-                 bias: bool = False, residual: bool = False):
+    def __init__(self, in_dim: int, out_dim: int, weight: bool = True, bias: bool = True, activation: str = "none"):
         super().__init__()
-        if relation_mode not in ("add", "mul"):
-            raise ValueError(f"relation_mode must be add or mul, got {relation_mode!r}")
-        self.heads, self.out_dim, self.relation_mode = heads, out_dim, relation_mode
-        self.fc = nn.Linear(in_dim, heads * out_dim, bias=False)
-        self.attn_l = nn.Parameter(torch.empty(1, heads, out_dim))
-        self.attn_r = nn.Parameter(torch.empty(1, heads, out_dim))
-        self.attn_dropout = nn.Dropout(attn_dropout)
-        self.negative_slope = negative_slope
-        self.bias = nn.Parameter(torch.zeros(heads, out_dim)) if bias else None
-        self.res_fc = nn.Linear(in_dim, heads * out_dim, bias=False) if residual else None
+        if not weight and in_dim != out_dim:
+            raise ValueError("a propagation-only layer keeps the dimension: in_dim must equal out_dim")
+        self.lin_self = nn.Linear(in_dim, out_dim, bias=bias) if weight else None
+        self.lin_neigh = nn.Linear(in_dim, out_dim, bias=False) if weight else None
         self.activation = ACTIVATIONS[activation]
-        gain = nn.init.calculate_gain("relu")
-        for p in (self.fc.weight, self.attn_l, self.attn_r) + ((self.res_fc.weight,) if residual else ()):
-            nn.init.xavier_normal_(p, gain=gain)
+        self.is_linear = not weight and self.activation is None
 
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
-        z = self.fc(h).view(-1, self.heads, self.out_dim)
-        el = (z * self.attn_l).sum(-1)  # (num_src, heads)
-        er = (z[: adj.num_dst] * self.attn_r).sum(-1)  # destinations are the first num_dst sources
-        score = dgl.ops.u_add_v(adj.graph, el, er)  # (E, heads), CSR order
-        if alpha is not None:
-            ew = adj.edge_weights(alpha)
-            score = score + ew if self.relation_mode == "add" else score * ew
-        a = self.attn_dropout(edge_softmax(adj.graph, F.leaky_relu(score, self.negative_slope)))
-        out = torch.stack([adj.spmm(z[:, k], a[:, k]) for k in range(self.heads)], 1)
-        if self.res_fc is not None:
-            out = out + self.res_fc(h[: adj.num_dst]).view(-1, self.heads, self.out_dim)
-        if self.bias is not None:
-            out = out + self.bias
+        if self.lin_neigh is None:
+            out = h[: adj.num_dst] + adj.normalized_spmm(h, alpha, "right")
+        else:
+            out = self.lin_self(h[: adj.num_dst]) + adj.normalized_spmm(self.lin_neigh(h), alpha, "right")
+        return self.activation(out) if self.activation else out
+
+
+class REGINConv(nn.Module):
+    """GIN with the authors' aggregation: MLP(D^-1/2 A_w D^-1/2 h), the typed self-loops standing in for
+    GIN's (1 + eps) h_v term. The two-layer MLP (no biases, ELU between, dropout before its second layer)
+    follows the authors' REGIN."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int, activation: str = "elu", mlp_dropout: float = 0.0):
+        super().__init__()
+        self.lin1 = nn.Linear(in_dim, hidden, bias=False)
+        self.lin2 = nn.Linear(hidden, out_dim, bias=False)
+        self.mlp_activation = ACTIVATIONS["elu"]
+        self.dropout = nn.Dropout(mlp_dropout)
+        self.activation = ACTIVATIONS[activation]
+
+    def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
+        agg = adj.normalized_spmm(h, alpha, "both")
+        out = self.lin2(self.dropout(self.mlp_activation(self.lin1(agg))))
+        return self.activation(out) if self.activation else out
+
+
+class REMixHopConv(nn.Module):
+    """MixHop: concat over powers j of W_j (A_hat^j h), with A_hat = D^-1/2 A_w D^-1/2 the weighted,
+    normalised adjacency of this layer (one set of relation weights shared by all powers)."""
+
+    def __init__(self, in_dim: int, out_dim: int, powers: tuple[int, ...] = (0, 1, 2), activation: str = "elu"):
+        super().__init__()
+        self.powers = tuple(sorted(powers))
+        self.lins = nn.ModuleList(nn.Linear(in_dim, out_dim, bias=False) for _ in self.powers)
+        self.activation = ACTIVATIONS[activation]
+
+    def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
+        outs, x, j = [], h, 0
+        for p, lin in zip(self.powers, self.lins):
+            while j < p:
+                x, j = adj.normalized_spmm(x, alpha, "both"), j + 1
+            outs.append(lin(x))
+        out = torch.cat(outs, dim=1)
         return self.activation(out) if self.activation else out

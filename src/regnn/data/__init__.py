@@ -22,6 +22,14 @@ def load_dataset(name: str, dir: str | Path | None = None, format: str = "magnn"
     """
     if format == "synthetic":
         return make_synthetic(**options)
+    # -- issue 6: OGB datasets and the user's own (dataset=ogbn_mag, dataset=custom) --------------------------
+    if format == "ogb":
+        from regnn.data.ogb import load_ogb
+        return load_ogb(name=options.pop("ogb_name", name), root=dir, display_name=name, **options)
+    if format == "custom":
+        from regnn.data.custom import load_custom
+        return load_custom(name=name, feats_type=feats_type, **options)
+    # ----------------------------------------------------------------------------------------------------------
     if format == "magnn":
         spec = MagnnSpec.from_dict(dict(options["schema"], name=name)) if options.get("schema") else builtin_spec(name)
         root = Path(dir) if dir is not None else None
@@ -34,4 +42,4 @@ def load_dataset(name: str, dir: str | Path | None = None, format: str = "magnn"
             if problems:
                 raise DataError("; ".join(problems))
         return load_magnn(root, spec, feats_type)
-    raise DataError(f"unknown dataset format {format!r} (magnn, synthetic)")
+    raise DataError(f"unknown dataset format {format!r} (magnn, synthetic, ogb, custom)")

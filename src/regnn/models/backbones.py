@@ -11,7 +11,10 @@ from typing import Callable
 
 from torch import nn
 
-from regnn.core.conv import REGATConv, REGraphConv
+from regnn.core.attention import REGATConv, REGATv2Conv
+from regnn.core.conv import ACTIVATIONS, REGINConv, REGraphConv, REMixHopConv, RESAGEConv
+
+LAYOUTS = ("authors", "stack")
 
 
 @dataclass
@@ -33,29 +36,104 @@ class HeadsConcat(nn.Module):
         return out.mean(1) if self.average else out.flatten(1)
 
 
-def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", norm: str = "both", **_) -> Stack:
-    """The authors' RE-GCN layout: num_layers propagation steps on the weighted graph; the first and last only
-    propagate (no W), the ones between are GCN layers with W, bias and ELU; a linear layer outputs the classes."""
+class NormAct(nn.Module):
+    """conv -> optional LayerNorm -> activation: one hidden layer of the "stack" layout."""
+
+    def __init__(self, conv: nn.Module, dim: int, layer_norm: bool, activation: str):
+        super().__init__()
+        self.conv = conv
+        self.norm = nn.LayerNorm(dim) if layer_norm else None
+        self.activation = ACTIVATIONS[activation]
+
+    def forward(self, adj, h, alpha=None):
+        h = self.conv(adj, h, alpha)
+        h = self.norm(h) if self.norm is not None else h
+        return self.activation(h) if self.activation else h
+
+
+def _check_layout(layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+
+
+def _authors_layout(layer, hidden: int, num_classes: int, num_layers: int, activation: str) -> Stack:
+    """The authors' RE-GCN (and RE-GraphSAGE) layout: num_layers propagation steps on the weighted graph; the
+    first and last only propagate (no W), the ones between have W, bias and ELU; a linear layer outputs."""
     convs = []
     for i in range(num_layers):
         edge = i == 0 or i == num_layers - 1
-        convs.append(REGraphConv(hidden, hidden, weight=not edge, norm=norm, activation="none" if edge else activation))
+        convs.append(layer(hidden, hidden, weight=not edge, activation="none" if edge else activation))
     return Stack(convs, [1] * num_layers, nn.Linear(hidden, num_classes))
 
 
-def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-        attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "mul", **_) -> Stack:
-    """num_layers GAT layers with `heads` heads (concatenated); the last has one head and outputs the classes."""
+def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", norm: str = "both",
+        layout: str = "authors", layer_norm: bool = False, **_) -> Stack:
+    """layout="authors" (the authors' RE-GCN, see _authors_layout); layout="stack" (mini-batch training):
+    num_layers GCN layers, each with W, bias, optional LayerNorm and the activation, then a linear output layer."""
+    _check_layout(layout)
+    if layout == "stack":
+        convs = [NormAct(REGraphConv(hidden, hidden, norm=norm), hidden, layer_norm, activation)
+                 for _ in range(num_layers)]
+        return Stack(convs, [1] * num_layers, nn.Linear(hidden, num_classes))
+    return _authors_layout(lambda i, o, **kw: REGraphConv(i, o, norm=norm, **kw), hidden, num_classes, num_layers,
+                           activation)
+
+
+def sage(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", **_) -> Stack:
+    return _authors_layout(RESAGEConv, hidden, num_classes, num_layers, activation)
+
+
+def _attention_stack(conv, hidden, num_classes, num_layers, heads, **kw) -> Stack:
+    """num_layers attention layers with `heads` heads (concatenated); the last has one head and outputs the
+    classes."""
     convs, rel_heads = [], []
     for i in range(num_layers):
         last = i == num_layers - 1
-        conv = REGATConv(hidden if i == 0 else hidden * heads, num_classes if last else hidden,
-                         heads=1 if last else heads, attn_dropout=attn_dropout,
-                         negative_slope=attn_negative_slope, activation="none" if last else activation,
-                         relation_mode=relation_mode)
-        convs.append(HeadsConcat(conv, average=last))
+        c = conv(hidden if i == 0 else hidden * heads, num_classes if last else hidden, heads=1 if last else heads,
+                 activation="none" if last else kw["activation"],
+                 **{k: v for k, v in kw.items() if k != "activation"})
+        convs.append(HeadsConcat(c, average=last))
         rel_heads.append(1 if last else heads)
     return Stack(convs, rel_heads, None)
 
 
-BACKBONES: dict[str, Callable[..., Stack]] = {"gcn": gcn, "gat": gat}
+def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
+        attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "mul",
+        layout: str = "authors", layer_norm: bool = False, **_) -> Stack:
+    """layout="authors": see _attention_stack; layout="stack" (mini-batch training): num_layers GAT layers of
+    `heads` x `hidden` units (concatenated, optional LayerNorm, activation), then a linear output layer."""
+    _check_layout(layout)
+    if layout == "stack":
+        convs = [NormAct(HeadsConcat(REGATConv(hidden if i == 0 else hidden * heads, hidden, heads=heads,
+                                               attn_dropout=attn_dropout, negative_slope=attn_negative_slope,
+                                               relation_mode=relation_mode), average=False),
+                         hidden * heads, layer_norm, activation) for i in range(num_layers)]
+        return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
+    return _attention_stack(REGATConv, hidden, num_classes, num_layers, heads, activation=activation,
+                            attn_dropout=attn_dropout, negative_slope=attn_negative_slope, relation_mode=relation_mode)
+
+
+def gatv2(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
+          attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "mul", **_) -> Stack:
+    return _attention_stack(REGATv2Conv, hidden, num_classes, num_layers, heads, activation=activation,
+                            attn_dropout=attn_dropout, negative_slope=attn_negative_slope, relation_mode=relation_mode)
+
+
+def gin(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", mlp_dropout: float = 0.0, **_) -> Stack:
+    """num_layers GIN layers (the authors' REGIN); the last outputs the classes."""
+    convs = [REGINConv(hidden, hidden, num_classes if i == num_layers - 1 else hidden,
+                       activation="none" if i == num_layers - 1 else activation, mlp_dropout=mlp_dropout)
+             for i in range(num_layers)]
+    return Stack(convs, [1] * num_layers, None)
+
+
+def mixhop(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", powers=(0, 1, 2), **_) -> Stack:
+    """num_layers MixHop layers (each: hidden units per power, concatenated), then a linear output layer
+    without bias (the authors' REMixHop)."""
+    width = hidden * len(powers)
+    convs = [REMixHopConv(hidden if i == 0 else width, hidden, tuple(powers), activation) for i in range(num_layers)]
+    return Stack(convs, [1] * num_layers, nn.Linear(width, num_classes, bias=False))
+
+
+BACKBONES: dict[str, Callable[..., Stack]] = {"gcn": gcn, "gat": gat, "sage": sage, "gin": gin, "gatv2": gatv2,
+                                              "mixhop": mixhop}

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from regnn.core.adjacency import Adjacency
+from regnn.core.adjacency import Adjacency, full_precision
 from regnn.core.relation import RelationWeights
 from regnn.data.relation_graph import RelationGraph, build_relation_graph
 from regnn.models.backbones import BACKBONES
@@ -66,7 +66,8 @@ class TypeProjection(nn.Module):
         lin = self.lins[t]
         if not x.is_sparse:
             return lin(x)
-        return _SparseInputMM.apply(lin.weight.t(), *self._csr(x)) + lin.bias
+        with full_precision(x):
+            return _SparseInputMM.apply(lin.weight.t(), *self._csr(x)) + lin.bias
 
     def forward(self, feats: dict[str, torch.Tensor], order: list[str]) -> torch.Tensor:
         return torch.cat([self.project(t, feats[t]) for t in order])
@@ -131,7 +132,9 @@ class REGNN(nn.Module):
             elif i == last and not embed and getattr(conv, "is_linear", False):
                 # a linear propagation followed by a linear head: A (h W) = (A h) W, so aggregate the few class
                 # scores instead of the hidden features (same result, a fraction of the cost)
-                return conv(a, self.head(h) - self.head.bias, alpha) + self.head.bias, None
+                w, b = self.head.weight, self.head.bias
+                out = conv(a, h @ w.t(), alpha)
+                return (out if b is None else out + b), None
             h = conv(a, h, alpha)
         if self.head is not None:
             emb = h if embed else None

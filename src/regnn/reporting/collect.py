@@ -1,20 +1,9 @@
-"""Collect the results.json files of an experiment directory into one table."""
+"""Formatting and writing of tables (CSV as data, markdown for reading)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
-
-
-def load_results(exp_dir: str | Path) -> list[dict]:
-    """Every results.json directly below exp_dir (one per sweep cell), in name order."""
-    out = []
-    for p in sorted(Path(exp_dir).glob("*/results.json")):
-        r = json.loads(p.read_text())
-        r["_dir"] = str(p.parent)
-        out.append(r)
-    return out
 
 
 def fmt(mean, std=None, digits: int = 2) -> str:
@@ -32,8 +21,11 @@ def markdown(df: pd.DataFrame) -> str:
 
 
 def write_table(df: pd.DataFrame, md: pd.DataFrame, out: Path, name: str, title: str, notes: list[str]) -> None:
-    """results/<name>.csv (data) and results/<name>.md (rendering with a title and notes)."""
+    """<out>/<name>.csv (data) and <out>/<name>.md (rendering with a title and notes)."""
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / f"{name}.csv", index=False, float_format="%.4f")
+    from regnn.reporting import cells
+    if cells.MISSING:
+        notes = list(notes) + [f"Not trained yet, so not in this table: {', '.join(cells.MISSING)}."]
     lines = [f"# {title}", "", markdown(md), ""] + [f"- {n}" for n in notes]
     (out / f"{name}.md").write_text("\n".join(lines) + "\n")

@@ -50,8 +50,16 @@ class Progress:
             sys.stderr.flush()
 
 
+def autocast(precision: str, device) -> torch.autocast:
+    """precision="bf16": dense matrix products in bfloat16 (AMX on recent Xeons, tensor cores on GPUs), sparse
+    aggregation, attention and the loss in float32. "fp32": everything in float32."""
+    if precision not in ("fp32", "bf16"):
+        raise ValueError(f"precision must be fp32 or bf16, got {precision!r}")
+    return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
 def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dict, max_epochs: int = 200,
-              patience: int = 50, on_epoch=None, progress: Progress | None = None) -> RunResult:
+              patience: int = 50, on_epoch=None, progress: Progress | None = None, precision: str = "fp32") -> RunResult:
     """Trains `model` and returns the scores of its best-validation-loss weights.
 
     model(inputs, feats, embed) gives the class scores of the target nodes; labels and splits index them.
@@ -66,14 +74,16 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
     for epoch in range(max_epochs):
         t = time.perf_counter()
         model.train()
-        logits, _ = model(inputs, feats)
-        loss = F.cross_entropy(logits[idx["train"]], y["train"])
+        with autocast(precision, labels.device):
+            logits, _ = model(inputs, feats)
+        loss = F.cross_entropy(logits[idx["train"]].float(), y["train"])
         opt.zero_grad()
         loss.backward()
         opt.step()
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), autocast(precision, labels.device):
             logits, _ = model(inputs, feats)
+            logits = logits.float()
             val_loss = F.cross_entropy(logits[idx["val"]], y["val"]).item()
             val = f1_scores(logits[idx["val"]], y["val"], logits.shape[1])
         row = {"epoch": epoch, "train_loss": loss.item(), "val_loss": val_loss, "val_micro_f1": val["micro_f1"],
@@ -91,8 +101,9 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
         progress.close()
     stopper.restore(model)
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), autocast(precision, labels.device):
         logits, emb = model(inputs, feats, embed=True)
+        logits, emb = logits.float(), (emb.float() if emb is not None else None)
     metrics = {}
     for s in ("train", "val", "test"):
         for k, v in f1_scores(logits[idx[s]], y[s], logits.shape[1]).items():

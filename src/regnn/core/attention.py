@@ -1,0 +1,99 @@
+"""Attention layers (GAT, GATv2) whose attention scores take one relation weight per head.
+
+relation_mode="mul":  score = LeakyReLU(logit_uv) -> logit_uv * w_r before the softmax, as the authors' released
+REGATConv / REGATv2Conv; relation_mode="add": logit_uv + w_r (REFERENCE.md's description). With "mul" the RE
+layer at its initial weights (all 1) is exactly the plain layer. Output: (num_dst, heads, out_dim); the model
+concatenates or averages the heads.
+"""
+from __future__ import annotations
+
+import dgl
+import torch
+import torch.nn.functional as F
+from dgl.nn.functional import edge_softmax
+from torch import nn
+
+from regnn.core.adjacency import Adjacency
+from regnn.core.conv import ACTIVATIONS
+
+
+def _weigh(score: torch.Tensor, adj: Adjacency, alpha: torch.Tensor | None, mode: str) -> torch.Tensor:
+    if alpha is None:
+        return score
+    ew = adj.edge_weights(alpha)
+    return score + ew if mode == "add" else score * ew
+
+
+def _attend(adj: Adjacency, z: torch.Tensor, score: torch.Tensor, dropout: nn.Module) -> torch.Tensor:
+    a = dropout(edge_softmax(adj.graph, score))
+    # one contiguous (N, D) slice per head via unbind: its backward stacks the head gradients once, where
+    # z[:, k] would zero-fill a gradient of z's full size for every head
+    zs, As = z.transpose(0, 1).contiguous().unbind(0), a.t().contiguous().unbind(0)
+    return torch.stack([adj.spmm(zs[k], As[k]) for k in range(z.shape[1])], 1)
+
+
+class REGATConv(nn.Module):
+    """GAT: score = LeakyReLU((a_l.Wh_u + a_r.Wh_v) * w_r) ("mul") or LeakyReLU(a_l.Wh_u + a_r.Wh_v + w_r)
+    ("add"). With "add" the layer at w = 1 is not plain GAT: the +1 passes through the LeakyReLU."""
+
+    def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
+                 negative_slope: float = 0.2, activation: str = "none", relation_mode: str = "mul",
+                 bias: bool = False, residual: bool = False):
+        super().__init__()
+        if relation_mode not in ("add", "mul"):
+            raise ValueError(f"relation_mode must be add or mul, got {relation_mode!r}")
+        self.heads, self.out_dim, self.relation_mode = heads, out_dim, relation_mode
+        self.fc = nn.Linear(in_dim, heads * out_dim, bias=False)
+        self.attn_l = nn.Parameter(torch.empty(1, heads, out_dim))
+        self.attn_r = nn.Parameter(torch.empty(1, heads, out_dim))
+        self.attn_dropout = nn.Dropout(attn_dropout)
+        self.negative_slope = negative_slope
+        self.bias = nn.Parameter(torch.zeros(heads, out_dim)) if bias else None
+        self.res_fc = nn.Linear(in_dim, heads * out_dim, bias=False) if residual else None
+        self.activation = ACTIVATIONS[activation]
+        gain = nn.init.calculate_gain("relu")
+        for p in (self.fc.weight, self.attn_l, self.attn_r) + ((self.res_fc.weight,) if residual else ()):
+            nn.init.xavier_normal_(p, gain=gain)
+
+    def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
+        z = self.fc(h).float().view(-1, self.heads, self.out_dim)  # attention in float32 (bf16 autocast: fc only)
+        el = (z * self.attn_l).sum(-1)  # (num_src, heads)
+        er = (z[: adj.num_dst] * self.attn_r).sum(-1)  # destinations are the first num_dst sources
+        score = _weigh(dgl.ops.u_add_v(adj.graph, el, er), adj, alpha, self.relation_mode)  # (E, heads)
+        out = _attend(adj, z, F.leaky_relu(score, self.negative_slope), self.attn_dropout)
+        if self.res_fc is not None:
+            out = out + self.res_fc(h[: adj.num_dst]).view(-1, self.heads, self.out_dim)
+        if self.bias is not None:
+            out = out + self.bias
+        return self.activation(out) if self.activation else out
+
+
+class REGATv2Conv(nn.Module):
+    """GATv2: score = a . LeakyReLU(W_s h_u + W_d h_v), times (or plus) the relation weight, then softmax;
+    messages W_s h_u. Linear layers with bias, as the authors' REGATv2Conv."""
+
+    def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
+                 negative_slope: float = 0.2, activation: str = "none", relation_mode: str = "mul"):
+        super().__init__()
+        if relation_mode not in ("add", "mul"):
+            raise ValueError(f"relation_mode must be add or mul, got {relation_mode!r}")
+        self.heads, self.out_dim, self.relation_mode = heads, out_dim, relation_mode
+        self.fc_src = nn.Linear(in_dim, heads * out_dim)
+        self.fc_dst = nn.Linear(in_dim, heads * out_dim)
+        self.attn = nn.Parameter(torch.empty(1, heads, out_dim))
+        self.attn_dropout = nn.Dropout(attn_dropout)
+        self.negative_slope = negative_slope
+        self.activation = ACTIVATIONS[activation]
+        gain = nn.init.calculate_gain("relu")
+        for lin in (self.fc_src, self.fc_dst):
+            nn.init.xavier_normal_(lin.weight, gain=gain)
+            nn.init.zeros_(lin.bias)
+        nn.init.xavier_normal_(self.attn, gain=gain)
+
+    def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
+        zs = self.fc_src(h).float().view(-1, self.heads, self.out_dim)
+        zd = self.fc_dst(h[: adj.num_dst]).float().view(-1, self.heads, self.out_dim)
+        e = F.leaky_relu(dgl.ops.u_add_v(adj.graph, zs, zd), self.negative_slope)  # (E, heads, out_dim)
+        score = _weigh((e * self.attn).sum(-1), adj, alpha, self.relation_mode)
+        out = _attend(adj, zs, score, self.attn_dropout)
+        return self.activation(out) if self.activation else out

@@ -1,0 +1,162 @@
+"""The user's own heterogeneous graph: `dataset=custom dataset.path=<file or folder>` (docs/custom_data.md).
+
+`path` is a small YAML or JSON description (or a folder holding `dataset.yaml`, `dataset.yml` or
+`dataset.json`). Relative file names in it are relative to its folder. Two formats:
+
+format: dgl      a heterograph written by `dgl.save_graphs`:
+    graph: graph.bin        # the file
+    target: paper           # labelled node type
+    label: label            # ndata key on the target type holding class ids (or a key of the saved labels dict)
+    features: feat          # ndata key holding input features, on every type that has them (default "feat")
+    splits: {train: train_mask, val: val_mask, test: test_mask}  # boolean masks in the target's ndata, or
+                            # keys of the saved labels dict holding masks or node ids
+    reverse: add            # add: every relation also reversed as rev_<name> (default); keep: the graph already
+                            # holds both directions
+    num_classes: 5          # optional (default: largest label + 1)
+format: magnn    the MAGNN-style processed files (adjM.npz, node_types.npy, labels.npy, train_val_test_idx.npz,
+                 features) with any node types, described by `schema:` (see regnn.data.specs.MagnnSpec.from_dict).
+
+Target nodes outside the splits may carry label -1 (unlabelled); nodes in a split must have a class id.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dgl
+import torch
+import yaml
+
+from regnn.data.dataset import HeteroDataset
+from regnn.data.features import select_features
+from regnn.data.magnn import load_magnn
+from regnn.data.specs import MagnnSpec
+from regnn.errors import DataError
+
+META_NAMES = ("dataset.yaml", "dataset.yml", "dataset.json")
+_DOC = "see docs/custom_data.md"
+
+
+def read_meta(path: str | Path | None) -> tuple[dict, Path]:
+    """The description and the folder its relative paths start from."""
+    if path in (None, "", "???"):
+        raise DataError("dataset=custom needs dataset.path=/path/to/dataset.yaml (a description of your files; "
+                        f"{_DOC})")
+    p = Path(path).expanduser()
+    if p.is_dir():
+        found = [p / n for n in META_NAMES if (p / n).is_file()]
+        if not found:
+            raise DataError(f"{p} holds none of {list(META_NAMES)}; write one describing your files ({_DOC})")
+        p = found[0]
+    if not p.is_file():
+        raise DataError(f"dataset.path={path}: no such file or folder")
+    try:
+        meta = json.loads(p.read_text()) if p.suffix == ".json" else yaml.safe_load(p.read_text())
+    except (ValueError, yaml.YAMLError) as e:
+        raise DataError(f"{p} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}") from e
+    if not isinstance(meta, dict):
+        raise DataError(f"{p} must hold a mapping of keys (format, ...), not {type(meta).__name__}; {_DOC}")
+    return meta, p.parent
+
+
+def _need(meta: dict, key: str, where: Path, what: str):
+    if meta.get(key) in (None, ""):
+        raise DataError(f"{where}: key {key!r} is missing ({what}); {_DOC}")
+    return meta[key]
+
+
+def load_custom(path: str | Path | None = None, name: str = "custom", feats_type: str | None = None) -> HeteroDataset:
+    meta, base = read_meta(path)
+    fmt = meta.get("format") or ("magnn" if "schema" in meta else "dgl" if "graph" in meta else None)
+    if fmt == "magnn":
+        schema = _need(meta, "schema", base, "node_types, target, relations and features of the MAGNN files")
+        spec = MagnnSpec.from_dict({"name": meta.get("name", name), **schema})
+        return load_magnn(base / meta.get("dir", "."), spec, feats_type or spec.default_feats_type)
+    if fmt == "dgl":
+        return _load_dgl(meta, base, meta.get("name", name), feats_type or "raw")
+    raise DataError(f"{base}: format {fmt!r} is not known; set format: dgl (a dgl.save_graphs file) or format: "
+                    f"magnn (MAGNN-style processed files); {_DOC}")
+
+
+def _unique_relations(g: dgl.DGLHeteroGraph, reverse: str, where: Path) -> dgl.DGLHeteroGraph:
+    """Every relation direction its own uniquely named edge type (names repeated across types get src-/->dst)."""
+    if reverse not in ("add", "keep"):
+        raise DataError(f"{where}: reverse={reverse!r}; use add (reverse every relation) or keep")
+    names = [e for _, e, _ in g.canonical_etypes]
+    data = {}
+    for s, e, t in g.canonical_etypes:
+        e2 = e if names.count(e) == 1 else f"{s}-{e}->{t}"
+        u, v = g.edges(etype=(s, e, t))
+        data[(s, e2, t)] = (u, v)
+        if reverse == "add":
+            data[(t, f"rev_{e2}", s)] = (v, u)
+    out = [e for _, e, _ in data]
+    if len(set(out)) != len(out):
+        raise DataError(f"{where}: relation names repeat after adding reverses ({sorted(out)}); rename relations "
+                        "or set reverse: keep if the graph already holds both directions")
+    return dgl.heterograph(data, num_nodes_dict={t: g.num_nodes(t) for t in g.ntypes})
+
+
+def _ids(key: str, g, target: str, extra: dict, n: int, where: Path) -> torch.Tensor:
+    """Target-local ids from a mask in the target's ndata or a mask/id tensor in the saved labels dict."""
+    nd = g.nodes[target].data
+    if key in nd:
+        x = nd[key]
+    elif key in extra:
+        x = extra[key]
+    else:
+        raise DataError(f"{where}: split key {key!r} is neither in the ndata of {target!r} ({sorted(nd)}) nor in "
+                        f"the saved labels dict ({sorted(extra)})")
+    x = torch.as_tensor(x).view(-1)
+    if x.dtype == torch.bool or (x.numel() == n and key in nd):
+        return torch.nonzero(x.bool()).view(-1)
+    if x.is_floating_point():
+        raise DataError(f"{where}: split {key!r} holds floats; give a boolean mask or integer node ids")
+    return x.long().sort().values
+
+
+def _load_dgl(meta: dict, base: Path, name: str, feats_type: str) -> HeteroDataset:
+    where = base
+    gfile = base / _need(meta, "graph", where, "the file written by dgl.save_graphs")
+    if not gfile.is_file():
+        raise DataError(f"{gfile} does not exist; save your graph with dgl.save_graphs('{gfile.name}', [g])")
+    try:
+        graphs, extra = dgl.load_graphs(str(gfile))
+    except Exception as e:  # DGL raises its own error types for unreadable files
+        raise DataError(f"{gfile} cannot be read by dgl.load_graphs ({type(e).__name__}: {e})") from e
+    g = graphs[int(meta.get("graph_index", 0))]
+    target = _need(meta, "target", where, "the labelled node type")
+    if target not in g.ntypes:
+        raise DataError(f"{where}: target {target!r} is not a node type of {gfile.name} ({g.ntypes})")
+    n = g.num_nodes(target)
+    label_key = _need(meta, "label", where, "the ndata key with the class ids of the target nodes")
+    labels = g.nodes[target].data.get(label_key, extra.get(label_key))
+    if labels is None:
+        raise DataError(f"{where}: label key {label_key!r} is neither in the ndata of {target!r} "
+                        f"({sorted(g.nodes[target].data)}) nor in the saved labels dict ({sorted(extra)})")
+    labels = torch.as_tensor(labels)
+    if labels.dim() == 2 and labels.shape[1] == 1:
+        labels = labels.view(-1)
+    if labels.is_floating_point() or labels.dim() != 1 or labels.shape[0] != n:
+        raise DataError(f"{where}: labels {label_key!r} have shape {tuple(labels.shape)} and dtype {labels.dtype}; "
+                        f"need one integer class id per {target} node ({n})")
+    split_keys = _need(meta, "splits", where, "train, val and test masks")
+    missing = [s for s in ("train", "val", "test") if s not in split_keys]
+    if missing:
+        raise DataError(f"{where}: splits lacks {missing}; name a mask for each of train, val and test")
+    splits = {s: _ids(str(split_keys[s]), g, target, extra, n, where) for s in ("train", "val", "test")}
+    labels = labels.long()
+    for s, idx in splits.items():
+        if idx.numel() and idx.max() < n and (labels[idx] < 0).any():
+            raise DataError(f"{where}: {int((labels[idx] < 0).sum())} nodes of split {s!r} have no label (< 0)")
+    labels = labels.clamp(min=0)  # unlabelled nodes outside the splits are never scored
+    fkey = meta.get("features", "feat")
+    raw = {t: (g.nodes[t].data[fkey].float() if fkey in g.nodes[t].data else None) for t in g.ntypes}
+    for t, x in raw.items():
+        if x is not None and x.dim() != 2:
+            raise DataError(f"{where}: features {fkey!r} of {t!r} have shape {tuple(x.shape)}; need (nodes, dim)")
+    graph = _unique_relations(g, str(meta.get("reverse", "add")), where)
+    feats = select_features(raw, {t: graph.num_nodes(t) for t in graph.ntypes}, target, feats_type)
+    num_classes = int(meta.get("num_classes") or int(labels.max()) + 1)
+    return HeteroDataset(name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
+                         num_classes=num_classes)

@@ -1,0 +1,20 @@
+"""Table 2 with every row measured here: the heterogeneous baselines beside GCN, GAT, RE-GCN and RE-GAT.
+
+    python -m regnn.reporting.baselines [--cells DIR] [--out results] [--datasets dblp acm imdb]
+"""
+from __future__ import annotations
+
+from regnn.reporting.classification import MODELS as HOMOGENEOUS
+from regnn.reporting.classification import render as render_classification
+from regnn.reporting.common import cli
+
+BASELINES = ["rgcn", "hgt", "simple_hgn", "han", "gtn", "gcn_m", "gat_m"]
+
+
+def render(cells_dir, out, datasets, **kw):
+    return render_classification(cells_dir, out, datasets, models=BASELINES + HOMOGENEOUS, name="table_baselines",
+                                 title="Node classification, every model on this harness (Table 2)", **kw)
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli(__doc__, render, ["dblp", "acm", "imdb"]))

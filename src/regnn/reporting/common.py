@@ -1,0 +1,45 @@
+"""Command-line plumbing shared by the table and figure renderers."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from regnn.config import REPO_ROOT
+from regnn.reporting import cells
+from regnn.reporting.cells import CELLS, MissingCells
+
+LABELS = {"gcn": "GCN", "gat": "GAT", "re_gcn": "RE-GCN", "re_gat": "RE-GAT", "gcn_s": "GCN-S", "gcn_e": "GCN-E",
+          "gat_s": "GAT-S", "gat_e": "GAT-E", "sage": "GraphSAGE", "re_sage": "RE-GraphSAGE", "gin": "GIN",
+          "re_gin": "RE-GIN", "gatv2": "GATv2", "re_gatv2": "RE-GATv2", "mixhop": "MixHop", "re_mixhop": "RE-MixHop",
+          "rgcn": "R-GCN", "hgt": "HGT", "simple_hgn": "Simple-HGN", "han": "HAN", "gtn": "GTN", "gcn_m": "GCN-M",
+          "gat_m": "GAT-M"}
+
+
+def label(model: str) -> str:
+    return LABELS.get(model, model)
+
+
+def signed(d) -> str:
+    return "–" if d is None or d != d else f"{d:+.2f}"
+
+
+def cli(doc: str, render, datasets: list[str]) -> int:
+    """Parses --cells/--out/--datasets and runs render(cells_dir, out_dir, datasets); missing cells -> exit 1."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cells", default=str(CELLS), help="the experiment cell pool")
+    ap.add_argument("--out", default=str(REPO_ROOT / "results"))
+    ap.add_argument("--datasets", nargs="+", default=datasets)
+    ap.add_argument("--allow-missing", action="store_true",
+                    help="render the cells that exist and list the missing ones (default: missing cells are an error)")
+    a = ap.parse_args()
+    cells.ALLOW_MISSING = a.allow_missing
+    cells.MISSING.clear()
+    try:
+        written = render(Path(a.cells), Path(a.out), a.datasets)
+    except MissingCells as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    for w in written:
+        print(f"wrote {w}", file=sys.stderr)
+    return 0

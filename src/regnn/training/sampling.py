@@ -1,0 +1,127 @@
+"""Neighbour sampling on the relation-typed homogeneous graph, and the blocks RE-GNN layers run on.
+
+Sampling runs on the relation graph *without* self-loops (uniform over a node's in-edges of every relation, as a
+homogeneous GNN sees them); every sampled block then gets one self-loop per destination node, typed by its node
+type, so a node always keeps its own representation, whatever the fanout.
+
+Normalisation on blocks: the mini-batch layouts use RE-GCN with norm="right", the weighted mean over the sampled
+in-edges (plus the self-loop), D^-1 A_w. Sampling `k` of a node's in-edges gives an estimate of the same mean the
+full graph gives, so training on samples and exact full-neighbour inference (`layerwise_logits`) use one
+operator. The symmetric norm="both" would need every source node's weighted degree in the whole graph and a
+rescaling of the sampled sum; it is refused on blocks (Adjacency.normalized_spmm says so).
+"""
+from __future__ import annotations
+
+import warnings
+
+import dgl
+import torch
+
+from regnn.core.adjacency import Adjacency
+from regnn.data.dataset import HeteroDataset
+from regnn.data.relation_graph import build_relation_graph
+
+# DGL suggests pinning sampler threads to cores (enable_cpu_affinity); with worker processes only, not here
+warnings.filterwarnings("ignore", message="Dataloader CPU affinity opt is not enabled")
+
+
+class SampledGraph:
+    """The relation graph of a dataset for sampling: homogeneous ids, relation id per edge, node type per node."""
+
+    def __init__(self, data: HeteroDataset):
+        rg = build_relation_graph(data, self_loops=False)
+        self.graph = rg.graph.formats(["csc"])  # in-edge sampling needs CSC only
+        self.graph.create_formats_()
+        self.rel = rg.rel
+        self.node_type = rg.node_type
+        self.ntypes, self.offsets = rg.ntypes, rg.offsets
+        self.num_edge_relations = rg.num_edge_relations
+        self.relation_names = rg.relation_names + [f"self:{t}" for t in rg.ntypes]
+        self.target_offset = rg.offsets[data.target]
+
+    @property
+    def num_nodes(self) -> int:
+        return self.graph.num_nodes()
+
+    def seeds(self, local_ids: torch.Tensor) -> torch.Tensor:
+        """Homogeneous ids of target nodes given by their target-local ids."""
+        return local_ids + self.target_offset
+
+    def adjacency(self, block: dgl.DGLGraph) -> Adjacency:
+        """A sampled block with typed self-loops on its destinations, in CSR order, as an Adjacency."""
+        u, v = block.edges()
+        rel = self.rel[block.edata[dgl.EID].to(self.rel.device)].to(u.device)
+        n_dst, n_src = block.num_dst_nodes(), block.num_src_nodes()
+        loop = torch.arange(n_dst, device=u.device)
+        loop_rel = self.num_edge_relations + self.node_type[block.dstdata[dgl.NID].to(self.node_type.device)]
+        u, v = torch.cat([u, loop]), torch.cat([v, loop])
+        rel = torch.cat([rel, loop_rel.to(u.device)])
+        order = torch.argsort(v * n_src + u)  # destination-major: the Adjacency needs no edge permutation
+        b = dgl.create_block((u[order], v[order]), num_src_nodes=n_src, num_dst_nodes=n_dst, device=u.device)
+        return Adjacency(b, rel[order])
+
+    def full_block(self, dst: torch.Tensor) -> dgl.DGLGraph:
+        """Every in-edge of the nodes `dst` as a block (destinations first among the sources)."""
+        frontier = dgl.in_subgraph(self.graph, dst)
+        block = dgl.to_block(frontier, dst_nodes=dst)
+        block.edata[dgl.EID] = frontier.edata[dgl.EID][block.edata[dgl.EID]]  # ids in the whole graph
+        return block
+
+
+def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor) -> torch.Tensor:
+    """Layer i of an REGNN in evaluation mode (the same computation as REGNN.propagate with dropout off)."""
+    rw = regnn.relations[i]
+    return regnn.convs[i](adj, h, None if rw.is_constant else rw())
+
+
+@torch.no_grad()
+def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: int = 4096,
+                     device="cpu") -> torch.Tensor:
+    """Exact class scores of `seeds` with every neighbour (no sampling), one layer at a time.
+
+    Layer l is computed only for the nodes the layers above need: the seeds at the top, and each layer below adds
+    the in-neighbours of the layer above. Each layer's output is held for those nodes only (memory: nodes x
+    hidden floats of the widest layer); inputs of the first layer are projected batch by batch.
+    """
+    regnn = model.regnn
+    num_layers = len(regnn.convs)
+    needed = [seeds]
+    for _ in range(num_layers - 1):  # needed[k]: nodes whose output of layer L-k is used
+        u, _ = sg.graph.in_edges(needed[-1])
+        needed.append(torch.unique(torch.cat([needed[-1], u])))
+    needed = needed[::-1]  # needed[l]: nodes whose layer-l output is computed (l = 0 .. L-1)
+    prev, pos = None, torch.full((sg.num_nodes,), -1, dtype=torch.int64)
+    for layer, nodes in enumerate(needed):
+        out = None
+        for start in range(0, nodes.numel(), batch_size):
+            dst = nodes[start:start + batch_size]
+            block = sg.full_block(dst)
+            src = block.srcdata[dgl.NID]
+            h = model.input_rows(src.to(device)) if layer == 0 else prev[pos[src]].to(device)
+            y = layer_step(regnn, layer, sg.adjacency(block.to(device)), h)
+            if out is None:
+                out = torch.empty(nodes.numel(), y.shape[1], dtype=y.dtype)
+            out[start:start + dst.numel()] = y.cpu()
+        pos.fill_(-1)
+        pos[nodes] = torch.arange(nodes.numel())
+        prev = out
+    h = prev[pos[seeds]].to(device)
+    return (regnn.head(h) if regnn.head is not None else h).cpu()
+
+
+def sampled_loader(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, shuffle: bool,
+                   device="cpu", use_ddp: bool = False, num_workers: int = 0):
+    """DGL's DataLoader over `seeds` with uniform neighbour sampling (fanouts: input layer first; -1 = all)."""
+    sampler = dgl.dataloading.NeighborSampler([int(f) for f in fanouts])
+    return dgl.dataloading.DataLoader(sg.graph, seeds, sampler, batch_size=batch_size, shuffle=shuffle,
+                                      drop_last=False, use_ddp=use_ddp, num_workers=num_workers, device=device)
+
+
+@torch.no_grad()
+def sampled_logits(model, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int,
+                   device="cpu") -> torch.Tensor:
+    """Class scores of `seeds` (in their order) with sampled neighbourhoods."""
+    out = []
+    for input_nodes, _, blocks in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False):
+        out.append(model(input_nodes.to(device), [sg.adjacency(b.to(device)) for b in blocks]).cpu())
+    return torch.cat(out)

@@ -1,0 +1,84 @@
+"""Writers of a user's own dataset in both custom formats, with node types and relations unlike DBLP/ACM/IMDB.
+
+The graph is the synthetic one (class signal planted in the relations and in the `shop` features), renamed:
+customer (target) -buys-> shop -trusted/noise-, shop -located_in-> city (and for MAGNN a fourth type, region).
+"""
+from pathlib import Path
+
+import dgl
+import numpy as np
+import scipy.sparse as sp
+import torch
+import yaml
+
+from regnn.data import make_synthetic
+
+TYPES = {"item": "customer", "source": "shop", "tag": "city"}
+RELS = {"item->source": "trusts", "item->noise": "visits", "source->tag": "located_in"}
+
+
+def synthetic(num_items=240, seed=0):
+    return make_synthetic(num_items=num_items, num_sources=120, num_tags=12, seed=seed)
+
+
+def write_dgl(root: Path, meta_overrides: dict | None = None, seed=0) -> Path:
+    """A dgl.save_graphs file (one direction per relation) + dataset.yaml; returns the yaml path."""
+    d = synthetic(seed=seed)
+    data = {}
+    for s, e, t in d.graph.canonical_etypes:
+        if e in RELS:
+            data[(TYPES[s], RELS[e], TYPES[t])] = d.graph.edges(etype=(s, e, t))
+    g = dgl.heterograph(data, num_nodes_dict={TYPES[t]: d.graph.num_nodes(t) for t in d.graph.ntypes})
+    for t, x in d.features.items():
+        if t != "tag":  # cities have no features: one-hot ids
+            g.nodes[TYPES[t]].data["x"] = x
+    n = g.num_nodes("customer")
+    g.nodes["customer"].data["y"] = d.labels
+    for s in ("train", "val", "test"):
+        m = torch.zeros(n, dtype=torch.bool)
+        m[d.splits[s]] = True
+        g.nodes["customer"].data[f"{s}_mask"] = m
+    root.mkdir(parents=True, exist_ok=True)
+    dgl.save_graphs(str(root / "shops.bin"), [g])
+    meta = {"format": "dgl", "graph": "shops.bin", "target": "customer", "label": "y", "features": "x",
+            "splits": {"train": "train_mask", "val": "val_mask", "test": "test_mask"}, **(meta_overrides or {})}
+    (root / "dataset.yaml").write_text(yaml.safe_dump(meta))
+    return root / "dataset.yaml"
+
+
+def write_magnn(root: Path, seed=0) -> Path:
+    """MAGNN-style files for four node types (customer, shop, city, region) + dataset.yaml with the schema."""
+    d = synthetic(seed=seed)
+    n = {t: d.graph.num_nodes(t) for t in ("item", "source", "tag")}
+    n_region = 3
+    off = {"item": 0, "source": n["item"], "tag": n["item"] + n["source"]}
+    region_off = off["tag"] + n["tag"]
+    total = region_off + n_region
+    rows, cols = [], []
+    for s, e, t in d.graph.canonical_etypes:
+        if e in RELS:
+            u, v = d.graph.edges(etype=(s, e, t))
+            rows.append(u.numpy() + off[s])
+            cols.append(v.numpy() + off[t])
+    city = np.arange(n["tag"])
+    rows.append(city + off["tag"])
+    cols.append(city % n_region + region_off)  # city -in-> region
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    adj = sp.coo_matrix((np.ones_like(r, dtype=np.float32), (r, c)), shape=(total, total)).tocsr()
+    adj.data[:] = 1
+    root.mkdir(parents=True, exist_ok=True)
+    sp.save_npz(root / "adjM.npz", adj)
+    node_types = np.concatenate([np.full(n["item"], 0), np.full(n["source"], 1), np.full(n["tag"], 2),
+                                 np.full(n_region, 3)])
+    np.save(root / "node_types.npy", node_types)
+    np.save(root / "features_0.npy", d.features["item"].numpy())
+    np.save(root / "features_1.npy", d.features["source"].numpy())
+    np.save(root / "labels.npy", d.labels.numpy())
+    np.savez(root / "train_val_test_idx.npz", **{f"{s}_idx": d.splits[s].numpy() for s in ("train", "val", "test")})
+    meta = {"format": "magnn", "name": "shops", "schema": {
+        "node_types": ["customer", "shop", "city", "region"], "target": "customer",
+        "features": {"customer": "features_0.npy", "shop": "features_1.npy"},  # city and region: one-hot ids
+        "relations": [["customer", "shop"], ["shop", "city", "located_in", "hosts"], ["city", "region", "in", "has"]],
+        "num_classes": 3}}
+    (root / "dataset.yaml").write_text(yaml.safe_dump(meta))
+    return root / "dataset.yaml"

@@ -1,0 +1,120 @@
+"""dataset=custom: a dgl.save_graphs file or MAGNN-style files described by a small YAML/JSON, any names."""
+import json
+
+import pytest
+import torch
+import yaml
+
+from conftest import run_train
+from custom_data import write_dgl, write_magnn
+from regnn.data import build_relation_graph, load_dataset
+from regnn.errors import DataError
+
+
+def load(path, **kw):
+    return load_dataset("custom", format="custom", path=None if path is None else str(path), **kw)
+
+
+def test_dgl_format_loads_with_reverse_relations_masks_and_features(tmp_path):
+    d = load(write_dgl(tmp_path / "shops"))
+    g = d.graph
+    assert sorted(g.ntypes) == ["city", "customer", "shop"] and d.target == "customer" and d.num_classes == 3
+    assert sorted(g.etypes) == ["located_in", "rev_located_in", "rev_trusts", "rev_visits", "trusts", "visits"]
+    u, v = g.edges(etype="trusts")
+    ru, rv = g.edges(etype="rev_trusts")
+    assert torch.equal(u, rv) and torch.equal(v, ru)
+    assert d.in_dims == {"customer": 8, "shop": 8, "city": 12}  # cities have no features: one-hot ids
+    assert [len(d.splits[s]) for s in ("train", "val", "test")] == [96, 48, 96]
+    rg = build_relation_graph(d)
+    assert rg.relation_names[-3:] == ["self:city", "self:customer", "self:shop"]
+
+
+def test_folder_json_and_keep_reverse(tmp_path):
+    meta_path = write_dgl(tmp_path / "shops", {"reverse": "keep"})
+    meta = yaml.safe_load(meta_path.read_text())
+    meta_path.unlink()
+    (tmp_path / "shops" / "dataset.json").write_text(json.dumps(meta))
+    d = load(tmp_path / "shops")  # the folder: its dataset.json is found
+    assert sorted(d.graph.etypes) == ["located_in", "trusts", "visits"]
+
+
+def test_magnn_format_with_four_new_node_types(tmp_path):
+    d = load(write_magnn(tmp_path / "m"))
+    assert sorted(d.graph.ntypes) == ["city", "customer", "region", "shop"]
+    assert sorted(d.graph.etypes) == ["customer->shop", "has", "hosts", "in", "located_in", "shop->customer"]
+    assert d.in_dims == {"customer": 8, "shop": 8, "city": 12, "region": 3}
+    assert d.graph.num_edges("in") == 12 and d.num_classes == 3
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"target": "person"}, "target 'person' is not a node type"),
+    ({"label": "klass"}, "label key 'klass' is neither in the ndata of 'customer'"),
+    ({"splits": {"train": "train_mask", "val": "val_mask"}}, r"splits lacks \['test'\]"),
+    ({"splits": {"train": "train_mask", "val": "va", "test": "test_mask"}}, "split key 'va' is neither"),
+    ({"graph": "nothing.bin"}, "nothing.bin does not exist; save your graph with dgl.save_graphs"),
+    ({"format": "csv"}, "format 'csv' is not known"),
+    ({"reverse": "both"}, "reverse='both'; use add"),
+    ({"target": None}, "key 'target' is missing"),
+    ({"features": "x", "label": "x"}, "need one integer class id per customer node"),
+])
+def test_bad_descriptions_name_the_problem(tmp_path, overrides, message):
+    with pytest.raises(DataError, match=message):
+        load(write_dgl(tmp_path / "shops", overrides))
+
+
+def test_missing_path_and_folder_without_description(tmp_path):
+    with pytest.raises(DataError, match="dataset=custom needs dataset.path="):
+        load(None)
+    with pytest.raises(DataError, match="holds none of"):
+        load(tmp_path)
+    with pytest.raises(DataError, match="no such file or folder"):
+        load(tmp_path / "nope.yaml")
+    (tmp_path / "bad.yaml").write_text("- just\n- a list\n")
+    with pytest.raises(DataError, match="must hold a mapping"):
+        load(tmp_path / "bad.yaml")
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "dataset.yaml").write_text(yaml.safe_dump({"format": "magnn", "schema": {"target": "a"}}))
+    with pytest.raises(DataError, match="schema lacks"):
+        load(tmp_path / "m")
+
+
+def test_unlabelled_nodes_in_a_split_are_refused(tmp_path):
+    import dgl
+    path = write_dgl(tmp_path / "shops")
+    (g,), _ = dgl.load_graphs(str(tmp_path / "shops" / "shops.bin"))
+    y = g.nodes["customer"].data["y"]
+    y[g.nodes["customer"].data["val_mask"].nonzero()[0]] = -1
+    dgl.save_graphs(str(tmp_path / "shops" / "shops.bin"), [g])
+    with pytest.raises(DataError, match="1 nodes of split 'val' have no label"):
+        load(path)
+
+
+def test_train_py_trains_on_each_format(tmp_path):
+    fast = ["dataset=custom", "runs=1", "threads=1", "trainer.max_epochs=60", "trainer.patience=60",
+            "optimizer.lr=0.01", "model.dropout=0.2", "model.num_layers=3", "model.hidden=16"]
+    p = run_train(*fast, f"dataset.path={write_dgl(tmp_path / 'dgl')}", "model=re_gcn", f"hydra.run.dir={tmp_path}/a")
+    assert p.returncode == 0, p.stderr
+    r = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert r["metrics"]["test_micro_f1"]["mean"] > 80  # the planted relation signal is learnt
+    assert {"trusts", "rev_trusts", "self:customer"} <= set(r["relation_names"])
+    p = run_train(*fast, f"dataset.path={write_magnn(tmp_path / 'magnn')}", "model=re_gat", "model.heads=2",
+                  f"hydra.run.dir={tmp_path}/b")
+    assert p.returncode == 0, p.stderr
+    r = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert set(r["relation_names"]) >= {"in", "has", "located_in", "hosts", "self:region"}
+    assert 0 <= r["metrics"]["test_micro_f1"]["mean"] <= 100
+
+
+def test_train_py_minibatch_on_custom_data(tmp_path):
+    p = run_train("dataset=custom", f"dataset.path={write_dgl(tmp_path / 'dgl')}", "trainer=minibatch",
+                  "model=re_gcn", "model.hidden=32", "trainer.fanouts=[10,10]", "trainer.batch_size=32",
+                  "trainer.max_epochs=15", "trainer.patience=15", "optimizer.lr=0.01", "runs=1", "threads=1",
+                  f"hydra.run.dir={tmp_path}/mb")
+    assert p.returncode == 0, p.stderr
+    r = json.loads((tmp_path / "mb" / "results.json").read_text())
+    assert r["trainer"] == "minibatch" and r["metrics"]["test_acc"]["mean"] > 70
+
+
+def test_custom_without_path_fails_cleanly(tmp_path):
+    p = run_train("dataset=custom", "runs=1", f"hydra.run.dir={tmp_path}/x")
+    assert p.returncode == 2 and "dataset=custom needs dataset.path=" in p.stderr and "Traceback" not in p.stderr

@@ -1,0 +1,169 @@
+"""Mini-batch training: sampled blocks, exact layer-wise inference, sparse embeddings, train.py end to end."""
+import json
+
+import dgl
+import pytest
+import torch
+
+from conftest import run_train
+from regnn.core.adjacency import Adjacency
+from regnn.data import build_relation_graph, load_dataset
+from regnn.models import REGNN
+from regnn.training.minibatch import Scorer, train_minibatch_run
+from regnn.training.node_inputs import NodeInputs, SampledREGNN
+from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits
+from regnn.training.seed import seed_everything
+
+
+@pytest.fixture(scope="module")
+def mag(mag_root):
+    d = load_dataset("ogbn_mag", dir=str(mag_root), format="ogb", ogb_name="ogbn-mag")
+    return d, SampledGraph(d)
+
+
+def model_for(d, sg, backbone="gcn", features=None, **kw):
+    inputs = NodeInputs(features or d.features, embed_dim=16)
+    opts = dict(hidden=16, norm="right") if backbone == "gcn" else dict(hidden=4, heads=2)
+    regnn = REGNN(in_dims=inputs.in_dims, num_classes=d.num_classes, relation_names=sg.relation_names,
+                  num_edge_relations=sg.num_edge_relations, backbone=backbone, num_layers=2, dropout=0.2,
+                  layout="stack", **(opts | kw))
+    return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type)
+
+
+def test_blocks_get_one_typed_self_loop_per_destination(mag):
+    d, sg = mag
+    _, out, blocks = next(iter(sampled_loader(sg, sg.seeds(d.splits["train"][:64]), [3, 2], 64, shuffle=False)))
+    for b in blocks:
+        adj = sg.adjacency(b)
+        u, v = adj.graph.edges()
+        loops = adj.rel >= sg.num_edge_relations
+        assert loops.sum() == b.num_dst_nodes() and torch.equal(u[loops], v[loops])
+        dst_types = sg.node_type[b.dstdata[dgl.NID]]
+        assert torch.equal(adj.rel[loops] - sg.num_edge_relations, dst_types[v[loops]])
+        assert (torch.bincount(v[~loops], minlength=b.num_dst_nodes()) <= max(3, 2)).all()  # the fanout holds
+        # sampled edges keep the relation of the same edge in the whole graph
+        src_nid, dst_nid = b.srcdata[dgl.NID][u[~loops]], b.dstdata[dgl.NID][v[~loops]]
+        eids = sg.graph.edge_ids(src_nid, dst_nid, return_uv=True)
+        assert set(zip(src_nid.tolist(), dst_nid.tolist(), adj.rel[~loops].tolist())) <= \
+            set(zip(eids[0].tolist(), eids[1].tolist(), sg.rel[eids[2]].tolist()))
+
+
+@pytest.mark.parametrize("backbone", ["gcn", "gat"])
+def test_layerwise_and_full_fanout_inference_equal_the_full_graph(mag, backbone):
+    d, sg = mag
+    torch.manual_seed(0)
+    m = model_for(d, sg, backbone, layer_norm=True)
+    with torch.no_grad():
+        for rw in m.regnn.relations:  # relation weights away from 1, so a wrong relation id would show
+            rw.edge.uniform_(0.002, 0.03)
+    m.eval()
+    rg = build_relation_graph(d)
+    with torch.no_grad():
+        full, _ = m.regnn.propagate(Adjacency(rg.graph), m.input_rows(torch.arange(rg.graph.num_nodes())))
+    seeds = sg.seeds(d.splits["val"][:40])
+    assert torch.allclose(layerwise_logits(m, sg, seeds, batch_size=17), full[seeds], atol=1e-4)
+    assert torch.allclose(sampled_logits(m, sg, seeds, [-1, -1], 13), full[seeds], atol=1e-4)
+    assert not torch.allclose(sampled_logits(m, sg, seeds, [1, 1], 13), full[seeds], atol=1e-4)
+
+
+def test_training_learns_and_stops_on_validation_accuracy(mag):
+    d, sg = mag
+    seed_everything(0)
+    m = model_for(d, sg, "gcn", hidden=32)
+    r = train_minibatch_run(m, sg, d.labels, d.splits, seed=0, num_classes=d.num_classes,
+                            optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0}, fanouts=[10, 10],
+                            batch_size=128, max_epochs=30, patience=4, log_every=0, eval="layerwise")
+    accs = [h["val_acc"] for h in r.history]
+    assert r.best_epoch == accs.index(max(accs)) and r.epochs == min(30, r.best_epoch + 1 + 4)
+    assert r.metrics["val_acc"] == pytest.approx(max(accs))  # best weights restored; layerwise eval is exact
+    assert r.metrics["test_acc"] > 60 and r.metrics["test_acc"] == pytest.approx(r.metrics["test_micro_f1"])
+    assert all(h["seeds"] == len(d.splits["train"]) and h["seeds_per_s"] > 0 for h in r.history)
+    assert set(r.relation_weights[0]) == set(sg.relation_names)
+
+
+def test_sparse_embeddings_only_move_sampled_rows(mag_root):
+    d = load_dataset("ogbn_mag", dir=str(mag_root), format="ogb", ogb_name="ogbn-mag", featureless="learnable")
+    sg = SampledGraph(d)
+    seed_everything(0)
+    m = model_for(d, sg, "gcn")
+    before = m.inputs.embeddings["author"].weight.detach().clone()
+    r = train_minibatch_run(m, sg, d.labels, d.splits, seed=0, num_classes=d.num_classes,
+                            optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0}, fanouts=[2, 2],
+                            batch_size=16, max_epochs=1, max_batches=1, log_every=0)
+    assert r.history[0]["seeds"] == 16
+    moved = (m.inputs.embeddings["author"].weight != before).any(1)
+    assert 0 < moved.sum() < moved.numel() // 4  # only authors sampled in the one batch
+
+
+def test_scorer_accuracy_is_the_ogb_evaluator(mag):
+    from ogb.nodeproppred import Evaluator
+    d, sg = mag
+    m = model_for(d, sg).eval()
+    ids = d.splits["test"]
+    s = Scorer(m, sg, d.labels, d.num_classes, mode="layerwise")(ids)
+    pred = layerwise_logits(m, sg, sg.seeds(ids)).argmax(-1)
+    want = Evaluator("ogbn-mag").eval({"y_true": d.labels[ids].view(-1, 1), "y_pred": pred.view(-1, 1)})["acc"]
+    assert s["acc"] == pytest.approx(100 * want) and s["acc"] == pytest.approx(s["micro_f1"])
+
+
+def test_train_py_minibatch_re_gat_on_generated_ogbn_mag(mag_root, tmp_path):
+    """The acceptance command, on the generated OGB-format data."""
+    run = tmp_path / "run"
+    p = run_train("dataset=ogbn_mag", "trainer=minibatch", "model=re_gat", f"dataset.dir={mag_root}", "threads=1",
+                  "runs=1", "trainer.max_epochs=2", "trainer.log_every=2", "model.heads=2", f"hydra.run.dir={run}")
+    assert p.returncode == 0, p.stderr
+    r = json.loads((run / "results.json").read_text())
+    assert r["trainer"] == "minibatch" and r["per_run"][0]["epochs"] == 2
+    assert r["metrics"]["seeds_per_s"]["mean"] > 0 and 0 <= r["metrics"]["test_acc"]["mean"] <= 100
+    assert 0 < r["peak_rss_gb"] < 16 and r["load_time_s"] > 0
+    assert "seeds/s" in p.stderr and "batch 2/" in p.stderr  # progress lines with throughput
+    w = json.loads((run / "relation_weights.json").read_text())[0]["layers"]
+    assert len(w) == 2 and len(w[0]["rev_writes"]) == 2  # two layers, one weight per head
+
+
+@pytest.mark.parametrize("override,message", [
+    ("trainer.fanouts=[10]", "needs one fanout per model layer"),
+    ("model.norm=both", "norm=both needs whole-graph source degrees"),
+    ("trainer.eval=exact", "trainer.eval='exact' is not valid"),
+    ("trainer.fanouts=[0,3]", "must be a list of positive integers"),
+    ("trainer.eval_fanouts=[5]", "must be null or 2 positive integers"),
+    ("trainer.batch_size=0", "trainer.batch_size=0 is not valid"),
+])
+def test_minibatch_config_errors(override, message):
+    from hydra import compose, initialize_config_dir
+
+    from conftest import REPO
+    from regnn.config import validate_minibatch
+    from regnn.errors import ConfigError
+    from regnn.training.minibatch import EVAL_MODES
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["dataset=synthetic", "trainer=minibatch", "model=re_gcn", override])
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        validate_minibatch(cfg, EVAL_MODES)
+
+
+def test_train_py_refuses_bad_minibatch_config_without_traceback(tmp_path):
+    p = run_train("dataset=synthetic", "trainer=minibatch", "model=re_gcn", "trainer.fanouts=[10]", "runs=1",
+                  f"hydra.run.dir={tmp_path}/run")
+    assert p.returncode == 2 and "needs one fanout per model layer" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "run" / "results.json").exists()
+
+
+@pytest.mark.parametrize("model", ["re_gcn", "re_gat", "gcn", "gat", "gcn_e", "gcn_s", "gat_e", "gat_s"])
+def test_minibatch_layout_composes_for_every_model(model):
+    from hydra import compose, initialize_config_dir
+
+    from conftest import REPO
+    from regnn.config import validate, validate_minibatch
+    from regnn.data.features import FEATS_TYPES
+    from regnn.models import BACKBONES
+    from regnn.training.minibatch import EVAL_MODES
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["dataset=ogbn_mag", "trainer=minibatch", f"model={model}"])
+        tuned = compose("train", overrides=["dataset=dblp", "trainer=minibatch", f"model={model}", "model.hidden=7"])
+    validate(cfg, BACKBONES, FEATS_TYPES)
+    validate_minibatch(cfg, EVAL_MODES)
+    m = cfg.model
+    assert m.layout == "stack" and m.num_layers == 2 and list(cfg.trainer.fanouts) == [25, 20]
+    assert (m.hidden, m.get("heads")) == ((512, None) if m.backbone == "gcn" else (64, 8))
+    assert tuned.model.hidden == 7 and tuned.model.layout == "stack"  # the command line wins over the layout
