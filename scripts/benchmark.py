@@ -72,7 +72,8 @@ def main_job() -> dict:
         raise SystemExit(f"main job failed:\n{p.stderr[-2000:]}")
     r = json.loads((out / "results.json").read_text())
     return {"command": "python train.py dataset=dblp model=re_gcn", "runs": r["runs"], "wall_s": wall,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            # the job's own peak: RUSAGE_CHILDREN would give the largest of every earlier child (the GAT cells)
+            "peak_rss_mb": r["peak_rss_gb"] * 1024,
             "test_micro_f1": r["metrics"]["test_micro_f1"], "epochs_per_run": r["metrics"]["epochs"]["mean"],
             "run_dir": str(out.relative_to(REPO))}
 

@@ -37,6 +37,7 @@ def test_train_writes_results_weights_history_and_config(tmp_path):
     assert set(weights[0]["layers"][0]) == set(r["relation_names"])
     assert "dataset:\n  name: synthetic" in (run_dir / "config.yaml").read_text()
     assert "Micro-F1" in p.stderr + p.stdout  # the summary line
+    assert 0.05 < r["peak_rss_gb"] < 8  # the process's own peak resident memory, in GiB
 
 
 def test_refuses_to_overwrite_and_resume_skips(tmp_path):

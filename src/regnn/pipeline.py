@@ -177,6 +177,7 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
                         "machine": platform.machine()},
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "wall_time_s": time.perf_counter() - t0,
+        "peak_rss_gb": _peak_rss_gb(),  # of this process so far (a multirun process holds several cells)
     }
     _write_json(out_dir / "relation_weights.json", weights)
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -319,6 +320,7 @@ def _train_minibatch(cfg: DictConfig, out_dir: Path) -> dict:
                         "python": platform.python_version(), "machine": platform.machine()},
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "wall_time_s": time.perf_counter() - t0,
+        "peak_rss_gb": _peak_rss_gb(),  # of this process so far (a multirun process holds several cells)
     }
     if dist.is_main:
         _write_json(out_dir / "relation_weights.json", weights)
