@@ -108,3 +108,17 @@ def test_gat_relation_weights_change_attention_as_documented(mode):
             a = torch.softmax(s[m], 0)  # (in-edges, heads)
             want[v] = (a[:, :, None] * z[src[m]]).sum(0)
     torch.testing.assert_close(conv(Adjacency(g), h, alpha), want, rtol=1e-5, atol=1e-6)
+
+
+def test_sparse_products_keep_float64_and_lift_bfloat16():
+    """The bf16 path lifts low-precision inputs to float32; float64 (the gradient checks) must stay float64."""
+    g = dgl.graph((torch.tensor([0, 1, 2, 2]), torch.tensor([0, 0, 1, 2])), num_nodes=3)
+    adj = Adjacency(g, torch.zeros(4, dtype=torch.long))
+    h64 = torch.randn(3, 5, dtype=torch.float64)
+    assert adj.spmm(h64).dtype == torch.float64
+    assert adj.normalized_spmm(h64, torch.ones(4, 1, dtype=torch.float64)).dtype == torch.float64
+    out = adj.spmm(h64.to(torch.bfloat16))
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, adj.spmm(h64.to(torch.bfloat16).float()))
+    conv = REGATConv(5, 2, heads=2).double()
+    assert conv(adj, h64).dtype == torch.float64

@@ -61,7 +61,7 @@ class Adjacency:
     def spmm(self, h: torch.Tensor, w: torch.Tensor | None = None) -> torch.Tensor:
         """sum_{u->v} w_e h[u] for every destination v; w in CSR order (E,) or None for all ones."""
         with full_precision(h):
-            return _CsrSpmm.apply(h.float(), None if w is None else w.float(), self)
+            return _CsrSpmm.apply(at_least_fp32(h), None if w is None else at_least_fp32(w), self)
 
     def normalized_spmm(self, h: torch.Tensor, alpha: torch.Tensor | None, norm: str = "both") -> torch.Tensor:
         """GCN aggregation D^-1/2 A_w D^-1/2 h ("both"), D^-1 A_w h ("right") or A_w h ("none").
@@ -74,7 +74,8 @@ class Adjacency:
             raise ValueError("norm='both' needs the source degrees of the whole graph; on sampled blocks use "
                              "norm='right' (mean over the weighted in-edges)")
         with full_precision(h):
-            return _GcnAggregate.apply(h.float(), None if alpha is None else alpha[:, :1].float(), self, norm)
+            return _GcnAggregate.apply(at_least_fp32(h), None if alpha is None else at_least_fp32(alpha[:, :1]), self,
+                                       norm)
 
     def _ones(self, dtype, device) -> torch.Tensor:
         if getattr(self, "_ones_cache", None) is None or self._ones_cache.dtype != dtype:
@@ -96,6 +97,11 @@ class Adjacency:
 def full_precision(t: torch.Tensor):
     """Sparse products always run in float32: under bf16 autocast (precision=bf16) only dense layers go lower."""
     return torch.autocast(device_type=t.device.type, enabled=False)
+
+
+def at_least_fp32(t: torch.Tensor) -> torch.Tensor:
+    """bfloat16/float16 (from autocast) -> float32; float32 and float64 stay as they are."""
+    return t.float() if t.is_floating_point() and t.element_size() < 4 else t
 
 
 def _csr(indptr, indices, values, shape):

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from dgl.nn.functional import edge_softmax
 from torch import nn
 
-from regnn.core.adjacency import Adjacency
+from regnn.core.adjacency import Adjacency, at_least_fp32
 from regnn.core.conv import ACTIVATIONS
 
 
@@ -56,7 +56,7 @@ class REGATConv(nn.Module):
             nn.init.xavier_normal_(p, gain=gain)
 
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
-        z = self.fc(h).float().view(-1, self.heads, self.out_dim)  # attention in float32 (bf16 autocast: fc only)
+        z = at_least_fp32(self.fc(h)).view(-1, self.heads, self.out_dim)  # attention in float32 (bf16 autocast: fc only)
         el = (z * self.attn_l).sum(-1)  # (num_src, heads)
         er = (z[: adj.num_dst] * self.attn_r).sum(-1)  # destinations are the first num_dst sources
         score = _weigh(dgl.ops.u_add_v(adj.graph, el, er), adj, alpha, self.relation_mode)  # (E, heads)
@@ -91,8 +91,8 @@ class REGATv2Conv(nn.Module):
         nn.init.xavier_normal_(self.attn, gain=gain)
 
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
-        zs = self.fc_src(h).float().view(-1, self.heads, self.out_dim)
-        zd = self.fc_dst(h[: adj.num_dst]).float().view(-1, self.heads, self.out_dim)
+        zs = at_least_fp32(self.fc_src(h)).view(-1, self.heads, self.out_dim)
+        zd = at_least_fp32(self.fc_dst(h[: adj.num_dst])).view(-1, self.heads, self.out_dim)
         e = F.leaky_relu(dgl.ops.u_add_v(adj.graph, zs, zd), self.negative_slope)  # (E, heads, out_dim)
         score = _weigh((e * self.attn).sum(-1), adj, alpha, self.relation_mode)
         out = _attend(adj, zs, score, self.attn_dropout)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from regnn.core.adjacency import at_least_fp32
 from regnn.evaluation.metrics import f1_scores
 from regnn.training.early_stopping import EarlyStopping
 
@@ -76,14 +77,14 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
         model.train()
         with autocast(precision, labels.device):
             logits, _ = model(inputs, feats)
-        loss = F.cross_entropy(logits[idx["train"]].float(), y["train"])
+        loss = F.cross_entropy(at_least_fp32(logits[idx["train"]]), y["train"])
         opt.zero_grad()
         loss.backward()
         opt.step()
         model.eval()
         with torch.no_grad(), autocast(precision, labels.device):
             logits, _ = model(inputs, feats)
-            logits = logits.float()
+            logits = at_least_fp32(logits)
             val_loss = F.cross_entropy(logits[idx["val"]], y["val"]).item()
             val = f1_scores(logits[idx["val"]], y["val"], logits.shape[1])
         row = {"epoch": epoch, "train_loss": loss.item(), "val_loss": val_loss, "val_micro_f1": val["micro_f1"],
@@ -103,7 +104,7 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
     model.eval()
     with torch.no_grad(), autocast(precision, labels.device):
         logits, emb = model(inputs, feats, embed=True)
-        logits, emb = logits.float(), (emb.float() if emb is not None else None)
+        logits, emb = at_least_fp32(logits), (at_least_fp32(emb) if emb is not None else None)
     metrics = {}
     for s in ("train", "val", "test"):
         for k, v in f1_scores(logits[idx[s]], y[s], logits.shape[1]).items():
