@@ -109,7 +109,7 @@ def write(rows: list[dict], job: dict | None, out: Path) -> None:
     (out / "benchmark.md").write_text("\n".join(lines))
 
 
-def write_efficiency(rows: list[dict], out: Path) -> None:
+def write_efficiency(rows: list[dict], out: Path, overrides=()) -> None:
     import pandas as pd
 
     from regnn.reporting.collect import write_table
@@ -131,7 +131,9 @@ def write_efficiency(rows: list[dict], out: Path) -> None:
                 [f"One full training run per model (seed 0, its configured early stopping), each in its own process, "
                  f"one after another on {os.cpu_count()} CPU cores (`make fig-efficiency`); s / epoch is the median "
                  "of one training step plus the validation pass; peak MB is the process's resident high-water mark.",
-                 "Ratios are to RE-GCN, as the paper reports them."])
+                 "Ratios are to RE-GCN, as the paper reports them."]
+                + ([f"Every run under `{' '.join(overrides)}`: s / run is the time of that (capped) run, not of a "
+                    "full one; s / epoch is unaffected."] if overrides else []))
     fig, axes = subplots(1, 3, figsize=(15, 3.8))
     colours = [RE if m.startswith("re_") else PLAIN for m in df.model]
     for ax, (c, title) in zip(axes, [("num_parameters", "parameters"), ("median_epoch_s", "seconds per epoch"),
@@ -174,7 +176,7 @@ def main(argv=None) -> int:
             print(f"{d:5s} {m:8s} {r['median_epoch_s']:.4f} s/epoch  {r['peak_rss_mb']:.0f} MB  "
                   f"{r['num_parameters']:,} params", file=sys.stderr)
     if a.efficiency:
-        write_efficiency(rows, Path(a.out))
+        write_efficiency(rows, Path(a.out), a.overrides)
         print(f"wrote {a.out}/table_efficiency.csv, .md, fig_efficiency.png", file=sys.stderr)
         return 0
     job = main_job() if a.job else None
