@@ -60,7 +60,7 @@ table-baselines: setup ## Table 2 with every baseline measured here (R-GCN, HGT,
 	$(call experiment,table_baselines,baselines)
 
 .PHONY: table-classification-smoke table-ablation-smoke fig-backbones-smoke fig-lambda-smoke fig-case-study-smoke \
-	table-clustering-smoke fig-tsne-smoke fig-efficiency-smoke
+	table-clustering-smoke fig-tsne-smoke fig-efficiency-smoke table-baselines-smoke
 table-classification-smoke: venv ## the same path on the synthetic graph in seconds (likewise every *-smoke target)
 	$(call smoke,table_classification,classification)
 table-ablation-smoke: venv
@@ -75,6 +75,8 @@ table-clustering-smoke: venv
 	$(call smoke,table_clustering,clustering)
 fig-tsne-smoke: venv
 	$(call smoke,fig_tsne,tsne)
+table-baselines-smoke: venv
+	$(call smoke,table_baselines,baselines)
 fig-efficiency-smoke: venv
 	$(PY) scripts/benchmark.py --efficiency --datasets synthetic --models $(EFFICIENCY_MODELS) --warmup 1 \
 		--overrides trainer.max_epochs=4 trainer.patience=4 --out $(SMOKE)/results

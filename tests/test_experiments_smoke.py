@@ -15,6 +15,7 @@ TARGETS = {
     "fig-case-study-smoke": ["case_study_weights.csv", "fig_case_study.png"],
     "fig-tsne-smoke": ["fig_tsne.png"],
     "fig-efficiency-smoke": ["table_efficiency.csv", "fig_efficiency.png"],
+    "table-baselines-smoke": ["table_baselines.csv", "table_baselines.md"],
 }
 
 
@@ -52,6 +53,10 @@ def test_smoke_tables_have_the_expected_rows(smoke_dir):
     # lambda 0.001 barely moves the weights away from 1 in 4 epochs; lambda 100 moves them
     w = lam.filter(like="w1[")
     assert (w.iloc[0] - 1).abs().max() < 0.01 and (w.iloc[2] - 1).abs().max() > 0.1
+    base = pd.read_csv(smoke_dir / "results" / "table_baselines.csv")  # every baseline beside the four Table 2 rows
+    assert set(base.model) == {"rgcn", "hgt", "simple_hgn", "han", "gtn", "gcn_m", "gat_m", "gcn", "gat", "re_gcn",
+                               "re_gat"}
+    assert set(base.loc[base.model.isin(["gcn_m", "gat_m"]), "metapath"]) <= {"ISI", "INI"}
     eff = pd.read_csv(smoke_dir / "results" / "table_efficiency.csv")
     n = dict(zip(eff.model, eff.num_parameters))
     assert n["re_gcn"] - n["gcn"] == 9 * 4  # (6 relation + 3 node types) x 4 layers on the synthetic graph
