@@ -14,7 +14,7 @@ import hydra
 from omegaconf import DictConfig
 
 import regnn.config  # noqa: F401  (registers the ${repo_root:} resolver used by conf/paths)
-from regnn.errors import RegnnError
+from regnn.errors import CellBusy, RegnnError
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
@@ -25,6 +25,12 @@ def main(cfg: DictConfig) -> float:
 
     try:
         summary = train(cfg, HydraConfig.get().runtime.output_dir)
+    except CellBusy as e:
+        if cfg.resume:  # a sweep beside another sweep over the same cells: leave this cell to the other process
+            logging.getLogger("regnn").warning("skipped: %s", e)
+            return float("nan")
+        logging.getLogger("regnn").error("%s", e)
+        sys.exit(2)
     except RegnnError as e:  # a problem the user can fix: say what and how, no traceback
         logging.getLogger("regnn").error("%s", e)
         sys.exit(2)

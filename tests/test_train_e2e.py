@@ -52,6 +52,30 @@ def test_refuses_to_overwrite_and_resume_skips(tmp_path):
     assert (run_dir / "results.json").read_text() == before
 
 
+def test_a_cell_being_trained_by_a_live_process_is_left_alone(tmp_path):
+    import subprocess
+    import sys
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    marker = run_dir / ".training.pid"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        marker.write_text(str(other.pid))
+        p = run_train(*FAST, "model=gcn", f"hydra.run.dir={run_dir}")
+        assert p.returncode == 2 and f"being trained by process {other.pid}" in p.stderr
+        p = run_train(*FAST, "model=gcn", f"hydra.run.dir={run_dir}", "resume=true")  # a sweep moves on
+        assert p.returncode == 0 and "skipped" in p.stderr
+        assert not (run_dir / "results.json").exists() and marker.read_text() == str(other.pid)
+    finally:
+        other.kill()
+        other.wait()
+    # the other process is gone (killed mid-run): its marker is stale, the cell is trained and the marker removed
+    p = run_train(*FAST, "model=gcn", f"hydra.run.dir={run_dir}")
+    assert p.returncode == 0, p.stderr
+    check_results(run_dir)
+    assert not marker.exists()
+
+
 def test_multirun_sweep(tmp_path):
     p = run_train("-m", *FAST, "runs=1", "model=gcn,re_gcn", f"hydra.sweep.dir={tmp_path}/sweep")
     assert p.returncode == 0, p.stderr

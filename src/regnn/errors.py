@@ -11,3 +11,7 @@ class DataError(RegnnError):
 
 class ConfigError(RegnnError):
     """A configuration value is unknown or out of range."""
+
+
+class CellBusy(RegnnError):
+    """Another live process is training into the same output directory."""

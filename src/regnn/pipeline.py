@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from regnn.config import validate
 from regnn.data import load_dataset
 from regnn.data.features import FEATS_TYPES
-from regnn.errors import ConfigError
+from regnn.errors import CellBusy, ConfigError
 from regnn.evaluation.clustering import cluster_scores
 from regnn.evaluation.metrics import mean_std
 from regnn.loggers import make_logger
@@ -111,11 +113,53 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
         raise ConfigError(f"{out_dir} already holds results.json; refusing to overwrite it. Choose another "
                           "hydra.run.dir, or set resume=true to keep it and skip the run")
     out_dir.mkdir(parents=True, exist_ok=True)
-    if cfg.trainer.name == "minibatch":  # issue 6: neighbour-sampling trainer (section at the end of this file)
-        return _train_minibatch(cfg, out_dir)
-    if cfg.model.get("metapath") == "best":
-        return _train_best_metapath(cfg, out_dir)
+    with _claim(out_dir):
+        if cfg.trainer.name == "minibatch":  # issue 6: neighbour-sampling trainer (section at the end of this file)
+            return _train_minibatch(cfg, out_dir)
+        if cfg.model.get("metapath") == "best":
+            return _train_best_metapath(cfg, out_dir)
+        return _train_fullbatch(cfg, out_dir, summary_path)
 
+
+@contextmanager
+def _claim(out_dir: Path):
+    """One writer per output directory: two sweeps over one cell pool must not train the same cell at once.
+    A marker file holds the writer's pid; a marker whose process is gone (a killed run) is taken over."""
+    if int(os.environ.get("RANK", "0")) > 0:  # torchrun: rank 0 holds the claim for every rank
+        yield
+        return
+    marker = out_dir / ".training.pid"
+    for _ in range(2):
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            pid = marker.read_text().strip()
+            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+                raise CellBusy(f"{out_dir} is being trained by process {pid} right now ({marker.name}); wait for "
+                               "it to finish (a re-run then skips the cell), or choose another output directory")
+            marker.unlink(missing_ok=True)  # left by a process that is gone
+    else:
+        raise CellBusy(f"could not claim {out_dir} ({marker.name} keeps reappearing): another process is starting there")
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    try:
+        yield
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict:
     keep_freed_memory()
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
