@@ -35,8 +35,9 @@ def render(cells_dir: Path, out: Path, dataset: str, models: list[str], run: int
         sc = ax.scatter(xy[:, 0], xy[:, 1], c=z["labels"], cmap="tab10", s=3, alpha=0.8, linewidths=0)
         ax.set_title(f"{label(m)} ({dataset.upper()}, run {run})")
         ax.set_xticks([]), ax.set_yticks([])
-    fig.legend(*sc.legend_elements(), loc="lower center", ncol=10, title="class", frameon=False)
-    fig.subplots_adjust(bottom=0.15)
+    # beside the last panel, where tight_layout (in save) makes room for it
+    axes[0][-1].legend(*sc.legend_elements(), title="class", loc="center left", bbox_to_anchor=(1.0, 0.5),
+                       frameon=False)
     save(fig, out / "fig_tsne.png")
     return [out / "fig_tsne.png"]
 
