@@ -82,7 +82,7 @@ def main_job() -> dict:
             "run_dir": str(out.relative_to(REPO))}
 
 
-def write(rows: list[dict], job: dict | None, out: Path) -> None:
+def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None = None) -> None:
     import pandas as pd
 
     from regnn.reporting.collect import markdown
@@ -96,6 +96,8 @@ def write(rows: list[dict], job: dict | None, out: Path) -> None:
     df["epoch_ratio_to_plain"] = ratio
     meta = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
             "when": time.strftime("%Y-%m-%d %H:%M")}
+    if cells_when:  # --job-only: the cells are an earlier measurement, only the main job is new
+        meta["cells_when"] = cells_when
     (out / "benchmark.json").write_text(json.dumps({"meta": meta, "cells": df.to_dict("records"), "main_job": job},
                                                    indent=2) + "\n")
     df.to_csv(out / "benchmark.csv", index=False, float_format="%.4f")
@@ -105,7 +107,9 @@ def write(rows: list[dict], job: dict | None, out: Path) -> None:
                    num_parameters=df.num_parameters.map("{:,}".format))[
         ["dataset", "model", "median_epoch_s", "epoch_ratio_to_plain", "peak_rss_mb", "num_parameters", "threads"]]
     lines = ["# Benchmark", "", f"{meta['cpus']} CPUs ({meta['machine']}), Python {meta['python']}, {meta['when']}; "
-             "`python scripts/benchmark.py`. One process per cell, run one after another.", "", markdown(md), ""]
+             "`python scripts/benchmark.py`. One process per cell, run one after another."
+             + (f" Cells measured {cells_when}; the main job re-measured at the time above "
+                "(`--job-only`)." if cells_when else ""), "", markdown(md), ""]
     if job:
         lines += [f"Main job `{job['command']}` ({job['runs']} runs): {job['wall_s']:.1f} s wall, "
                   f"peak memory {job['peak_rss_mb']:.0f} MB, test Micro-F1 {job['test_micro_f1']['mean']:.2f} ± "
@@ -159,6 +163,8 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--job", action=argparse.BooleanOptionalAction, default=True, help="also time the main job")
+    ap.add_argument("--job-only", action="store_true",
+                    help="re-time only the main job; the cells come from the existing <out>/benchmark.json")
     ap.add_argument("--efficiency", action="store_true", help="one full run per model; the efficiency figure")
     ap.add_argument("--overrides", nargs="*", default=[], help="config overrides for every cell, e.g. trainer.max_epochs=5")
     ap.add_argument("--out", default=str(REPO / "results"))
@@ -166,6 +172,13 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.one:
         print(json.dumps(one_cell(*a.one, a.epochs, a.warmup, a.efficiency, a.overrides)))
+        return 0
+    if a.job_only:
+        old = json.loads((Path(a.out) / "benchmark.json").read_text())
+        rows = [{k: v for k, v in c.items() if k != "epoch_ratio_to_plain"} for c in old["cells"]]
+        job = main_job()
+        print(f"main job: {job['wall_s']:.1f} s, {job['peak_rss_mb']:.0f} MB", file=sys.stderr)
+        write(rows, job, Path(a.out), cells_when=old["meta"].get("cells_when", old["meta"]["when"]))
         return 0
     rows = []
     for d in a.datasets:
