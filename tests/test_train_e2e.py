@@ -101,3 +101,43 @@ def test_missing_data_is_a_clear_error(tmp_path):
     p = run_train("dataset=imdb", f"dataset.dir={tmp_path}/nothing", "runs=1", f"hydra.run.dir={tmp_path}/run")
     assert p.returncode == 2
     assert "does not exist; run `make data`" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_resume_keeps_finished_runs_and_extends_a_cell(tmp_path):
+    run_dir = tmp_path / "run"
+    assert run_train(*FAST, "model=re_gcn", f"hydra.run.dir={run_dir}").returncode == 0
+    first = json.loads((run_dir / "results.json").read_text())
+    # a training killed during its second run: results.json and run_01 never written
+    (run_dir / "results.json").unlink()
+    for f in (run_dir / "runs" / "run_01").iterdir():
+        f.unlink()
+    p = run_train(*FAST, "model=re_gcn", f"hydra.run.dir={run_dir}")
+    assert p.returncode == 2 and "unfinished training" in p.stderr and "resume=true" in p.stderr
+    p = run_train(*FAST, "model=re_gcn", f"hydra.run.dir={run_dir}", "resume=true")
+    assert p.returncode == 0, p.stderr
+    assert "run 1/2 seed 0: finished earlier, kept" in p.stderr and "run 2/2 seed 1: finished earlier" not in p.stderr
+    again = check_results(run_dir)
+    assert again["per_run"][0] == first["per_run"][0]
+    # the retrained run is the same run (deterministic), bar its timing
+    timing = ("train_time_s", "epoch_time_s")
+    strip = lambda r: {k: v for k, v in r.items() if k not in timing}  # noqa: E731
+    assert strip(again["per_run"][1]) == strip(first["per_run"][1])
+    weights = json.loads((run_dir / "relation_weights.json").read_text())
+    assert [w["run"] for w in weights] == [0, 1] and weights[0]["layers"] == first_weights(run_dir, 0)
+
+    # asking for more runs extends the cell: 2 kept, 1 trained, the 2-run summary kept beside
+    p = run_train(*FAST, "model=re_gcn", "runs=3", f"hydra.run.dir={run_dir}", "resume=true")
+    assert p.returncode == 0, p.stderr
+    assert "extending 2 runs to 3" in p.stderr
+    r = check_results(run_dir, runs=3)
+    assert [strip(x) for x in r["per_run"][:2]] == [strip(x) for x in again["per_run"]]
+    assert json.loads((run_dir / "results.2runs.json").read_text()) == again
+    # other settings still refuse, fewer runs are not an extension
+    p = run_train(*FAST, "model=re_gcn", "runs=3", "optimizer.lr=0.5", f"hydra.run.dir={run_dir}", "resume=true")
+    assert p.returncode == 2 and "optimizer differ" in p.stderr
+    p = run_train(*FAST, "model=re_gcn", "runs=2", f"hydra.run.dir={run_dir}", "resume=true")
+    assert p.returncode == 2 and "runs differ" in p.stderr
+
+
+def first_weights(run_dir, run):
+    return json.loads((run_dir / "runs" / f"run_{run:02d}" / "results.json").read_text())["relation_weights"]

@@ -77,17 +77,24 @@ def _computation(cfg) -> dict:
     return c
 
 
-def _check_same_computation(cfg: DictConfig, out_dir: Path) -> None:
-    """A resumed cell must have been computed with the same settings; say which differ otherwise."""
+def _check_same_computation(cfg: DictConfig, out_dir: Path) -> int | None:
+    """A resumed cell must have been computed with the same settings; say which differ otherwise.
+
+    Returns None when they agree (or nothing is stored), or the stored number of runs when only `runs` differs
+    and more are asked for now: the cell is then extended, its finished runs kept (see _reused_run).
+    """
     stored_path = out_dir / "config.yaml"
     if not stored_path.exists():
-        return
+        return None
     stored = _computation(OmegaConf.to_container(OmegaConf.load(stored_path), resolve=False))
     now = _computation(OmegaConf.to_container(cfg, resolve=True))
     diff = [k for k in COMPUTE_KEYS if stored.get(k) != now.get(k)]
+    if diff == ["runs"] and int(now["runs"]) > int(stored["runs"]):
+        return int(stored["runs"])
     if diff:
         raise ConfigError(f"{out_dir} holds results computed with other settings ({', '.join(diff)} differ); "
                           "move that directory away or choose another experiment directory")
+    return None
 
 
 def _write_json(path: Path, obj) -> None:
@@ -105,15 +112,28 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
     out_dir = Path(out_dir)
     validate(cfg, BACKBONES, FEATS_TYPES)
     summary_path = out_dir / "results.json"
-    if summary_path.exists():
-        if cfg.resume:
-            _check_same_computation(cfg, out_dir)
-            log.info("%s already holds results; skipped (resume=true)", out_dir)
-            return json.loads(summary_path.read_text())
+    if summary_path.exists() and not cfg.resume:
         raise ConfigError(f"{out_dir} already holds results.json; refusing to overwrite it. Choose another "
                           "hydra.run.dir, or set resume=true to keep it and skip the run")
+    if not cfg.resume and any((out_dir / "runs").glob("run_*/results.json")):
+        raise ConfigError(f"{out_dir} holds finished runs of an unfinished training; set resume=true to keep them "
+                          "and train the rest, or choose another hydra.run.dir")
     out_dir.mkdir(parents=True, exist_ok=True)
     with _claim(out_dir):
+        if summary_path.exists():
+            stored_runs = _check_same_computation(cfg, out_dir)
+            if stored_runs is None:
+                log.info("%s already holds results; skipped (resume=true)", out_dir)
+                return json.loads(summary_path.read_text())
+            if cfg.trainer.name == "minibatch":
+                raise ConfigError(f"{out_dir} holds {stored_runs} mini-batch runs; adding runs to a mini-batch cell "
+                                  "is not supported: choose another hydra.run.dir for the larger run")
+            kept = _unused_path(out_dir / f"results.{stored_runs}runs.json")
+            summary_path.rename(kept)
+            log.info("%s: extending %d runs to %d (the %d finished runs are kept; their summary moved to %s)",
+                     out_dir, stored_runs, cfg.runs, stored_runs, kept.name)
+        elif cfg.resume:
+            _check_same_computation(cfg, out_dir)  # an unfinished cell: its config.yaml is written at the start
         if cfg.trainer.name == "minibatch":  # issue 6: neighbour-sampling trainer (section at the end of this file)
             return _train_minibatch(cfg, out_dir)
         if cfg.model.get("metapath") == "best":
@@ -182,6 +202,7 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
     plain_cfg = OmegaConf.to_container(cfg, resolve=True)
     logger = make_logger(out_dir=out_dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
                          **{k: v for k, v in plain_cfg["logger"].items()})
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))  # lets a resume check the runs
     records, weights = [], []
     for run in range(cfg.runs):
         seed = cfg.seed + run
@@ -189,6 +210,14 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
         model = build_model(cfg.model, data, inputs).to(device)
         if run == 0:
             log.info("model: %s, %d parameters", cfg.model.name, sum(p.numel() for p in model.parameters()))
+        reused = _reused_run(out_dir / "runs" / f"run_{run:02d}", seed) if cfg.resume else None
+        if reused is not None:
+            rec, layers = reused
+            records.append(rec)
+            weights.append({"run": run, "seed": seed, "layers": layers})
+            log.info("run %d/%d seed %d: finished earlier, kept (test Micro-F1 %.2f)", run + 1, cfg.runs, seed,
+                     rec["test_micro_f1"])
+            continue
         logger.start_run(run, seed)
         result = train_run(model, inputs, feats, labels, splits, seed=seed,
                            optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
@@ -262,14 +291,43 @@ def _train_best_metapath(cfg: DictConfig, out_dir: Path) -> dict:
     return summary
 
 
+def _reused_run(run_dir: Path, seed: int) -> tuple[dict, list] | None:
+    """(record, relation weights) of a run finished by an earlier, interrupted or smaller training of this cell
+    (its settings were checked against config.yaml), or None when the run has to be trained."""
+    path = run_dir / "results.json"
+    if not path.exists():
+        return None
+    try:
+        rec = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        log.warning("%s is unreadable (a run killed while writing it?); the run is trained again", path)
+        return None
+    if rec.get("seed") != seed:
+        raise ConfigError(f"{path} was trained with seed {rec.get('seed')}, this run needs seed {seed}; "
+                          "move that directory away or choose another hydra.run.dir")
+    return rec, rec.pop("relation_weights", [])
+
+
+def _unused_path(path: Path) -> Path:
+    """path, or path with .1, .2, ... before its suffix when taken: nothing is ever overwritten."""
+    k, p = 0, path
+    while p.exists():
+        k += 1
+        p = path.with_name(f"{path.stem}.{k}{path.suffix}")
+    return p
+
+
 def _save_run(run_dir: Path, rec: dict, result: RunResult, data, save_embeddings: bool) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(run_dir / "results.json", {**rec, "relation_weights": result.relation_weights})
     pd.DataFrame(result.history).to_csv(run_dir / "history.csv", index=False)
     if save_embeddings and result.embeddings is not None:
         test = data.splits["test"]
         np.savez_compressed(run_dir / "embeddings.npz", node_ids=test.numpy(),
                             embeddings=result.embeddings[test].numpy(), labels=data.labels[test].numpy())
+    # results.json last and whole (written aside, then renamed): its presence marks a finished run (_reused_run)
+    tmp = run_dir / ".results.json.tmp"
+    _write_json(tmp, {**rec, "relation_weights": result.relation_weights})
+    tmp.replace(run_dir / "results.json")
 
 
 # -- issue 6: mini-batch training with neighbour sampling, optionally one process per device under torchrun ----
