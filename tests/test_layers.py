@@ -27,15 +27,16 @@ def dense(n, src, dst, w):
     return a
 
 
+@pytest.mark.parametrize("dim", [5, 16])  # the two SDDMM paths (DGL below 8 columns, torch from 8)
 @pytest.mark.parametrize("shuffle", [False, True])
 @pytest.mark.parametrize("norm", ["both", "right", "none"])
-def test_weighted_normalisation_matches_dense_computation(norm, shuffle):
+def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim):
     n = 12
     g, src, dst, rel = random_graph(n=n, shuffle=shuffle)
     adj = Adjacency(g)
     # weights below and above 1 so that some degrees fall under the clamp at 1
     alpha = torch.tensor([[0.05], [0.3], [1.7], [2.5]], dtype=torch.float64, requires_grad=True)
-    h = torch.randn(n, 5, dtype=torch.float64, requires_grad=True)
+    h = torch.randn(n, dim, dtype=torch.float64, requires_grad=True)
 
     def reference(h, alpha):
         a = dense(n, src, dst, alpha[rel, 0])
@@ -54,6 +55,10 @@ def test_weighted_normalisation_matches_dense_computation(norm, shuffle):
     g_want = torch.autograd.grad(want, (h, alpha), go)
     for a, b in zip(g_got, g_want):
         torch.testing.assert_close(a, b)
+    # the edge values are kept per alpha: other weights (one changed) must not reuse them
+    alpha2 = (alpha.detach() * torch.tensor([[1.0], [1.0], [1.0], [1.5]], dtype=torch.float64))
+    for a_ in (alpha2, alpha.detach(), alpha2):
+        torch.testing.assert_close(adj.normalized_spmm(h, a_, norm), reference(h, a_))
 
 
 def test_unweighted_path_equals_all_ones_weights():
