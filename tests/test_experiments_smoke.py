@@ -60,3 +60,23 @@ def test_smoke_tables_have_the_expected_rows(smoke_dir):
     eff = pd.read_csv(smoke_dir / "results" / "table_efficiency.csv")
     n = dict(zip(eff.model, eff.num_parameters))
     assert n["re_gcn"] - n["gcn"] == 9 * 4  # (6 relation + 3 node types) x 4 layers on the synthetic graph
+
+
+def test_tsne_with_allow_missing_draws_the_trained_cells_and_names_the_rest(tmp_path):
+    import json
+    import sys
+
+    import numpy as np
+    run = tmp_path / "cells" / "dblp_re_gcn" / "runs" / "run_00"
+    run.mkdir(parents=True)
+    (run.parent.parent / "results.json").write_text(json.dumps({"runs": 1}))
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(3), 30)
+    np.savez_compressed(run / "embeddings.npz", node_ids=np.arange(90), labels=labels,
+                        embeddings=rng.normal(size=(90, 8)) + 4 * labels[:, None])
+    cmd = [sys.executable, "-m", "regnn.reporting.tsne", "--cells", str(tmp_path / "cells"), "--out", str(tmp_path)]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 1 and "dblp_gcn" in p.stderr and not (tmp_path / "fig_tsne.png").exists()
+    p = subprocess.run(cmd + ["--allow-missing"], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    assert "not drawn (not trained yet): dblp_gcn" in p.stderr and (tmp_path / "fig_tsne.png").stat().st_size > 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from regnn.reporting.cells import load_cells, metric
+from regnn.reporting.cells import as_pool, metric
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import cli, label, signed
 from regnn.reporting.paper import reported
@@ -19,10 +19,11 @@ def _switches(model: str) -> tuple[bool, bool]:
     return model.startswith("re_") or model.endswith("_e"), model.startswith("re_") or model.endswith("_s")
 
 
-def render(cells_dir, out, datasets):
+def render(source, out, datasets):
+    pool = as_pool(source)
     rows, checks = [], []
     for d in datasets:
-        cells = load_cells(cells_dir, [f"{d}_{m}" for order in ORDERS for m in order])
+        cells = pool.load([f"{d}_{m}" for order in ORDERS for m in order])
         for order in ORDERS:
             claim = f"{d.upper()}: {' < '.join(label(m) for m in order[:3])} <= {label(order[3])}"
             present = [m for m in order if f"{d}_{m}" in cells]
@@ -52,7 +53,8 @@ def render(cells_dir, out, datasets):
         "Micro-F1 (ours)": [fmt(a, b) for a, b in zip(df.micro_f1_mean, df.micro_f1_std)],
         "Micro (paper)": [fmt(v) for v in df.paper_micro_f1], "Δ Micro": [signed(v) for v in df.diff_micro_f1]})
     write_table(df, md, out, "table_ablation", "Ablation (Table 5): relation (ET) and self-loop (SL) embeddings",
-                ["Δ = ours − paper. Ordering of the Micro-F1 means over the runs of each cell:"] + checks)
+                ["Δ = ours − paper. Ordering of the Micro-F1 means over the runs of each cell:"] + checks,
+                missing=pool.missing)
     return [out / "table_ablation.csv", out / "table_ablation.md"]
 
 

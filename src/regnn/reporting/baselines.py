@@ -11,8 +11,8 @@ from regnn.reporting.common import cli
 BASELINES = ["rgcn", "hgt", "simple_hgn", "han", "gtn", "gcn_m", "gat_m"]
 
 
-def render(cells_dir, out, datasets, **kw):
-    return render_classification(cells_dir, out, datasets, models=BASELINES + HOMOGENEOUS, name="table_baselines",
+def render(source, out, datasets, **kw):
+    return render_classification(source, out, datasets, models=BASELINES + HOMOGENEOUS, name="table_baselines",
                                  title="Node classification, every model on this harness (Table 2)", **kw)
 
 

@@ -11,16 +11,17 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Rectangle
 
-from regnn.reporting.cells import load_cells, mean_weights
+from regnn.reporting.cells import as_pool, mean_weights
 from regnn.reporting.common import cli
 from regnn.reporting.figures import save, subplots
 
 HIDE_BELOW = 0.4
 
 
-def render(cells_dir, out, datasets):
+def render(source, out, datasets):
+    pool = as_pool(source)
     d = datasets[0]
-    cell = load_cells(cells_dir, [f"{d}_re_gcn"])[f"{d}_re_gcn"]
+    cell = pool.load([f"{d}_re_gcn"])[f"{d}_re_gcn"]
     layers = len(cell["relation_weights"][0]["layers"])
     rows = [mean_weights(cell, i) for i in range(layers)]
     names = rows[0][0]

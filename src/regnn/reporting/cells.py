@@ -15,11 +15,6 @@ class MissingCells(Exception):
     """Some cells a table needs have not been trained yet."""
 
 
-# --allow-missing (reporting.common.cli): render what exists; the tables then list the cells that were missing
-ALLOW_MISSING = False
-MISSING: list[str] = []
-
-
 def load_cell(cells_dir: Path, name: str) -> dict:
     d = Path(cells_dir) / name
     p = d / "results.json"
@@ -32,19 +27,37 @@ def load_cell(cells_dir: Path, name: str) -> dict:
     return r
 
 
-def load_cells(cells_dir: Path, names: list[str], required: bool = True) -> dict[str, dict]:
-    """{cell name: results}; missing cells raise MissingCells naming them (or are skipped if not required)."""
-    out, missing = {}, []
-    for n in names:
-        try:
-            out[n] = load_cell(cells_dir, n)
-        except MissingCells:
-            missing.append(n)
-    if missing and required and not ALLOW_MISSING:
-        raise MissingCells(f"cells not trained yet under {cells_dir}: {', '.join(missing)} (train them, or "
-                           "render what exists with --allow-missing)")
-    MISSING.extend(m for m in missing if m not in MISSING)
-    return out
+class CellPool:
+    """The cells of one experiment pool, as a renderer reads them.
+
+    allow_missing=False: a table whose cells are not all trained is an error (MissingCells names them).
+    allow_missing=True (--allow-missing): the cells that exist are returned and the missing ones collected in
+    `missing`, which write_table lists in the table's notes.
+    """
+
+    def __init__(self, cells_dir: Path | str = CELLS, allow_missing: bool = False):
+        self.dir = Path(cells_dir)
+        self.allow_missing = allow_missing
+        self.missing: list[str] = []
+
+    def load(self, names: list[str]) -> dict[str, dict]:
+        """{cell name: results} of the named cells."""
+        out, missing = {}, []
+        for n in names:
+            try:
+                out[n] = load_cell(self.dir, n)
+            except MissingCells:
+                missing.append(n)
+        if missing and not self.allow_missing:
+            raise MissingCells(f"cells not trained yet under {self.dir}: {', '.join(missing)} (train them, or "
+                               "render what exists with --allow-missing)")
+        self.missing.extend(m for m in missing if m not in self.missing)
+        return out
+
+
+def as_pool(cells) -> CellPool:
+    """A CellPool as it is, or a strict one over a cells directory."""
+    return cells if isinstance(cells, CellPool) else CellPool(cells)
 
 
 def mean_weights(cell: dict, layer: int) -> tuple[list[str], np.ndarray, np.ndarray]:

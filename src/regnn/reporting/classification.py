@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from regnn.reporting.cells import load_cells
+from regnn.reporting.cells import as_pool
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import cli, label, signed
 from regnn.reporting.paper import reported
@@ -44,14 +44,16 @@ def render_frame(df: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def render(cells_dir, out, datasets, models=MODELS, name="table_classification",
+def render(source, out, datasets, models=MODELS, name="table_classification",
            title="Node classification (Table 2)"):
-    cells = load_cells(cells_dir, [f"{d}_{m}" for d in datasets for m in models])
+    pool = as_pool(source)
+    cells = pool.load([f"{d}_{m}" for d in datasets for m in models])
     df = classification_frame(cells)
     write_table(df, render_frame(df), out, name,
                 f"{title}: test F1 at the best validation epoch, mean ± std over runs",
                 ["Ours: CPU, seeds 0-9, settings in conf/model, conf/protocol and conf/tuned (the authors' scripts).",
-                 "Paper: RE-GNN (TKDE); Δ = ours − paper. std is the population std over runs."])
+                 "Paper: RE-GNN (TKDE); Δ = ours − paper. std is the population std over runs."],
+                missing=pool.missing)
     return [out / f"{name}.csv", out / f"{name}.md"]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from regnn.reporting.cells import load_cells, metric
+from regnn.reporting.cells import as_pool, metric
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import cli, label, signed
 from regnn.reporting.paper import reported
@@ -14,8 +14,9 @@ from regnn.reporting.paper import reported
 MODELS = ["gcn", "re_gcn"]
 
 
-def render(cells_dir, out, datasets):
-    cells = load_cells(cells_dir, [f"{d}_{m}" for d in datasets for m in MODELS])
+def render(source, out, datasets):
+    pool = as_pool(source)
+    cells = pool.load([f"{d}_{m}" for d in datasets for m in MODELS])
     rows = []
     for name, c in cells.items():
         row = {"dataset": c["dataset"], "model": c["model"], "runs": c["runs"]}
@@ -36,7 +37,8 @@ def render(cells_dir, out, datasets):
     write_table(df, md, out, "table_clustering", "Node clustering (Table 3): K-Means on test-node representations",
                 ["Per trained model K-Means (K = classes) runs 10 times with seeds 0-9; the mean per model, then "
                  "mean ± std over the 10 models (runs) of each cell.",
-                 "Representations: the input of the output layer (RE-GCN: after the last propagation step)."])
+                 "Representations: the input of the output layer (RE-GCN: after the last propagation step)."],
+                missing=pool.missing)
     return [out / "table_clustering.csv", out / "table_clustering.md"]
 
 

@@ -20,12 +20,13 @@ def markdown(df: pd.DataFrame) -> str:
                      + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def write_table(df: pd.DataFrame, md: pd.DataFrame, out: Path, name: str, title: str, notes: list[str]) -> None:
-    """<out>/<name>.csv (data) and <out>/<name>.md (rendering with a title and notes)."""
+def write_table(df: pd.DataFrame, md: pd.DataFrame, out: Path, name: str, title: str, notes: list[str],
+                missing: list[str] = ()) -> None:
+    """<out>/<name>.csv (data) and <out>/<name>.md (rendering with a title and notes, and the cells that
+    were not trained yet when rendering a partial pool)."""
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / f"{name}.csv", index=False, float_format="%.4f")
-    from regnn.reporting import cells
-    if cells.MISSING:
-        notes = list(notes) + [f"Not trained yet, so not in this table: {', '.join(cells.MISSING)}."]
+    if missing:
+        notes = list(notes) + [f"Not trained yet, so not in this table: {', '.join(missing)}."]
     lines = [f"# {title}", "", markdown(md), ""] + [f"- {n}" for n in notes]
     (out / f"{name}.md").write_text("\n".join(lines) + "\n")

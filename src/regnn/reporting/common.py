@@ -6,8 +6,7 @@ import sys
 from pathlib import Path
 
 from regnn.config import REPO_ROOT
-from regnn.reporting import cells
-from regnn.reporting.cells import CELLS, MissingCells
+from regnn.reporting.cells import CELLS, CellPool, MissingCells
 
 LABELS = {"gcn": "GCN", "gat": "GAT", "re_gcn": "RE-GCN", "re_gat": "RE-GAT", "gcn_s": "GCN-S", "gcn_e": "GCN-E",
           "gat_s": "GAT-S", "gat_e": "GAT-E", "sage": "GraphSAGE", "re_sage": "RE-GraphSAGE", "gin": "GIN",
@@ -25,7 +24,8 @@ def signed(d) -> str:
 
 
 def cli(doc: str, render, datasets: list[str]) -> int:
-    """Parses --cells/--out/--datasets and runs render(cells_dir, out_dir, datasets); missing cells -> exit 1."""
+    """Parses --cells/--out/--datasets/--allow-missing and runs render(pool, out_dir, datasets); missing cells
+    -> exit 1 (unless --allow-missing)."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cells", default=str(CELLS), help="the experiment cell pool")
     ap.add_argument("--out", default=str(REPO_ROOT / "results"))
@@ -33,10 +33,8 @@ def cli(doc: str, render, datasets: list[str]) -> int:
     ap.add_argument("--allow-missing", action="store_true",
                     help="render the cells that exist and list the missing ones (default: missing cells are an error)")
     a = ap.parse_args()
-    cells.ALLOW_MISSING = a.allow_missing
-    cells.MISSING.clear()
     try:
-        written = render(Path(a.cells), Path(a.out), a.datasets)
+        written = render(CellPool(a.cells, allow_missing=a.allow_missing), Path(a.out), a.datasets)
     except MissingCells as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

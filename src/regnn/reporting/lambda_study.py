@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from regnn.reporting.cells import load_cells, mean_weights, metric
+from regnn.reporting.cells import as_pool, mean_weights, metric
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import cli, signed
 from regnn.reporting.figures import RE, save, subplots
@@ -16,9 +16,10 @@ from regnn.reporting.paper import paper_numbers
 LAMBDAS = [0.001, 1.0, 100.0, 1000.0]
 
 
-def render(cells_dir, out, datasets):
+def render(source, out, datasets):
+    pool = as_pool(source)
     d = datasets[0]
-    cells = load_cells(cells_dir, [f"{d}_re_gcn_lambda{lam:g}" for lam in LAMBDAS])
+    cells = pool.load([f"{d}_re_gcn_lambda{lam:g}" for lam in LAMBDAS])
     paper = paper_numbers()["lambda"].get(d, {})
     rows, weights = [], {}
     for lam in LAMBDAS:
@@ -37,7 +38,8 @@ def render(cells_dir, out, datasets):
                        "Micro-F1 (paper)": [fmt(v) for v in df.paper_micro_f1], "Δ": [signed(v) for v in df["diff"]]})
     write_table(df, md, out, "table_lambda", f"Gradient scaling factor (Figure 6): RE-GCN on {d.upper()}",
                 [f"Best lambda here: {best:g}. The CSV also holds the mean first-layer weight of every relation.",
-                 f"{runs} runs per lambda; weights are means over the runs of the best-validation checkpoints."])
+                 f"{runs} runs per lambda; weights are means over the runs of the best-validation checkpoints."],
+                missing=pool.missing)
     fig, axes = subplots(1, len(LAMBDAS), figsize=(4.2 * len(LAMBDAS), 3.8), sharey=False)
     for ax, (lam, row) in zip(axes, zip(LAMBDAS, rows)):
         names, w, wstd = weights[lam]
