@@ -203,13 +203,9 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
     logger = make_logger(out_dir=out_dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
                          **{k: v for k, v in plain_cfg["logger"].items()})
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))  # lets a resume check the runs
-    records, weights = [], []
+    records, weights, model = [], [], None
     for run in range(cfg.runs):
         seed = cfg.seed + run
-        seed_everything(seed, cfg.deterministic)
-        model = build_model(cfg.model, data, inputs).to(device)
-        if run == 0:
-            log.info("model: %s, %d parameters", cfg.model.name, sum(p.numel() for p in model.parameters()))
         reused = _reused_run(out_dir / "runs" / f"run_{run:02d}", seed) if cfg.resume else None
         if reused is not None:
             rec, layers = reused
@@ -218,6 +214,11 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
             log.info("run %d/%d seed %d: finished earlier, kept (test Micro-F1 %.2f)", run + 1, cfg.runs, seed,
                      rec["test_micro_f1"])
             continue
+        seed_everything(seed, cfg.deterministic)
+        first = model is None
+        model = build_model(cfg.model, data, inputs).to(device)
+        if first:
+            log.info("model: %s, %d parameters", cfg.model.name, sum(p.numel() for p in model.parameters()))
         logger.start_run(run, seed)
         result = train_run(model, inputs, feats, labels, splits, seed=seed,
                            optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
@@ -238,6 +239,8 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
                  f" NMI {rec['nmi']:.2f} ARI {rec['ari']:.2f}" if "nmi" in rec else "", rec["best_epoch"],
                  rec["epochs"], rec["train_time_s"])
 
+    if model is None:  # every run was kept from earlier: a model only for its size and relation names
+        model = build_model(cfg.model, data, inputs)
     summary = {
         "dataset": str(cfg.dataset.name), "model": str(cfg.model.name), "runs": int(cfg.runs),
         "seeds": [r["seed"] for r in records],
@@ -252,8 +255,7 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
         "wall_time_s": time.perf_counter() - t0,
         "peak_rss_gb": _peak_rss_gb(),  # of this process so far (a multirun process holds several cells)
     }
-    _write_json(out_dir / "relation_weights.json", weights)
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    _write_json(out_dir / "relation_weights.json", weights)  # config.yaml was written before the first run
     _write_json(summary_path, summary)
     logger.finish(summary)
     m = summary["metrics"]

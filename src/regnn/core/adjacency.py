@@ -165,7 +165,8 @@ class _CsrSpmm(torch.autograd.Function):
         grad = grad.contiguous()
         gh = gw = None
         if ctx.needs_input_grad[0]:
-            gh = _csr_mm(adj.t_indptr, adj.t_indices, vals[adj.t_pos], (adj.num_src, adj.num_dst), grad)
+            gh = _csr_mm(adj.t_indptr, adj.t_indices, vals.index_select(0, adj.t_pos), (adj.num_src, adj.num_dst),
+                         grad)
         if ctx.needs_input_grad[1]:
             gw = _edge_dots(adj, grad, h)
         return gh, gw, None
@@ -221,7 +222,7 @@ class _GcnAggregate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, h, alpha, adj: Adjacency, norm: str):
         shape = (adj.num_dst, adj.num_src)
-        ctx.adj, ctx.norm, ctx.num_relations = adj, norm, (0 if alpha is None else alpha.shape[0])
+        ctx.adj, ctx.num_relations = adj, (0 if alpha is None else alpha.shape[0])
         if alpha is None:  # the plain graph: constant normalised values, built once per graph
             vals, vals_t = adj.normalized_values(norm, h.dtype)
             ctx.save_for_backward(vals_t)
