@@ -79,6 +79,7 @@ def main_job() -> dict:
             # the job's own peak: RUSAGE_CHILDREN would give the largest of every earlier child (the GAT cells)
             "peak_rss_mb": r["peak_rss_gb"] * 1024,
             "test_micro_f1": r["metrics"]["test_micro_f1"], "epochs_per_run": r["metrics"]["epochs"]["mean"],
+            "workers": r["environment"].get("workers", 1), "threads_per_run": r["environment"]["threads"],
             "run_dir": str(out.relative_to(REPO))}
 
 
@@ -111,9 +112,13 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
              + (f" Cells measured {cells_when}; the main job re-measured at the time above "
                 "(`--job-only`)." if cells_when else ""), "", markdown(md), ""]
     if job:
-        lines += [f"Main job `{job['command']}` ({job['runs']} runs): {job['wall_s']:.1f} s wall, "
-                  f"peak memory {job['peak_rss_mb']:.0f} MB, test Micro-F1 {job['test_micro_f1']['mean']:.2f} ± "
-                  f"{job['test_micro_f1']['std']:.2f}, {job['epochs_per_run']:.0f} epochs per run on average.", ""]
+        w, t = job.get("workers", 1), job.get("threads_per_run")
+        how = (f"{w} worker processes side by side, {t} thread{'s' * (t != 1)} per run (`workers=auto`)" if w > 1
+               else "one process")
+        lines += [f"Main job `{job['command']}` ({job['runs']} runs, {how}): {job['wall_s']:.1f} s wall, "
+                  f"peak memory {job['peak_rss_mb']:.0f} MB (the largest process), test Micro-F1 "
+                  f"{job['test_micro_f1']['mean']:.2f} ± {job['test_micro_f1']['std']:.2f}, "
+                  f"{job['epochs_per_run']:.0f} epochs per run on average.", ""]
     (out / "benchmark.md").write_text("\n".join(lines))
 
 

@@ -85,10 +85,13 @@ def test_unknown_key_and_unknown_option_are_refused():
     ("model.hidden=abc", "model.hidden='abc' is not valid: must be an integer"),
     ("dataset.feats_type=all", "dataset.feats_type='all' is not valid"),
     ("device=tpu", "device='tpu' is not valid"),
+    ("workers=0", "workers=0 is not valid: use auto or a whole number >= 1"),
+    ("workers=many", "workers='many' is not valid"),
+    ("workers=2 logger=csv", "workers=2 is not valid: the csv logger follows one process"),
 ])
 def test_bad_values_are_refused_with_the_rule(override, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        validate(cfg(override), BACKBONES, FEATS_TYPES)
+        validate(cfg(*override.split()), BACKBONES, FEATS_TYPES)
 
 
 @pytest.mark.parametrize("override,expect", [

@@ -141,3 +141,24 @@ def test_resume_keeps_finished_runs_and_extends_a_cell(tmp_path):
 
 def first_weights(run_dir, run):
     return json.loads((run_dir / "runs" / f"run_{run:02d}" / "results.json").read_text())["relation_weights"]
+
+
+def test_runs_in_worker_processes_equal_the_runs_in_turn(tmp_path):
+    """workers=2 trains the runs side by side in two processes of one thread each: the same runs (seeds, scores,
+    relation weights) as one process training them in turn with one thread, and every run's log line in
+    train.log."""
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("train_time_s", "epoch_time_s")}  # noqa: E731
+    out = {}
+    for workers, threads in ((2, 2), (1, 1)):
+        run_dir = tmp_path / f"w{workers}"
+        p = run_train(*FAST, "model=re_gcn", "runs=3", f"workers={workers}", f"threads={threads}",
+                      f"hydra.run.dir={run_dir}")
+        assert p.returncode == 0, p.stderr
+        out[workers] = check_results(run_dir, runs=3)
+        assert out[workers]["environment"]["threads"] == 1 and out[workers]["environment"]["workers"] == workers
+        log = (run_dir / "train.log").read_text()
+        assert all(f"run {i}/3 seed {i - 1}: test Micro-F1" in log for i in (1, 2, 3)), log
+    assert "3 runs in 2 worker processes of 1 thread each" in (tmp_path / "w2" / "train.log").read_text()
+    assert [strip(r) for r in out[2]["per_run"]] == [strip(r) for r in out[1]["per_run"]]
+    for run in range(3):
+        assert first_weights(tmp_path / "w2", run) == first_weights(tmp_path / "w1", run)

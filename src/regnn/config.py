@@ -39,6 +39,14 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     dev = str(cfg.device)
     _check(dev in ("auto", "cpu", "cuda") or dev.startswith("cuda:"), "device", dev, "use auto, cpu, cuda or cuda:N")
     _check(str(cfg.get("precision", "fp32")) in ("fp32", "bf16"), "precision", cfg.get("precision"), "use fp32 or bf16")
+    w = cfg.get("workers", 1)
+    _check(w == "auto" or (isinstance(w, int) and not isinstance(w, bool) and w >= 1), "workers", w,
+           "use auto or a whole number >= 1")
+    if isinstance(w, int) and w > 1:
+        _check(cfg.logger.name == "none", "workers", w, f"the {cfg.logger.name} logger follows one process: "
+               "use workers=1 with it")
+        _check(cfg.trainer.name != "minibatch", "workers", w, "the mini-batch trainer runs one process per device "
+               "under torchrun (README: several processes): use workers=1 with it")
     m = cfg.model
     if "backbone" in m or m.get("arch", "regnn") == "regnn":  # the heterogeneous baselines (issue 5) have none
         _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")

@@ -181,6 +181,7 @@ def _alive(pid: int) -> bool:
 
 def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict:
     keep_freed_memory()
+    threads = int(cfg.threads) if cfg.threads else torch.get_num_threads()  # the job's CPU budget
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     device, why = select_device(str(cfg.device))
@@ -203,44 +204,36 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
     logger = make_logger(out_dir=out_dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
                          **{k: v for k, v in plain_cfg["logger"].items()})
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))  # lets a resume check the runs
-    records, weights, model = [], [], None
+    run_dir = lambda run: out_dir / "runs" / f"run_{run:02d}"  # noqa: E731
+    kept = {run for run in range(cfg.runs) if cfg.resume and _reused_run(run_dir(run), cfg.seed + run) is not None}
+    pending = [run for run in range(cfg.runs) if run not in kept]
+    workers, worker_threads = _workers(cfg, device, len(pending), threads)
+    torch.set_num_threads(worker_threads)  # the runs trained here use what a worker would
+    model = build_model(cfg.model, data, inputs)  # for its size and relation names; every run builds its own
+    log.info("model: %s, %d parameters", cfg.model.name, sum(p.numel() for p in model.parameters()))
+    peak_gb = 0.0
+    if workers > 1:  # independent runs side by side, one process each at a time; they write runs/run_XX/
+        log.info("%d runs in %d worker processes of %d thread%s each", len(pending), workers, worker_threads,
+                 "s" * (worker_threads > 1))
+        peak_gb = _train_in_workers(cfg, out_dir, pending, workers, worker_threads)
+    elif pending and worker_threads != threads:
+        log.info("each run uses %d thread%s, as the other runs of this cell", worker_threads, "s" * (worker_threads > 1))
+    records, weights = [], []
     for run in range(cfg.runs):
         seed = cfg.seed + run
-        reused = _reused_run(out_dir / "runs" / f"run_{run:02d}", seed) if cfg.resume else None
-        if reused is not None:
-            rec, layers = reused
+        if run in kept or workers > 1:
+            rec, layers = _reused_run(run_dir(run), seed)
             records.append(rec)
             weights.append({"run": run, "seed": seed, "layers": layers})
-            log.info("run %d/%d seed %d: finished earlier, kept (test Micro-F1 %.2f)", run + 1, cfg.runs, seed,
-                     rec["test_micro_f1"])
+            if run in kept:
+                log.info("run %d/%d seed %d: finished earlier, kept (test Micro-F1 %.2f)", run + 1, cfg.runs, seed,
+                         rec["test_micro_f1"])
             continue
-        seed_everything(seed, cfg.deterministic)
-        first = model is None
-        model = build_model(cfg.model, data, inputs).to(device)
-        if first:
-            log.info("model: %s, %d parameters", cfg.model.name, sum(p.numel() for p in model.parameters()))
-        logger.start_run(run, seed)
-        result = train_run(model, inputs, feats, labels, splits, seed=seed,
-                           optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
-                           max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
-                           precision=str(cfg.precision),
-                           on_epoch=logger.log_epoch, progress=Progress(f"[{label} run {run + 1}/{cfg.runs}]"))
-        rec = _run_record(result, run)
-        if cfg.clustering.enabled and result.embeddings is not None:
-            test = data.splits["test"]
-            rec |= cluster_scores(result.embeddings[test].numpy(), data.labels[test].numpy(), data.num_classes,
-                                  repeats=cfg.clustering.repeats, seed=cfg.clustering.seed)
-        logger.end_run(rec)
+        rec, result = _train_one(cfg, out_dir, run, data, inputs, feats, labels, splits, device, logger,
+                                 Progress(f"[{label} run {run + 1}/{cfg.runs}]"))
         records.append(rec)
         weights.append({"run": run, "seed": seed, "layers": result.relation_weights})
-        _save_run(out_dir / "runs" / f"run_{run:02d}", rec, result, data, cfg.save_embeddings)
-        log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f%s (best epoch %d of %d, %.1fs)", run + 1,
-                 cfg.runs, seed, rec["test_micro_f1"], rec["test_macro_f1"],
-                 f" NMI {rec['nmi']:.2f} ARI {rec['ari']:.2f}" if "nmi" in rec else "", rec["best_epoch"],
-                 rec["epochs"], rec["train_time_s"])
 
-    if model is None:  # every run was kept from earlier: a model only for its size and relation names
-        model = build_model(cfg.model, data, inputs)
     summary = {
         "dataset": str(cfg.dataset.name), "model": str(cfg.model.name), "runs": int(cfg.runs),
         "seeds": [r["seed"] for r in records],
@@ -248,12 +241,14 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
         "per_run": records,
         "num_parameters": int(sum(p.numel() for p in model.parameters())),
         "relation_names": list(getattr(model, "relation_names", [])),
-        "environment": {"device": str(device), "device_note": why, "threads": torch.get_num_threads(),
+        "environment": {"device": str(device), "device_note": why,
+                        "threads": worker_threads, "workers": workers,
                         "torch": torch.__version__, "dgl": dgl.__version__, "python": platform.python_version(),
                         "machine": platform.machine()},
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "wall_time_s": time.perf_counter() - t0,
-        "peak_rss_gb": _peak_rss_gb(),  # of this process so far (a multirun process holds several cells)
+        # of this process so far (a multirun process holds several cells), or of its largest worker
+        "peak_rss_gb": max(_peak_rss_gb(), peak_gb),
     }
     _write_json(out_dir / "relation_weights.json", weights)  # config.yaml was written before the first run
     _write_json(summary_path, summary)
@@ -264,6 +259,111 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
              m["test_micro_f1"]["std"], out_dir)
     return summary
 
+
+
+def _train_one(cfg: DictConfig, out_dir: Path, run: int, data, inputs, feats, labels, splits, device, logger,
+               progress: Progress):
+    """Trains, scores and saves run `run` (seed cfg.seed + run) in out_dir/runs/run_XX/; returns (record, result)."""
+    seed = cfg.seed + run
+    seed_everything(seed, cfg.deterministic)
+    model = build_model(cfg.model, data, inputs).to(device)
+    logger.start_run(run, seed)
+    result = train_run(model, inputs, feats, labels, splits, seed=seed,
+                       optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
+                       max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
+                       precision=str(cfg.precision), on_epoch=logger.log_epoch, progress=progress)
+    rec = _run_record(result, run)
+    if cfg.clustering.enabled and result.embeddings is not None:
+        test = data.splits["test"]
+        rec |= cluster_scores(result.embeddings[test].numpy(), data.labels[test].numpy(), data.num_classes,
+                              repeats=cfg.clustering.repeats, seed=cfg.clustering.seed)
+    logger.end_run(rec)
+    _save_run(out_dir / "runs" / f"run_{run:02d}", rec, result, data, cfg.save_embeddings)
+    log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f%s (best epoch %d of %d, %.1fs)", run + 1,
+             cfg.runs, seed, rec["test_micro_f1"], rec["test_macro_f1"],
+             f" NMI {rec['nmi']:.2f} ARI {rec['ari']:.2f}" if "nmi" in rec else "", rec["best_epoch"],
+             rec["epochs"], rec["train_time_s"])
+    return rec, result
+
+
+# -- independent runs in parallel worker processes (`workers`, conf/train.yaml) --------------------------------
+MAX_AUTO_WORKERS = 4
+
+
+def _workers(cfg: DictConfig, device, pending: int, threads: int) -> tuple[int, int]:
+    """(worker processes, torch threads per run) for `pending` runs within a budget of `threads` CPU threads.
+
+    auto: on CPU with the `none` logger, min(budget, runs, MAX_AUTO_WORKERS) runs side by side, each with
+    budget // that many threads: a small graph keeps two cores far busier as two one-thread runs than as one
+    two-thread run. The threads per run follow from the configuration, not from how many runs are left, so a
+    resumed or extended cell trains its remaining runs with the thread count of its first ones (the float
+    rounding of a run depends on it).
+    """
+    w = cfg.get("workers", 1)
+    if str(w) == "auto":
+        if torch.device(device).type != "cpu" or cfg.logger.name != "none":
+            return 1, threads
+        w = min(threads, MAX_AUTO_WORKERS, int(cfg.runs))
+    w = min(int(w), int(cfg.runs))
+    per_run = max(1, threads // w)
+    return max(1, min(w, pending)), per_run
+
+
+def _train_in_workers(cfg: DictConfig, out_dir: Path, pending: list[int], workers: int, threads: int) -> float:
+    """Trains the pending runs in `workers` spawned processes, each taking the next run when it is free; every run
+    is written to runs/run_XX/ as in a sequential training (so an interrupted job resumes the same way) and the
+    workers' log lines reach this process's handlers (console, train.log). Returns the largest worker's peak
+    memory in GB."""
+    import logging.handlers
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")  # fresh interpreters: no OpenMP pool or DGL state inherited through fork
+    queue = ctx.Queue()
+    listener = logging.handlers.QueueListener(queue, _Relay())
+    listener.start()
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    peak = 0.0
+    try:
+        with ctx.Pool(workers, initializer=_worker_init, initargs=(plain, str(out_dir), threads, queue)) as pool:
+            for gb in pool.imap_unordered(_worker_run, pending):
+                peak = max(peak, gb)
+    finally:
+        listener.stop()
+    return peak
+
+
+class _Relay(logging.Handler):
+    """Hands a worker's log record to the logger of the same name here, so it goes where this process's go."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logging.getLogger(record.name).handle(record)
+
+
+_WORKER: dict = {}
+
+
+def _worker_init(plain_cfg: dict, out_dir: str, threads: int, queue) -> None:
+    import logging.handlers
+
+    root = logging.getLogger()
+    root.handlers[:] = [logging.handlers.QueueHandler(queue)]
+    root.setLevel(logging.INFO)
+    keep_freed_memory()
+    torch.set_num_threads(threads)
+    cfg = OmegaConf.create(plain_cfg)
+    device, _ = select_device(str(cfg.device))
+    data = load_data(cfg.dataset)
+    inputs = arch_of(cfg.model).prepare(data, device, **model_kwargs(cfg.model))
+    _WORKER.update(cfg=cfg, out_dir=Path(out_dir), data=data, inputs=inputs, device=device,
+                   feats={t: x.to(device) for t, x in data.features.items()}, labels=data.labels.to(device),
+                   splits={k: i.to(device) for k, i in data.splits.items()})
+
+
+def _worker_run(run: int) -> float:
+    w = _WORKER
+    _train_one(w["cfg"], w["out_dir"], run, w["data"], w["inputs"], w["feats"], w["labels"], w["splits"], w["device"],
+               make_logger("none", w["out_dir"], "", {}), Progress("", enabled=False))
+    return _peak_rss_gb()
 
 # --- meta-path baselines (issue 5): GCN-M / GAT-M report their best single meta-path graph ---------------------
 def _train_best_metapath(cfg: DictConfig, out_dir: Path) -> dict:
