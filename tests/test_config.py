@@ -120,3 +120,20 @@ def test_plain_and_re_backbones_share_their_settings(dataset, backbone):
     else:
         assert not differing
     assert not plain.model.relation.edge_embeddings and re.model.relation.edge_embeddings
+
+
+@pytest.mark.parametrize("overrides,pending,edges,expect", [
+    (["runs=10", "threads=2"], 10, 50_000, (2, 1)),   # two one-thread runs side by side
+    (["runs=10", "threads=8"], 10, 50_000, (4, 2)),   # at most 4 workers; the budget split between them
+    (["runs=10", "threads=2"], 1, 50_000, (1, 1)),    # a resumed cell's last run: one process, the same threads
+    (["runs=1", "threads=2"], 1, 50_000, (1, 2)),     # a single run keeps every thread
+    (["runs=10", "threads=2"], 10, 5_000, (1, 2)),    # a toy graph: runs in turn
+    (["runs=10", "threads=2", "logger=csv"], 10, 50_000, (1, 2)),
+    (["runs=10", "threads=1"], 10, 50_000, (1, 1)),   # a sweep's one-thread cells
+    (["runs=10", "threads=2", "workers=1"], 10, 50_000, (1, 2)),
+])
+def test_auto_workers_split_the_thread_budget(overrides, pending, edges, expect):
+    from regnn.pipeline import _workers
+    c = cfg("dataset=synthetic", *overrides)
+    assert _workers(c, "cpu", pending, int(c.threads), edges) == expect
+    assert _workers(c, "cuda", pending, int(c.threads), edges)[0] == (expect[0] if c.workers != "auto" else 1)

@@ -207,7 +207,7 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
     run_dir = lambda run: out_dir / "runs" / f"run_{run:02d}"  # noqa: E731
     kept = {run for run in range(cfg.runs) if cfg.resume and _reused_run(run_dir(run), cfg.seed + run) is not None}
     pending = [run for run in range(cfg.runs) if run not in kept]
-    workers, worker_threads = _workers(cfg, device, len(pending), threads)
+    workers, worker_threads = _workers(cfg, device, len(pending), threads, data.graph.num_edges())
     torch.set_num_threads(worker_threads)  # the runs trained here use what a worker would
     model = build_model(cfg.model, data, inputs)  # for its size and relation names; every run builds its own
     log.info("model: %s, %d parameters", cfg.model.name, sum(p.numel() for p in model.parameters()))
@@ -288,20 +288,21 @@ def _train_one(cfg: DictConfig, out_dir: Path, run: int, data, inputs, feats, la
 
 # -- independent runs in parallel worker processes (`workers`, conf/train.yaml) --------------------------------
 MAX_AUTO_WORKERS = 4
+MIN_AUTO_EDGES = 20_000  # a worker starts in ~3 s (imports); the synthetic test graph's runs take under 1 s
 
 
-def _workers(cfg: DictConfig, device, pending: int, threads: int) -> tuple[int, int]:
+def _workers(cfg: DictConfig, device, pending: int, threads: int, num_edges: int) -> tuple[int, int]:
     """(worker processes, torch threads per run) for `pending` runs within a budget of `threads` CPU threads.
 
     auto: on CPU with the `none` logger, min(budget, runs, MAX_AUTO_WORKERS) runs side by side, each with
     budget // that many threads: a small graph keeps two cores far busier as two one-thread runs than as one
-    two-thread run. The threads per run follow from the configuration, not from how many runs are left, so a
+    two-thread run. Not on a toy graph (under MIN_AUTO_EDGES edges), whose runs take less than a worker's start. The threads per run follow from the configuration, not from how many runs are left, so a
     resumed or extended cell trains its remaining runs with the thread count of its first ones (the float
     rounding of a run depends on it).
     """
     w = cfg.get("workers", 1)
     if str(w) == "auto":
-        if torch.device(device).type != "cpu" or cfg.logger.name != "none":
+        if torch.device(device).type != "cpu" or cfg.logger.name != "none" or num_edges < MIN_AUTO_EDGES:
             return 1, threads
         w = min(threads, MAX_AUTO_WORKERS, int(cfg.runs))
     w = min(int(w), int(cfg.runs))
