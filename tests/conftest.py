@@ -43,3 +43,11 @@ def mag_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("ogb")
     write_ogb_mag_like(root, scale=0.002, num_label_classes=5, seed=0)
     return root
+
+
+@pytest.fixture(scope="session")
+def imdb_relation_graph():
+    """The Adjacency of IMDB's relation graph (typed self-loops included), as RE-GNN builds it."""
+    from regnn.data import load_dataset
+    from regnn.models import RelationInputs
+    return RelationInputs.build(load_dataset("imdb", dir=real_dataset_dir("IMDB"))).adj

@@ -27,10 +27,21 @@ def dense(n, src, dst, w):
     return a
 
 
-@pytest.mark.parametrize("dim", [5, 16])  # the two SDDMM paths (DGL below 8 columns, torch from 8)
-@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.fixture(params=["kernels", "torch"])
+def path(request, monkeypatch):
+    """Every aggregation test runs on the fused C++ kernels and on the pure-torch path."""
+    from regnn.core import adjacency
+    if request.param == "torch":
+        monkeypatch.setattr(adjacency, "load_kernels", lambda: None)
+    elif adjacency.load_kernels() is None:
+        pytest.skip("the fused kernels could not be built here (no C++ compiler?)")
+    return request.param
+
+
+@pytest.mark.parametrize("dim", [5, 16, 64])  # torch path: DGL's SDDMM below 8 columns, torch's from 8;
+@pytest.mark.parametrize("shuffle", [False, True])  # kernels: runtime width, compile-time widths
 @pytest.mark.parametrize("norm", ["both", "right", "none"])
-def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim):
+def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim, path):
     n = 12
     g, src, dst, rel = random_graph(n=n, shuffle=shuffle)
     adj = Adjacency(g)
@@ -61,14 +72,14 @@ def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim):
         torch.testing.assert_close(adj.normalized_spmm(h, a_, norm), reference(h, a_))
 
 
-def test_unweighted_path_equals_all_ones_weights():
+def test_unweighted_path_equals_all_ones_weights(path):
     g, *_ = random_graph(seed=4)
     adj = Adjacency(g)
     h = torch.randn(12, 3)
     torch.testing.assert_close(adj.normalized_spmm(h, None), adj.normalized_spmm(h, torch.ones(4, 1)))
 
 
-def test_gcn_layer_with_weight_matches_dense():
+def test_gcn_layer_with_weight_matches_dense(path):
     n = 10
     g, src, dst, rel = random_graph(n=n, e=30, num_rel=3, seed=5)
     layer = REGraphConv(6, 4, activation="elu")
@@ -127,3 +138,53 @@ def test_sparse_products_keep_float64_and_lift_bfloat16():
     torch.testing.assert_close(out, adj.spmm(h64.to(torch.bfloat16).float()))
     conv = REGATConv(5, 2, heads=2).double()
     assert conv(adj, h64).dtype == torch.float64
+
+
+def test_fused_kernels_build_where_a_compiler_exists():
+    """The fused kernels are what make RE-GCN cost about what GCN costs; where a C++ compiler and ninja exist (CI,
+    this machine) a failed build is a bug, not a silent fallback."""
+    import shutil
+    from regnn.core.kernels import enabled, load_kernels
+    if not enabled() or shutil.which("c++") is None or shutil.which("ninja") is None:
+        pytest.skip("kernels turned off, or no compiler / ninja here")
+    assert load_kernels() is not None
+
+
+@pytest.mark.parametrize("norm", ["both", "right"])
+def test_fused_and_torch_paths_agree_on_a_real_graph(imdb_relation_graph, norm, monkeypatch):
+    """IMDB's relation graph in float32: both paths give the same output and gradients (to float rounding), with
+    relation weights on both sides of the degree clamp."""
+    from regnn.core import adjacency
+    if adjacency.load_kernels() is None:
+        pytest.skip("the fused kernels could not be built here")
+    adj = imdb_relation_graph
+    num_rel = int(adj.rel.max()) + 1
+    g = torch.Generator().manual_seed(0)
+    h0 = torch.randn(adj.num_src, 64, generator=g)
+    alpha0 = (torch.rand(num_rel, 1, generator=g) * 2).requires_grad_()
+    go = torch.randn(adj.num_dst, 64, generator=g)
+    results = []
+    for kernels in (True, False):
+        if not kernels:
+            monkeypatch.setattr(adjacency, "load_kernels", lambda: None)
+        h, alpha = h0.clone().requires_grad_(), alpha0.detach().clone().requires_grad_()
+        out = adj.normalized_spmm(h, alpha, norm)
+        results.append((out, *torch.autograd.grad(out, (h, alpha), go)))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_failed_kernel_build_falls_back_with_one_warning(monkeypatch, caplog):
+    from regnn.core import kernels
+
+    def no_compiler():
+        raise RuntimeError("Ninja is required to load C++ extensions")
+
+    monkeypatch.setattr(kernels, "_build", no_compiler)
+    monkeypatch.setattr(kernels.load_kernels, "_warned", False, raising=False)
+    with caplog.at_level("WARNING", logger="regnn"):
+        assert kernels.load_kernels() is None and kernels.load_kernels() is None
+    warnings = [r.getMessage() for r in caplog.records if "pure-torch path" in r.getMessage()]
+    assert len(warnings) == 1 and "Ninja is required" in warnings[0]
+    monkeypatch.setenv("REGNN_KERNELS", "0")
+    assert kernels.load_kernels() is None

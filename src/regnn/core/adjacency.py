@@ -14,6 +14,8 @@ import warnings
 import dgl
 import torch
 
+from regnn.core.kernels import load_kernels
+
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
 
 
@@ -74,8 +76,35 @@ class Adjacency:
             raise ValueError("norm='both' needs the source degrees of the whole graph; on sampled blocks use "
                              "norm='right' (mean over the weighted in-edges)")
         with full_precision(h):
-            return _GcnAggregate.apply(at_least_fp32(h), None if alpha is None else at_least_fp32(alpha[:, :1]), self,
-                                       norm)
+            h = at_least_fp32(h)
+            if alpha is None:
+                return _GcnAggregate.apply(h, None, self, norm)
+            alpha = at_least_fp32(alpha[:, :1])
+            kernels = load_kernels() if h.device.type == "cpu" and h.dtype == alpha.dtype else None
+            if kernels is not None:
+                if torch.is_grad_enabled() and (h.requires_grad or alpha.requires_grad):
+                    return _GcnAggregateFused.apply(h, alpha, self, norm, kernels)
+                al, a, b, _, _ = self.node_scales(alpha, norm, kernels)  # evaluation: no autograd record
+                return kernels.forward(self.indptr, self.indices, self.kernel_rel, al, a, b, h.contiguous())
+            return _GcnAggregate.apply(h, alpha, self, norm)
+
+    def kernel_csc(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(destination, relation) of every edge in source-major order, each source's edges grouped by relation:
+        the fused backward handles one run of a relation at a time (t_indptr delimits the sources)."""
+        if getattr(self, "_kernel_csc", None) is None:
+            t_rel = self.rel.index_select(0, self.t_pos)
+            src = torch.repeat_interleave(torch.arange(self.num_src, device=t_rel.device), self.t_indptr.diff())
+            order = torch.sort(src * (int(t_rel.max()) + 1 if t_rel.numel() else 1) + t_rel, stable=True).indices
+            self._kernel_csc = (self.t_indices.index_select(0, order).contiguous(),
+                                t_rel.index_select(0, order).to(torch.int32).contiguous())
+        return self._kernel_csc
+
+    @property
+    def kernel_rel(self) -> torch.Tensor:
+        """Relation ids in CSR order as int32 (half the bytes per edge of the int64 ids) for the fused kernels."""
+        if getattr(self, "_kernel_rel", None) is None:
+            self._kernel_rel = self.rel.to(torch.int32).contiguous()
+        return self._kernel_rel
 
     def _ones(self, dtype, device) -> torch.Tensor:
         if getattr(self, "_ones_cache", None) is None or self._ones_cache.dtype != dtype:
@@ -114,6 +143,26 @@ class Adjacency:
                 hit = (w, w * ab if ab is not None else w, ab, a, b, da, db)
         cache[key] = hit  # most recent last
         while len(cache) > 2 * 8:  # two alphas per layer cover an epoch of an 8-layer model
+            cache.pop(next(iter(cache)))
+        return hit
+
+    def node_scales(self, alpha: torch.Tensor, norm: str, kernels) -> tuple:
+        """For relation weights alpha (num_relations, 1), the fused kernels' inputs: alpha as a vector, the
+        destination and source scales a, b (ones where the norm has none) and ka = (da/ddeg) / a, kb likewise.
+        Kept for the last few alphas, as weighted_values (an epoch's evaluation and the next training step share
+        them)."""
+        key = ("scales", norm, alpha.dtype, alpha.device, alpha.detach().cpu().numpy().tobytes())
+        cache = self.__dict__.setdefault("_weighted_cache", {})
+        hit = cache.pop(key, None)
+        if hit is None:
+            with torch.no_grad():
+                al = alpha.detach()[:, 0].contiguous()
+                a, b, ka, kb = kernels.scales(self.relation_counts(al.shape[0], al.dtype), al, NORM_CODES[norm])
+                if norm != "both":  # the sources are not scaled: ones over every source (blocks have more)
+                    b = torch.ones(self.num_src, dtype=al.dtype, device=al.device)
+                hit = (al, a, b, ka, kb)
+        cache[key] = hit
+        while len(cache) > 2 * 8:
             cache.pop(next(iter(cache)))
         return hit
 
@@ -273,3 +322,37 @@ class _GatherRows(torch.autograd.Function):
         (idx,) = ctx.saved_tensors
         out = torch.zeros(ctx.n, grad.shape[1], dtype=grad.dtype, device=grad.device)
         return out.index_add_(0, idx, grad), None
+
+
+NORM_CODES = {"none": 0, "right": 1, "both": 2}
+
+
+class _GcnAggregateFused(torch.autograd.Function):
+    """Adjacency.normalized_spmm with relation weights on the fused CPU kernels (regnn.core.kernels).
+
+    The forward computes each edge's value alpha[rel] a_v b_u on the fly while aggregating (no per-step edge
+    arrays). The backward needs, besides grad h = A_n^T G, the sums of s_e = <G_v, h_u> that _GcnAggregate gets
+    from an SDDMM: per relation sum a_v b_u s_e, and per node the in- and out-sums of w_e a_v b_u s_e (through
+    the degrees). One pass over the edges by source accumulates a_v G_v per run of one relation, from which come
+    grad h, the relation sums and the out-sums (a dot per source and relation); the in-sums are <G_v, out_v>
+    with the forward's output; the degree part is added up in the same call. About the cost of the plain
+    transposed product, where the torch path adds an SDDMM and three scatter-adds over the edges.
+    """
+
+    @staticmethod
+    def forward(ctx, h, alpha, adj: Adjacency, norm: str, kernels):
+        al, a, b, ka, kb = adj.node_scales(alpha, norm, kernels)
+        out = kernels.forward(adj.indptr, adj.indices, adj.kernel_rel, al, a, b, h.contiguous())
+        ctx.adj, ctx.kernels, ctx.norm = adj, kernels, norm
+        ctx.save_for_backward(h, out, al, a, b, ka, kb)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        adj = ctx.adj
+        h, out, al, a, b, ka, kb = ctx.saved_tensors
+        need_h, need_alpha = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        gh, galpha = ctx.kernels.backward(adj.t_indptr, *adj.kernel_csc(), al, a, b, grad.contiguous(), h.contiguous(),
+                                          out, adj.relation_counts(al.shape[0], al.dtype), ka, kb,
+                                          ctx.norm != "none", ctx.norm == "both", need_h, need_alpha)
+        return (gh if need_h else None), (galpha.unsqueeze(-1) if need_alpha else None), None, None, None

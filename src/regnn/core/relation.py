@@ -42,9 +42,12 @@ class RelationWeights(nn.Module):
 
     def forward(self, rel: torch.Tensor | None = None) -> torch.Tensor:
         """Weights per relation (num_relations, heads), or per edge (E, heads) when `rel` ids are given."""
-        device = self._anchor.device
-        alpha = torch.cat([self._alpha(self.edge, self.num_edge_relations, device),
-                           self._alpha(self.self_loop, self.num_node_types, device)])
+        if self.edge is not None and self.self_loop is not None:  # both learnt: one scaling and activation
+            alpha = F.leaky_relu(self.scale * torch.cat([self.edge, self.self_loop]), self.negative_slope)
+        else:
+            device = self._anchor.device
+            alpha = torch.cat([self._alpha(self.edge, self.num_edge_relations, device),
+                               self._alpha(self.self_loop, self.num_node_types, device)])
         return alpha if rel is None else alpha[rel]
 
     def named_values(self, names: list[str]) -> dict[str, float | list[float]]:

@@ -1,0 +1,306 @@
+// Fused CPU kernels for RE-GNN's weighted GCN aggregation (regnn/core/kernels.py, regnn/core/adjacency.py).
+//
+// forward:  out[v] = a[v] * sum over in-edges e = (u -> v) of alpha[rel[e]] * b[u] * h[u]
+// backward: gh[u] = sum over out-edges of alpha[rel[e]] a[v] b[u] G[v], and the gradient of alpha (direct and
+//   through the weighted degrees that a and b come from) without forming the per-edge products <G[v], h[u]>.
+// scales:   a, b and their derivative factors from the weighted degrees.
+// Float and double; the widths 4..64 are compiled as constants. Per-thread partial sums are added up in a fixed
+// order, so results depend on the thread count only.
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+// Runs body(row_begin, row_end) over [0, n) in pieces of about equal numbers of edges (not rows: degrees vary by
+// orders of magnitude between node types), a few pieces per thread; pieces go to threads in fixed order, so the
+// result depends on the thread count only.
+template <typename Body>
+void parallel_rows(const int64_t* indptr, int64_t n, Body&& body) {
+  const int64_t E = indptr[n];
+  const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(n, int64_t(at::get_num_threads()) * 4));
+  auto start = [&](int64_t c) -> int64_t {
+    if (c <= 0) return 0;
+    if (c >= pieces) return n;
+    return std::lower_bound(indptr, indptr + n + 1, c * E / pieces) - indptr;
+  };
+  at::parallel_for(0, pieces, 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) body(start(c), start(c + 1));
+  });
+}
+
+template <typename scalar_t, int FW>
+void forward_impl(const int64_t* indptr, const int64_t* indices, const int32_t* rel, const scalar_t* alpha,
+                  const scalar_t* a, const scalar_t* b, const scalar_t* h, scalar_t* out, int64_t num_dst,
+                  int64_t F_) {
+  const int64_t F = FW ? FW : F_;  // a compile-time width lets the compiler unroll and vectorise the row loops
+  parallel_rows(indptr, num_dst, [&](int64_t begin, int64_t end) {
+    std::vector<scalar_t> acc_buf(F);
+    scalar_t* __restrict__ acc = acc_buf.data();
+    for (int64_t v = begin; v < end; ++v) {
+      for (int64_t f = 0; f < F; ++f) acc[f] = 0;
+      for (int64_t e = indptr[v]; e < indptr[v + 1]; ++e) {
+        const int64_t u = indices[e];
+        const scalar_t w = alpha[rel[e]] * b[u];
+        const scalar_t* __restrict__ hu = h + u * F;
+#pragma omp simd
+        for (int64_t f = 0; f < F; ++f) acc[f] += w * hu[f];
+      }
+      const scalar_t av = a[v];
+      scalar_t* __restrict__ o = out + v * F;
+#pragma omp simd
+      for (int64_t f = 0; f < F; ++f) o[f] = av * acc[f];
+    }
+  });
+}
+
+// Gradients, by sources u (CSC order). Over a run of u's out-edges of one relation r, q = sum a[v] G[v] (one
+// multiply-add per feature and edge, as the plain transposed product); at the end of the run
+//   gh[u] += alpha[r] b[u] q,   rel_sum[r] += b[u] <h[u], q>
+// and at the end of the source out_sum[u] = <h[u], gh[u]>. (rel_sum[r] = sum over r's edges of a[v] b[u]
+// <G[v], h[u]>; out_sum[u] = the same weighted by alpha, over u's out-edges.) The edges of a source come sorted
+// by destination, and destinations of one type are one block, so a run usually holds all of a relation's edges:
+// one dot per (source, relation) instead of one per edge (runs of one or two edges go edge by edge, which is
+// cheaper for them).
+template <typename scalar_t, int FW>
+void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int32_t* t_rel, const scalar_t* alpha,
+                   const scalar_t* a, const scalar_t* b, const scalar_t* G, const scalar_t* h, scalar_t* gh,
+                   double* rel_part, scalar_t* out_sum, int64_t num_src, int64_t R, int64_t F_, bool need_h,
+                   bool need_alpha, int64_t slots) {
+  const int64_t F = FW ? FW : F_;
+  parallel_rows(t_indptr, num_src, [&](int64_t begin, int64_t end) {
+    double* rel_acc = need_alpha ? rel_part + (at::get_thread_num() % slots) * R : nullptr;
+    std::vector<scalar_t> q_buf(F), g_buf(F);
+    scalar_t* __restrict__ q = q_buf.data();
+    scalar_t* __restrict__ g = g_buf.data();
+    for (int64_t u = begin; u < end; ++u) {
+      const scalar_t bu = b[u];
+      const scalar_t* __restrict__ hu = h + u * F;
+      for (int64_t f = 0; f < F; ++f) g[f] = 0;
+      int64_t e = t_indptr[u];
+      const int64_t e_end = t_indptr[u + 1];
+      while (e < e_end) {
+        const int64_t r = t_rel[e];
+        const scalar_t a0 = a[t_indices[e]];
+        const scalar_t* __restrict__ g0 = G + t_indices[e] * F;
+        scalar_t s = 0;
+        int64_t run_end = e + 1;
+        while (run_end < e_end && run_end - e < 3 && t_rel[run_end] == r) ++run_end;
+        if (run_end - e < 3) {  // runs of one or two edges (the self-loop, most typed links): edge by edge
+          for (; e < run_end; ++e) {
+            const scalar_t av = a[t_indices[e]];
+            const scalar_t* __restrict__ gv = G + t_indices[e] * F;
+            const scalar_t c = alpha[r] * av * bu;
+            scalar_t se = 0;
+#pragma omp simd reduction(+ : se)
+            for (int64_t f = 0; f < F; ++f) {
+              g[f] += c * gv[f];
+              se += hu[f] * gv[f];
+            }
+            if (need_alpha) rel_acc[r] += double(av) * double(bu) * double(se);
+          }
+          continue;
+        }
+#pragma omp simd
+        for (int64_t f = 0; f < F; ++f) q[f] = a0 * g0[f];
+        for (++e; e < e_end && t_rel[e] == r; ++e) {
+          const scalar_t av = a[t_indices[e]];
+          const scalar_t* __restrict__ gv = G + t_indices[e] * F;
+#pragma omp simd
+          for (int64_t f = 0; f < F; ++f) q[f] += av * gv[f];
+        }
+        const scalar_t c = alpha[r] * bu;
+#pragma omp simd reduction(+ : s)
+        for (int64_t f = 0; f < F; ++f) {
+          g[f] += c * q[f];
+          s += hu[f] * q[f];
+        }
+        if (need_alpha) rel_acc[r] += double(bu) * double(s);
+      }
+      if (need_h) {
+        scalar_t* __restrict__ o = gh + u * F;
+#pragma omp simd
+        for (int64_t f = 0; f < F; ++f) o[f] = g[f];
+      }
+      if (need_alpha) {
+        scalar_t s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t f = 0; f < F; ++f) s += hu[f] * g[f];
+        out_sum[u] = s;
+      }
+    }
+  });
+}
+
+// galpha[r] += sum over destinations v of counts[v, r] * gdeg[v], with
+//   gdeg[v] = ka[v] <G[v], out[v]> (+ kb[v] out_sum[v] when the sources are scaled too)
+// (the gradient through the weighted degrees; ka = (da/ddeg) / a, kb = (db/ddeg) / b)
+template <typename scalar_t, int FW>
+void degree_impl(const scalar_t* G, const scalar_t* out, const scalar_t* counts, const scalar_t* ka,
+                 const scalar_t* kb, const scalar_t* out_sum, double* part, int64_t num_dst, int64_t R, int64_t F_,
+                 bool has_a, bool has_b, int64_t slots) {
+  const int64_t F = FW ? FW : F_;
+  at::parallel_for(0, num_dst, 512, [&](int64_t begin, int64_t end) {
+    double* acc = part + (at::get_thread_num() % slots) * R;
+    for (int64_t v = begin; v < end; ++v) {
+      double gdeg = 0;
+      if (has_a) {
+        const scalar_t* __restrict__ gv = G + v * F;
+        const scalar_t* __restrict__ ov = out + v * F;
+        scalar_t s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t f = 0; f < F; ++f) s += gv[f] * ov[f];
+        gdeg += double(ka[v]) * double(s);
+      }
+      if (has_b) gdeg += double(kb[v]) * double(out_sum[v]);
+      const scalar_t* c = counts + v * R;
+      for (int64_t r = 0; r < R; ++r) acc[r] += double(c[r]) * gdeg;
+    }
+  });
+}
+
+// out[i] = <x[i], y[i]> for every row
+template <typename scalar_t, int FW>
+void rowdot_impl(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_t n, int64_t F_) {
+  const int64_t F = FW ? FW : F_;
+  at::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const scalar_t* __restrict__ xi = x + i * F;
+      const scalar_t* __restrict__ yi = y + i * F;
+      scalar_t s = 0;
+#pragma omp simd reduction(+ : s)
+      for (int64_t f = 0; f < F; ++f) s += xi[f] * yi[f];
+      out[i] = s;
+    }
+  });
+}
+
+// calls body<FW>() with FW the compile-time width for the common widths, 0 (runtime width) otherwise
+template <typename Body>
+void by_width(int64_t F, Body&& body) {
+  switch (F) {
+    case 64: body(std::integral_constant<int, 64>()); break;
+    case 32: body(std::integral_constant<int, 32>()); break;
+    case 16: body(std::integral_constant<int, 16>()); break;
+    case 8: body(std::integral_constant<int, 8>()); break;
+    case 4: body(std::integral_constant<int, 4>()); break;
+    default: body(std::integral_constant<int, 0>());
+  }
+}
+
+void check(const torch::Tensor& t, const char* name) {
+  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), name, " must be a contiguous CPU tensor");
+}
+
+}  // namespace
+
+torch::Tensor re_aggregate_forward(torch::Tensor indptr, torch::Tensor indices, torch::Tensor rel, torch::Tensor alpha,
+                                   torch::Tensor a, torch::Tensor b, torch::Tensor h) {
+  for (auto* t : {&indptr, &indices, &rel, &alpha, &a, &b, &h}) check(*t, "every argument");
+  const int64_t num_dst = indptr.size(0) - 1, F = h.size(1);
+  auto out = torch::empty({num_dst, F}, h.options());
+  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "re_aggregate_forward", [&] {
+    by_width(F, [&](auto fw) {
+      forward_impl<scalar_t, decltype(fw)::value>(
+          indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), rel.data_ptr<int32_t>(), alpha.data_ptr<scalar_t>(),
+          a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), num_dst, F);
+    });
+  });
+  return out;
+}
+
+// Returns (grad h or an empty tensor, grad alpha (R,) or an undefined tensor).
+std::vector<torch::Tensor> re_aggregate_backward(torch::Tensor t_indptr, torch::Tensor t_indices, torch::Tensor t_rel,
+                                                 torch::Tensor alpha, torch::Tensor a, torch::Tensor b,
+                                                 torch::Tensor G, torch::Tensor h, torch::Tensor out,
+                                                 torch::Tensor counts, torch::Tensor ka, torch::Tensor kb,
+                                                 bool has_a, bool has_b, bool need_h, bool need_alpha) {
+  for (auto* t : {&t_indptr, &t_indices, &t_rel, &alpha, &a, &b, &G, &h, &out, &counts, &ka, &kb})
+    check(*t, "every argument");
+  const int64_t num_src = t_indptr.size(0) - 1, num_dst = G.size(0), F = h.size(1), R = alpha.size(0);
+  TORCH_CHECK(!has_b || num_src == num_dst, "scaled sources need as many sources as destinations");
+  const int64_t slots = at::get_num_threads();
+  auto gh = torch::empty({need_h ? num_src : 0, F}, h.options());
+  auto part = torch::zeros({need_alpha ? 2 * slots : 0, R}, h.options().dtype(torch::kFloat64));
+  auto out_sum = torch::empty({need_alpha ? num_src : 0}, h.options());
+  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "re_aggregate_backward", [&] {
+    by_width(F, [&](auto fw) {
+      constexpr int FW = decltype(fw)::value;
+      backward_impl<scalar_t, FW>(
+          t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), t_rel.data_ptr<int32_t>(),
+          alpha.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), G.data_ptr<scalar_t>(),
+          h.data_ptr<scalar_t>(), need_h ? gh.data_ptr<scalar_t>() : nullptr,
+          need_alpha ? part.data_ptr<double>() : nullptr, need_alpha ? out_sum.data_ptr<scalar_t>() : nullptr,
+          num_src, R, F, need_h, need_alpha, slots);
+      if (need_alpha && (has_a || has_b))
+        degree_impl<scalar_t, FW>(G.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), counts.data_ptr<scalar_t>(),
+                                  ka.data_ptr<scalar_t>(), kb.data_ptr<scalar_t>(), out_sum.data_ptr<scalar_t>(),
+                                  part.data_ptr<double>() + slots * R, num_dst, R, F, has_a, has_b, slots);
+    });
+  });
+  if (!need_alpha) return {gh, torch::Tensor()};
+  return {gh, part.sum(0).to(h.scalar_type())};
+}
+
+// Destination and source scales of the weighted degree deg = counts @ alpha, clamped at 1, and the factors
+// ka = (da/ddeg) / a, kb = (db/ddeg) / b (0 where the clamp holds) for norm 0 (none), 1 (right: a = 1/d),
+// 2 (both: a = b = d^-1/2). Returns (a, b, ka, kb); unscaled sides are ones (factor 0).
+std::vector<torch::Tensor> re_scales(torch::Tensor counts, torch::Tensor alpha, int64_t norm) {
+  check(counts, "counts");
+  check(alpha, "alpha");
+  const int64_t n = counts.size(0), R = counts.size(1);
+  auto a = torch::empty({n}, counts.options()), ka = torch::empty({n}, counts.options());
+  AT_DISPATCH_FLOATING_TYPES(counts.scalar_type(), "re_scales", [&] {
+    const scalar_t* c = counts.data_ptr<scalar_t>();
+    const scalar_t* al = alpha.data_ptr<scalar_t>();
+    scalar_t* ap = a.data_ptr<scalar_t>();
+    scalar_t* kp = ka.data_ptr<scalar_t>();
+    at::parallel_for(0, n, 2048, [&](int64_t begin, int64_t end) {
+      for (int64_t v = begin; v < end; ++v) {
+        scalar_t deg = 0;
+        for (int64_t r = 0; r < R; ++r) deg += c[v * R + r] * al[r];
+        const bool live = deg >= scalar_t(1);
+        const scalar_t d = live ? deg : scalar_t(1);
+        if (norm == 2) {
+          ap[v] = scalar_t(1) / std::sqrt(d);
+          kp[v] = live ? scalar_t(-0.5) / d : scalar_t(0);
+        } else if (norm == 1) {
+          ap[v] = scalar_t(1) / d;
+          kp[v] = live ? scalar_t(-1) / d : scalar_t(0);
+        } else {
+          ap[v] = 1;
+          kp[v] = 0;
+        }
+      }
+    });
+  });
+  if (norm == 2) return {a, a, ka, ka};
+  auto ones = torch::ones({n}, counts.options()), zeros = torch::zeros({n}, counts.options());
+  if (norm == 1) return {a, ones, ka, zeros};
+  return {ones, ones, zeros, zeros};
+}
+
+torch::Tensor rowdot(torch::Tensor x, torch::Tensor y) {
+  check(x, "x");
+  check(y, "y");
+  TORCH_CHECK(x.sizes() == y.sizes() && x.dim() == 2 && x.scalar_type() == y.scalar_type(), "rowdot: x and y differ");
+  auto out = torch::empty({x.size(0)}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "rowdot", [&] {
+    by_width(x.size(1), [&](auto fw) {
+      rowdot_impl<scalar_t, decltype(fw)::value>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
+                                                 out.data_ptr<scalar_t>(), x.size(0), x.size(1));
+    });
+  });
+  return out;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward", &re_aggregate_forward, "RE-GNN weighted aggregation, forward");
+  m.def("backward", &re_aggregate_backward, "RE-GNN weighted aggregation, backward with the relation gradients");
+  m.def("rowdot", &rowdot, "<x[i], y[i]> for every row");
+  m.def("scales", &re_scales, "degree scales and their factors for the gradient");
+}
