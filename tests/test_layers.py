@@ -188,3 +188,16 @@ def test_a_failed_kernel_build_falls_back_with_one_warning(monkeypatch, caplog):
     assert len(warnings) == 1 and "Ninja is required" in warnings[0]
     monkeypatch.setenv("REGNN_KERNELS", "0")
     assert kernels.load_kernels() is None
+
+
+def test_one_adjacency_serves_float32_and_float64(path):
+    g, src, dst, rel = random_graph(seed=9)
+    adj = Adjacency(g)
+    for dtype in (torch.float32, torch.float64, torch.float32):
+        alpha = torch.tensor([[0.5], [1.5], [2.0], [0.2]], dtype=dtype)
+        h = torch.randn(12, 8, dtype=dtype)
+        out = adj.normalized_spmm(h, alpha)
+        a = dense(12, src, dst, alpha[rel, 0])
+        d = a.sum(1).clamp(min=1).pow(-0.5)[:, None]
+        assert out.dtype == dtype
+        torch.testing.assert_close(out, d * (a @ (d * h)))

@@ -30,6 +30,9 @@ from regnn.training.seed import seed_everything
 from regnn.training.trainer import Progress, RunResult, train_run
 
 log = logging.getLogger("regnn")
+# torch's own thread count (one per core), read before any job sets its own: a multirun process or GCN-M's
+# meta-path jobs call train() again after an earlier call lowered it
+DEFAULT_THREADS = torch.get_num_threads()
 
 SUMMARY_KEYS = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1", "best_epoch", "epochs",
                 "train_time_s", "epoch_time_s", "nmi", "ari")
@@ -181,7 +184,7 @@ def _alive(pid: int) -> bool:
 
 def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict:
     keep_freed_memory()
-    threads = int(cfg.threads) if cfg.threads else torch.get_num_threads()  # the job's CPU budget
+    threads = int(cfg.threads) if cfg.threads else DEFAULT_THREADS  # the job's CPU budget
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     device, why = select_device(str(cfg.device))
@@ -222,7 +225,10 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
     for run in range(cfg.runs):
         seed = cfg.seed + run
         if run in kept or workers > 1:
-            rec, layers = _reused_run(run_dir(run), seed)
+            reused = _reused_run(run_dir(run), seed)
+            if reused is None:
+                raise RuntimeError(f"{run_dir(run)} holds no results after its worker finished")
+            rec, layers = reused
             records.append(rec)
             weights.append({"run": run, "seed": seed, "layers": layers})
             if run in kept:
@@ -260,7 +266,6 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
     return summary
 
 
-
 def _train_one(cfg: DictConfig, out_dir: Path, run: int, data, inputs, feats, labels, splits, device, logger,
                progress: Progress):
     """Trains, scores and saves run `run` (seed cfg.seed + run) in out_dir/runs/run_XX/; returns (record, result)."""
@@ -296,9 +301,10 @@ def _workers(cfg: DictConfig, device, pending: int, threads: int, num_edges: int
 
     auto: on CPU with the `none` logger, min(budget, runs, MAX_AUTO_WORKERS) runs side by side, each with
     budget // that many threads: a small graph keeps two cores far busier as two one-thread runs than as one
-    two-thread run. Not on a toy graph (under MIN_AUTO_EDGES edges), whose runs take less than a worker's start. The threads per run follow from the configuration, not from how many runs are left, so a
-    resumed or extended cell trains its remaining runs with the thread count of its first ones (the float
-    rounding of a run depends on it).
+    two-thread run. Not on a toy graph (under MIN_AUTO_EDGES edges), whose runs take less than a worker's
+    start. The threads per run follow from the configuration, not from how many runs are left, so a resumed or
+    extended cell trains its remaining runs with the thread count of its first ones (the float rounding of a
+    run depends on it).
     """
     w = cfg.get("workers", 1)
     if str(w) == "auto":

@@ -6,6 +6,10 @@ aggregation is torch's sparse CSR matmul, whose cost does not depend on the valu
 into the edge values (a pass over the edges, not two over the node features). The backward pass gives the
 gradient of h by the transposed CSR matmul and the gradient of the edge weights by one sampled dense product
 (SDDMM); per-relation and per-node sums of edge quantities are index_add_ reductions.
+
+That is the pure-torch path. On CPU, where the fused C++ kernels could be built (regnn.core.kernels), the
+relation-weighted aggregation runs on them instead (_GcnAggregateFused): no per-edge arrays per step, and the
+relation-weight gradient comes out of the pass that computes the gradient of h.
 """
 from __future__ import annotations
 
@@ -79,7 +83,7 @@ class Adjacency:
             h = at_least_fp32(h)
             if alpha is None:
                 return _GcnAggregate.apply(h, None, self, norm)
-            alpha = at_least_fp32(alpha[:, :1])
+            alpha = at_least_fp32(alpha if alpha.shape[1] == 1 else alpha[:, :1])  # no slice node for one head
             kernels = load_kernels() if h.device.type == "cpu" and h.dtype == alpha.dtype else None
             if kernels is not None:
                 if torch.is_grad_enabled() and (h.requires_grad or alpha.requires_grad):
@@ -172,6 +176,8 @@ class Adjacency:
             c = torch.zeros(self.num_dst, num_relations, dtype=dtype, device=self.indptr.device)
             c.index_put_((self.dst_of, self.rel), torch.ones_like(self.rel, dtype=dtype), accumulate=True)
             self._rel_counts = c
+        if self._rel_counts.dtype != dtype:  # counts are whole numbers: exact in every float type
+            self._rel_counts = self._rel_counts.to(dtype)
         return self._rel_counts
 
     def to(self, device) -> "Adjacency":
