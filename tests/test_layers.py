@@ -38,8 +38,8 @@ def path(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("dim", [5, 16, 64])  # torch path: DGL's SDDMM below 8 columns, torch's from 8;
-@pytest.mark.parametrize("shuffle", [False, True])  # kernels: runtime width, compile-time widths
+@pytest.mark.parametrize("dim", [3, 5, 16, 64])  # torch path: DGL's SDDMM below 8 columns, torch's from 8;
+@pytest.mark.parametrize("shuffle", [False, True])  # kernels: compile-time widths (3, 16, 64), runtime width (5)
 @pytest.mark.parametrize("norm", ["both", "right", "none"])
 def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim, path):
     n = 12

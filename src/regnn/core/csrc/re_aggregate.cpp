@@ -4,7 +4,7 @@
 // backward: gh[u] = sum over out-edges of alpha[rel[e]] a[v] b[u] G[v], and the gradient of alpha (direct and
 //   through the weighted degrees that a and b come from) without forming the per-edge products <G[v], h[u]>.
 // scales:   a, b and their derivative factors from the weighted degrees.
-// Float and double; the widths 4..64 are compiled as constants. Per-thread partial sums are added up in a fixed
+// Float and double; the widths 2, 3, 4, 8, 16, 32, 64 are compiled as constants. Per-thread partial sums are added up in a fixed
 // order, so results depend on the thread count only.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
@@ -188,6 +188,8 @@ void by_width(int64_t F, Body&& body) {
     case 16: body(std::integral_constant<int, 16>()); break;
     case 8: body(std::integral_constant<int, 8>()); break;
     case 4: body(std::integral_constant<int, 4>()); break;
+    case 3: body(std::integral_constant<int, 3>()); break;  // class scores (the last layer aggregates them)
+    case 2: body(std::integral_constant<int, 2>()); break;
     default: body(std::integral_constant<int, 0>());
   }
 }
