@@ -302,9 +302,10 @@ def _workers(cfg: DictConfig, device, pending: int, threads: int, num_edges: int
     auto: on CPU with the `none` logger, min(budget, runs, MAX_AUTO_WORKERS) runs side by side, each with
     budget // that many threads: a small graph keeps two cores far busier as two one-thread runs than as one
     two-thread run. Not on a toy graph (under MIN_AUTO_EDGES edges), whose runs take less than a worker's
-    start. The threads per run follow from the configuration, not from how many runs are left, so a resumed or
-    extended cell trains its remaining runs with the thread count of its first ones (the float rounding of a
-    run depends on it).
+    start. The threads per run follow from the configuration, not from how many runs are left, so a resumed
+    cell trains its remaining runs with the thread count of its first ones (the float rounding of a run depends
+    on it). Extending a cell keeps it too unless its first runs were fewer than the thread budget (e.g. 1 run
+    on 2 threads, then 3 runs: 1 thread each); environment.threads in results.json records the count.
     """
     w = cfg.get("workers", 1)
     if str(w) == "auto":
@@ -323,6 +324,8 @@ def _train_in_workers(cfg: DictConfig, out_dir: Path, pending: list[int], worker
     memory in GB."""
     import logging.handlers
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
 
     ctx = mp.get_context("spawn")  # fresh interpreters: no OpenMP pool or DGL state inherited through fork
     queue = ctx.Queue()
@@ -330,11 +333,18 @@ def _train_in_workers(cfg: DictConfig, out_dir: Path, pending: list[int], worker
     listener.start()
     plain = OmegaConf.to_container(cfg, resolve=True)
     peak = 0.0
+    # an executor, not multiprocessing.Pool: a worker that dies (killed for memory) or fails to start breaks it
+    # with an error here, where a Pool would quietly replace the worker and wait for its lost run forever
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(plain, str(out_dir), threads, queue))
     try:
-        with ctx.Pool(workers, initializer=_worker_init, initargs=(plain, str(out_dir), threads, queue)) as pool:
-            for gb in pool.imap_unordered(_worker_run, pending):
-                peak = max(peak, gb)
+        for done in as_completed([pool.submit(_worker_run, run) for run in pending]):
+            peak = max(peak, done.result())
+    except BrokenProcessPool as e:
+        raise RuntimeError(f"a worker process of {out_dir} died or could not start ({e}); the runs it finished "
+                           "are kept: resume=true trains the rest, workers=1 trains them in this process") from e
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # workers exit normally: their last log records arrive
         listener.stop()
     return peak
 

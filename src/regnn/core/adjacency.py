@@ -85,6 +85,9 @@ class Adjacency:
                 return _GcnAggregate.apply(h, None, self, norm)
             alpha = at_least_fp32(alpha if alpha.shape[1] == 1 else alpha[:, :1])  # no slice node for one head
             kernels = load_kernels() if h.device.type == "cpu" and h.dtype == alpha.dtype else None
+            if kernels is not None and self.num_relations_seen > alpha.shape[0]:
+                raise ValueError(f"the graph has relation ids up to {self.num_relations_seen - 1}, but "
+                                 f"{alpha.shape[0]} relation weights were given")
             if kernels is not None:
                 if torch.is_grad_enabled() and (h.requires_grad or alpha.requires_grad):
                     return _GcnAggregateFused.apply(h, alpha, self, norm, kernels)
@@ -102,6 +105,13 @@ class Adjacency:
             self._kernel_csc = (self.t_indices.index_select(0, order).contiguous(),
                                 t_rel.index_select(0, order).to(torch.int32).contiguous())
         return self._kernel_csc
+
+    @property
+    def num_relations_seen(self) -> int:
+        """1 + the largest relation id on an edge (0 without edges)."""
+        if getattr(self, "_num_rel_seen", None) is None:
+            self._num_rel_seen = int(self.rel.max()) + 1 if self.rel.numel() else 0
+        return self._num_rel_seen
 
     @property
     def kernel_rel(self) -> torch.Tensor:

@@ -59,17 +59,19 @@ def _cpu_signature() -> str:
         return platform.processor() or platform.machine()
 
 
+_FAILED: list[str] = []  # why the build failed, once it has: not tried again in this process
+
+
 def load_kernels():
     """The compiled module, or None (kernels turned off, or they could not be built here)."""
-    if not enabled():
+    if not enabled() or _FAILED:
         return None
     try:
         return _build()
     except Exception as e:  # no compiler, no ninja, a failed build: the torch path still works
-        if not getattr(load_kernels, "_warned", False):
-            load_kernels._warned = True
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-            log.warning("fused aggregation kernels unavailable (%s); using the slower pure-torch path", first)
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        _FAILED.append(first)
+        log.warning("fused aggregation kernels unavailable (%s); using the slower pure-torch path", first)
         return None
 
 

@@ -73,7 +73,9 @@ void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int3
                    bool need_alpha, int64_t slots) {
   const int64_t F = FW ? FW : F_;
   parallel_rows(t_indptr, num_src, [&](int64_t begin, int64_t end) {
-    double* rel_acc = need_alpha ? rel_part + (at::get_thread_num() % slots) * R : nullptr;
+    const int64_t tid = at::get_thread_num();
+    TORCH_CHECK(tid < slots, "re_aggregate: thread ", tid, " beyond the ", slots, " partial-sum rows");
+    double* rel_acc = need_alpha ? rel_part + tid * R : nullptr;
     std::vector<scalar_t> q_buf(F), g_buf(F);
     scalar_t* __restrict__ q = q_buf.data();
     scalar_t* __restrict__ g = g_buf.data();
@@ -145,7 +147,9 @@ void degree_impl(const scalar_t* G, const scalar_t* out, const scalar_t* counts,
                  bool has_a, bool has_b, int64_t slots) {
   const int64_t F = FW ? FW : F_;
   at::parallel_for(0, num_dst, 512, [&](int64_t begin, int64_t end) {
-    double* acc = part + (at::get_thread_num() % slots) * R;
+    const int64_t tid = at::get_thread_num();
+    TORCH_CHECK(tid < slots, "re_aggregate: thread ", tid, " beyond the ", slots, " partial-sum rows");
+    double* acc = part + tid * R;
     for (int64_t v = begin; v < end; ++v) {
       double gdeg = 0;
       if (has_a) {
@@ -198,12 +202,26 @@ void check(const torch::Tensor& t, const char* name) {
   TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), name, " must be a contiguous CPU tensor");
 }
 
+// index arrays int64 (DGL's), one int32 relation id per edge, indptr ending at the edge count
+void check_graph(const torch::Tensor& indptr, const torch::Tensor& indices, const torch::Tensor& rel,
+                 const torch::Tensor& alpha) {
+  TORCH_CHECK(indptr.scalar_type() == torch::kInt64 && indices.scalar_type() == torch::kInt64,
+              "re_aggregate: indptr and indices must be int64");
+  TORCH_CHECK(rel.scalar_type() == torch::kInt32 && rel.numel() == indices.numel(),
+              "re_aggregate: one int32 relation id per edge");
+  TORCH_CHECK(indptr.numel() >= 1 && indptr.data_ptr<int64_t>()[indptr.numel() - 1] == indices.numel(),
+              "re_aggregate: bad indptr");
+  // relation ids < alpha.size(0): checked once per graph by the caller (a pass over the edges per call would not be)
+}
+
 }  // namespace
 
 torch::Tensor re_aggregate_forward(torch::Tensor indptr, torch::Tensor indices, torch::Tensor rel, torch::Tensor alpha,
                                    torch::Tensor a, torch::Tensor b, torch::Tensor h) {
   for (auto* t : {&indptr, &indices, &rel, &alpha, &a, &b, &h}) check(*t, "every argument");
+  check_graph(indptr, indices, rel, alpha);
   const int64_t num_dst = indptr.size(0) - 1, F = h.size(1);
+  TORCH_CHECK(a.numel() == num_dst && b.numel() == h.size(0), "re_aggregate_forward: scales do not fit the graph");
   auto out = torch::empty({num_dst, F}, h.options());
   AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "re_aggregate_forward", [&] {
     by_width(F, [&](auto fw) {
@@ -223,7 +241,11 @@ std::vector<torch::Tensor> re_aggregate_backward(torch::Tensor t_indptr, torch::
                                                  bool has_a, bool has_b, bool need_h, bool need_alpha) {
   for (auto* t : {&t_indptr, &t_indices, &t_rel, &alpha, &a, &b, &G, &h, &out, &counts, &ka, &kb})
     check(*t, "every argument");
+  check_graph(t_indptr, t_indices, t_rel, alpha);
   const int64_t num_src = t_indptr.size(0) - 1, num_dst = G.size(0), F = h.size(1), R = alpha.size(0);
+  TORCH_CHECK(h.size(0) == num_src && b.numel() == num_src && a.numel() == num_dst && G.size(1) == F &&
+                  counts.size(0) == num_dst && counts.size(1) == R,
+              "re_aggregate_backward: shapes do not fit the graph");
   TORCH_CHECK(!has_b || num_src == num_dst, "scaled sources need as many sources as destinations");
   const int64_t slots = at::get_num_threads();
   auto gh = torch::empty({need_h ? num_src : 0, F}, h.options());
