@@ -208,7 +208,7 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
                          **{k: v for k, v in plain_cfg["logger"].items()})
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))  # lets a resume check the runs
     run_dir = lambda run: out_dir / "runs" / f"run_{run:02d}"  # noqa: E731
-    kept = {run for run in range(cfg.runs) if cfg.resume and _reused_run(run_dir(run), cfg.seed + run) is not None}
+    kept = {run: r for run in range(cfg.runs) if cfg.resume and (r := _reused_run(run_dir(run), cfg.seed + run))}
     pending = [run for run in range(cfg.runs) if run not in kept]
     workers, worker_threads = _workers(cfg, device, len(pending), threads, data.graph.num_edges())
     torch.set_num_threads(worker_threads)  # the runs trained here use what a worker would
@@ -225,7 +225,7 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
     for run in range(cfg.runs):
         seed = cfg.seed + run
         if run in kept or workers > 1:
-            reused = _reused_run(run_dir(run), seed)
+            reused = kept.get(run) or _reused_run(run_dir(run), seed)
             if reused is None:
                 raise RuntimeError(f"{run_dir(run)} holds no results after its worker finished")
             rec, layers = reused

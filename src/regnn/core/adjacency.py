@@ -144,17 +144,23 @@ class Adjacency:
         pass see the same weights (no optimiser step between them), so every layer computes these once per
         step instead of twice.
         """
-        key = (norm, alpha.dtype, alpha.device, alpha.detach().cpu().numpy().tobytes())
+        def compute(alpha):
+            w = alpha[:, 0].index_select(0, self.rel)
+            a, b, da, db = _scales((self.relation_counts(alpha.shape[0], alpha.dtype) @ alpha)[:, 0], norm)
+            ab = _edge_scales(self, a, b)
+            return w, w * ab if ab is not None else w, ab, a, b, da, db
+
+        return self._per_alpha(("values", norm), alpha, compute)
+
+    def _per_alpha(self, kind: tuple, alpha: torch.Tensor, compute) -> tuple:
+        """compute(alpha detached), kept for the last few alphas seen (per kind): a training epoch's evaluation
+        pass and the next epoch's training pass see the same weights (no optimiser step between them)."""
+        key = (*kind, alpha.dtype, alpha.device, alpha.detach().cpu().numpy().tobytes())
         cache = self.__dict__.setdefault("_weighted_cache", {})
         hit = cache.pop(key, None)
         if hit is None:
             with torch.no_grad():
-                alpha = alpha.detach()
-                w = alpha[:, 0].index_select(0, self.rel)
-                deg = (self.relation_counts(alpha.shape[0], alpha.dtype) @ alpha)[:, 0]
-                a, b, da, db = _scales(deg, norm)
-                ab = _edge_scales(self, a, b)
-                hit = (w, w * ab if ab is not None else w, ab, a, b, da, db)
+                hit = compute(alpha.detach())
         cache[key] = hit  # most recent last
         while len(cache) > 2 * 8:  # two alphas per layer cover an epoch of an 8-layer model
             cache.pop(next(iter(cache)))
@@ -165,20 +171,14 @@ class Adjacency:
         destination and source scales a, b (ones where the norm has none) and ka = (da/ddeg) / a, kb likewise.
         Kept for the last few alphas, as weighted_values (an epoch's evaluation and the next training step share
         them)."""
-        key = ("scales", norm, alpha.dtype, alpha.device, alpha.detach().cpu().numpy().tobytes())
-        cache = self.__dict__.setdefault("_weighted_cache", {})
-        hit = cache.pop(key, None)
-        if hit is None:
-            with torch.no_grad():
-                al = alpha.detach()[:, 0].contiguous()
-                a, b, ka, kb = kernels.scales(self.relation_counts(al.shape[0], al.dtype), al, NORM_CODES[norm])
-                if norm != "both":  # the sources are not scaled: ones over every source (blocks have more)
-                    b = torch.ones(self.num_src, dtype=al.dtype, device=al.device)
-                hit = (al, a, b, ka, kb)
-        cache[key] = hit
-        while len(cache) > 2 * 8:
-            cache.pop(next(iter(cache)))
-        return hit
+        def compute(alpha):
+            al = alpha[:, 0].contiguous()
+            a, b, ka, kb = kernels.scales(self.relation_counts(al.shape[0], al.dtype), al, NORM_CODES[norm])
+            if norm != "both":  # the sources are not scaled: ones over every source (blocks have more)
+                b = torch.ones(self.num_src, dtype=al.dtype, device=al.device)
+            return al, a, b, ka, kb
+
+        return self._per_alpha(("scales", norm), alpha, compute)
 
     def relation_counts(self, num_relations: int, dtype=torch.float32) -> torch.Tensor:
         """(num_dst, num_relations) number of in-edges of each relation at every destination."""
