@@ -41,7 +41,7 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
     from regnn.training.seed import seed_everything
     from regnn.training.trainer import train_run
 
-    keep_freed_memory()
+    keep_freed_memory(every_size=True)
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}", *overrides])
     data = load_data(cfg.dataset)

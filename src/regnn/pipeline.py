@@ -183,7 +183,7 @@ def _alive(pid: int) -> bool:
 
 
 def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict:
-    keep_freed_memory()
+    keep_freed_memory(every_size=True)
     threads = int(cfg.threads) if cfg.threads else DEFAULT_THREADS  # the job's CPU budget
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
@@ -365,7 +365,7 @@ def _worker_init(plain_cfg: dict, out_dir: str, threads: int, queue) -> None:
     root = logging.getLogger()
     root.handlers[:] = [logging.handlers.QueueHandler(queue)]
     root.setLevel(logging.INFO)
-    keep_freed_memory()
+    keep_freed_memory(every_size=True)
     torch.set_num_threads(threads)
     cfg = OmegaConf.create(plain_cfg)
     device, _ = select_device(str(cfg.device))

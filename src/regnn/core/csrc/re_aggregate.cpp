@@ -4,6 +4,7 @@
 // backward: gh[u] = sum over out-edges of alpha[rel[e]] a[v] b[u] G[v], and the gradient of alpha (direct and
 //   through the weighted degrees that a and b come from) without forming the per-edge products <G[v], h[u]>.
 // scales:   a, b and their derivative factors from the weighted degrees.
+// heads_*:  GAT's multi-head aggregation by attention coefficients, and its gradients.
 // Float and double; the widths 2, 3, 4, 8, 16, 32, 64 are compiled as constants. Per-thread partial sums are added up in a fixed
 // order, so results depend on the thread count only.
 #include <torch/extension.h>
@@ -184,6 +185,66 @@ void rowdot_impl(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_t n,
 }
 
 // calls body<FW>() with FW the compile-time width for the common widths, 0 (runtime width) otherwise
+// Multi-head attention aggregation (GAT, GATv2): out[v, k] = sum over in-edges e = (u -> v) of att[e, k] z[u, k]
+// for every head k; z is (num_src, H, F), att (E, H) in CSR order. One pass over a destination's edges fills all
+// heads (the row of H * F numbers stays in cache), where a product per head needs the heads split into
+// contiguous copies and stacked back.
+template <typename scalar_t, int FW>
+void heads_forward_impl(const int64_t* indptr, const int64_t* indices, const scalar_t* att, const scalar_t* z,
+                        scalar_t* out, int64_t num_dst, int64_t H, int64_t F_) {
+  const int64_t F = FW ? FW : F_;
+  parallel_rows(indptr, num_dst, [&](int64_t begin, int64_t end) {
+    for (int64_t v = begin; v < end; ++v) {
+      scalar_t* __restrict__ o = out + v * H * F;
+      for (int64_t i = 0; i < H * F; ++i) o[i] = 0;
+      for (int64_t e = indptr[v]; e < indptr[v + 1]; ++e) {
+        const scalar_t* __restrict__ zu = z + indices[e] * H * F;
+        const scalar_t* ae = att + e * H;
+        for (int64_t k = 0; k < H; ++k) {
+          const scalar_t w = ae[k];
+#pragma omp simd
+          for (int64_t f = 0; f < F; ++f) o[k * F + f] += w * zu[k * F + f];
+        }
+      }
+    }
+  });
+}
+
+// Its gradients, by sources u (CSC order; t_pos maps a CSC position to the edge's CSR position):
+//   gz[u, k] = sum over out-edges e = (u -> v) of att[e, k] G[v, k]   and   gatt[e, k] = <G[v, k], z[u, k]>,
+// both from the one read of G[v] per edge (z[u] stays in cache for the source's edges).
+template <typename scalar_t, int FW>
+void heads_backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int64_t* t_pos,
+                         const scalar_t* att, const scalar_t* G, const scalar_t* z, scalar_t* gz, scalar_t* gatt,
+                         int64_t num_src, int64_t H, int64_t F_) {
+  const int64_t F = FW ? FW : F_;
+  parallel_rows(t_indptr, num_src, [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      scalar_t* __restrict__ g = gz ? gz + u * H * F : nullptr;
+      if (g)
+        for (int64_t i = 0; i < H * F; ++i) g[i] = 0;
+      const scalar_t* __restrict__ zu = z + u * H * F;
+      for (int64_t j = t_indptr[u]; j < t_indptr[u + 1]; ++j) {
+        const scalar_t* __restrict__ Gv = G + t_indices[j] * H * F;
+        const int64_t e = t_pos[j];
+        for (int64_t k = 0; k < H; ++k) {
+          if (g) {
+            const scalar_t w = att[e * H + k];
+#pragma omp simd
+            for (int64_t f = 0; f < F; ++f) g[k * F + f] += w * Gv[k * F + f];
+          }
+          if (gatt) {
+            scalar_t s = 0;
+#pragma omp simd reduction(+ : s)
+            for (int64_t f = 0; f < F; ++f) s += Gv[k * F + f] * zu[k * F + f];
+            gatt[e * H + k] = s;
+          }
+        }
+      }
+    }
+  });
+}
+
 template <typename Body>
 void by_width(int64_t F, Body&& body) {
   switch (F) {
@@ -322,9 +383,51 @@ torch::Tensor rowdot(torch::Tensor x, torch::Tensor y) {
   return out;
 }
 
+// out (num_dst, H, F) from att (E, H) in CSR order and z (num_src, H, F)
+torch::Tensor heads_forward(torch::Tensor indptr, torch::Tensor indices, torch::Tensor att, torch::Tensor z) {
+  for (auto* t : {&indptr, &indices, &att, &z}) check(*t, "every argument");
+  TORCH_CHECK(indptr.scalar_type() == torch::kInt64 && indices.scalar_type() == torch::kInt64,
+              "heads_forward: indptr and indices must be int64");
+  TORCH_CHECK(z.dim() == 3 && att.dim() == 2 && att.size(0) == indices.numel() && att.size(1) == z.size(1) &&
+              att.scalar_type() == z.scalar_type(), "heads_forward: att must be (E, H) and z (N, H, F)");
+  const int64_t num_dst = indptr.size(0) - 1, H = z.size(1), F = z.size(2);
+  auto out = torch::empty({num_dst, H, F}, z.options());
+  AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "heads_forward", [&] {
+    by_width(F, [&](auto fw) {
+      heads_forward_impl<scalar_t, decltype(fw)::value>(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(),
+          att.data_ptr<scalar_t>(), z.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), num_dst, H, F);
+    });
+  });
+  return out;
+}
+
+// (grad z or an empty tensor, grad att or an empty tensor) from G (num_dst, H, F)
+std::vector<torch::Tensor> heads_backward(torch::Tensor t_indptr, torch::Tensor t_indices, torch::Tensor t_pos,
+                                          torch::Tensor att, torch::Tensor G, torch::Tensor z, bool need_z,
+                                          bool need_att) {
+  for (auto* t : {&t_indptr, &t_indices, &t_pos, &att, &G, &z}) check(*t, "every argument");
+  TORCH_CHECK(G.dim() == 3 && z.dim() == 3 && G.size(1) == z.size(1) && G.size(2) == z.size(2) &&
+              att.size(0) == t_indices.numel() && t_pos.numel() == t_indices.numel(),
+              "heads_backward: shapes do not fit the graph");
+  const int64_t num_src = t_indptr.size(0) - 1, H = z.size(1), F = z.size(2);
+  TORCH_CHECK(z.size(0) == num_src, "heads_backward: z must have one row per source");
+  auto gz = need_z ? torch::empty_like(z) : torch::empty({0}, z.options());
+  auto gatt = need_att ? torch::empty_like(att) : torch::empty({0}, att.options());
+  AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "heads_backward", [&] {
+    by_width(F, [&](auto fw) {
+      heads_backward_impl<scalar_t, decltype(fw)::value>(t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(),
+          t_pos.data_ptr<int64_t>(), att.data_ptr<scalar_t>(), G.data_ptr<scalar_t>(), z.data_ptr<scalar_t>(),
+          need_z ? gz.data_ptr<scalar_t>() : nullptr, need_att ? gatt.data_ptr<scalar_t>() : nullptr, num_src, H, F);
+    });
+  });
+  return {gz, gatt};
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &re_aggregate_forward, "RE-GNN weighted aggregation, forward");
   m.def("backward", &re_aggregate_backward, "RE-GNN weighted aggregation, backward with the relation gradients");
   m.def("rowdot", &rowdot, "<x[i], y[i]> for every row");
   m.def("scales", &re_scales, "degree scales and their factors for the gradient");
+  m.def("heads_forward", &heads_forward, "multi-head attention aggregation, forward");
+  m.def("heads_backward", &heads_backward, "multi-head attention aggregation, gradients of z and the attention");
 }
