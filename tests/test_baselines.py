@@ -182,6 +182,19 @@ def test_simple_hgn_outputs_unit_norm_scores(synthetic):
     torch.testing.assert_close(logits.norm(dim=1), torch.ones(logits.shape[0]))
 
 
+def test_simple_hgn_mixes_attention_of_the_layer_before_in_hidden_layers_only(synthetic):
+    """HGB's residual attention: hidden layers from the second on get the previous layer's attention; the one-head
+    output layer gets none (mixing 8-head attention into it broadcast it to 8 heads)."""
+    c = cfg("dataset=synthetic", "model=simple_hgn", "model.num_layers=3")
+    inputs = arch_of(c.model).prepare(synthetic, "cpu")
+    net = build_model(c.model, synthetic, inputs).eval()
+    seen = []
+    for name, conv in [*((f"hidden{i}", m) for i, m in enumerate(net.convs)), ("out", net.out)]:
+        conv.register_forward_pre_hook(lambda m, args, name=name: seen.append((name, len(args) > 2 and args[2] is not None)))
+    net(inputs, synthetic.features)
+    assert seen == [("hidden0", False), ("hidden1", True), ("hidden2", True), ("out", False)]
+
+
 def test_gcn_m_best_trains_every_metapath_and_keeps_the_best_by_validation(tmp_path):
     c = cfg("dataset=synthetic", "model=gcn_m", "runs=1", "trainer.max_epochs=40", "trainer.patience=40")
     summary = train(c, tmp_path / "cell")

@@ -25,7 +25,7 @@ def _weigh(score: torch.Tensor, adj: Adjacency, alpha: torch.Tensor | None, mode
     return score + ew if mode == "add" else score * ew
 
 
-def _head_scores(z: torch.Tensor, attn_l: torch.Tensor, attn_r: torch.Tensor, num_dst: int):
+def head_scores(z: torch.Tensor, attn_l: torch.Tensor, attn_r: torch.Tensor, num_dst: int):
     """(a_l . z_u per head for every source, a_r . z_v per head for every destination) as one (N, H*D) x (H*D, 2H)
     product with the attention vectors laid out block-diagonally: two elementwise products and sums over the
     (N, H, D) features (and their backward) cost ~10x more on CPU."""
@@ -38,7 +38,12 @@ def _head_scores(z: torch.Tensor, attn_l: torch.Tensor, attn_r: torch.Tensor, nu
 
 def _attend(adj: Adjacency, z: torch.Tensor, score: torch.Tensor, dropout: nn.Module) -> torch.Tensor:
     """sum over in-edges of softmax(score) * z[u], per head: (num_dst, heads, dim)."""
-    a = dropout(edge_softmax(adj.graph, score))
+    return aggregate_heads(adj, z, dropout(edge_softmax(adj.graph, score)))
+
+
+def aggregate_heads(adj: Adjacency, z: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """out[v, k] = sum over in-edges e = (u -> v) of a[e, k] z[u, k]: z (num_src, heads, dim), a (E, heads) in
+    CSR order. On CPU one pass of the fused kernels for every head; else one CSR product per head."""
     kernels = load_kernels() if z.device.type == "cpu" and z.dtype == a.dtype else None
     if kernels is not None:
         return _HeadsAggregate.apply(z, a, adj, kernels)
@@ -93,7 +98,7 @@ class REGATConv(nn.Module):
 
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
         z = at_least_fp32(self.fc(h)).view(-1, self.heads, self.out_dim)  # attention in float32 (bf16 autocast: fc only)
-        el, er = _head_scores(z, self.attn_l, self.attn_r, adj.num_dst)  # destinations: the first num_dst sources
+        el, er = head_scores(z, self.attn_l, self.attn_r, adj.num_dst)  # destinations: the first num_dst sources
         score = _weigh(dgl.ops.u_add_v(adj.graph, el, er), adj, alpha, self.relation_mode)  # (E, heads)
         out = _attend(adj, z, F.leaky_relu(score, self.negative_slope), self.attn_dropout)
         if self.res_fc is not None:

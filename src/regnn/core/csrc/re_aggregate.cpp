@@ -184,7 +184,6 @@ void rowdot_impl(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_t n,
   });
 }
 
-// calls body<FW>() with FW the compile-time width for the common widths, 0 (runtime width) otherwise
 // Multi-head attention aggregation (GAT, GATv2): out[v, k] = sum over in-edges e = (u -> v) of att[e, k] z[u, k]
 // for every head k; z is (num_src, H, F), att (E, H) in CSR order. One pass over a destination's edges fills all
 // heads (the row of H * F numbers stays in cache), where a product per head needs the heads split into
@@ -245,6 +244,7 @@ void heads_backward_impl(const int64_t* t_indptr, const int64_t* t_indices, cons
   });
 }
 
+// calls body<FW>() with FW the compile-time width for the common widths, 0 (runtime width) otherwise
 template <typename Body>
 void by_width(int64_t F, Body&& body) {
   switch (F) {

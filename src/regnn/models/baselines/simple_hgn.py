@@ -3,10 +3,12 @@
 Differences from GAT, as the HGB paper describes them:
 - edge-type embeddings r_psi (edge_dim wide, one per relation plus one for the self-loops) enter the attention
   logit: e_uv = LeakyReLU(a_l.W h_u + a_r.W h_v + a_e.W_r r_psi(uv));
-- residual attention: a_uv = (1 - beta) a_uv + beta a_uv(previous layer) from the second layer on;
+- residual attention: a_uv = (1 - beta) a_uv + beta a_uv(previous layer) in the hidden layers from the second on
+  (not in the output layer, which has one head: HGB's myGAT calls it with res_attn=None);
 - node residual connections (a linear map where the width changes) from the second layer on;
 - the output (class scores, one head) is L2-normalised before the softmax.
-Aggregation uses the repo's CSR kernels (`Adjacency`), the same as RE-GAT, so speed comparisons are fair.
+Attention scores and aggregation use the same code as RE-GAT (head_scores, aggregate_heads: the fused CPU kernels
+where built), so speed comparisons are fair.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from dgl.nn.functional import edge_softmax
 from torch import nn
 
 from regnn.core.adjacency import Adjacency
+from regnn.core.attention import aggregate_heads, head_scores
 from regnn.models.baselines.inputs import SelfLoopGraph
 from regnn.models.regnn import TypeProjection
 
@@ -46,8 +49,7 @@ class EdgeTypeGATConv(nn.Module):
 
     def forward(self, adj: Adjacency, h: torch.Tensor, prev_attn: torch.Tensor | None = None):
         z = self.fc(h).view(-1, self.heads, self.out_dim)
-        el = (z * self.attn_l).sum(-1)
-        er = (z * self.attn_r).sum(-1)
+        el, er = head_scores(z, self.attn_l, self.attn_r, adj.num_dst)
         # one logit term per edge type and head, gathered onto the edges (few types, many edges)
         e_type = self.fc_e(self.edge_emb.weight).view(-1, self.heads, self.attn_e.shape[-1])
         ee = adj.edge_weights((e_type * self.attn_e).sum(-1))
@@ -55,7 +57,7 @@ class EdgeTypeGATConv(nn.Module):
         a = self.attn_dropout(edge_softmax(adj.graph, F.leaky_relu(score, self.negative_slope)))
         if prev_attn is not None and self.beta > 0:
             a = a * (1 - self.beta) + prev_attn * self.beta
-        out = torch.stack([adj.spmm(z[:, k], a[:, k]) for k in range(self.heads)], 1)
+        out = aggregate_heads(adj, z, a)
         if self.res_fc is not None:
             out = out + self.res_fc(h).view(-1, self.heads, self.out_dim)
         return out, a.detach()
@@ -91,6 +93,6 @@ class SimpleHGN(nn.Module):
             h = F.elu(h.flatten(1))
         t = inputs.target_nodes
         emb = h[t] if embed else None
-        logits, _ = self.out(inputs.adj, self.dropout(h), attn)
+        logits, _ = self.out(inputs.adj, self.dropout(h))  # HGB's output layer takes no residual attention
         logits = logits.mean(1)[t]
         return logits / logits.norm(dim=1, keepdim=True).clamp(min=1e-12), emb
