@@ -157,6 +157,25 @@ def test_attention_aggregation_kernels_match_the_torch_path(dim, block, monkeypa
     assert results[0][1][n_dst:].abs().sum() > 0 or not block  # sources beyond the destinations get gradients
 
 
+def test_adjacency_from_arrays_aggregates_as_the_one_from_a_dgl_graph(path):
+    """from_arrays (no DGL graph; scripts/device_check.py builds its graphs so) gives the same aggregation and
+    gradients, including the narrow SDDMM that uses DGL's op where there is a graph."""
+    g, *_ = random_graph(n=14, e=50, seed=11)
+    ref = Adjacency(g)
+    arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
+    adj = Adjacency.from_arrays(g.num_dst_nodes(), g.num_src_nodes(), *arrays, g.edata["rel"])
+    assert adj.graph is None
+    results = []
+    for a in (ref, adj):
+        h = torch.randn(14, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0)).requires_grad_()
+        alpha = torch.tensor([[0.5], [2.0], [1.5], [0.3]], dtype=torch.float64, requires_grad=True)
+        out = a.normalized_spmm(h, alpha, "both")
+        out.pow(2).sum().backward()
+        results.append((out.detach(), h.grad, alpha.grad))
+    for got, want in zip(results[1], results[0]):
+        torch.testing.assert_close(got, want)
+
+
 def test_sparse_products_keep_float64_and_lift_bfloat16():
     """The bf16 path lifts low-precision inputs to float32; float64 (the gradient checks) must stay float64."""
     g = dgl.graph((torch.tensor([0, 1, 2, 2]), torch.tensor([0, 0, 1, 2])), num_nodes=3)

@@ -31,20 +31,9 @@ class Adjacency:
     """
 
     def __init__(self, g: dgl.DGLGraph, rel: torch.Tensor | None = None):
-        self.num_dst, self.num_src = g.num_dst_nodes(), g.num_src_nodes()
         indptr, indices, eid = g.adj_tensors("csc")  # for every destination: its in-edges
-        t_indptr, t_indices, t_eid = g.adj_tensors("csr")  # for every source: its out-edges
-        self.indptr, self.indices = indptr, indices
-        self.t_indptr, self.t_indices = t_indptr, t_indices
-        e = g.num_edges()
-        self.perm = None if torch.equal(eid, torch.arange(e, device=eid.device)) else eid  # csr position -> edge id
-        pos = torch.empty_like(eid)
-        pos[eid] = torch.arange(e, device=eid.device)
-        self.t_pos = pos[t_eid]  # csc position -> csr position
-        self.dst_of = torch.repeat_interleave(torch.arange(self.num_dst, device=indptr.device), indptr.diff())
-        self.in_degree = indptr.diff().to(torch.float32).unsqueeze(-1)
         rel = g.edata["rel"] if rel is None and "rel" in g.edata else rel
-        self.rel = None if rel is None else (rel if self.perm is None else rel[self.perm])  # csr order
+        self._set_arrays(g.num_dst_nodes(), g.num_src_nodes(), indptr, indices, eid, *g.adj_tensors("csr"), rel)
         if self.perm is None:
             self.graph = g
         elif g.is_block:
@@ -52,6 +41,29 @@ class Adjacency:
                                           num_dst_nodes=self.num_dst)
         else:
             self.graph = dgl.graph((indices, self.dst_of), num_nodes=self.num_dst)
+
+    @classmethod
+    def from_arrays(cls, num_dst: int, num_src: int, indptr, indices, eid, t_indptr, t_indices, t_eid,
+                    rel: torch.Tensor | None = None) -> "Adjacency":
+        """From the CSC and CSR arrays (as DGL's adj_tensors gives them) with no DGL graph: the propagation
+        layers' aggregation works; the attention layers' edge-wise DGL ops need `graph` and do not."""
+        self = cls.__new__(cls)
+        self._set_arrays(num_dst, num_src, indptr, indices, eid, t_indptr, t_indices, t_eid, rel)
+        self.graph = None
+        return self
+
+    def _set_arrays(self, num_dst, num_src, indptr, indices, eid, t_indptr, t_indices, t_eid, rel) -> None:
+        self.num_dst, self.num_src = num_dst, num_src
+        self.indptr, self.indices = indptr, indices
+        self.t_indptr, self.t_indices = t_indptr, t_indices
+        e = indices.shape[0]
+        self.perm = None if torch.equal(eid, torch.arange(e, device=eid.device)) else eid  # csr position -> edge id
+        pos = torch.empty_like(eid)
+        pos[eid] = torch.arange(e, device=eid.device)
+        self.t_pos = pos[t_eid]  # csc position -> csr position
+        self.dst_of = torch.repeat_interleave(torch.arange(self.num_dst, device=indptr.device), indptr.diff())
+        self.in_degree = indptr.diff().to(torch.float32).unsqueeze(-1)
+        self.rel = None if rel is None else (rel if self.perm is None else rel[self.perm])  # csr order
         self._rel_counts = None
 
     # -- relation weights -> edges and degrees ------------------------------------------------------------
@@ -240,9 +252,10 @@ class _CsrSpmm(torch.autograd.Function):
 def _edge_dots(adj: Adjacency, dst_feat: torch.Tensor, src_feat: torch.Tensor) -> torch.Tensor:
     """<dst_feat[v], src_feat[u]> for every edge u->v, in CSR order (an SDDMM).
 
-    torch's sampled_addmm is the fastest here from 8 columns up but ~10x slower below; DGL's u_dot_v wins there.
+    On CPU torch's sampled_addmm is the fastest here from 8 columns up but ~10x slower below; DGL's u_dot_v wins
+    there. Elsewhere, and for an Adjacency built by from_arrays (no DGL graph), sampled_addmm throughout.
     """
-    if dst_feat.shape[1] < 8:
+    if dst_feat.shape[1] < 8 and dst_feat.device.type == "cpu" and adj.graph is not None:
         return dgl.ops.u_dot_v(adj.graph, src_feat, dst_feat)[:, 0]
     pattern = _csr(adj.indptr, adj.indices, adj._ones(dst_feat.dtype, dst_feat.device), (adj.num_dst, adj.num_src))
     return torch.sparse.sampled_addmm(pattern, dst_feat, src_feat.t(), beta=0.0).values()
