@@ -7,7 +7,10 @@
 Each cell runs in its own process (clean peak memory), one after another, with the configuration the
 experiments use (conf/ with its protocol and tuned settings). An epoch is what the trainer times: one training
 step plus the evaluation pass on the validation nodes. `--job` also times the README's main job
-(`python train.py dataset=dblp model=re_gcn`, 10 runs) end to end. Writes results/benchmark.{json,csv,md}.
+(`python train.py dataset=dblp model=re_gcn`, 10 runs) end to end. Then (--paired, the default) every plain
+model and its RE form are timed once more in one process, one epoch of each in turn: their ratio from that
+measurement does not carry the drift between separate processes (the same plain model has measured 25%
+apart in two processes an hour apart). Writes results/benchmark.{json,csv,md}.
 --efficiency instead trains every model once to early stopping (the configured trainer) and reports seconds per
 epoch (median) and per full run, peak memory and parameters, with ratios to RE-GCN, as
 results/table_efficiency.{csv,md} and results/fig_efficiency.png (the paper's efficiency figure).
@@ -66,6 +69,43 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "threads": torch.get_num_threads()}
 
 
+def paired_cell(dataset: str, plain: str, re_model: str, epochs: int, warmup: int) -> dict:
+    """Runs in the child process: the plain model and its RE form trained in one process, one epoch of each in
+    turn (each with its own optimizer and seed), so that both see the same machine state; drift in the
+    machine's speed (other load, frequency, memory) moves both alike and cancels in their ratio."""
+    import numpy as np
+    import torch
+    from hydra import compose, initialize_config_dir
+
+    import regnn.config  # noqa: F401
+    from regnn.pipeline import arch_of, build_model, load_data, model_kwargs
+    from regnn.training.perf import keep_freed_memory
+    from regnn.training.seed import seed_everything
+    from regnn.training.trainer import epochs as epoch_steps
+
+    keep_freed_memory(every_size=True)
+    steps, data = [], None
+    for model in (plain, re_model):
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}"])
+        data = data or load_data(cfg.dataset)
+        inputs = arch_of(cfg.model).prepare(data, "cpu", **model_kwargs(cfg.model))
+        seed_everything(0)
+        net = build_model(cfg.model, data, inputs)
+        steps.append(epoch_steps(net, inputs, data.features, data.labels, data.splits, optimizer=dict(cfg.optimizer)))
+    times = [[], []]
+    for i in range(warmup + epochs):
+        for k in (0, 1) if i % 2 == 0 else (1, 0):  # alternate who goes first
+            t = next(steps[k])["epoch_time_s"]
+            if i >= warmup:
+                times[k].append(t)
+    p, r = np.array(times[0]), np.array(times[1])
+    return {"dataset": dataset, "plain": plain, "re": re_model, "epochs_timed": epochs, "warmup": warmup,
+            "plain_median_epoch_s": float(np.median(p)), "re_median_epoch_s": float(np.median(r)),
+            "ratio_of_medians": float(np.median(r) / np.median(p)),
+            "median_pair_ratio": float(np.median(r / p)), "threads": torch.get_num_threads()}
+
+
 def main_job() -> dict:
     t = time.perf_counter()
     out = REPO / "outputs" / "benchmark" / time.strftime("main_job_%Y-%m-%d_%H-%M-%S")
@@ -83,7 +123,8 @@ def main_job() -> dict:
             "run_dir": str(out.relative_to(REPO))}
 
 
-def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None = None) -> None:
+def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None = None,
+          pairs: list[dict] | None = None) -> None:
     import pandas as pd
 
     from regnn.reporting.collect import markdown
@@ -99,8 +140,8 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
             "when": time.strftime("%Y-%m-%d %H:%M")}
     if cells_when:  # --job-only: the cells are an earlier measurement, only the main job is new
         meta["cells_when"] = cells_when
-    (out / "benchmark.json").write_text(json.dumps({"meta": meta, "cells": df.to_dict("records"), "main_job": job},
-                                                   indent=2) + "\n")
+    (out / "benchmark.json").write_text(json.dumps({"meta": meta, "cells": df.to_dict("records"), "main_job": job,
+                                                    "pairs": pairs or []}, indent=2) + "\n")
     df.to_csv(out / "benchmark.csv", index=False, float_format="%.4f")
     md = df.assign(median_epoch_s=df.median_epoch_s.map("{:.4f}".format),
                    epoch_ratio_to_plain=df.epoch_ratio_to_plain.map(lambda v: "" if v != v or v is None else f"{v:.2f}"),
@@ -111,6 +152,18 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
              "`python scripts/benchmark.py`. One process per cell, run one after another."
              + (f" Cells measured {cells_when}; the main job re-measured at the time above "
                 "(`--job-only`)." if cells_when else ""), "", markdown(md), ""]
+    if pairs:
+        pdf = pd.DataFrame(pairs)
+        pmd = pd.DataFrame({"dataset": pdf.dataset, "plain": pdf.plain, "RE": pdf.re,
+                            "plain s/epoch": pdf.plain_median_epoch_s.map("{:.4f}".format),
+                            "RE s/epoch": pdf.re_median_epoch_s.map("{:.4f}".format),
+                            "ratio (medians)": pdf.ratio_of_medians.map("{:.2f}".format),
+                            "ratio (median of epoch pairs)": pdf.median_pair_ratio.map("{:.2f}".format)})
+        lines += ["## Plain vs RE, epoch by epoch in one process", "",
+                  "Each plain model and its RE form built in one process and trained one epoch of each in turn "
+                  f"({pairs[0]['epochs_timed']} timed epochs each after {pairs[0]['warmup']} warm-up): both see the same "
+                  "machine state, so drift between the separate processes above does not enter the ratio.", "",
+                  markdown(pmd), ""]
     if job:
         w, t = job.get("workers", 1), job.get("threads_per_run")
         how = (f"{w} worker processes side by side, {t} thread{'s' * (t != 1)} per run (`workers=auto`)" if w > 1
@@ -173,17 +226,24 @@ def main(argv=None) -> int:
     ap.add_argument("--efficiency", action="store_true", help="one full run per model; the efficiency figure")
     ap.add_argument("--overrides", nargs="*", default=[], help="config overrides for every cell, e.g. trainer.max_epochs=5")
     ap.add_argument("--out", default=str(REPO / "results"))
+    ap.add_argument("--paired", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time every plain/RE pair epoch by epoch in one process (the ratio's measurement)")
     ap.add_argument("--one", nargs=2, metavar=("DATASET", "MODEL"), help=argparse.SUPPRESS)
+    ap.add_argument("--pair", nargs=3, metavar=("DATASET", "PLAIN", "RE"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
         print(json.dumps(one_cell(*a.one, a.epochs, a.warmup, a.efficiency, a.overrides)))
+        return 0
+    if a.pair:
+        print(json.dumps(paired_cell(*a.pair, a.epochs, a.warmup)))
         return 0
     if a.job_only:
         old = json.loads((Path(a.out) / "benchmark.json").read_text())
         rows = [{k: v for k, v in c.items() if k != "epoch_ratio_to_plain"} for c in old["cells"]]
         job = main_job()
         print(f"main job: {job['wall_s']:.1f} s, {job['peak_rss_mb']:.0f} MB", file=sys.stderr)
-        write(rows, job, Path(a.out), cells_when=old["meta"].get("cells_when", old["meta"]["when"]))
+        write(rows, job, Path(a.out), cells_when=old["meta"].get("cells_when", old["meta"]["when"]),
+              pairs=old.get("pairs"))
         return 0
     rows = []
     for d in a.datasets:
@@ -203,10 +263,23 @@ def main(argv=None) -> int:
         write_efficiency(rows, Path(a.out), a.overrides)
         print(f"wrote {a.out}/table_efficiency.csv, .md, fig_efficiency.png", file=sys.stderr)
         return 0
+    pairs = []
+    for d in a.datasets if a.paired else []:
+        for m in a.models:
+            if m.startswith("re_") and m.removeprefix("re_") in a.models:
+                p = subprocess.run([sys.executable, __file__, "--pair", d, m.removeprefix("re_"), m,
+                                    "--epochs", str(a.epochs), "--warmup", str(a.warmup)], capture_output=True, text=True)
+                if p.returncode != 0:
+                    print(p.stderr[-3000:], file=sys.stderr)
+                    return 1
+                pairs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+                r = pairs[-1]
+                print(f"{d:5s} {r['plain']}/{m} in turn: {r['plain_median_epoch_s']:.4f} / {r['re_median_epoch_s']:.4f} "
+                      f"s/epoch, ratio {r['ratio_of_medians']:.2f}", file=sys.stderr)
     job = main_job() if a.job else None
     if job:
         print(f"main job: {job['wall_s']:.1f} s, {job['peak_rss_mb']:.0f} MB", file=sys.stderr)
-    write(rows, job, Path(a.out))
+    write(rows, job, Path(a.out), pairs=pairs)
     print(f"wrote {a.out}/benchmark.json, .csv, .md", file=sys.stderr)
     return 0
 

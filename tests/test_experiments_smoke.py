@@ -80,3 +80,19 @@ def test_tsne_with_allow_missing_draws_the_trained_cells_and_names_the_rest(tmp_
     p = subprocess.run(cmd + ["--allow-missing"], capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 0, p.stderr
     assert "not drawn (not trained yet): dblp_gcn" in p.stderr and (tmp_path / "fig_tsne.png").stat().st_size > 0
+
+
+def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
+    """The benchmark's ratio measurement: cells, then the plain/RE pair stepped in turn, written as data."""
+    import json
+    import sys
+    p = subprocess.run([sys.executable, "scripts/benchmark.py", "--datasets", "synthetic", "--models", "gcn", "re_gcn",
+                        "--epochs", "4", "--warmup", "1", "--no-job", "--out", str(tmp_path)],
+                       cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads((tmp_path / "benchmark.json").read_text())
+    (pair,) = out["pairs"]
+    assert (pair["plain"], pair["re"], pair["epochs_timed"]) == ("gcn", "re_gcn", 4)
+    assert pair["plain_median_epoch_s"] > 0 and pair["re_median_epoch_s"] > 0
+    assert pair["ratio_of_medians"] == pytest.approx(pair["re_median_epoch_s"] / pair["plain_median_epoch_s"])
+    assert "epoch by epoch in one process" in (tmp_path / "benchmark.md").read_text()

@@ -120,3 +120,20 @@ def test_bf16_precision_trains_and_keeps_sparse_parts_in_float32(syn, backbone):
     with pytest.raises(ValueError, match="fp32 or bf16"):
         train_run(m, inputs, data.features, data.labels, data.splits, seed=0, optimizer={"name": "adam"},
                   max_epochs=1, precision="fp16")
+
+
+def test_epochs_generator_is_the_trainers_loop(syn):
+    """train_run's history is the epochs() generator's rows: stepping a model by hand (as the paired benchmark
+    does) trains it exactly as train_run would."""
+    from regnn.training.trainer import epochs
+    data, inputs = syn
+    ref = run(data, inputs, max_epochs=6, patience=100)
+    seed_everything(0)
+    m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=16, num_layers=3,
+                          dropout=0.2, scale=10.0)
+    steps = epochs(m, inputs, data.features, data.labels, data.splits,
+                   optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3})
+    rows = [next(steps) for _ in range(6)]
+    assert [r["epoch"] for r in rows] == list(range(6))
+    assert [r["val_loss"] for r in rows] == [h["val_loss"] for h in ref.history]
+    assert [r["train_loss"] for r in rows] == [h["train_loss"] for h in ref.history]

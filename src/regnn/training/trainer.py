@@ -59,20 +59,15 @@ def autocast(precision: str, device) -> torch.autocast:
     return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
-def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dict, max_epochs: int = 200,
-              patience: int = 50, on_epoch=None, progress: Progress | None = None, precision: str = "fp32") -> RunResult:
-    """Trains `model` and returns the scores of its best-validation-loss weights.
-
-    model(inputs, feats, embed) gives the class scores of the target nodes; labels and splits index them.
-    on_epoch(row) is called with each history row (for loggers).
-    """
+def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: str = "fp32"):
+    """Trains `model` one epoch per step of the generator, without end: yields each epoch's history row
+    (losses, validation F1, epoch_time_s = one training step plus the validation pass). train_run stops it;
+    a benchmark can step two models in turn so both see the same machine conditions."""
     idx = splits
     y = {s: labels[i] for s, i in splits.items()}
     opt = make_optimizer(model.parameters(), **optimizer)
-    stopper = EarlyStopping(patience=patience)
-    history = []
-    t0 = time.perf_counter()
-    for epoch in range(max_epochs):
+    epoch = 0
+    while True:
         t = time.perf_counter()
         model.train()
         with autocast(precision, labels.device):
@@ -87,16 +82,35 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
             logits = at_least_fp32(logits)
             val_loss = F.cross_entropy(logits[idx["val"]], y["val"]).item()
             val = f1_scores(logits[idx["val"]], y["val"], logits.shape[1])
-        row = {"epoch": epoch, "train_loss": loss.item(), "val_loss": val_loss, "val_micro_f1": val["micro_f1"],
+        yield {"epoch": epoch, "train_loss": loss.item(), "val_loss": val_loss, "val_micro_f1": val["micro_f1"],
                "val_macro_f1": val["macro_f1"], "epoch_time_s": time.perf_counter() - t}
+        epoch += 1
+
+
+def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dict, max_epochs: int = 200,
+              patience: int = 50, on_epoch=None, progress: Progress | None = None, precision: str = "fp32") -> RunResult:
+    """Trains `model` and returns the scores of its best-validation-loss weights.
+
+    model(inputs, feats, embed) gives the class scores of the target nodes; labels and splits index them.
+    on_epoch(row) is called with each history row (for loggers).
+    """
+    idx = splits
+    y = {s: labels[i] for s, i in splits.items()}
+    stopper = EarlyStopping(patience=patience)
+    history = []
+    t0 = time.perf_counter()
+    steps = epochs(model, inputs, feats, labels, splits, optimizer=optimizer, precision=precision)
+    for _, row in zip(range(max_epochs), steps):
+        epoch, val_loss = row["epoch"], row["val_loss"]
         history.append(row)
         if on_epoch:
             on_epoch(row)
         if progress:
             progress.update(f"epoch {epoch:3d} train {row['train_loss']:.4f} val {val_loss:.4f} "
-                            f"val micro-F1 {val['micro_f1']:.2f} (best epoch {max(stopper.best_epoch, 0)})")
+                            f"val micro-F1 {row['val_micro_f1']:.2f} (best epoch {max(stopper.best_epoch, 0)})")
         if stopper.step(val_loss, epoch, model):
             break
+    steps.close()
     train_time = time.perf_counter() - t0
     if progress:
         progress.close()
