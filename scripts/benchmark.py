@@ -245,17 +245,19 @@ def main(argv=None) -> int:
         write(rows, job, Path(a.out), cells_when=old["meta"].get("cells_when", old["meta"]["when"]),
               pairs=old.get("pairs"))
         return 0
+    def child(*args: str) -> dict:
+        """One measurement in a fresh process (its own peak memory); its JSON line."""
+        p = subprocess.run([sys.executable, __file__, *args, "--epochs", str(a.epochs), "--warmup", str(a.warmup)],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"benchmark {' '.join(args)} failed:\n{p.stderr[-3000:]}")
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
     rows = []
     for d in a.datasets:
         for m in a.models:
-            p = subprocess.run([sys.executable, __file__, "--one", d, m, "--epochs", str(a.epochs),
-                                "--warmup", str(a.warmup)] + (["--efficiency"] if a.efficiency else [])
-                               + (["--overrides", *a.overrides] if a.overrides else []),
-                               capture_output=True, text=True)
-            if p.returncode != 0:
-                print(p.stderr[-3000:], file=sys.stderr)
-                return 1
-            rows.append(json.loads(p.stdout.strip().splitlines()[-1]))
+            rows.append(child("--one", d, m, *(["--efficiency"] if a.efficiency else []),
+                              *(["--overrides", *a.overrides] if a.overrides else [])))
             r = rows[-1]
             print(f"{d:5s} {m:8s} {r['median_epoch_s']:.4f} s/epoch  {r['peak_rss_mb']:.0f} MB  "
                   f"{r['num_parameters']:,} params", file=sys.stderr)
@@ -267,12 +269,7 @@ def main(argv=None) -> int:
     for d in a.datasets if a.paired else []:
         for m in a.models:
             if m.startswith("re_") and m.removeprefix("re_") in a.models:
-                p = subprocess.run([sys.executable, __file__, "--pair", d, m.removeprefix("re_"), m,
-                                    "--epochs", str(a.epochs), "--warmup", str(a.warmup)], capture_output=True, text=True)
-                if p.returncode != 0:
-                    print(p.stderr[-3000:], file=sys.stderr)
-                    return 1
-                pairs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+                pairs.append(child("--pair", d, m.removeprefix("re_"), m))
                 r = pairs[-1]
                 print(f"{d:5s} {r['plain']}/{m} in turn: {r['plain_median_epoch_s']:.4f} / {r['re_median_epoch_s']:.4f} "
                       f"s/epoch, ratio {r['ratio_of_medians']:.2f}", file=sys.stderr)
