@@ -9,7 +9,7 @@ experiments use (conf/ with its protocol and tuned settings). An epoch is what t
 step plus the evaluation pass on the validation nodes. `--job` also times the README's main job
 (`python train.py dataset=dblp model=re_gcn`, 10 runs) end to end. Then (--paired, the default) every plain
 model and its RE form are timed once more in one process, one epoch of each in turn: their ratio from that
-measurement does not carry the drift between separate processes (the same plain model has measured 25%
+measurement does not carry the drift between separate processes (the same plain model has measured 27%
 apart in two processes an hour apart). Writes results/benchmark.{json,csv,md}.
 --efficiency instead trains every model once to early stopping (the configured trainer) and reports seconds per
 epoch (median) and per full run, peak memory and parameters, with ratios to RE-GCN, as
@@ -88,7 +88,7 @@ def paired_cell(dataset: str, plain: str, re_model: str, epochs: int, warmup: in
     for model in (plain, re_model):
         with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
             cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}"])
-        data = data or load_data(cfg.dataset)
+        data = load_data(cfg.dataset) if data is None else data
         inputs = arch_of(cfg.model).prepare(data, "cpu", **model_kwargs(cfg.model))
         seed_everything(0)
         net = build_model(cfg.model, data, inputs)
