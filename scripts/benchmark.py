@@ -31,30 +31,39 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 
-def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = False, overrides=()) -> dict:
-    """Runs in the child process: times `epochs` trainer epochs after `warmup` ones, or (full) one whole run
-    with the configured early stopping."""
-    import numpy as np
-    import torch
+def _build(dataset: str, model: str, overrides=(), data=None):
+    """In a child process: (cfg, data, inputs, net) for one dataset x model as the experiments configure it,
+    seeded with 0; `data` reuses an already loaded dataset. GCN-M/GAT-M (metapath=best: one job per
+    meta-path) get their first meta-path."""
     from hydra import compose, initialize_config_dir
 
     import regnn.config  # noqa: F401
     from regnn.pipeline import arch_of, build_model, load_data, model_kwargs
-    from regnn.training.perf import keep_freed_memory
     from regnn.training.seed import seed_everything
-    from regnn.training.trainer import train_run
 
-    keep_freed_memory(every_size=True)
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}", *overrides])
-    data = load_data(cfg.dataset)
-    if cfg.model.get("metapath") == "best":  # GCN-M/GAT-M: one job per meta-path; time the first meta-path's
+    data = load_data(cfg.dataset) if data is None else data
+    if cfg.model.get("metapath") == "best":
         from omegaconf import open_dict
         with open_dict(cfg):
             cfg.model.metapath = next(iter(cfg.model.metapaths))
     inputs = arch_of(cfg.model).prepare(data, "cpu", **model_kwargs(cfg.model))
     seed_everything(0)
-    net = build_model(cfg.model, data, inputs)
+    return cfg, data, inputs, build_model(cfg.model, data, inputs)
+
+
+def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = False, overrides=()) -> dict:
+    """Runs in the child process: times `epochs` trainer epochs after `warmup` ones, or (full) one whole run
+    with the configured early stopping."""
+    import numpy as np
+    import torch
+
+    from regnn.training.perf import keep_freed_memory
+    from regnn.training.trainer import train_run
+
+    keep_freed_memory(every_size=True)
+    cfg, data, inputs, net = _build(dataset, model, overrides)
     n = warmup + epochs
     limits = (dict(max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience) if full
               else dict(max_epochs=n, patience=n + 1))
@@ -75,23 +84,14 @@ def paired_cell(dataset: str, plain: str, re_model: str, epochs: int, warmup: in
     machine's speed (other load, frequency, memory) moves both alike and cancels in their ratio."""
     import numpy as np
     import torch
-    from hydra import compose, initialize_config_dir
 
-    import regnn.config  # noqa: F401
-    from regnn.pipeline import arch_of, build_model, load_data, model_kwargs
     from regnn.training.perf import keep_freed_memory
-    from regnn.training.seed import seed_everything
     from regnn.training.trainer import epochs as epoch_steps
 
     keep_freed_memory(every_size=True)
     steps, data = [], None
     for model in (plain, re_model):
-        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-            cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}"])
-        data = load_data(cfg.dataset) if data is None else data
-        inputs = arch_of(cfg.model).prepare(data, "cpu", **model_kwargs(cfg.model))
-        seed_everything(0)
-        net = build_model(cfg.model, data, inputs)
+        cfg, data, inputs, net = _build(dataset, model, data=data)
         steps.append(epoch_steps(net, inputs, data.features, data.labels, data.splits, optimizer=dict(cfg.optimizer)))
     times = [[], []]
     for i in range(warmup + epochs):

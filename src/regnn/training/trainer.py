@@ -1,6 +1,7 @@
 """Full-batch training of one run: Adam/SGD, early stopping on validation loss, test at the best epoch."""
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from dataclasses import dataclass, field
@@ -66,8 +67,7 @@ def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: 
     idx = splits
     y = {s: labels[i] for s, i in splits.items()}
     opt = make_optimizer(model.parameters(), **optimizer)
-    epoch = 0
-    while True:
+    for epoch in itertools.count():
         t = time.perf_counter()
         model.train()
         with autocast(precision, labels.device):
@@ -84,7 +84,6 @@ def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: 
             val = f1_scores(logits[idx["val"]], y["val"], logits.shape[1])
         yield {"epoch": epoch, "train_loss": loss.item(), "val_loss": val_loss, "val_micro_f1": val["micro_f1"],
                "val_macro_f1": val["macro_f1"], "epoch_time_s": time.perf_counter() - t}
-        epoch += 1
 
 
 def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dict, max_epochs: int = 200,
@@ -100,7 +99,7 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
     history = []
     t0 = time.perf_counter()
     steps = epochs(model, inputs, feats, labels, splits, optimizer=optimizer, precision=precision)
-    for _, row in zip(range(max_epochs), steps):
+    for row in itertools.islice(steps, max_epochs):
         epoch, val_loss = row["epoch"], row["val_loss"]
         history.append(row)
         if on_epoch:
