@@ -73,6 +73,43 @@ class _HeadsAggregate(torch.autograd.Function):
         return (gz if ctx.needs_input_grad[0] else None), (ga if ctx.needs_input_grad[1] else None), None, None
 
 
+def v2_scores(adj: Adjacency, zs: torch.Tensor, zd: torch.Tensor, attn: torch.Tensor,
+              negative_slope: float) -> torch.Tensor:
+    """GATv2 logits (E, heads) in CSR order: attn . LeakyReLU(zs[u] + zd[v]) per edge u -> v and head.
+
+    On CPU the fused kernels compute them edge by edge without the (E, heads, dim) intermediate, in the forward
+    and in the backward; elsewhere (and without the kernels) DGL's u_add_v and torch's elementwise ops do."""
+    kernels = load_kernels() if zs.device.type == "cpu" and zs.dtype == zd.dtype == attn.dtype else None
+    if kernels is not None:
+        return _V2Scores.apply(zs, zd, attn, adj, float(negative_slope), kernels)
+    e = F.leaky_relu(dgl.ops.u_add_v(adj.graph, zs, zd), negative_slope)  # (E, heads, dim)
+    return (e * attn).sum(-1)
+
+
+class _V2Scores(torch.autograd.Function):
+    """v2_scores on the fused CPU kernels: forward by destinations; backward by destinations (zd's and attn's
+    gradients) and by sources (zs's), each recomputing LeakyReLU(zs[u] + zd[v]) instead of reading it back."""
+
+    @staticmethod
+    def forward(ctx, zs, zd, attn, adj: Adjacency, slope: float, kernels):
+        zs, zd = zs.contiguous(), zd.contiguous()
+        a = attn.reshape(attn.shape[-2], attn.shape[-1]).contiguous()
+        ctx.adj, ctx.slope, ctx.kernels, ctx.attn_shape = adj, slope, kernels, attn.shape
+        ctx.save_for_backward(zs, zd, a)
+        return kernels.v2_scores(adj.indptr, adj.indices, zs, zd, a, slope)
+
+    @staticmethod
+    def backward(ctx, grad):
+        zs, zd, a = ctx.saved_tensors
+        adj = ctx.adj
+        need = ctx.needs_input_grad
+        gzs, gzd, ga = ctx.kernels.v2_scores_backward(adj.indptr, adj.indices, adj.t_indptr, adj.t_indices,
+                                                      adj.t_pos, zs, zd, a, grad.contiguous(), ctx.slope,
+                                                      need[0], need[1], need[2])
+        return ((gzs if need[0] else None), (gzd if need[1] else None),
+                (ga.reshape(ctx.attn_shape) if need[2] else None), None, None, None)
+
+
 class REGATConv(nn.Module):
     """GAT: score = LeakyReLU((a_l.Wh_u + a_r.Wh_v) * w_r) ("mul") or LeakyReLU(a_l.Wh_u + a_r.Wh_v + w_r)
     ("add"). With "add" the layer at w = 1 is not plain GAT: the +1 passes through the LeakyReLU."""
@@ -133,7 +170,6 @@ class REGATv2Conv(nn.Module):
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
         zs = at_least_fp32(self.fc_src(h)).view(-1, self.heads, self.out_dim)
         zd = at_least_fp32(self.fc_dst(h[: adj.num_dst])).view(-1, self.heads, self.out_dim)
-        e = F.leaky_relu(dgl.ops.u_add_v(adj.graph, zs, zd), self.negative_slope)  # (E, heads, out_dim)
-        score = _weigh((e * self.attn).sum(-1), adj, alpha, self.relation_mode)
+        score = _weigh(v2_scores(adj, zs, zd, self.attn, self.negative_slope), adj, alpha, self.relation_mode)
         out = _attend(adj, zs, score, self.attn_dropout)
         return self.activation(out) if self.activation else out
