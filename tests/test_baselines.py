@@ -209,6 +209,29 @@ def test_gcn_m_best_trains_every_metapath_and_keeps_the_best_by_validation(tmp_p
         train(cfg("dataset=synthetic", "model=gcn_m", "model.metapath=XYZ", "runs=1"), tmp_path / "bad")
 
 
+def test_gcn_m_can_choose_on_fewer_runs_and_extend_only_the_chosen_metapath(tmp_path):
+    """model.metapath_select_runs=1 with runs=2: every meta-path trains one run, the chosen one (by validation)
+    is extended to two with its first run kept; the others keep one; a re-run trains nothing."""
+    args = ("dataset=synthetic", "model=gcn_m", "runs=2", "trainer.max_epochs=30", "trainer.patience=30",
+            "model.metapath_select_runs=1", "resume=true")
+    summary = train(cfg(*args), tmp_path / "cell")
+    assert summary["metapath"] == "ISI" and summary["runs"] == 2 and "first 1 runs" in summary["metapath_selected_by"]
+    assert {n: s["runs"] for n, s in summary["metapath_scores"].items()} == {"ISI": 2, "INI": 1}
+    isi = tmp_path / "cell/metapaths/ISI"
+    assert sorted(p.name for p in (isi / "runs").iterdir()) == ["run_00", "run_01"]
+    assert list((isi).glob("results.1runs.json"))  # the one-run summary of the choice, kept beside the extension
+    assert sorted(p.name for p in (tmp_path / "cell/metapaths/INI/runs").iterdir()) == ["run_00"]
+    first = json.loads((isi / "runs/run_00/results.json").read_text())
+    assert train(cfg(*args), tmp_path / "cell")["metrics"] == summary["metrics"]  # resumed: nothing retrained
+    assert json.loads((isi / "runs/run_00/results.json").read_text()) == first
+    (tmp_path / "cell/results.json").unlink()  # interrupted after the extension, before the cell's summary
+    again = train(cfg(*args), tmp_path / "cell")
+    assert again["metapath"] == "ISI" and again["metrics"] == summary["metrics"]
+    assert json.loads((isi / "runs/run_00/results.json").read_text()) == first
+    with pytest.raises(ConfigError, match="metapath_select_runs"):
+        train(cfg("dataset=synthetic", "model=gcn_m", "runs=2", "model.metapath_select_runs=3"), tmp_path / "bad")
+
+
 def test_baselines_table_renders_paper_numbers_differences_and_the_picked_metapath(tmp_path):
     from regnn.reporting import cells as pool
     from regnn.reporting.baselines import render
