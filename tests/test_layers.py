@@ -127,21 +127,33 @@ def test_gat_relation_weights_change_attention_as_documented(mode, path):
     torch.testing.assert_close(conv(Adjacency(g), h, alpha), want, rtol=1e-5, atol=1e-6)
 
 
+def kernels_or_skip():
+    from regnn.core import attention
+    kernels = attention.load_kernels()
+    if kernels is None:
+        pytest.skip("the fused kernels could not be built here")
+    return kernels
+
+
+def random_graph_or_block(block: bool, seed: int, n_src=20, e=90):
+    """A random graph of n_src nodes, or a block with n_src sources and 8 destinations; its Adjacency; a generator."""
+    g_ = torch.Generator().manual_seed(seed)
+    n_dst = 8 if block else n_src
+    src, dst = torch.randint(0, n_src, (e,), generator=g_), torch.randint(0, n_dst, (e,), generator=g_)
+    g = (dgl.create_block((src, dst), num_src_nodes=n_src, num_dst_nodes=n_dst) if block
+         else dgl.graph((src, dst), num_nodes=n_src))
+    return Adjacency(g, torch.zeros(e, dtype=torch.long)), n_dst, g_
+
+
 @pytest.mark.parametrize("dim", [5, 64])  # a runtime and a compile-time width of the kernels
 @pytest.mark.parametrize("block", [False, True])
 def test_attention_aggregation_kernels_match_the_torch_path(dim, block, monkeypatch):
     """Output and gradients (features and attention scores) of the multi-head aggregation, fused kernels vs the
     per-head CSR products, in float64, on a graph and on a block with more sources than destinations."""
     from regnn.core import attention
-    kernels = attention.load_kernels()
-    if kernels is None:
-        pytest.skip("the fused kernels could not be built here")
-    g_ = torch.Generator().manual_seed(9)
-    n_src, n_dst, e, heads = 20, (8 if block else 20), 90, 3
-    src, dst = torch.randint(0, n_src, (e,), generator=g_), torch.randint(0, n_dst, (e,), generator=g_)
-    g = (dgl.create_block((src, dst), num_src_nodes=n_src, num_dst_nodes=n_dst) if block
-         else dgl.graph((src, dst), num_nodes=n_src))
-    adj = Adjacency(g, torch.zeros(e, dtype=torch.long))
+    kernels = kernels_or_skip()
+    adj, n_dst, g_ = random_graph_or_block(block, seed=9)
+    n_src, e, heads = 20, 90, 3
     z0 = torch.randn(n_src, heads, dim, dtype=torch.float64, generator=g_)
     s0 = torch.randn(e, heads, dtype=torch.float64, generator=g_)
     G = torch.randn(n_dst, heads, dim, dtype=torch.float64, generator=g_)
@@ -164,15 +176,9 @@ def test_gatv2_score_kernels_match_the_torch_path(dim, block, monkeypatch):
     per-edge feature intermediate) vs DGL's u_add_v and torch's elementwise ops, in float64, on a graph and on a
     block; values straddle 0 so both sides of the LeakyReLU are exercised."""
     from regnn.core import attention
-    kernels = attention.load_kernels()
-    if kernels is None:
-        pytest.skip("the fused kernels could not be built here")
-    g_ = torch.Generator().manual_seed(11)
-    n_src, n_dst, e, heads = 20, (8 if block else 20), 90, 3
-    src, dst = torch.randint(0, n_src, (e,), generator=g_), torch.randint(0, n_dst, (e,), generator=g_)
-    g = (dgl.create_block((src, dst), num_src_nodes=n_src, num_dst_nodes=n_dst) if block
-         else dgl.graph((src, dst), num_nodes=n_src))
-    adj = Adjacency(g, torch.zeros(e, dtype=torch.long))
+    kernels = kernels_or_skip()
+    adj, n_dst, g_ = random_graph_or_block(block, seed=11)
+    n_src, e, heads = 20, 90, 3
     zs0 = torch.randn(n_src, heads, dim, dtype=torch.float64, generator=g_)
     zd0 = torch.randn(n_dst, heads, dim, dtype=torch.float64, generator=g_)
     a0 = torch.randn(1, heads, dim, dtype=torch.float64, generator=g_)
