@@ -48,6 +48,7 @@ def test_smoke_tables_have_the_expected_rows(smoke_dir):
     assert abl.loc[abl.model == "gcn_e", "edge_emb"].item() and not abl.loc[abl.model == "gcn_e", "self_loop_emb"].item()
     bb = pd.read_csv(smoke_dir / "results" / "table_backbones.csv")
     assert list(bb.backbone) == ["gcn", "gat", "sage", "gin", "gatv2", "mixhop"]
+    assert (bb.seeds_paired > 0).all() and (bb.seeds_re_ahead <= bb.seeds_paired).all()  # per-seed pairing found
     lam = pd.read_csv(smoke_dir / "results" / "table_lambda.csv")
     assert list(lam["lambda"]) == [0.001, 1.0, 100.0, 1000.0]
     # lambda 0.001 barely moves the weights away from 1 in 4 epochs; lambda 100 moves them
