@@ -268,7 +268,7 @@ void v2_scores_impl(const int64_t* indptr, const int64_t* indices, const scalar_
 #pragma omp simd reduction(+ : acc)
           for (int64_t f = 0; f < F; ++f) {
             const scalar_t t = xs[f] + xd[f];
-            acc += ak[f] * (t > 0 ? t : sl * t);
+            acc += ak[f] * (std::max(t, scalar_t(0)) + sl * std::min(t, scalar_t(0)));  // branch-free LeakyReLU
           }
           s[e * H + k] = acc;
         }
