@@ -405,12 +405,13 @@ def _train_best_metapath(cfg: DictConfig, out_dir: Path) -> dict:
     for name in names:
         path_dir = out_dir / "metapaths" / name
         done = path_dir / "results.json"
-        if k < cfg.runs and done.exists() and json.loads(done.read_text()).get("runs", 0) > k:
-            per_path[name] = json.loads(done.read_text())  # chosen and extended before an interruption
+        stored = json.loads(done.read_text()) if k < cfg.runs and done.exists() else None
+        if stored is not None and stored.get("runs", 0) > k:
+            per_path[name] = stored  # chosen and extended before an interruption
         else:
             per_path[name] = train(OmegaConf.merge(cfg, {"model": {"metapath": name}, "runs": k}), path_dir)
-        # the choice: mean validation scores of the first k runs, from the per-run records
-        recs = [json.loads((path_dir / "runs" / f"run_{r:02d}" / "results.json").read_text()) for r in range(k)]
+        # the choice: mean validation scores of the first k runs, from the summary's per-run records
+        recs = [rec for rec in per_path[name]["per_run"] if rec["run"] < k]
         selected_on[name] = tuple(float(np.mean([rec[m] for rec in recs])) for m in ("val_micro_f1", "val_macro_f1"))
     best = max(names, key=selected_on.__getitem__)
     if k < cfg.runs:  # the chosen meta-path's k runs are kept and extended to all runs
