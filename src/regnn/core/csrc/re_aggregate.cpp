@@ -63,21 +63,31 @@ void forward_impl(const int64_t* indptr, const int64_t* indices, const int32_t* 
 // Gradients, by sources u (CSC order). Over a run of u's out-edges of one relation r, q = sum a[v] G[v] (one
 // multiply-add per feature and edge, as the plain transposed product); at the end of the run
 //   gh[u] += alpha[r] b[u] q,   rel_sum[r] += b[u] <h[u], q>
-// and at the end of the source out_sum[u] = <h[u], gh[u]>. (rel_sum[r] = sum over r's edges of a[v] b[u]
-// <G[v], h[u]>; out_sum[u] = the same weighted by alpha, over u's out-edges.) The edges of a source come sorted
+// and at the end of the source out_sum = <h[u], gh[u]>. (rel_sum[r] = sum over r's edges of a[v] b[u]
+// <G[v], h[u]>; out_sum = the same weighted by alpha, over u's out-edges.) The edges of a source come sorted
 // by destination, and destinations of one type are one block, so a run usually holds all of a relation's edges:
 // one dot per (source, relation) instead of one per edge (runs of one or two edges go edge by edge, which is
 // cheaper for them).
+// The gradient through the weighted degrees is added in the same pass: sources start with the destinations
+// (full graph or DGL block), so at source u < num_dst, with G[u] just read for u's self-loop,
+//   rel_deg[r] += counts[u, r] * gdeg[u],   gdeg[u] = ka[u] <G[u], out[u]> (+ kb[u] out_sum when sources are
+// scaled too)   (ka = (da/ddeg) / a, kb = (db/ddeg) / b)
+// which a separate pass over the destinations would read G and out for again.
 template <typename scalar_t, int FW>
 void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int32_t* t_rel, const scalar_t* alpha,
                    const scalar_t* a, const scalar_t* b, const scalar_t* G, const scalar_t* h, scalar_t* gh,
-                   double* rel_part, scalar_t* out_sum, int64_t num_src, int64_t R, int64_t F_, bool need_h,
-                   bool need_alpha, int64_t slots) {
+                   const scalar_t* out, const scalar_t* counts, const scalar_t* ka, const scalar_t* kb,
+                   double* rel_part, int64_t num_src, int64_t num_dst, int64_t R, int64_t F_, bool need_h,
+                   bool need_alpha, bool has_a, bool has_b, int64_t slots) {
   const int64_t F = FW ? FW : F_;
   parallel_rows(t_indptr, num_src, [&](int64_t begin, int64_t end) {
     const int64_t tid = at::get_thread_num();
     TORCH_CHECK(tid < slots, "re_aggregate: thread ", tid, " beyond the ", slots, " partial-sum rows");
-    double* rel_acc = need_alpha ? rel_part + tid * R : nullptr;
+    // sums of this piece on the stack, added to the thread's rows of rel_part at its end: rows written per
+    // source would share cache lines between the threads
+    std::vector<double> rel_buf(need_alpha ? 2 * R : 0, 0.0);
+    double* rel_acc = rel_buf.data();
+    double* deg_acc = rel_acc + R;  // the degree part, added up apart
     std::vector<scalar_t> q_buf(F), g_buf(F);
     scalar_t* __restrict__ q = q_buf.data();
     scalar_t* __restrict__ g = g_buf.data();
@@ -130,57 +140,29 @@ void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int3
 #pragma omp simd
         for (int64_t f = 0; f < F; ++f) o[f] = g[f];
       }
-      if (need_alpha) {
-        scalar_t s = 0;
+      if (need_alpha && u < num_dst && (has_a || has_b)) {
+        double gdeg = 0;
+        if (has_a) {
+          const scalar_t* __restrict__ gu = G + u * F;
+          const scalar_t* __restrict__ ou = out + u * F;
+          scalar_t s = 0;
 #pragma omp simd reduction(+ : s)
-        for (int64_t f = 0; f < F; ++f) s += hu[f] * g[f];
-        out_sum[u] = s;
+          for (int64_t f = 0; f < F; ++f) s += gu[f] * ou[f];
+          gdeg += double(ka[u]) * double(s);
+        }
+        if (has_b) {
+          scalar_t s = 0;
+#pragma omp simd reduction(+ : s)
+          for (int64_t f = 0; f < F; ++f) s += hu[f] * g[f];
+          gdeg += double(kb[u]) * double(s);
+        }
+        const scalar_t* c = counts + u * R;
+        for (int64_t r = 0; r < R; ++r) deg_acc[r] += double(c[r]) * gdeg;
       }
     }
-  });
-}
-
-// galpha[r] += sum over destinations v of counts[v, r] * gdeg[v], with
-//   gdeg[v] = ka[v] <G[v], out[v]> (+ kb[v] out_sum[v] when the sources are scaled too)
-// (the gradient through the weighted degrees; ka = (da/ddeg) / a, kb = (db/ddeg) / b)
-template <typename scalar_t, int FW>
-void degree_impl(const scalar_t* G, const scalar_t* out, const scalar_t* counts, const scalar_t* ka,
-                 const scalar_t* kb, const scalar_t* out_sum, double* part, int64_t num_dst, int64_t R, int64_t F_,
-                 bool has_a, bool has_b, int64_t slots) {
-  const int64_t F = FW ? FW : F_;
-  at::parallel_for(0, num_dst, 512, [&](int64_t begin, int64_t end) {
-    const int64_t tid = at::get_thread_num();
-    TORCH_CHECK(tid < slots, "re_aggregate: thread ", tid, " beyond the ", slots, " partial-sum rows");
-    double* acc = part + tid * R;
-    for (int64_t v = begin; v < end; ++v) {
-      double gdeg = 0;
-      if (has_a) {
-        const scalar_t* __restrict__ gv = G + v * F;
-        const scalar_t* __restrict__ ov = out + v * F;
-        scalar_t s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int64_t f = 0; f < F; ++f) s += gv[f] * ov[f];
-        gdeg += double(ka[v]) * double(s);
-      }
-      if (has_b) gdeg += double(kb[v]) * double(out_sum[v]);
-      const scalar_t* c = counts + v * R;
-      for (int64_t r = 0; r < R; ++r) acc[r] += double(c[r]) * gdeg;
-    }
-  });
-}
-
-// out[i] = <x[i], y[i]> for every row
-template <typename scalar_t, int FW>
-void rowdot_impl(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_t n, int64_t F_) {
-  const int64_t F = FW ? FW : F_;
-  at::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const scalar_t* __restrict__ xi = x + i * F;
-      const scalar_t* __restrict__ yi = y + i * F;
-      scalar_t s = 0;
-#pragma omp simd reduction(+ : s)
-      for (int64_t f = 0; f < F; ++f) s += xi[f] * yi[f];
-      out[i] = s;
+    for (int64_t r = 0; need_alpha && r < R; ++r) {
+      rel_part[tid * R + r] += rel_acc[r];
+      rel_part[(slots + tid) * R + r] += deg_acc[r];
     }
   });
 }
@@ -422,23 +404,19 @@ std::vector<torch::Tensor> re_aggregate_backward(torch::Tensor t_indptr, torch::
                   counts.size(0) == num_dst && counts.size(1) == R,
               "re_aggregate_backward: shapes do not fit the graph");
   TORCH_CHECK(!has_b || num_src == num_dst, "scaled sources need as many sources as destinations");
+  TORCH_CHECK(num_dst <= num_src, "re_aggregate_backward: the destinations must be the first sources");
   const int64_t slots = at::get_num_threads();
   auto gh = torch::empty({need_h ? num_src : 0, F}, h.options());
   auto part = torch::zeros({need_alpha ? 2 * slots : 0, R}, h.options().dtype(torch::kFloat64));
-  auto out_sum = torch::empty({need_alpha ? num_src : 0}, h.options());
   AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "re_aggregate_backward", [&] {
     by_width(F, [&](auto fw) {
-      constexpr int FW = decltype(fw)::value;
-      backward_impl<scalar_t, FW>(
+      backward_impl<scalar_t, decltype(fw)::value>(
           t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), t_rel.data_ptr<int32_t>(),
           alpha.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), G.data_ptr<scalar_t>(),
-          h.data_ptr<scalar_t>(), need_h ? gh.data_ptr<scalar_t>() : nullptr,
-          need_alpha ? part.data_ptr<double>() : nullptr, need_alpha ? out_sum.data_ptr<scalar_t>() : nullptr,
-          num_src, R, F, need_h, need_alpha, slots);
-      if (need_alpha && (has_a || has_b))
-        degree_impl<scalar_t, FW>(G.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), counts.data_ptr<scalar_t>(),
-                                  ka.data_ptr<scalar_t>(), kb.data_ptr<scalar_t>(), out_sum.data_ptr<scalar_t>(),
-                                  part.data_ptr<double>() + slots * R, num_dst, R, F, has_a, has_b, slots);
+          h.data_ptr<scalar_t>(), need_h ? gh.data_ptr<scalar_t>() : nullptr, out.data_ptr<scalar_t>(),
+          counts.data_ptr<scalar_t>(), ka.data_ptr<scalar_t>(), kb.data_ptr<scalar_t>(),
+          need_alpha ? part.data_ptr<double>() : nullptr, num_src, num_dst, R, F, need_h, need_alpha, has_a, has_b,
+          slots);
     });
   });
   if (!need_alpha) return {gh, torch::Tensor()};
@@ -481,20 +459,6 @@ std::vector<torch::Tensor> re_scales(torch::Tensor counts, torch::Tensor alpha, 
   auto ones = torch::ones({n}, counts.options()), zeros = torch::zeros({n}, counts.options());
   if (norm == 1) return {a, ones, ka, zeros};
   return {ones, ones, zeros, zeros};
-}
-
-torch::Tensor rowdot(torch::Tensor x, torch::Tensor y) {
-  check(x, "x");
-  check(y, "y");
-  TORCH_CHECK(x.sizes() == y.sizes() && x.dim() == 2 && x.scalar_type() == y.scalar_type(), "rowdot: x and y differ");
-  auto out = torch::empty({x.size(0)}, x.options());
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "rowdot", [&] {
-    by_width(x.size(1), [&](auto fw) {
-      rowdot_impl<scalar_t, decltype(fw)::value>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
-                                                 out.data_ptr<scalar_t>(), x.size(0), x.size(1));
-    });
-  });
-  return out;
 }
 
 // out (num_dst, H, F) from att (E, H) in CSR order and z (num_src, H, F)
@@ -591,7 +555,6 @@ std::vector<torch::Tensor> v2_scores_backward(torch::Tensor indptr, torch::Tenso
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &re_aggregate_forward, "RE-GNN weighted aggregation, forward");
   m.def("backward", &re_aggregate_backward, "RE-GNN weighted aggregation, backward with the relation gradients");
-  m.def("rowdot", &rowdot, "<x[i], y[i]> for every row");
   m.def("scales", &re_scales, "degree scales and their factors for the gradient");
   m.def("heads_forward", &heads_forward, "multi-head attention aggregation, forward");
   m.def("heads_backward", &heads_backward, "multi-head attention aggregation, gradients of z and the attention");
