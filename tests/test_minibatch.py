@@ -11,7 +11,8 @@ from regnn.data import build_relation_graph, load_dataset
 from regnn.models import REGNN
 from regnn.training.minibatch import Scorer, train_minibatch_run
 from regnn.training.node_inputs import NodeInputs, SampledREGNN
-from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits
+from regnn.training.sampling import (RepeatableNeighborSampler, SampledGraph, layerwise_logits, sampled_loader,
+                                     sampled_logits)
 from regnn.training.seed import seed_everything
 
 
@@ -46,6 +47,32 @@ def test_blocks_get_one_typed_self_loop_per_destination(mag):
         eids = sg.graph.edge_ids(src_nid, dst_nid, return_uv=True)
         assert set(zip(src_nid.tolist(), dst_nid.tolist(), adj.rel[~loops].tolist())) <= \
             set(zip(eids[0].tolist(), eids[1].tolist(), sg.rel[eids[2]].tolist()))
+
+
+def test_sampling_with_two_threads_repeats_for_a_seed():
+    """With several threads DGL's sampler gives other blocks for the same seed (one random stream per thread, a
+    concurrent id map); ours samples in one thread, gives the same blocks every time and restores the count."""
+    n, e = 50000, 1000000
+    g_ = torch.Generator().manual_seed(0)
+    g = dgl.graph((torch.randint(0, n, (e,), generator=g_), torch.randint(0, n, (e,), generator=g_)),
+                  num_nodes=n).formats(["csc"])
+    seeds = torch.arange(4096)
+
+    def blocks(sampler):
+        dgl.seed(0)
+        inputs, _, bs = sampler.sample_blocks(g, seeds)
+        return [inputs] + [t for b in bs for t in b.edges()]
+
+    def same(a, b):
+        return all(torch.equal(x, y) for x, y in zip(a, b))
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert same(blocks(RepeatableNeighborSampler([25, 20])), blocks(RepeatableNeighborSampler([25, 20])))
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("backbone", ["gcn", "gat"])

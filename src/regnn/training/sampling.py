@@ -12,6 +12,7 @@ rescaling of the sampled sum; it is refused on blocks (Adjacency.normalized_spmm
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import dgl
@@ -62,10 +63,38 @@ class SampledGraph:
 
     def full_block(self, dst: torch.Tensor) -> dgl.DGLGraph:
         """Every in-edge of the nodes `dst` as a block (destinations first among the sources)."""
-        frontier = dgl.in_subgraph(self.graph, dst)
-        block = dgl.to_block(frontier, dst_nodes=dst)
+        with one_thread():  # to_block numbers the sources through a concurrent map (see one_thread)
+            frontier = dgl.in_subgraph(self.graph, dst)
+            block = dgl.to_block(frontier, dst_nodes=dst)
         block.edata[dgl.EID] = frontier.edata[dgl.EID][block.edata[dgl.EID]]  # ids in the whole graph
         return block
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Runs the block in one OpenMP thread (torch's and DGL's share the count) and restores the count after.
+
+    DGL's CPU neighbour sampling draws from one random stream per OpenMP thread and numbers the sampled nodes
+    through a concurrent map, so with several threads the same seed gives other blocks in every run (and other
+    trained weights). Sampling is a small part of a step; the model still runs on every thread.
+    """
+    before = torch.get_num_threads()
+    if before == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class RepeatableNeighborSampler(dgl.dataloading.NeighborSampler):
+    """DGL's uniform neighbour sampler, sampling in one thread so that a seed gives the same blocks every run."""
+
+    def sample_blocks(self, g, seed_nodes, exclude_eids=None):
+        with one_thread():
+            return super().sample_blocks(g, seed_nodes, exclude_eids)
 
 
 def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor) -> torch.Tensor:
@@ -112,7 +141,7 @@ def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: i
 def sampled_loader(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, shuffle: bool,
                    device="cpu", use_ddp: bool = False, num_workers: int = 0):
     """DGL's DataLoader over `seeds` with uniform neighbour sampling (fanouts: input layer first; -1 = all)."""
-    sampler = dgl.dataloading.NeighborSampler([int(f) for f in fanouts])
+    sampler = RepeatableNeighborSampler([int(f) for f in fanouts])
     return dgl.dataloading.DataLoader(sg.graph, seeds, sampler, batch_size=batch_size, shuffle=shuffle,
                                       drop_last=False, use_ddp=use_ddp, num_workers=num_workers, device=device)
 
