@@ -96,7 +96,9 @@ class Adjacency:
             if alpha is None:
                 return _GcnAggregate.apply(h, None, self, norm)
             alpha = at_least_fp32(alpha if alpha.shape[1] == 1 else alpha[:, :1])  # no slice node for one head
-            kernels = load_kernels() if h.device.type == "cpu" and h.dtype == alpha.dtype else None
+            # the fused backward visits destinations as the first sources (full graphs, DGL blocks)
+            fits = h.device.type == "cpu" and h.dtype == alpha.dtype and self.num_dst <= self.num_src
+            kernels = load_kernels() if fits else None
             if kernels is not None and self.num_relations_seen > alpha.shape[0]:
                 raise ValueError(f"the graph has relation ids up to {self.num_relations_seen - 1}, but "
                                  f"{alpha.shape[0]} relation weights were given")

@@ -72,21 +72,22 @@ class SampledGraph:
 
 @contextlib.contextmanager
 def one_thread():
-    """Runs the block in one OpenMP thread (torch's and DGL's share the count) and restores the count after.
+    """Runs the block with DGL's OpenMP thread count at 1 and restores it after.
 
     DGL's CPU neighbour sampling draws from one random stream per OpenMP thread and numbers the sampled nodes
     through a concurrent map, so with several threads the same seed gives other blocks in every run (and other
-    trained weights). Sampling is a small part of a step; the model still runs on every thread.
+    trained weights). Sampling is a small part of a step. (Where torch and DGL share one OpenMP runtime, as with
+    the wheels pinned here, torch's count follows for the duration.)
     """
-    before = torch.get_num_threads()
+    before = dgl.utils.get_num_threads()
     if before == 1:
         yield
         return
-    torch.set_num_threads(1)
+    dgl.utils.set_num_threads(1)
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        dgl.utils.set_num_threads(before)
 
 
 class RepeatableNeighborSampler(dgl.dataloading.NeighborSampler):

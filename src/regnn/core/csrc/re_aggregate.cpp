@@ -83,11 +83,11 @@ void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int3
   parallel_rows(t_indptr, num_src, [&](int64_t begin, int64_t end) {
     const int64_t tid = at::get_thread_num();
     TORCH_CHECK(tid < slots, "re_aggregate: thread ", tid, " beyond the ", slots, " partial-sum rows");
-    // sums of this piece on the stack, added to the thread's rows of rel_part at its end: rows written per
-    // source would share cache lines between the threads
+    // sums of this piece in a buffer of its own, added to the thread's rows of rel_part at its end: rows
+    // written per source would share cache lines between the threads
     std::vector<double> rel_buf(need_alpha ? 2 * R : 0, 0.0);
-    double* rel_acc = rel_buf.data();
-    double* deg_acc = rel_acc + R;  // the degree part, added up apart
+    double* rel_acc = need_alpha ? rel_buf.data() : nullptr;
+    double* deg_acc = need_alpha ? rel_acc + R : nullptr;  // the degree part, added up apart
     std::vector<scalar_t> q_buf(F), g_buf(F);
     scalar_t* __restrict__ q = q_buf.data();
     scalar_t* __restrict__ g = g_buf.data();
@@ -404,7 +404,7 @@ std::vector<torch::Tensor> re_aggregate_backward(torch::Tensor t_indptr, torch::
                   counts.size(0) == num_dst && counts.size(1) == R,
               "re_aggregate_backward: shapes do not fit the graph");
   TORCH_CHECK(!has_b || num_src == num_dst, "scaled sources need as many sources as destinations");
-  TORCH_CHECK(num_dst <= num_src, "re_aggregate_backward: the destinations must be the first sources");
+  TORCH_CHECK(num_dst <= num_src, "re_aggregate_backward: more destinations than sources");
   const int64_t slots = at::get_num_threads();
   auto gh = torch::empty({need_h ? num_src : 0, F}, h.options());
   auto part = torch::zeros({need_alpha ? 2 * slots : 0, R}, h.options().dtype(torch::kFloat64));
