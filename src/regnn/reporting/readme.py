@@ -30,6 +30,7 @@ SECTIONS = [
     ("table_baselines.md", None),
     ("benchmark.md", None),
     ("scale_benchmark.md", None),
+    ("scale_benchmark_epoch.md", None),  # one whole full-size epoch (RE-GAT), scripts/scale_benchmark.py --out
 ]
 
 
