@@ -21,6 +21,15 @@ def real_dataset_dir(name: str) -> Path:
 
 
 @pytest.fixture
+def set_threads():
+    """set_threads(n) sets torch's (and the fused kernels') thread count for the test; restored afterwards."""
+    import torch
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
 def imdb_copy(tmp_path) -> Path:
     """A private copy of the IMDB files that a test may damage."""
     dst = tmp_path / "IMDB"

@@ -148,29 +148,26 @@ def random_graph_or_block(block: bool, seed: int, n_src=20, e=90):
 @pytest.mark.parametrize("dim,learn_alpha", [(64, True), (5, True), (64, False)])  # compile-time/runtime width
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("block,norm", [(False, "both"), (False, "right"), (True, "right"), (True, "none")])
-def test_gcn_aggregation_kernels_match_the_torch_path(block, norm, threads, dim, learn_alpha, monkeypatch):
+def test_gcn_aggregation_kernels_match_the_torch_path(block, norm, threads, dim, learn_alpha, monkeypatch,
+                                                      set_threads):
     """Output and gradients (features and relation weights, the degree terms included) of the weighted GCN
     aggregation, fused kernels vs the torch path, in float64, on a graph and on a block with more sources than
     destinations, at one and two threads (each thread adds up its own pieces); also with fixed weights."""
     from regnn.core import adjacency
     kernels = kernels_or_skip()
     adj, n_dst, g_ = random_graph_or_block(block, seed=5, e=120)
-    adj.rel = torch.randint(0, 4, (120,), generator=g_)  # four relations (before any kernel array is built)
+    adj.rel = torch.randint(0, 4, adj.indices.shape, generator=g_)  # four relations (before kernel arrays exist)
     h0 = torch.randn(adj.num_src, dim, dtype=torch.float64, generator=g_)
     alpha0 = torch.rand(4, 1, dtype=torch.float64, generator=g_) * 1.5  # degrees on both sides of the clamp at 1
     G = torch.randn(n_dst, dim, dtype=torch.float64, generator=g_)
-    before = torch.get_num_threads()
+    set_threads(threads)
     results = []
-    try:
-        torch.set_num_threads(threads)
-        for use_kernels in (True, False):
-            monkeypatch.setattr(adjacency, "load_kernels", (lambda: kernels) if use_kernels else (lambda: None))
-            h, alpha = h0.clone().requires_grad_(), alpha0.clone().requires_grad_(learn_alpha)
-            out = adj.normalized_spmm(h, alpha, norm)
-            (out * G).sum().backward()
-            results.append((out.detach(), h.grad, alpha.grad if learn_alpha else torch.ones(1)))
-    finally:
-        torch.set_num_threads(before)
+    for use_kernels in (True, False):
+        monkeypatch.setattr(adjacency, "load_kernels", (lambda: kernels) if use_kernels else (lambda: None))
+        h, alpha = h0.clone().requires_grad_(), alpha0.clone().requires_grad_(learn_alpha)
+        out = adj.normalized_spmm(h, alpha, norm)
+        (out * G).sum().backward()
+        results.append((out.detach(), h.grad, alpha.grad if learn_alpha else torch.ones(1)))
     for got, want in zip(*results):
         torch.testing.assert_close(got, want)
     assert results[0][2].abs().min() > 0  # every relation has a gradient

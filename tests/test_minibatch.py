@@ -49,7 +49,7 @@ def test_blocks_get_one_typed_self_loop_per_destination(mag):
             set(zip(eids[0].tolist(), eids[1].tolist(), sg.rel[eids[2]].tolist()))
 
 
-def test_sampling_with_two_threads_repeats_for_a_seed():
+def test_sampling_with_two_threads_repeats_for_a_seed(set_threads):
     """With several threads DGL's sampler gives other blocks for the same seed (one random stream per thread, a
     concurrent id map); ours samples in one thread, gives the same blocks every time and restores the count."""
     n, e = 50000, 1000000
@@ -66,13 +66,9 @@ def test_sampling_with_two_threads_repeats_for_a_seed():
     def same(a, b):
         return all(torch.equal(x, y) for x, y in zip(a, b))
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        assert same(blocks(RepeatableNeighborSampler([25, 20])), blocks(RepeatableNeighborSampler([25, 20])))
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)
+    set_threads(2)
+    assert same(blocks(RepeatableNeighborSampler([25, 20])), blocks(RepeatableNeighborSampler([25, 20])))
+    assert torch.get_num_threads() == 2
 
 
 @pytest.mark.parametrize("backbone", ["gcn", "gat"])
