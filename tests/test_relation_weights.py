@@ -121,3 +121,36 @@ def test_relation_weights_are_readable_by_name_after_training(syn):
     assert "item->source" in layers[0] and "self:item" in layers[0]
     assert all(isinstance(v, float) for v in layers[0].values())
     assert any(v != 1.0 for v in layers[0].values())
+
+
+def test_relation_weights_prepared_ahead_change_no_number(syn):
+    """REGNN.propagate computes every layer's relation weights, and what the fused aggregation needs of them,
+    before it propagates (Adjacency.prepare; the layer finds them again by the weights' identity). Two training
+    steps and an evaluation give bitwise the scores and gradients of the same model whose layers prepare
+    nothing."""
+    from regnn.core.kernels import load_kernels
+    if load_kernels() is None:
+        pytest.skip("the fused kernels could not be built here (prepare does nothing without them)")
+    data, rg, _ = syn
+    torch.manual_seed(4)
+    base = model(data, rg)
+    with torch.no_grad():
+        for r in base.relations:  # weights away from 1, on both sides of the degree clamp
+            r.edge.uniform_(0.002, 0.015), r.self_loop.uniform_(0.002, 0.015)
+    runs = []
+    for prepare in (True, False):
+        m, inputs = copy.deepcopy(base), RelationInputs.build(data)  # an adjacency (and its caches) of its own
+        if not prepare:
+            for conv in m.convs:
+                conv.prepare = lambda adj, alpha: None
+        opt = torch.optim.Adam(m.parameters(), lr=1e-2)
+        grads = []
+        for _ in range(2):
+            _one_step(m, data, rg, inputs, opt)
+            grads.append(torch.cat([p.grad.flatten() for p in m.parameters()]))
+        m.eval()
+        with torch.no_grad():
+            runs.append((m(inputs, data.features)[0], *grads))
+        assert bool(getattr(inputs.adj, "_prepared", None)) == prepare
+    for got, want in zip(*runs):
+        assert torch.equal(got, want)

@@ -96,9 +96,7 @@ class Adjacency:
             if alpha is None:
                 return _GcnAggregate.apply(h, None, self, norm)
             alpha = at_least_fp32(alpha if alpha.shape[1] == 1 else alpha[:, :1])  # no slice node for one head
-            # the fused backward visits destinations as the first sources (full graphs, DGL blocks)
-            fits = h.device.type == "cpu" and h.dtype == alpha.dtype and self.num_dst <= self.num_src
-            kernels = load_kernels() if fits else None
+            kernels = load_kernels() if h.dtype == alpha.dtype and self._fused_fits(h) else None
             if kernels is not None and self.num_relations_seen > alpha.shape[0]:
                 raise ValueError(f"the graph has relation ids up to {self.num_relations_seen - 1}, but "
                                  f"{alpha.shape[0]} relation weights were given")
@@ -180,11 +178,35 @@ class Adjacency:
             cache.pop(next(iter(cache)))
         return hit
 
+    def prepare(self, alpha: torch.Tensor, norm: str) -> None:
+        """Computes now what normalized_spmm(h, alpha, norm) will need of these relation weights on the fused
+        kernels, and lets it find that by the identity of `alpha` (no key from alpha's values). A model calls
+        this for all its layers back to back before propagating (REGNN.propagate): inside a layer, after its
+        large operations, the same small steps take several times longer."""
+        if alpha.shape[1] != 1 or alpha.dtype not in (torch.float32, torch.float64) or not self._fused_fits(alpha):
+            return
+        kernels = load_kernels()
+        if kernels is None:
+            return
+        prepared = self.__dict__.setdefault("_prepared", {})
+        prepared[(id(alpha), norm)] = (alpha, self.node_scales(alpha, norm, kernels))
+        while len(prepared) > 2 * 8:
+            prepared.pop(next(iter(prepared)))
+
+    def _fused_fits(self, t: torch.Tensor) -> bool:
+        """The fused kernels run on CPU tensors; their backward visits destinations as the first sources (full
+        graphs, DGL blocks)."""
+        return t.device.type == "cpu" and self.num_dst <= self.num_src
+
     def node_scales(self, alpha: torch.Tensor, norm: str, kernels) -> tuple:
         """For relation weights alpha (num_relations, 1), the fused kernels' inputs: alpha as a vector, the
         destination and source scales a, b (ones where the norm has none) and ka = (da/ddeg) / a, kb likewise.
         Kept for the last few alphas, as weighted_values (an epoch's evaluation and the next training step share
-        them)."""
+        them); those given to prepare() are found by identity."""
+        hit = self.__dict__.get("_prepared", {}).get((id(alpha), norm))
+        if hit is not None and hit[0] is alpha:
+            return hit[1]
+
         def compute(alpha):
             al = alpha[:, 0].contiguous()
             a, b, ka, kb = kernels.scales(self.relation_counts(al.shape[0], al.dtype), al, NORM_CODES[norm])

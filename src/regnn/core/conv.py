@@ -38,6 +38,10 @@ class REGraphConv(nn.Module):
         if self.weight is not None:
             nn.init.xavier_uniform_(self.weight)
 
+    def prepare(self, adj: Adjacency, alpha: torch.Tensor) -> None:
+        """Work on the relation weights that forward(adj, ., alpha) will need, done ahead (Adjacency.prepare)."""
+        adj.prepare(alpha, self.norm)
+
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
         # multiply by W before aggregating when that shrinks the messages
         if self.weight is not None and self.weight.shape[0] > self.weight.shape[1]:

@@ -124,8 +124,13 @@ class REGNN(nn.Module):
         adjs = adj if isinstance(adj, (list, tuple)) else [adj] * len(self.convs)
         last = len(self.convs) - 1
         emb = None
-        for i, (conv, rw, a) in enumerate(zip(self.convs, self.relations, adjs)):
-            alpha = None if rw.is_constant else rw()
+        # every layer's relation weights first, back to back: a few tiny ops each, which cost several times
+        # more run one at a time after a layer's large ones (caches then hold the layer's data, not these)
+        alphas = [None if rw.is_constant else rw() for rw in self.relations]
+        for conv, alpha, a in zip(self.convs, alphas, adjs):
+            if alpha is not None and hasattr(conv, "prepare"):
+                conv.prepare(a, alpha)
+        for i, (conv, alpha, a) in enumerate(zip(self.convs, alphas, adjs)):
             h = (self.input_dropout if i == 0 else self.dropout)(h)
             if i == last and self.head is None:
                 emb = h[: a.num_dst] if embed else None
