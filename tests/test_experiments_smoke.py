@@ -84,14 +84,20 @@ def test_tsne_with_allow_missing_draws_the_trained_cells_and_names_the_rest(tmp_
 
 
 def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
-    """The benchmark's ratio measurement: cells, then the plain/RE pair stepped in turn, written as data."""
+    """The benchmark's ratio measurement: cells (each in two processes, the median of theirs), then the plain/RE
+    pair stepped in turn, written as data."""
     import json
+    import statistics
     import sys
     p = subprocess.run([sys.executable, "scripts/benchmark.py", "--datasets", "synthetic", "--models", "gcn", "re_gcn",
-                        "--epochs", "4", "--warmup", "1", "--no-job", "--out", str(tmp_path)],
+                        "--epochs", "4", "--warmup", "1", "--repeats", "2", "--no-job", "--out", str(tmp_path)],
                        cwd=REPO, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads((tmp_path / "benchmark.json").read_text())
+    assert [c["model"] for c in out["cells"]] == ["gcn", "re_gcn"]
+    for c in out["cells"]:
+        assert c["processes"] == 2 and len(c["process_median_epoch_s"]) == 2
+        assert c["median_epoch_s"] == pytest.approx(statistics.median(c["process_median_epoch_s"]))
     (pair,) = out["pairs"]
     assert (pair["plain"], pair["re"], pair["epochs_timed"]) == ("gcn", "re_gcn", 4)
     assert pair["plain_median_epoch_s"] > 0 and pair["re_median_epoch_s"] > 0
