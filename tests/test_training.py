@@ -137,3 +137,33 @@ def test_epochs_generator_is_the_trainers_loop(syn):
     assert [r["epoch"] for r in rows] == list(range(6))
     assert [r["val_loss"] for r in rows] == [h["val_loss"] for h in ref.history]
     assert [r["train_loss"] for r in rows] == [h["train_loss"] for h in ref.history]
+
+
+@pytest.mark.parametrize("opt", [{"name": "adam", "lr": 0.01, "weight_decay": 1e-3},
+                                 {"name": "sgd", "lr": 0.05, "weight_decay": 1e-3, "momentum": 0.9}])
+def test_multi_tensor_optimizer_steps_equal_the_per_tensor_ones(syn, opt):
+    """make_optimizer updates every parameter in one multi-tensor op (foreach): 30 training steps of RE-GCN give
+    bitwise the parameters of torch's per-tensor loop (the committed results were trained with that loop)."""
+    import torch.nn.functional as F
+
+    from regnn.training.trainer import make_optimizer
+    data, inputs = syn
+    params = []
+    for foreach in (True, False):
+        seed_everything(0)
+        m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, hidden=16, num_layers=3, dropout=0.2, scale=10.0)
+        start = [p.detach().clone() for p in m.parameters()]
+        o = make_optimizer(m.parameters(), **opt)
+        assert all(g["foreach"] for g in o.param_groups)
+        if not foreach:
+            for g in o.param_groups:
+                g["foreach"] = False
+        for _ in range(30):
+            logits, _ = m(inputs, data.features)
+            idx = data.splits["train"]
+            o.zero_grad()
+            F.cross_entropy(logits[idx], data.labels[idx]).backward()
+            o.step()
+        params.append([p.detach().clone() for p in m.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*params))
+    assert all(not torch.equal(a, b) for a, b in zip(params[0], start))  # every parameter moved
