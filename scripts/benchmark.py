@@ -125,28 +125,30 @@ def main_job() -> dict:
 
 
 def combine(rs: list[dict]) -> dict:
-    """One cell measured in several processes: the median of their median epochs (and of their p10/p90), the
-    largest peak memory; each process's median is kept."""
+    """One cell measured in several processes: the median of their timings (median epoch, p10/p90, the timed
+    run), the largest peak memory; each process's median epoch is kept (JSON only). Scores and epoch counts are
+    the same in every process (same seed)."""
     import numpy as np
     row = dict(rs[0])
     if len(rs) > 1:
-        for k in ("median_epoch_s", "p10_epoch_s", "p90_epoch_s"):
+        for k in ("median_epoch_s", "p10_epoch_s", "p90_epoch_s", "run_s"):
             row[k] = float(np.median([r[k] for r in rs]))
         row["peak_rss_mb"] = max(r["peak_rss_mb"] for r in rs)
-    row["processes"] = len(rs)
-    row["process_median_epoch_s"] = [r["median_epoch_s"] for r in rs]
+        row["processes"] = len(rs)
+        row["process_median_epoch_s"] = [r["median_epoch_s"] for r in rs]
     return row
 
 
 def combine_pairs(rs: list[dict]) -> dict:
     """One plain/RE pair measured in several processes: the median of each figure over them (the ratios are the
-    medians of the processes' ratios, not ratios of medians)."""
+    medians of the processes' ratios, each taken within one process, not the ratio of the median times)."""
     import numpy as np
     row = dict(rs[0])
-    for k in ("plain_median_epoch_s", "re_median_epoch_s", "ratio_of_medians", "median_pair_ratio"):
-        row[k] = float(np.median([r[k] for r in rs]))
-    row["processes"] = len(rs)
-    row["process_ratio_of_medians"] = [r["ratio_of_medians"] for r in rs]
+    if len(rs) > 1:
+        for k in ("plain_median_epoch_s", "re_median_epoch_s", "ratio_of_medians", "median_pair_ratio"):
+            row[k] = float(np.median([r[k] for r in rs]))
+        row["processes"] = len(rs)
+        row["process_ratio_of_medians"] = [r["ratio_of_medians"] for r in rs]
     return row
 
 
@@ -169,7 +171,8 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
         meta["cells_when"] = cells_when
     (out / "benchmark.json").write_text(json.dumps({"meta": meta, "cells": df.to_dict("records"), "main_job": job,
                                                     "pairs": pairs or []}, indent=2) + "\n")
-    df.to_csv(out / "benchmark.csv", index=False, float_format="%.4f")
+    df.drop(columns=["process_median_epoch_s"], errors="ignore").to_csv(out / "benchmark.csv", index=False,
+                                                                        float_format="%.4f")
     md = df.assign(median_epoch_s=df.median_epoch_s.map("{:.4f}".format),
                    epoch_ratio_to_plain=df.epoch_ratio_to_plain.map(lambda v: "" if v != v or v is None else f"{v:.2f}"),
                    peak_rss_mb=df.peak_rss_mb.map("{:.0f}".format),
@@ -188,7 +191,8 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
         pmd = pd.DataFrame({"dataset": pdf.dataset, "plain": pdf.plain, "RE": pdf.re,
                             "plain s/epoch": pdf.plain_median_epoch_s.map("{:.4f}".format),
                             "RE s/epoch": pdf.re_median_epoch_s.map("{:.4f}".format),
-                            "ratio (medians)": pdf.ratio_of_medians.map("{:.2f}".format),
+                            ("ratio (median of the processes' ratios of medians)" if "processes" in pdf
+                             else "ratio (medians)"): pdf.ratio_of_medians.map("{:.2f}".format),
                             "ratio (median of epoch pairs)": pdf.median_pair_ratio.map("{:.2f}".format)})
         lines += ["## Plain vs RE, epoch by epoch in one process", "",
                   "Each plain model and its RE form built in one process and trained one epoch of each in turn "
@@ -253,7 +257,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", nargs="+", default=["gcn", "re_gcn", "gat", "re_gat"])
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=5,
-                    help="processes per cell and per plain/RE pair (in rounds); each figure is the median of theirs")
+                    help="processes per cell and per plain/RE pair (in rounds); each figure is the median of theirs "
+                         "(--efficiency: one full run per model, no repeats)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--job", action=argparse.BooleanOptionalAction, default=True, help="also time the main job")
     ap.add_argument("--job-only", action="store_true",
@@ -266,6 +271,8 @@ def main(argv=None) -> int:
     ap.add_argument("--one", nargs=2, metavar=("DATASET", "MODEL"), help=argparse.SUPPRESS)
     ap.add_argument("--pair", nargs=3, metavar=("DATASET", "PLAIN", "RE"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.repeats < 1:
+        ap.error(f"--repeats must be at least 1, got {a.repeats}")
     if a.one:
         print(json.dumps(one_cell(*a.one, a.epochs, a.warmup, a.efficiency, a.overrides)))
         return 0

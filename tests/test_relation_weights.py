@@ -123,12 +123,16 @@ def test_relation_weights_are_readable_by_name_after_training(syn):
     assert any(v != 1.0 for v in layers[0].values())
 
 
-def test_relation_weights_prepared_ahead_change_no_number(syn):
+def test_relation_weights_prepared_ahead_change_no_number(syn, monkeypatch):
     """REGNN.propagate computes every layer's relation weights, and what the fused aggregation needs of them,
     before it propagates (Adjacency.prepare; the layer finds them again by the weights' identity). Two training
     steps and an evaluation give bitwise the scores and gradients of the same model whose layers prepare
-    nothing."""
+    nothing, and the layers do find them: the node scales are looked up once per layer and pass either way."""
+    from regnn.core.adjacency import Adjacency
     from regnn.core.kernels import load_kernels
+    lookups = []
+    per_alpha = Adjacency._per_alpha
+    monkeypatch.setattr(Adjacency, "_per_alpha", lambda self, *a: lookups.append(1) or per_alpha(self, *a))
     if load_kernels() is None:
         pytest.skip("the fused kernels could not be built here (prepare does nothing without them)")
     data, rg, _ = syn
@@ -137,8 +141,9 @@ def test_relation_weights_prepared_ahead_change_no_number(syn):
     with torch.no_grad():
         for r in base.relations:  # weights away from 1, on both sides of the degree clamp
             r.edge.uniform_(0.002, 0.015), r.self_loop.uniform_(0.002, 0.015)
-    runs = []
+    runs, counts = [], []
     for prepare in (True, False):
+        lookups.clear()
         m, inputs = copy.deepcopy(base), RelationInputs.build(data)  # an adjacency (and its caches) of its own
         if not prepare:
             for conv in m.convs:
@@ -152,5 +157,7 @@ def test_relation_weights_prepared_ahead_change_no_number(syn):
         with torch.no_grad():
             runs.append((m(inputs, data.features)[0], *grads))
         assert bool(getattr(inputs.adj, "_prepared", None)) == prepare
+        counts.append(len(lookups))
+    assert counts[0] == counts[1] == 3 * len(m.convs)  # 2 training passes + 1 evaluation, one per layer each
     for got, want in zip(*runs):
         assert torch.equal(got, want)

@@ -186,10 +186,10 @@ class Adjacency:
         if alpha.shape[1] != 1 or alpha.dtype not in (torch.float32, torch.float64) or not self._fused_fits(alpha):
             return
         kernels = load_kernels()
-        if kernels is None:
+        if kernels is None or self.num_relations_seen > alpha.shape[0]:  # too few weights: normalized_spmm says so
             return
         prepared = self.__dict__.setdefault("_prepared", {})
-        prepared[(id(alpha), norm)] = (alpha, self.node_scales(alpha, norm, kernels))
+        prepared[(id(alpha), norm)] = (alpha, alpha._version, self.node_scales(alpha, norm, kernels))
         while len(prepared) > 2 * 8:
             prepared.pop(next(iter(prepared)))
 
@@ -204,8 +204,8 @@ class Adjacency:
         Kept for the last few alphas, as weighted_values (an epoch's evaluation and the next training step share
         them); those given to prepare() are found by identity."""
         hit = self.__dict__.get("_prepared", {}).get((id(alpha), norm))
-        if hit is not None and hit[0] is alpha:
-            return hit[1]
+        if hit is not None and hit[0] is alpha and hit[1] == alpha._version:  # the same tensor, not changed in place
+            return hit[2]
 
         def compute(alpha):
             al = alpha[:, 0].contiguous()

@@ -45,6 +45,12 @@ class NormAct(nn.Module):
         self.norm = nn.LayerNorm(dim) if layer_norm else None
         self.activation = ACTIVATIONS[activation]
 
+    def prepare(self, adj, alpha) -> None:
+        """Passes REGNN.propagate's early call on to the wrapped conv (see REGraphConv.prepare)."""
+        prepare = getattr(self.conv, "prepare", None)
+        if prepare is not None:
+            prepare(adj, alpha)
+
     def forward(self, adj, h, alpha=None):
         h = self.conv(adj, h, alpha)
         h = self.norm(h) if self.norm is not None else h

@@ -42,8 +42,13 @@ constexpr int64_t kPrefetch = 8;
 
 template <typename scalar_t>
 inline void prefetch_row(const scalar_t* row, int64_t F) {
+#if defined(__GNUC__) || defined(__clang__)
   const char* p = reinterpret_cast<const char*>(row);
   for (int64_t off = 0; off < F * int64_t(sizeof(scalar_t)); off += 64) __builtin_prefetch(p + off, 0, 3);
+#else
+  (void)row;
+  (void)F;
+#endif
 }
 
 template <typename scalar_t, int FW>
