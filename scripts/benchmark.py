@@ -124,31 +124,20 @@ def main_job() -> dict:
             "run_dir": str(out.relative_to(REPO))}
 
 
-def combine(rs: list[dict]) -> dict:
-    """One cell measured in several processes: the median of their timings (median epoch, p10/p90, the timed
-    run), the largest peak memory; each process's median epoch is kept (JSON only). Scores and epoch counts are
-    the same in every process (same seed)."""
+def combine(rs: list[dict], medians: tuple[str, ...], kept: str, largest: tuple[str, ...] = ()) -> dict:
+    """One cell or plain/RE pair measured in several processes: the first process's row with the median over
+    the processes of each of `medians` (a pair's ratios are so the median of ratios each taken within one
+    process) and the largest of `largest`; the processes' values of `kept` stay listed (JSON only). Scores and
+    epoch counts are the same in every process (same seed)."""
     import numpy as np
     row = dict(rs[0])
     if len(rs) > 1:
-        for k in ("median_epoch_s", "p10_epoch_s", "p90_epoch_s", "run_s"):
+        for k in medians:
             row[k] = float(np.median([r[k] for r in rs]))
-        row["peak_rss_mb"] = max(r["peak_rss_mb"] for r in rs)
+        for k in largest:
+            row[k] = max(r[k] for r in rs)
         row["processes"] = len(rs)
-        row["process_median_epoch_s"] = [r["median_epoch_s"] for r in rs]
-    return row
-
-
-def combine_pairs(rs: list[dict]) -> dict:
-    """One plain/RE pair measured in several processes: the median of each figure over them (the ratios are the
-    medians of the processes' ratios, each taken within one process, not the ratio of the median times)."""
-    import numpy as np
-    row = dict(rs[0])
-    if len(rs) > 1:
-        for k in ("plain_median_epoch_s", "re_median_epoch_s", "ratio_of_medians", "median_pair_ratio"):
-            row[k] = float(np.median([r[k] for r in rs]))
-        row["processes"] = len(rs)
-        row["process_ratio_of_medians"] = [r["ratio_of_medians"] for r in rs]
+        row[f"process_{kept}"] = [r[kept] for r in rs]
     return row
 
 
@@ -306,7 +295,8 @@ def main(argv=None) -> int:
                 print(f"{d:5s} {m:8s} {r['median_epoch_s']:.4f} s/epoch  {r['peak_rss_mb']:.0f} MB  "
                       f"{r['num_parameters']:,} params" + (f"  (round {k + 1}/{rounds})" if rounds > 1 else ""),
                       file=sys.stderr)
-    rows = [combine(rs) for rs in measured.values()]
+    rows = [combine(rs, ("median_epoch_s", "p10_epoch_s", "p90_epoch_s", "run_s"), "median_epoch_s",
+                    largest=("peak_rss_mb",)) for rs in measured.values()]
     if a.efficiency:
         write_efficiency(rows, Path(a.out), a.overrides)
         print(f"wrote {a.out}/table_efficiency.csv, .md, fig_efficiency.png", file=sys.stderr)
@@ -321,7 +311,8 @@ def main(argv=None) -> int:
                     print(f"{d:5s} {r['plain']}/{m} in turn: {r['plain_median_epoch_s']:.4f} / "
                           f"{r['re_median_epoch_s']:.4f} s/epoch, ratio {r['ratio_of_medians']:.2f}"
                           + (f"  (round {k + 1}/{rounds})" if rounds > 1 else ""), file=sys.stderr)
-    pairs = [combine_pairs(rs) for rs in paired.values()]
+    pairs = [combine(rs, ("plain_median_epoch_s", "re_median_epoch_s", "ratio_of_medians", "median_pair_ratio"),
+                     "ratio_of_medians") for rs in paired.values()]
     job = main_job() if a.job else None
     if job:
         print(f"main job: {job['wall_s']:.1f} s, {job['peak_rss_mb']:.0f} MB", file=sys.stderr)

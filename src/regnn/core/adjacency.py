@@ -96,7 +96,7 @@ class Adjacency:
             if alpha is None:
                 return _GcnAggregate.apply(h, None, self, norm)
             alpha = at_least_fp32(alpha if alpha.shape[1] == 1 else alpha[:, :1])  # no slice node for one head
-            kernels = load_kernels() if h.dtype == alpha.dtype and self._fused_fits(h) else None
+            kernels = self._fused_kernels(h) if h.dtype == alpha.dtype else None
             if kernels is not None and self.num_relations_seen > alpha.shape[0]:
                 raise ValueError(f"the graph has relation ids up to {self.num_relations_seen - 1}, but "
                                  f"{alpha.shape[0]} relation weights were given")
@@ -173,9 +173,7 @@ class Adjacency:
         if hit is None:
             with torch.no_grad():
                 hit = compute(alpha.detach())
-        cache[key] = hit  # most recent last
-        while len(cache) > 2 * 8:  # two alphas per layer cover an epoch of an 8-layer model
-            cache.pop(next(iter(cache)))
+        _remember(cache, key, hit)
         return hit
 
     def prepare(self, alpha: torch.Tensor, norm: str) -> None:
@@ -183,20 +181,18 @@ class Adjacency:
         kernels, and lets it find that by the identity of `alpha` (no key from alpha's values). A model calls
         this for all its layers back to back before propagating (REGNN.propagate): inside a layer, after its
         large operations, the same small steps take several times longer."""
-        if alpha.shape[1] != 1 or alpha.dtype not in (torch.float32, torch.float64) or not self._fused_fits(alpha):
+        if alpha.shape[1] != 1 or alpha.dtype not in (torch.float32, torch.float64):
             return
-        kernels = load_kernels()
+        kernels = self._fused_kernels(alpha)
         if kernels is None or self.num_relations_seen > alpha.shape[0]:  # too few weights: normalized_spmm says so
             return
-        prepared = self.__dict__.setdefault("_prepared", {})
-        prepared[(id(alpha), norm)] = (alpha, alpha._version, self.node_scales(alpha, norm, kernels))
-        while len(prepared) > 2 * 8:
-            prepared.pop(next(iter(prepared)))
+        _remember(self.__dict__.setdefault("_prepared", {}), (id(alpha), norm),
+                  (alpha, alpha._version, self.node_scales(alpha, norm, kernels)))
 
-    def _fused_fits(self, t: torch.Tensor) -> bool:
-        """The fused kernels run on CPU tensors; their backward visits destinations as the first sources (full
-        graphs, DGL blocks)."""
-        return t.device.type == "cpu" and self.num_dst <= self.num_src
+    def _fused_kernels(self, t: torch.Tensor):
+        """The fused kernels where they serve tensors like t, else None: they run on CPU tensors, and their backward
+        visits destinations as the first sources (full graphs, DGL blocks)."""
+        return load_kernels() if t.device.type == "cpu" and self.num_dst <= self.num_src else None
 
     def node_scales(self, alpha: torch.Tensor, norm: str, kernels) -> tuple:
         """For relation weights alpha (num_relations, 1), the fused kernels' inputs: alpha as a vector, the
@@ -228,6 +224,14 @@ class Adjacency:
 
     def to(self, device) -> "Adjacency":
         return Adjacency(self.graph.to(device), None if self.rel is None else self.rel.to(device))
+
+
+def _remember(cache: dict, key, value, most: int = 2 * 8) -> None:
+    """cache[key] = value as its most recent entry, dropping the oldest beyond `most` (two alphas per layer cover
+    an epoch of an 8-layer model)."""
+    cache[key] = value
+    while len(cache) > most:
+        cache.pop(next(iter(cache)))
 
 
 def full_precision(t: torch.Tensor):

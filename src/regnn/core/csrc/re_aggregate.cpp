@@ -99,6 +99,9 @@ void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int3
                    bool need_alpha, bool has_a, bool has_b, int64_t slots) {
   const int64_t F = FW ? FW : F_;
   const int64_t E = t_indptr[num_src];
+  auto prefetch_ahead = [&](int64_t e) {  // G's row for the edge kPrefetch ahead of e
+    if (e + kPrefetch < E) prefetch_row(G + t_indices[e + kPrefetch] * F, F);
+  };
   parallel_rows(t_indptr, num_src, [&](int64_t begin, int64_t end) {
     const int64_t tid = at::get_thread_num();
     TORCH_CHECK(tid < slots, "re_aggregate: thread ", tid, " beyond the ", slots, " partial-sum rows");
@@ -125,7 +128,7 @@ void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int3
         while (run_end < e_end && run_end - e < 3 && t_rel[run_end] == r) ++run_end;
         if (run_end - e < 3) {  // runs of one or two edges (the self-loop, most typed links): edge by edge
           for (; e < run_end; ++e) {
-            if (e + kPrefetch < E) prefetch_row(G + t_indices[e + kPrefetch] * F, F);
+            prefetch_ahead(e);
             const scalar_t av = a[t_indices[e]];
             const scalar_t* __restrict__ gv = G + t_indices[e] * F;
             const scalar_t c = alpha[r] * av * bu;
@@ -141,9 +144,9 @@ void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int3
         }
 #pragma omp simd
         for (int64_t f = 0; f < F; ++f) q[f] = a0 * g0[f];
-        if (e + kPrefetch < E) prefetch_row(G + t_indices[e + kPrefetch] * F, F);
+        prefetch_ahead(e);
         for (++e; e < e_end && t_rel[e] == r; ++e) {
-          if (e + kPrefetch < E) prefetch_row(G + t_indices[e + kPrefetch] * F, F);
+          prefetch_ahead(e);
           const scalar_t av = a[t_indices[e]];
           const scalar_t* __restrict__ gv = G + t_indices[e] * F;
 #pragma omp simd
