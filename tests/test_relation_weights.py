@@ -39,6 +39,37 @@ def test_switched_off_parts_are_constant_and_own_no_parameters():
     assert rw.is_constant and not list(rw.parameters())
 
 
+def test_weights_of_several_layers_are_one_tensor_per_part():
+    """layers=L: the same weights as L modules of one layer each, from two parameters (not 2L)."""
+    torch.manual_seed(0)
+    many = RelationWeights(5, 3, scale=10.0, heads=2, layers=4)
+    with torch.no_grad():
+        many.edge.uniform_(-0.2, 0.3), many.self_loop.uniform_(-0.2, 0.3)
+    assert len(list(many.parameters())) == 2 and many().shape == (4, 8, 2)
+    for i, alpha in enumerate(many.per_layer()):
+        one = RelationWeights(5, 3, scale=10.0, heads=2)
+        with torch.no_grad():
+            one.edge.copy_(many.edge[i]), one.self_loop.copy_(many.self_loop[i])
+        assert torch.equal(alpha, one())
+    half = RelationWeights(5, 3, edge_embeddings=False, layers=2)
+    assert half().shape == (2, 8, 1) and torch.equal(half()[:, :5], torch.ones(2, 5, 1))
+    assert RelationWeights(5, 3, edge_embeddings=False, self_loop_embeddings=False, layers=3).per_layer() == [None] * 3
+    with pytest.raises(ValueError, match="index the layer first"):
+        many(torch.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("backbone,kw,groups", [("gcn", {}, [(1, 3)]),
+                                                ("gat", {"heads": 2, "relation_mode": "mul"}, [(2, 2), (1, 1)])])
+def test_model_groups_layers_with_equal_heads(syn, backbone, kw, groups):
+    data, rg, _ = syn
+    m = model(data, rg, backbone, **kw)
+    assert [(r.heads, r.layers) for r in m.relations] == groups
+    alphas = m.layer_alphas()
+    assert [a.shape for a in alphas] == [(rg.num_relations, k) for k, n in groups for _ in range(n)]
+    names = m.relation_weights()
+    assert len(names) == 3 and all(set(layer) == set(rg.relation_names) for layer in names)
+
+
 def test_scale_must_be_positive():
     with pytest.raises(ValueError, match="must be > 0"):
         RelationWeights(2, 2, scale=0)
@@ -59,12 +90,11 @@ def test_re_model_at_init_equals_plain_model_with_same_weights(syn, backbone, kw
     torch.testing.assert_close(emb_re, emb_plain, rtol=1e-5, atol=1e-6)
     # and the relation weights are real parameters of the RE model only: R + F per layer (x heads)
     extra = sum(p.numel() for p in re.parameters()) - sum(p.numel() for p in plain.parameters())
-    heads = [r.heads for r in re.relations]
-    assert extra == rg.num_relations * sum(heads)
+    assert extra == rg.num_relations * sum(a.shape[1] for a in re.layer_alphas())
 
 
 def _alphas(m):
-    return torch.stack([r().detach().clone() for r in m.relations])
+    return torch.stack([a.detach().clone() for a in m.layer_alphas()])
 
 
 def _one_step(m, data, rg, inputs, opt):
@@ -89,7 +119,7 @@ def test_one_adam_step_moves_every_alpha_by_lambda_times_lr(syn, scale):
     moved = (_alphas(m) - before).abs()
     # Adam's first step is lr * sign(gradient) on e; alpha = lambda * e moves lambda * lr (relations that
     # reach no node used by the loss get no gradient and stay put)
-    has_grad = torch.stack([torch.cat([r.edge.grad, r.self_loop.grad]) for r in m.relations]).abs() > 0
+    has_grad = torch.cat([torch.cat([r.edge.grad, r.self_loop.grad], dim=-2) for r in m.relations]).abs() > 0
     assert has_grad.float().mean() > 0.5
     torch.testing.assert_close(moved[has_grad], torch.full_like(moved[has_grad], scale * lr), rtol=1e-3, atol=0)
     assert torch.all(moved[~has_grad] == 0)

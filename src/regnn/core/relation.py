@@ -4,6 +4,11 @@ alpha = tau(lambda * e) with tau = LeakyReLU and e initialised to 1/lambda, so e
 lambda (`scale`) multiplies the gradient reaching e: with Adam one step moves alpha by about lambda * lr, with
 SGD by lambda^2 times the unscaled step (paper, appendix A). A part that is switched off is the constant 1
 and owns no parameters, so GCN-E, GCN-S and plain GCN are this module with switches off.
+
+One module can hold the weights of several layers (`layers=L`: one (L, n, heads) tensor per part instead of L
+tensors): a model then computes all of them in one scaling and activation, and the optimiser, the gradient
+accumulation and zero_grad handle two tensors instead of 2L. Every number is the same (all of it is
+elementwise).
 """
 from __future__ import annotations
 
@@ -14,22 +19,27 @@ from torch import nn
 
 class RelationWeights(nn.Module):
     def __init__(self, num_edge_relations: int, num_node_types: int, scale: float = 100.0, heads: int = 1,
-                 edge_embeddings: bool = True, self_loop_embeddings: bool = True, negative_slope: float = 0.01):
+                 edge_embeddings: bool = True, self_loop_embeddings: bool = True, negative_slope: float = 0.01,
+                 layers: int | None = None):
         super().__init__()
         if scale <= 0:
             raise ValueError(f"relation scale (lambda) must be > 0, got {scale}")
+        if layers is not None and layers < 1:
+            raise ValueError(f"layers must be >= 1 (or None for one layer without that axis), got {layers}")
         self.scale = float(scale)
         self.negative_slope = negative_slope
         self.num_edge_relations = num_edge_relations
         self.num_node_types = num_node_types
         self.heads = heads
+        self.layers = layers  # None: weights (num_relations, heads); L: (L, num_relations, heads)
         self.register_buffer("_anchor", torch.zeros(0), persistent=False)  # follows .to(device)
-        self.edge = self._part(num_edge_relations, heads, edge_embeddings)
-        self.self_loop = self._part(num_node_types, heads, self_loop_embeddings)
+        self.edge = self._part(num_edge_relations, edge_embeddings)
+        self.self_loop = self._part(num_node_types, self_loop_embeddings)
 
-    def _part(self, n: int, heads: int, learn: bool) -> nn.Parameter | None:
+    def _part(self, n: int, learn: bool) -> nn.Parameter | None:
         # None means the constant 1: no parameter, nothing to learn.
-        return nn.Parameter(torch.full((n, heads), 1.0 / self.scale)) if learn and n else None
+        shape = (n, self.heads) if self.layers is None else (self.layers, n, self.heads)
+        return nn.Parameter(torch.full(shape, 1.0 / self.scale)) if learn and n else None
 
     @property
     def is_constant(self) -> bool:
@@ -37,21 +47,35 @@ class RelationWeights(nn.Module):
 
     def _alpha(self, e: nn.Parameter | None, n: int, device) -> torch.Tensor:
         if e is None:
-            return torch.ones(n, self.heads, device=device)
+            shape = (n, self.heads) if self.layers is None else (self.layers, n, self.heads)
+            return torch.ones(shape, device=device)
         return F.leaky_relu(self.scale * e, self.negative_slope)
 
     def forward(self, rel: torch.Tensor | None = None) -> torch.Tensor:
-        """Weights per relation (num_relations, heads), or per edge (E, heads) when `rel` ids are given."""
+        """Weights per relation (num_relations, heads) ((layers, num_relations, heads) for several layers), or
+        per edge (E, heads) when `rel` ids are given (one layer only)."""
+        if rel is not None and self.layers is not None:
+            raise ValueError("per-edge weights need one layer's relation weights; index the layer first")
         if self.edge is not None and self.self_loop is not None:  # both learnt: one scaling and activation
-            alpha = F.leaky_relu(self.scale * torch.cat([self.edge, self.self_loop]), self.negative_slope)
+            alpha = F.leaky_relu(self.scale * torch.cat([self.edge, self.self_loop], dim=-2), self.negative_slope)
         else:
             device = self._anchor.device
             alpha = torch.cat([self._alpha(self.edge, self.num_edge_relations, device),
-                               self._alpha(self.self_loop, self.num_node_types, device)])
+                               self._alpha(self.self_loop, self.num_node_types, device)], dim=-2)
         return alpha if rel is None else alpha[rel]
 
-    def named_values(self, names: list[str]) -> dict[str, float | list[float]]:
-        """{relation name: weight} (a list per head when heads > 1), for reading after training."""
+    def per_layer(self) -> list[torch.Tensor | None]:
+        """Each layer's weights (num_relations, heads), or None per layer where all are the constant 1."""
+        n = 1 if self.layers is None else self.layers
+        if self.is_constant:
+            return [None] * n
+        alpha = self.forward()
+        return [alpha] if self.layers is None else list(alpha.unbind(0))
+
+    def named_values(self, names: list[str]) -> list[dict[str, float | list[float]]]:
+        """Per layer: {relation name: weight} (a list per head when heads > 1), for reading after training."""
         with torch.no_grad():
             a = self.forward().cpu()
-        return {n: (a[i, 0].item() if self.heads == 1 else a[i].tolist()) for i, n in enumerate(names)}
+        layers = [a] if self.layers is None else list(a)
+        return [{n: (x[i, 0].item() if self.heads == 1 else x[i].tolist()) for i, n in enumerate(names)}
+                for x in layers]

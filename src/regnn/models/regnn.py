@@ -94,11 +94,13 @@ class REGNN(nn.Module):
         self.convs = nn.ModuleList(stack.convs)
         self.head = stack.head
         num_node_types = len(relation_names) - num_edge_relations
+        # one RelationWeights per run of consecutive layers with the same number of heads (a GCN: one for all
+        # layers; a GAT: its hidden layers, then its one-head output layer), see layer_alphas
         self.relations = nn.ModuleList(
-            RelationWeights(num_edge_relations, num_node_types, scale=scale, heads=k,
+            RelationWeights(num_edge_relations, num_node_types, scale=scale, heads=k, layers=n,
                             edge_embeddings=edge_embeddings, self_loop_embeddings=self_loop_embeddings,
                             negative_slope=relation_slope)
-            for k in stack.relation_heads)
+            for k, n in _runs(stack.relation_heads))
         # The authors' RE-GCN drops features twice before every layer after the first (once in the model, once
         # in the layer): two independent masks keep a feature with probability (1-p)^2, which is one dropout
         # with rate 1-(1-p)^2 (0.84 for p=0.6).
@@ -126,7 +128,7 @@ class REGNN(nn.Module):
         emb = None
         # every layer's relation weights first, back to back: a few tiny ops each, which cost several times
         # more run one at a time after a layer's large ones (caches then hold the layer's data, not these)
-        alphas = [None if rw.is_constant else rw() for rw in self.relations]
+        alphas = self.layer_alphas()
         for conv, alpha, a in zip(self.convs, alphas, adjs):
             if alpha is not None and hasattr(conv, "prepare"):
                 conv.prepare(a, alpha)
@@ -146,6 +148,21 @@ class REGNN(nn.Module):
             h = self.head(h)
         return h, emb
 
+    def layer_alphas(self) -> list[torch.Tensor | None]:
+        """Every layer's relation weights (num_relations, heads), None for a layer whose weights are all 1."""
+        return [alpha for rw in self.relations for alpha in rw.per_layer()]
+
     def relation_weights(self) -> list[dict[str, float]]:
         """Per layer: {relation name: weight} (lists per head for attention layers)."""
-        return [rw.named_values(self.relation_names) for rw in self.relations]
+        return [layer for rw in self.relations for layer in rw.named_values(self.relation_names)]
+
+
+def _runs(values: list[int]) -> list[tuple[int, int]]:
+    """(value, length) of each run of equal consecutive values: [8, 8, 8, 1] -> [(8, 3), (1, 1)]."""
+    runs: list[tuple[int, int]] = []
+    for v in values:
+        if runs and runs[-1][0] == v:
+            runs[-1] = (v, runs[-1][1] + 1)
+        else:
+            runs.append((v, 1))
+    return runs

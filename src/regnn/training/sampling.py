@@ -100,8 +100,7 @@ class RepeatableNeighborSampler(dgl.dataloading.NeighborSampler):
 
 def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor) -> torch.Tensor:
     """Layer i of an REGNN in evaluation mode (the same computation as REGNN.propagate with dropout off)."""
-    rw = regnn.relations[i]
-    return regnn.convs[i](adj, h, None if rw.is_constant else rw())
+    return regnn.convs[i](adj, h, regnn.layer_alphas()[i])
 
 
 @torch.no_grad()
