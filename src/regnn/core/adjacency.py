@@ -176,18 +176,28 @@ class Adjacency:
         _remember(cache, key, hit)
         return hit
 
-    def prepare(self, alpha: torch.Tensor, norm: str) -> None:
+    def prepare(self, alphas: torch.Tensor | list[torch.Tensor], norm: str) -> None:
         """Computes now what normalized_spmm(h, alpha, norm) will need of these relation weights on the fused
-        kernels, and lets it find that by the identity of `alpha` (no key from alpha's values). A model calls
-        this for all its layers back to back before propagating (REGNN.propagate): inside a layer, after its
-        large operations, the same small steps take several times longer."""
-        if alpha.shape[1] != 1 or alpha.dtype not in (torch.float32, torch.float64):
+        kernels, and lets it find that by the identity of `alpha` (no key from alpha's values). `alphas`: one
+        layer's weights (num_relations, 1) or a list of several layers' (one kernel call and one cache lookup for
+        all). A model calls this for all its layers back to back before propagating (REGNN.propagate): inside a
+        layer, after its large operations, the same small steps take several times longer."""
+        alphas = [alphas] if isinstance(alphas, torch.Tensor) else list(alphas)
+        alphas = [al for al in alphas if al.shape[1] == 1 and al.dtype in (torch.float32, torch.float64)]
+        if len({(al.shape, al.dtype, al.device) for al in alphas}) > 1:  # not stackable: one by one
+            for al in alphas:
+                self.prepare(al, norm)
             return
-        kernels = self._fused_kernels(alpha)
-        if kernels is None or self.num_relations_seen > alpha.shape[0]:  # too few weights: normalized_spmm says so
+        kernels = self._fused_kernels(alphas[0]) if alphas else None
+        if kernels is None or self.num_relations_seen > alphas[0].shape[0]:  # too few weights: normalized_spmm says so
             return
-        _remember(self.__dict__.setdefault("_prepared", {}), (id(alpha), norm),
-                  (alpha, alpha._version, self.node_scales(alpha, norm, kernels)))
+        with torch.no_grad():
+            stacked = torch.stack(alphas)[:, :, 0]  # (layers, num_relations)
+        scales = self._per_alpha(("scales", norm, len(alphas)), stacked,
+                                 lambda st: self._node_scales_of(st, norm, kernels))
+        prepared = self.__dict__.setdefault("_prepared", {})
+        for al, sc in zip(alphas, scales):
+            _remember(prepared, (id(al), norm), (al, al._version, sc))
 
     def _fused_kernels(self, t: torch.Tensor):
         """The fused kernels where they serve tensors like t, else None: they run on CPU tensors, and their backward
@@ -203,14 +213,15 @@ class Adjacency:
         if hit is not None and hit[0] is alpha and hit[1] == alpha._version:  # the same tensor, not changed in place
             return hit[2]
 
-        def compute(alpha):
-            al = alpha[:, 0].contiguous()
-            a, b, ka, kb = kernels.scales(self.relation_counts(al.shape[0], al.dtype), al, NORM_CODES[norm])
-            if norm != "both":  # the sources are not scaled: ones over every source (blocks have more)
-                b = torch.ones(self.num_src, dtype=al.dtype, device=al.device)
-            return al, a, b, ka, kb
+        return self._per_alpha(("scales", norm), alpha, lambda al: self._node_scales_of(al.t(), norm, kernels)[0])
 
-        return self._per_alpha(("scales", norm), alpha, compute)
+    def _node_scales_of(self, alphas: torch.Tensor, norm: str, kernels) -> list[tuple]:
+        """node_scales' tuple for each row of alphas (layers, num_relations), from one kernel call."""
+        alphas = alphas.contiguous()
+        a, b, ka, kb = kernels.scales(self.relation_counts(alphas.shape[1], alphas.dtype), alphas, NORM_CODES[norm])
+        if norm != "both":  # the sources are not scaled: ones over every source (blocks have more)
+            ones = torch.ones(self.num_src, dtype=alphas.dtype, device=alphas.device)
+        return [(alphas[i], a[i], b[i] if norm == "both" else ones, ka[i], kb[i]) for i in range(alphas.shape[0])]
 
     def relation_counts(self, num_relations: int, dtype=torch.float32) -> torch.Tensor:
         """(num_dst, num_relations) number of in-edges of each relation at every destination."""

@@ -38,9 +38,11 @@ class REGraphConv(nn.Module):
         if self.weight is not None:
             nn.init.xavier_uniform_(self.weight)
 
-    def prepare(self, adj: Adjacency, alpha: torch.Tensor) -> None:
-        """Work on the relation weights that forward(adj, ., alpha) will need, done ahead (Adjacency.prepare)."""
-        adj.prepare(alpha, self.norm)
+    @property
+    def prepare_norm(self) -> str:
+        """The norm under which forward(adj, ., alpha) aggregates: REGNN.propagate has adj prepare the relation
+        weights of every such layer ahead, all at once (Adjacency.prepare)."""
+        return self.norm
 
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
         # multiply by W before aggregating when that shrinks the messages

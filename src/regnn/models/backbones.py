@@ -45,11 +45,10 @@ class NormAct(nn.Module):
         self.norm = nn.LayerNorm(dim) if layer_norm else None
         self.activation = ACTIVATIONS[activation]
 
-    def prepare(self, adj, alpha) -> None:
-        """Passes REGNN.propagate's early call on to the wrapped conv (see REGraphConv.prepare)."""
-        prepare = getattr(self.conv, "prepare", None)
-        if prepare is not None:
-            prepare(adj, alpha)
+    @property
+    def prepare_norm(self) -> str | None:
+        """The wrapped conv's (see REGraphConv.prepare_norm), so that mini-batch stacks prepare too."""
+        return getattr(self.conv, "prepare_norm", None)
 
     def forward(self, adj, h, alpha=None):
         h = self.conv(adj, h, alpha)

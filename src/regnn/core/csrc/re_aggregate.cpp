@@ -450,38 +450,49 @@ std::vector<torch::Tensor> re_aggregate_backward(torch::Tensor t_indptr, torch::
 
 // Destination and source scales of the weighted degree deg = counts @ alpha, clamped at 1, and the factors
 // ka = (da/ddeg) / a, kb = (db/ddeg) / b (0 where the clamp holds) for norm 0 (none), 1 (right: a = 1/d),
-// 2 (both: a = b = d^-1/2). Returns (a, b, ka, kb); unscaled sides are ones (factor 0).
+// 2 (both: a = b = d^-1/2). Returns (a, b, ka, kb); unscaled sides are ones (factor 0). alpha (R,) gives (n,)
+// each; alpha (L, R), the weights of L layers, gives (L, n) each in one call (the same numbers per layer).
 std::vector<torch::Tensor> re_scales(torch::Tensor counts, torch::Tensor alpha, int64_t norm) {
   check(counts, "counts");
   check(alpha, "alpha");
-  const int64_t n = counts.size(0), R = counts.size(1);
-  auto a = torch::empty({n}, counts.options()), ka = torch::empty({n}, counts.options());
+  TORCH_CHECK(alpha.dim() == 1 || alpha.dim() == 2, "re_scales: alpha must be (R,) or (layers, R)");
+  const int64_t n = counts.size(0), R = counts.size(1), L = alpha.dim() == 2 ? alpha.size(0) : 1;
+  TORCH_CHECK(alpha.size(-1) == R && alpha.scalar_type() == counts.scalar_type(),
+              "re_scales: alpha must have one weight per column of counts, of counts' dtype");
+  const std::vector<int64_t> shape = alpha.dim() == 2 ? std::vector<int64_t>{L, n} : std::vector<int64_t>{n};
+  auto a = torch::empty(shape, counts.options()), ka = torch::empty(shape, counts.options());
   AT_DISPATCH_FLOATING_TYPES(counts.scalar_type(), "re_scales", [&] {
     const scalar_t* c = counts.data_ptr<scalar_t>();
-    const scalar_t* al = alpha.data_ptr<scalar_t>();
     scalar_t* ap = a.data_ptr<scalar_t>();
     scalar_t* kp = ka.data_ptr<scalar_t>();
-    at::parallel_for(0, n, 2048, [&](int64_t begin, int64_t end) {
-      for (int64_t v = begin; v < end; ++v) {
-        scalar_t deg = 0;
-        for (int64_t r = 0; r < R; ++r) deg += c[v * R + r] * al[r];
-        const bool live = deg >= scalar_t(1);
-        const scalar_t d = live ? deg : scalar_t(1);
-        if (norm == 2) {
-          ap[v] = scalar_t(1) / std::sqrt(d);
-          kp[v] = live ? scalar_t(-0.5) / d : scalar_t(0);
-        } else if (norm == 1) {
-          ap[v] = scalar_t(1) / d;
-          kp[v] = live ? scalar_t(-1) / d : scalar_t(0);
-        } else {
-          ap[v] = 1;
-          kp[v] = 0;
+    at::parallel_for(0, L * n, 2048, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end;) {  // [i, stop): nodes of one layer
+        const int64_t l = i / n, stop = std::min(end, (l + 1) * n);
+        const scalar_t* al = alpha.data_ptr<scalar_t>() + l * R;
+        scalar_t* __restrict__ al_a = ap + l * n;
+        scalar_t* __restrict__ al_k = kp + l * n;
+        for (int64_t v = i - l * n; v < stop - l * n; ++v) {
+          scalar_t deg = 0;
+          for (int64_t r = 0; r < R; ++r) deg += c[v * R + r] * al[r];
+          const bool live = deg >= scalar_t(1);
+          const scalar_t d = live ? deg : scalar_t(1);
+          if (norm == 2) {
+            al_a[v] = scalar_t(1) / std::sqrt(d);
+            al_k[v] = live ? scalar_t(-0.5) / d : scalar_t(0);
+          } else if (norm == 1) {
+            al_a[v] = scalar_t(1) / d;
+            al_k[v] = live ? scalar_t(-1) / d : scalar_t(0);
+          } else {
+            al_a[v] = 1;
+            al_k[v] = 0;
+          }
         }
+        i = stop;
       }
     });
   });
   if (norm == 2) return {a, a, ka, ka};
-  auto ones = torch::ones({n}, counts.options()), zeros = torch::zeros({n}, counts.options());
+  auto ones = torch::ones(shape, counts.options()), zeros = torch::zeros(shape, counts.options());
   if (norm == 1) return {a, ones, ka, zeros};
   return {ones, ones, zeros, zeros};
 }
