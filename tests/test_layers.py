@@ -270,6 +270,29 @@ def test_fused_kernels_build_where_a_compiler_exists():
     assert load_kernels() is not None
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("norm", [0, 1, 2])
+def test_node_scales_of_several_layers_in_one_call_equal_one_call_each(dtype, norm):
+    """kernels.scales with the weights of 3 layers (3, R) gives, bitwise, each row's own call: 5001 nodes,
+    so the parallel pieces cross from one layer into the next."""
+    from regnn.core.kernels import load_kernels
+    kernels = load_kernels()
+    if kernels is None:
+        pytest.skip("the fused kernels could not be built here")
+    g = torch.Generator().manual_seed(0)
+    counts = torch.randint(0, 5, (5001, 7), generator=g).to(dtype)
+    counts[::9] = 0  # nodes without in-edges: the clamp at 1
+    alphas = (torch.rand(3, 7, generator=g, dtype=dtype) * 2.5 - 0.05).contiguous()
+    together = kernels.scales(counts, alphas, norm)
+    assert all(t.shape == (3, 5001) for t in together)
+    for layer in range(3):
+        alone = kernels.scales(counts, alphas[layer].contiguous(), norm)
+        for x, y in zip(alone, together):
+            assert x.shape == (5001,) and torch.equal(x, y[layer])
+    with pytest.raises(RuntimeError, match="one weight per column"):
+        kernels.scales(counts, alphas[:, :6].contiguous(), norm)
+
+
 @pytest.mark.parametrize("norm", ["both", "right"])
 def test_fused_and_torch_paths_agree_on_a_real_graph(imdb_relation_graph, norm, monkeypatch):
     """IMDB's relation graph in float32: both paths give the same output and gradients (to float rounding), with

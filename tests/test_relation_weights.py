@@ -51,6 +51,9 @@ def test_weights_of_several_layers_are_one_tensor_per_part():
         with torch.no_grad():
             one.edge.copy_(many.edge[i]), one.self_loop.copy_(many.self_loop[i])
         assert torch.equal(alpha, one())
+    assert [set(d) for d in many.named_values(list("abcdefgh"))] == [set("abcdefgh")] * 4
+    one = RelationWeights(5, 3)
+    assert one.named_values(list("abcdefgh")) == dict.fromkeys("abcdefgh", 1.0)  # one layer: a dict, as before
     half = RelationWeights(5, 3, edge_embeddings=False, layers=2)
     assert half().shape == (2, 8, 1) and torch.equal(half()[:, :5], torch.ones(2, 5, 1))
     assert RelationWeights(5, 3, edge_embeddings=False, self_loop_embeddings=False, layers=3).per_layer() == [None] * 3
@@ -153,7 +156,8 @@ def test_relation_weights_are_readable_by_name_after_training(syn):
     assert any(v != 1.0 for v in layers[0].values())
 
 
-def test_relation_weights_prepared_ahead_change_no_number(syn, monkeypatch):
+@pytest.mark.parametrize("norm", ["both", "right"])
+def test_relation_weights_prepared_ahead_change_no_number(syn, monkeypatch, norm):
     """REGNN.propagate computes every layer's relation weights, and what the fused aggregation needs of them,
     before it propagates (Adjacency.prepare; the layer finds them again by the weights' identity). Two training
     steps and an evaluation give bitwise the scores and gradients of the same model whose layers prepare
@@ -168,7 +172,7 @@ def test_relation_weights_prepared_ahead_change_no_number(syn, monkeypatch):
         pytest.skip("the fused kernels could not be built here (prepare does nothing without them)")
     data, rg, _ = syn
     torch.manual_seed(4)
-    base = model(data, rg)
+    base = model(data, rg, norm=norm)
     with torch.no_grad():
         for r in base.relations:  # weights away from 1, on both sides of the degree clamp
             r.edge.uniform_(0.002, 0.015), r.self_loop.uniform_(0.002, 0.015)

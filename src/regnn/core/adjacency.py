@@ -184,9 +184,12 @@ class Adjacency:
         layer, after its large operations, the same small steps take several times longer."""
         alphas = [alphas] if isinstance(alphas, torch.Tensor) else list(alphas)
         alphas = [al for al in alphas if al.shape[1] == 1 and al.dtype in (torch.float32, torch.float64)]
-        if len({(al.shape, al.dtype, al.device) for al in alphas}) > 1:  # not stackable: one by one
-            for al in alphas:
-                self.prepare(al, norm)
+        groups: dict[tuple, list] = {}  # stackable together
+        for al in alphas:
+            groups.setdefault((al.shape, al.dtype, al.device), []).append(al)
+        if len(groups) > 1:
+            for group in groups.values():
+                self.prepare(group, norm)
             return
         kernels = self._fused_kernels(alphas[0]) if alphas else None
         if kernels is None or self.num_relations_seen > alphas[0].shape[0]:  # too few weights: normalized_spmm says so

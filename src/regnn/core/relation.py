@@ -8,7 +8,8 @@ and owns no parameters, so GCN-E, GCN-S and plain GCN are this module with switc
 One module can hold the weights of several layers (`layers=L`: one (L, n, heads) tensor per part instead of L
 tensors): a model then computes all of them in one scaling and activation, and the optimiser, the gradient
 accumulation and zero_grad handle two tensors instead of 2L. Every number is the same (all of it is
-elementwise).
+elementwise), with one exception no shipped layout meets: a layer that never uses its weights gets zero
+gradients for them (Adam's weight decay then moves them), where a tensor of its own would get none.
 """
 from __future__ import annotations
 
@@ -36,10 +37,12 @@ class RelationWeights(nn.Module):
         self.edge = self._part(num_edge_relations, edge_embeddings)
         self.self_loop = self._part(num_node_types, self_loop_embeddings)
 
+    def _shape(self, n: int) -> tuple[int, ...]:
+        return (n, self.heads) if self.layers is None else (self.layers, n, self.heads)
+
     def _part(self, n: int, learn: bool) -> nn.Parameter | None:
         # None means the constant 1: no parameter, nothing to learn.
-        shape = (n, self.heads) if self.layers is None else (self.layers, n, self.heads)
-        return nn.Parameter(torch.full(shape, 1.0 / self.scale)) if learn and n else None
+        return nn.Parameter(torch.full(self._shape(n), 1.0 / self.scale)) if learn and n else None
 
     @property
     def is_constant(self) -> bool:
@@ -47,8 +50,7 @@ class RelationWeights(nn.Module):
 
     def _alpha(self, e: nn.Parameter | None, n: int, device) -> torch.Tensor:
         if e is None:
-            shape = (n, self.heads) if self.layers is None else (self.layers, n, self.heads)
-            return torch.ones(shape, device=device)
+            return torch.ones(self._shape(n), device=device)
         return F.leaky_relu(self.scale * e, self.negative_slope)
 
     def forward(self, rel: torch.Tensor | None = None) -> torch.Tensor:
@@ -72,10 +74,13 @@ class RelationWeights(nn.Module):
         alpha = self.forward()
         return [alpha] if self.layers is None else list(alpha.unbind(0))
 
-    def named_values(self, names: list[str]) -> list[dict[str, float | list[float]]]:
-        """Per layer: {relation name: weight} (a list per head when heads > 1), for reading after training."""
+    def named_values(self, names: list[str]) -> dict[str, float | list[float]] | list[dict]:
+        """{relation name: weight} (a list per head when heads > 1), for reading after training; with layers=L a
+        list of L such dicts."""
         with torch.no_grad():
             a = self.forward().cpu()
-        layers = [a] if self.layers is None else list(a)
-        return [{n: (x[i, 0].item() if self.heads == 1 else x[i].tolist()) for i, n in enumerate(names)}
-                for x in layers]
+
+        def named(x):
+            return {n: (x[i, 0].item() if self.heads == 1 else x[i].tolist()) for i, n in enumerate(names)}
+
+        return named(a) if self.layers is None else [named(x) for x in a]

@@ -1,6 +1,7 @@
 """RE-GNN: per-type input projection -> homogeneous GNN layers on the relation-weighted graph -> classes."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -163,10 +164,4 @@ class REGNN(nn.Module):
 
 def _runs(values: list[int]) -> list[tuple[int, int]]:
     """(value, length) of each run of equal consecutive values: [8, 8, 8, 1] -> [(8, 3), (1, 1)]."""
-    runs: list[tuple[int, int]] = []
-    for v in values:
-        if runs and runs[-1][0] == v:
-            runs[-1] = (v, runs[-1][1] + 1)
-        else:
-            runs.append((v, 1))
-    return runs
+    return [(v, len(list(run))) for v, run in itertools.groupby(values)]

@@ -98,9 +98,10 @@ class RepeatableNeighborSampler(dgl.dataloading.NeighborSampler):
             return super().sample_blocks(g, seed_nodes, exclude_eids)
 
 
-def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor) -> torch.Tensor:
-    """Layer i of an REGNN in evaluation mode (the same computation as REGNN.propagate with dropout off)."""
-    return regnn.convs[i](adj, h, regnn.layer_alphas()[i])
+def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor, alphas: list | None = None) -> torch.Tensor:
+    """Layer i of an REGNN in evaluation mode (the same computation as REGNN.propagate with dropout off);
+    alphas: regnn.layer_alphas(), computed once by a caller that steps many batches."""
+    return regnn.convs[i](adj, h, (regnn.layer_alphas() if alphas is None else alphas)[i])
 
 
 @torch.no_grad()
@@ -120,6 +121,7 @@ def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: i
         needed.append(torch.unique(torch.cat([needed[-1], u])))
     needed = needed[::-1]  # needed[l]: nodes whose layer-l output is computed (l = 0 .. L-1)
     prev, pos = None, torch.full((sg.num_nodes,), -1, dtype=torch.int64)
+    alphas = regnn.layer_alphas()
     for layer, nodes in enumerate(needed):
         out = None
         for start in range(0, nodes.numel(), batch_size):
@@ -127,7 +129,7 @@ def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: i
             block = sg.full_block(dst)
             src = block.srcdata[dgl.NID]
             h = model.input_rows(src.to(device)) if layer == 0 else prev[pos[src]].to(device)
-            y = layer_step(regnn, layer, sg.adjacency(block.to(device)), h)
+            y = layer_step(regnn, layer, sg.adjacency(block.to(device)), h, alphas)
             if out is None:
                 out = torch.empty(nodes.numel(), y.shape[1], dtype=y.dtype)
             out[start:start + dst.numel()] = y.cpu()
