@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -142,7 +143,7 @@ def combine(rs: list[dict], medians: tuple[str, ...], kept: str, largest: tuple[
 
 
 def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None = None,
-          pairs: list[dict] | None = None) -> None:
+          pairs: list[dict] | None = None, command: str = "python scripts/benchmark.py") -> None:
     import pandas as pd
 
     from regnn.reporting.collect import markdown
@@ -155,7 +156,7 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
                      else None)
     df["epoch_ratio_to_plain"] = ratio
     meta = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
-            "when": time.strftime("%Y-%m-%d %H:%M")}
+            "when": time.strftime("%Y-%m-%d %H:%M"), "command": command}
     if cells_when:  # --job-only: the cells are an earlier measurement, only the main job is new
         meta["cells_when"] = cells_when
     (out / "benchmark.json").write_text(json.dumps({"meta": meta, "cells": df.to_dict("records"), "main_job": job,
@@ -168,7 +169,7 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
                    num_parameters=df.num_parameters.map("{:,}".format))[
         ["dataset", "model", "median_epoch_s", "epoch_ratio_to_plain", "peak_rss_mb", "num_parameters", "threads"]]
     lines = ["# Benchmark", "", f"{meta['cpus']} CPUs ({meta['machine']}), Python {meta['python']}, {meta['when']}; "
-             "`python scripts/benchmark.py`. "
+             f"`{command}`. "
              + (f"Each cell timed in {int(df.processes.max())} processes, in rounds (every cell once per round, "
                 "one process after another); its s/epoch is the median of the processes' medians, its memory the "
                 "largest peak." if "processes" in df and df.processes.max() > 1
@@ -260,6 +261,7 @@ def main(argv=None) -> int:
     ap.add_argument("--one", nargs=2, metavar=("DATASET", "MODEL"), help=argparse.SUPPRESS)
     ap.add_argument("--pair", nargs=3, metavar=("DATASET", "PLAIN", "RE"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    command = shlex.join(["python", "scripts/benchmark.py", *(sys.argv[1:] if argv is None else argv)])
     if a.repeats < 1:
         ap.error(f"--repeats must be at least 1, got {a.repeats}")
     if a.one:
@@ -273,7 +275,7 @@ def main(argv=None) -> int:
         rows = [{k: v for k, v in c.items() if k != "epoch_ratio_to_plain"} for c in old["cells"]]
         job = main_job()
         print(f"main job: {job['wall_s']:.1f} s, {job['peak_rss_mb']:.0f} MB", file=sys.stderr)
-        write(rows, job, Path(a.out), cells_when=old["meta"].get("cells_when", old["meta"]["when"]),
+        write(rows, job, Path(a.out), command=command, cells_when=old["meta"].get("cells_when", old["meta"]["when"]),
               pairs=old.get("pairs"))
         return 0
     def child(*args: str) -> dict:
@@ -316,7 +318,7 @@ def main(argv=None) -> int:
     job = main_job() if a.job else None
     if job:
         print(f"main job: {job['wall_s']:.1f} s, {job['peak_rss_mb']:.0f} MB", file=sys.stderr)
-    write(rows, job, Path(a.out), pairs=pairs)
+    write(rows, job, Path(a.out), pairs=pairs, command=command)
     print(f"wrote {a.out}/benchmark.json, .csv, .md", file=sys.stderr)
     return 0
 

@@ -103,4 +103,7 @@ def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
     assert pair["ratio_of_medians"] == pytest.approx(statistics.median(pair["process_ratio_of_medians"]))
     assert (pair["plain"], pair["re"], pair["epochs_timed"]) == ("gcn", "re_gcn", 4)
     assert pair["plain_median_epoch_s"] > 0 and pair["re_median_epoch_s"] > 0
-    assert "epoch by epoch in one process" in (tmp_path / "benchmark.md").read_text()
+    md = (tmp_path / "benchmark.md").read_text()
+    assert "epoch by epoch in one process" in md
+    assert "`python scripts/benchmark.py --datasets synthetic --models gcn re_gcn --epochs 4" in md  # how it was made
+    assert out["meta"]["command"].endswith(f"--out {tmp_path}")
