@@ -130,12 +130,12 @@ class REGNN(nn.Module):
         # every layer's relation weights first, back to back: a few tiny ops each, which cost several times
         # more run one at a time after a layer's large ones (caches then hold the layer's data, not these)
         alphas = self.layer_alphas()
-        ahead: dict[tuple, tuple] = {}  # (adjacency, norm) -> the weights of its layers: prepared in one call
+        ahead: dict[tuple, list] = {}  # (adjacency, norm) -> the weights of its layers: prepared in one call
         for conv, alpha, a in zip(self.convs, alphas, adjs):
             norm = getattr(conv, "prepare_norm", None)
             if alpha is not None and norm is not None:
-                ahead.setdefault((id(a), norm), (a, norm, []))[2].append(alpha)
-        for a, norm, group in ahead.values():
+                ahead.setdefault((a, norm), []).append(alpha)  # an Adjacency hashes by identity
+        for (a, norm), group in ahead.items():
             a.prepare(group, norm)
         for i, (conv, alpha, a) in enumerate(zip(self.convs, alphas, adjs)):
             h = (self.input_dropout if i == 0 else self.dropout)(h)
