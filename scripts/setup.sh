@@ -47,7 +47,8 @@ if ! "$venv/bin/python" -c 'import regnn' 2>/dev/null || [ ! -f "$venv/.editable
   quiet_pip "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
   touch "$venv/.editable"
 fi
-"$venv/bin/python" -c 'import torch, dgl, hydra, regnn; print(f"setup: ok (torch {torch.__version__}, dgl {dgl.__version__}, hydra {hydra.__version__})")'
-# the fused aggregation kernels (C++, built once per machine into ~/.cache/torch_extensions; a missing compiler
-# only means the slower pure-torch path)
-"$venv/bin/python" -c 'from regnn.core.kernels import main; main()' 2> >(grep -v "No CUDA runtime is found" >&2)
+# the stack imports, and the fused aggregation kernels load (C++, built once per machine into
+# ~/.cache/torch_extensions; a missing compiler only means the slower pure-torch path); one process for both
+"$venv/bin/python" -c 'import regnn, torch, dgl, hydra
+print(f"setup: ok (torch {torch.__version__}, dgl {dgl.__version__}, hydra {hydra.__version__})", flush=True)
+from regnn.core.kernels import main; main()' 2> >(grep -v "No CUDA runtime is found" >&2)

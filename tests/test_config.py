@@ -1,4 +1,6 @@
 """Every dataset x model config composes; tuned settings are picked up; bad keys and values are refused."""
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +139,14 @@ def test_auto_workers_split_the_thread_budget(overrides, pending, edges, expect)
     c = cfg("dataset=synthetic", *overrides)
     assert _workers(c, "cpu", pending, int(c.threads), edges) == expect
     assert _workers(c, "cuda", pending, int(c.threads), edges)[0] == (expect[0] if c.workers != "auto" else 1)
+
+
+def test_importing_regnn_and_dgl_starts_no_pypi_version_check():
+    """ogb (imported by dgl) and the `outdated` package each start a thread that asks PyPI for versions; with
+    regnn imported first neither starts, and the process does not wait on the network at exit."""
+    code = ("import regnn, dgl, ogb, threading, sys; "
+            "print(len(threading.enumerate()), sys.modules['outdated'].check_outdated('ogb', '1.3.6'))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["1", "(False,", "'1.3.6')"], p.stdout
+    assert "Failed to check for latest version" not in p.stderr
