@@ -348,3 +348,16 @@ def test_one_adjacency_serves_float32_and_float64(path):
         d = a.sum(1).clamp(min=1).pow(-0.5)[:, None]
         assert out.dtype == dtype
         torch.testing.assert_close(out, d * (a @ (d * h)))
+
+
+def test_kernels_build_from_a_copy_at_a_path_no_checkout_owns(tmp_path):
+    """The build records its sources' paths: compiled from the checkout, every other checkout rebuilt (~40 s).
+    stable_source gives the build folder's own copy, written once, rewritten only if it differs."""
+    from regnn.core import kernels
+    dst = kernels.stable_source(tmp_path)
+    assert dst.parent == tmp_path and dst.read_bytes() == kernels.SOURCE.read_bytes()
+    before = dst.stat().st_mtime_ns
+    assert kernels.stable_source(tmp_path) == dst and dst.stat().st_mtime_ns == before  # not written again
+    dst.write_text("// damaged")
+    assert kernels.stable_source(tmp_path).read_bytes() == kernels.SOURCE.read_bytes()
+    assert [p.name for p in tmp_path.iterdir()] == [kernels.SOURCE.name]  # no temporary file left behind

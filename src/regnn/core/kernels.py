@@ -43,9 +43,25 @@ def _build():
     cflags = ["-O3", "-fopenmp", "-march=native", "-mprefer-vector-width=512"]  # 512: a 64-wide row in 4 registers
     tag = hashlib.sha1("|".join([_cpu_signature(), SOURCE.read_text(), *cflags, *ldflags]).encode()).hexdigest()[:10]
     name = f"regnn_re_aggregate_{tag}"
-    if not list(Path(_get_build_directory(name, verbose=False)).glob("*.so")):
+    build_dir = Path(_get_build_directory(name, verbose=False))
+    if not list(build_dir.glob("*.so")):
         log.info("building the fused aggregation kernels (once per machine, about a minute)")
-    return load(name=name, sources=[str(SOURCE)], extra_cflags=cflags, extra_ldflags=ldflags, verbose=False)
+    return load(name=name, sources=[str(stable_source(build_dir))], extra_cflags=cflags, extra_ldflags=ldflags,
+                verbose=False)
+
+
+def stable_source(build_dir: Path) -> Path:
+    """A copy of SOURCE in the build folder, compiled instead of SOURCE itself: the build records its sources'
+    paths, so building from the checkout made every other checkout of the repo (a clean clone, a worktree)
+    rebuild (~40 s), and the first again after it. The folder is named after the source's contents, so the
+    copy only needs writing once (atomically: processes may load at the same time)."""
+    dst = build_dir / SOURCE.name
+    text = SOURCE.read_bytes()
+    if not dst.is_file() or dst.read_bytes() != text:
+        tmp = build_dir / f".{SOURCE.name}.{os.getpid()}.tmp"
+        tmp.write_bytes(text)
+        os.replace(tmp, dst)
+    return dst
 
 
 def _cpu_signature() -> str:
