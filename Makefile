@@ -22,11 +22,14 @@ data: venv ## copy DBLP/ACM/IMDB from $REGNN_DATA_MIRROR (or REGNN_DATA_URL) int
 train: setup ## the main job: RE-GCN on DBLP, 10 runs, mean ± std Macro/Micro-F1
 	$(PY) train.py dataset=dblp model=re_gcn
 
-test: setup ## the fast test suite (a few minutes)
-	$(PY) -m pytest -m "not slow" -q
+# tests run in one pytest-xdist worker per core (one torch thread each); TEST_WORKERS=0 runs them in this process
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
+
+test: setup ## the fast test suite (about 2.5 minutes on 2 cores)
+	$(PY) -m pytest -m "not slow" -q -n $(TEST_WORKERS) --dist worksteal
 
 test-all: setup ## every test, the slow end-to-end ones on real data included
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # $(call experiment,<experiment config>,<renderer modules>): train the sweep's cells (finished ones are skipped),
 # then render (ALLOW_MISSING=1: render what exists, naming the missing cells). The -smoke twin runs the same sweep on the synthetic graph (2 runs, 4 epochs) under $(SMOKE).

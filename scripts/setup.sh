@@ -39,7 +39,10 @@ else
     touch "$deps/.complete"
   fi
   # Make the cached packages visible inside .venv (addsitedir also processes their own .pth files).
-  echo "import site; site.addsitedir('$(site_of "$deps")')" > "$(site_of "$venv")/_regnn_deps.pth"
+  # (rewritten only when it changes: parallel make targets run this script side by side)
+  pth="$(site_of "$venv")/_regnn_deps.pth"
+  line="import site; site.addsitedir('$(site_of "$deps")')"
+  [ "$(cat "$pth" 2>/dev/null)" = "$line" ] || echo "$line" > "$pth"
 fi
 
 if ! "$venv/bin/python" -c 'import regnn' 2>/dev/null || [ ! -f "$venv/.editable" ]; then
