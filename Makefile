@@ -22,8 +22,9 @@ data: venv ## copy DBLP/ACM/IMDB from $REGNN_DATA_MIRROR (or REGNN_DATA_URL) int
 train: setup ## the main job: RE-GCN on DBLP, 10 runs, mean ± std Macro/Micro-F1
 	$(PY) train.py dataset=dblp model=re_gcn
 
-# tests run in one pytest-xdist worker per core (one torch thread each); TEST_WORKERS=0 runs them in this process
-TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
+# tests run in one pytest-xdist worker per core this process may use (at most 8; one torch thread each);
+# TEST_WORKERS=0 runs them in the pytest process itself
+TEST_WORKERS ?= $(shell $(PY) -c 'import os; print(min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))' 2>/dev/null || echo 0)
 
 test: setup ## the fast test suite (about 2.5 minutes on 2 cores)
 	$(PY) -m pytest -m "not slow" -q -n $(TEST_WORKERS) --dist worksteal

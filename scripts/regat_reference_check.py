@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import sys
@@ -168,7 +169,9 @@ def main(argv=None) -> int:
     load_dblp(args.data_dir)  # fails here, with the fix, before any worker starts
     print(f"RE-GAT (independent DGL implementation, mode {args.mode}) on DBLP, seeds {args.seeds}, "
           f"{args.workers} workers of 1 thread", flush=True)
-    with ProcessPoolExecutor(max_workers=max(1, min(args.workers, len(args.seeds)))) as pool:
+    # spawned, not forked: this process has loaded torch (OpenMP) already
+    with ProcessPoolExecutor(max_workers=max(1, min(args.workers, len(args.seeds))),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
         runs = list(pool.map(run_seed, args.seeds, [args.mode] * len(args.seeds),
                              [str(args.data_dir)] * len(args.seeds), [args.max_epochs] * len(args.seeds)))
     summary = {k: {"mean": float(np.mean([r[k] for r in runs])), "std": float(np.std([r[k] for r in runs]))}

@@ -42,7 +42,7 @@ else
   # (rewritten only when it changes: parallel make targets run this script side by side)
   pth="$(site_of "$venv")/_regnn_deps.pth"
   line="import site; site.addsitedir('$(site_of "$deps")')"
-  [ "$(cat "$pth" 2>/dev/null)" = "$line" ] || echo "$line" > "$pth"
+  if [ "$(cat "$pth" 2>/dev/null)" != "$line" ]; then echo "$line" > "$pth.$$" && mv -f "$pth.$$" "$pth"; fi
 fi
 
 if ! "$venv/bin/python" -c 'import regnn' 2>/dev/null || [ ! -f "$venv/.editable" ]; then

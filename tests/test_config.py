@@ -143,10 +143,25 @@ def test_auto_workers_split_the_thread_budget(overrides, pending, edges, expect)
 
 def test_importing_regnn_and_dgl_starts_no_pypi_version_check():
     """ogb (imported by dgl) and the `outdated` package each start a thread that asks PyPI for versions; with
-    regnn imported first neither starts, and the process does not wait on the network at exit."""
-    code = ("import regnn, dgl, ogb, threading, sys; "
-            "print(len(threading.enumerate()), sys.modules['outdated'].check_outdated('ogb', '1.3.6'))")
+    regnn imported first, `outdated` is an offline stand-in: ogb's thread gets "up to date" at once and no thread
+    is left waiting on the network. The stand-in keeps the package's public names."""
+    code = ("import regnn, dgl, ogb, threading, sys, importlib.util; import outdated; "
+            "from outdated import OutdatedPackageWarning, warn_if_outdated; "
+            "assert importlib.util.find_spec('outdated') is not None and issubclass(OutdatedPackageWarning, Warning); "
+            "print(len(threading.enumerate()), outdated.check_outdated('ogb', '1.3.6'))")
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["1", "(False,", "'1.3.6')"], p.stdout
     assert "Failed to check for latest version" not in p.stderr
+
+
+def test_outdated_imported_before_regnn_keeps_the_package_and_gets_offline_checks():
+    """When something imported `outdated` first (a module stands in for it here: the real one would ask PyPI),
+    regnn keeps that module and only makes its checks offline."""
+    code = ("import sys, types; m = types.ModuleType('outdated'); m.marker = 1; "
+            "m.check_outdated = lambda *a: 1 / 0; m.warn_if_outdated = lambda *a: 1 / 0; sys.modules['outdated'] = m; "
+            "import regnn, outdated; assert outdated is m and outdated.marker == 1; "
+            "print(outdated.check_outdated('ogb', '1.3.6'), outdated.warn_if_outdated('ogb', '1.3.6'))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "(False, '1.3.6') None"

@@ -44,7 +44,7 @@ def _build():
     tag = hashlib.sha1("|".join([_cpu_signature(), SOURCE.read_text(), *cflags, *ldflags]).encode()).hexdigest()[:10]
     name = f"regnn_re_aggregate_{tag}"
     build_dir = Path(_get_build_directory(name, verbose=False))
-    if not list(build_dir.glob("*.so")):
+    if not list(build_dir.glob("*.so")) or not (build_dir / SOURCE.name).is_file():
         log.info("building the fused aggregation kernels (once per machine, about a minute)")
     return load(name=name, sources=[str(stable_source(build_dir))], extra_cflags=cflags, extra_ldflags=ldflags,
                 verbose=False)
@@ -54,13 +54,24 @@ def stable_source(build_dir: Path) -> Path:
     """A copy of SOURCE in the build folder, compiled instead of SOURCE itself: the build records its sources'
     paths, so building from the checkout made every other checkout of the repo (a clean clone, a worktree)
     rebuild (~40 s), and the first again after it. The folder is named after the source's contents, so the
-    copy only needs writing once (atomically: processes may load at the same time)."""
+    copy is written once: created exclusively (of processes starting side by side one writes it, and none
+    touches it after a build has begun), replaced only if it differs from SOURCE (damaged)."""
     dst = build_dir / SOURCE.name
     text = SOURCE.read_bytes()
-    if not dst.is_file() or dst.read_bytes() != text:
-        tmp = build_dir / f".{SOURCE.name}.{os.getpid()}.tmp"
-        tmp.write_bytes(text)
-        os.replace(tmp, dst)
+    if dst.is_file() and dst.read_bytes() == text:
+        return dst
+    tmp = build_dir / f".{SOURCE.name}.{os.getpid()}.tmp"
+    tmp.write_bytes(text)
+    try:
+        if dst.is_file():
+            os.replace(tmp, dst)
+        else:
+            try:
+                os.link(tmp, dst)  # fails if another process made it meanwhile: theirs is the same text
+            except FileExistsError:
+                pass
+    finally:
+        tmp.unlink(missing_ok=True)
     return dst
 
 
