@@ -149,8 +149,7 @@ def test_importing_regnn_and_dgl_starts_no_pypi_version_check():
             "from outdated import OutdatedPackageWarning, warn_if_outdated; "
             "assert importlib.util.find_spec('outdated') is not None and issubclass(OutdatedPackageWarning, Warning); "
             "print(len(threading.enumerate()), outdated.check_outdated('ogb', '1.3.6'))")
-    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
+    p = _python(code)
     assert p.stdout.split() == ["1", "(False,", "'1.3.6')"], p.stdout
     assert "Failed to check for latest version" not in p.stderr
 
@@ -162,6 +161,11 @@ def test_outdated_imported_before_regnn_keeps_the_package_and_gets_offline_check
             "m.check_outdated = lambda *a: 1 / 0; m.warn_if_outdated = lambda *a: 1 / 0; sys.modules['outdated'] = m; "
             "import regnn, outdated; assert outdated is m and outdated.marker == 1; "
             "print(outdated.check_outdated('ogb', '1.3.6'), outdated.warn_if_outdated('ogb', '1.3.6'))")
+    assert _python(code).stdout.strip() == "(False, '1.3.6') None"
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    """`python -c code` in a fresh process (what it imports first matters here); it must succeed."""
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.strip() == "(False, '1.3.6') None"
+    return p
