@@ -2,6 +2,7 @@
 
     python scripts/regat_reference_check.py                       # seeds 0-3, the released layout ("mul")
     python scripts/regat_reference_check.py --seeds 0 1 --mode add --out results/regat_reference_add.json
+    python scripts/regat_reference_check.py --mode none --out results/regat_reference_check_gat.json   # plain GAT
 
 The model here is the layout of the authors' released REGAT for DBLP (their run_regnn.py with the
 scripts/dblp_regat_res.sh settings: 4 attention layers, 8 heads of 64, one-head output layer averaged, per-type
@@ -83,7 +84,7 @@ def run_seed(seed: int, mode: str, data_dir: str, max_epochs: int = 200) -> dict
             self.fc = nn.Linear(d_in, heads * d_out, bias=False)
             self.attn_src = nn.Parameter(torch.empty(1, heads, d_out))
             self.attn_dst = nn.Parameter(torch.empty(1, heads, d_out))
-            self.e = nn.Parameter(torch.full((num_rel, heads), 1.0 / scale))
+            self.e = nn.Parameter(torch.full((num_rel, heads), 1.0 / scale)) if mode != "none" else None
             self.drop, self.attn_drop = nn.Dropout(p), nn.Dropout(p)
             for w in (self.fc.weight, self.attn_src, self.attn_dst):
                 nn.init.xavier_normal_(w, gain=nn.init.calculate_gain("relu"))
@@ -95,8 +96,10 @@ def run_seed(seed: int, mode: str, data_dir: str, max_epochs: int = 200) -> dict
                 g.ndata["s"] = (z * self.attn_src).sum(-1, keepdim=True)
                 g.ndata["d"] = (z * self.attn_dst).sum(-1, keepdim=True)
                 g.apply_edges(fn.u_add_v("s", "d", "logit"))
-                w = F.leaky_relu(scale * self.e)[rel].unsqueeze(-1)  # (E, heads, 1)
-                logit = g.edata["logit"] * w if mode == "mul" else g.edata["logit"] + w
+                logit = g.edata["logit"]
+                if self.e is not None:
+                    w = F.leaky_relu(scale * self.e)[rel].unsqueeze(-1)  # (E, heads, 1)
+                    logit = logit * w if mode == "mul" else logit + w
                 g.edata["a"] = self.attn_drop(edge_softmax(g, F.leaky_relu(logit, slope)))
                 g.update_all(fn.u_mul_e("z", "a", "m"), fn.sum("m", "out"))
                 out = g.ndata["out"]
@@ -154,8 +157,9 @@ def run_seed(seed: int, mode: str, data_dir: str, max_epochs: int = 200) -> dict
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
-    ap.add_argument("--mode", choices=["mul", "add"], default="mul",
-                    help="relation weight times the attention logit (the released code) or added to it")
+    ap.add_argument("--mode", choices=["mul", "add", "none"], default="mul",
+                    help="relation weight times the attention logit (the released code), added to it, or none "
+                         "(plain GAT on the same graph)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="seeds trained side by side")
     ap.add_argument("--max-epochs", type=int, default=200)
     ap.add_argument("--data-dir", type=Path,
@@ -167,7 +171,8 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     load_dblp(args.data_dir)  # fails here, with the fix, before any worker starts
-    print(f"RE-GAT (independent DGL implementation, mode {args.mode}) on DBLP, seeds {args.seeds}, "
+    print(f"{'GAT' if args.mode == 'none' else 'RE-GAT'} (independent DGL implementation, mode {args.mode}) on "
+          f"DBLP, seeds {args.seeds}, "
           f"{args.workers} workers of 1 thread", flush=True)
     # spawned, not forked: this process has loaded torch (OpenMP) already
     with ProcessPoolExecutor(max_workers=max(1, min(args.workers, len(args.seeds))),
@@ -179,7 +184,8 @@ def main(argv=None) -> int:
     import dgl
     import torch
     out = {"command": " ".join(["python", "scripts/regat_reference_check.py", *(argv or sys.argv[1:])]),
-           "model": "RE-GAT, authors' released DBLP layout, plain DGL", "mode": args.mode, "dataset": "dblp",
+           "model": f"{'GAT' if args.mode == 'none' else 'RE-GAT'}, authors' released DBLP layout, plain DGL",
+           "mode": args.mode, "dataset": "dblp",
            "max_epochs": args.max_epochs,
            "seeds": args.seeds, "metrics": summary, "per_seed": runs,
            "environment": {"torch": torch.__version__, "dgl": dgl.__version__, "python": platform.python_version(),

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from conftest import REPO, real_dataset_dir
@@ -30,17 +31,19 @@ def test_independent_dblp_graph_equals_regnns():
     assert all(torch.equal(splits[s], data.splits[s].sort().values) for s in ("train", "val", "test"))
 
 
-def test_reference_check_writes_scores_and_keeps_earlier_output(tmp_path):
+@pytest.mark.parametrize("mode", ["mul", "none"])
+def test_reference_check_writes_scores_and_keeps_earlier_output(mode, tmp_path):
     out = tmp_path / "check.json"
     cmd = [sys.executable, "scripts/regat_reference_check.py", "--seeds", "3", "--max-epochs", "1", "--workers", "1",
-           "--out", str(out)]
+           "--mode", mode, "--out", str(out)]
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     res = json.loads(out.read_text())
     (run,) = res["per_seed"]
     assert run["seed"] == 3 and run["epochs"] == 1 and run["best_epoch"] == 0
     assert 0 < run["test_micro_f1"] <= 100 and res["metrics"]["test_micro_f1"]["mean"] == run["test_micro_f1"]
-    assert res["mode"] == "mul" and res["command"].startswith("python scripts/regat_reference_check.py --seeds 3")
+    assert res["mode"] == mode and res["command"].startswith("python scripts/regat_reference_check.py --seeds 3")
+    assert res["model"].startswith("GAT," if mode == "none" else "RE-GAT,")
     before = out.read_bytes()
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert p.returncode == 2 and "exists" in p.stderr and out.read_bytes() == before
