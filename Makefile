@@ -26,11 +26,14 @@ train: setup ## the main job: RE-GCN on DBLP, 10 runs, mean ± std Macro/Micro-F
 # TEST_WORKERS=0 runs them in the pytest process itself
 TEST_WORKERS ?= $(shell $(PY) -c 'import os; print(min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))' 2>/dev/null || echo 0)
 
-test: setup ## the fast test suite (about 2.5 minutes on 2 cores)
-	$(PY) -m pytest -m "not slow" -q -n $(TEST_WORKERS) --dist worksteal
+# tests marked serial (multi-process DDP) run afterwards, alone
+test: setup ## the fast test suite (about 3 minutes on 2 cores)
+	$(PY) -m pytest -m "not slow and not serial" -q -n $(TEST_WORKERS) --dist worksteal
+	$(PY) -m pytest -m "serial and not slow" -q
 
 test-all: setup ## every test, the slow end-to-end ones on real data included
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+	$(PY) -m pytest -m "not serial" -q -n $(TEST_WORKERS) --dist worksteal
+	$(PY) -m pytest -m serial -q
 
 # $(call experiment,<experiment config>,<renderer modules>): train the sweep's cells (finished ones are skipped),
 # then render (ALLOW_MISSING=1: render what exists, naming the missing cells). The -smoke twin runs the same sweep on the synthetic graph (2 runs, 4 epochs) under $(SMOKE).

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import REPO
 
+pytestmark = pytest.mark.serial  # make test runs it alone, after the parallel part
+
 
 @pytest.mark.parametrize("featureless", [
     "mean",
