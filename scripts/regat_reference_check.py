@@ -22,6 +22,7 @@ import json
 import multiprocessing
 import os
 import platform
+import shlex
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -32,6 +33,17 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 
 
+FILES = ["features_0.npz", "features_1.npz", "features_2.npy", "adjM.npz", "node_types.npy", "labels.npy",
+         "train_val_test_idx.npz"]
+
+
+def check_files(data_dir: Path) -> None:
+    """Exits naming the fix when a DBLP file is missing (before any worker starts, without loading them)."""
+    missing = [f for f in FILES if not (data_dir / f).is_file()]
+    if missing:
+        raise SystemExit(f"error: {data_dir} lacks {', '.join(missing)}; run `make data` (or pass --data-dir)")
+
+
 def load_dblp(data_dir: Path):
     """(features per node type, graph with typed self-loops, relation id per edge, labels, splits) from the
     MAGNN-style DBLP files that `make data` fetches (feats_type 0: every type's own features, venues one-hot)."""
@@ -39,11 +51,7 @@ def load_dblp(data_dir: Path):
     import scipy.sparse as sp
     import torch
 
-    needed = ["features_0.npz", "features_1.npz", "features_2.npy", "adjM.npz", "node_types.npy", "labels.npy",
-              "train_val_test_idx.npz"]
-    missing = [f for f in needed if not (data_dir / f).is_file()]
-    if missing:
-        raise SystemExit(f"error: {data_dir} lacks {', '.join(missing)}; run `make data` (or pass --data-dir)")
+    check_files(data_dir)
     feats = [sp.load_npz(data_dir / "features_0.npz").toarray(), sp.load_npz(data_dir / "features_1.npz").toarray(),
              np.load(data_dir / "features_2.npy"), np.eye(20, dtype=np.float32)]
     feats = [torch.tensor(f, dtype=torch.float32) for f in feats]
@@ -170,9 +178,9 @@ def main(argv=None) -> int:
         print(f"error: {args.out} exists; pass another --out (earlier results are never overwritten)",
               file=sys.stderr)
         return 2
-    load_dblp(args.data_dir)  # fails here, with the fix, before any worker starts
-    print(f"{'GAT' if args.mode == 'none' else 'RE-GAT'} (independent DGL implementation, mode {args.mode}) on "
-          f"DBLP, seeds {args.seeds}, "
+    check_files(args.data_dir)
+    model = "GAT" if args.mode == "none" else "RE-GAT"
+    print(f"{model} (independent DGL implementation, mode {args.mode}) on DBLP, seeds {args.seeds}, "
           f"{args.workers} workers of 1 thread", flush=True)
     # spawned, not forked: this process has loaded torch (OpenMP) already
     with ProcessPoolExecutor(max_workers=max(1, min(args.workers, len(args.seeds))),
@@ -183,8 +191,9 @@ def main(argv=None) -> int:
                for k in ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_loss")}
     import dgl
     import torch
-    out = {"command": " ".join(["python", "scripts/regat_reference_check.py", *(argv or sys.argv[1:])]),
-           "model": f"{'GAT' if args.mode == 'none' else 'RE-GAT'}, authors' released DBLP layout, plain DGL",
+    out = {"command": shlex.join(["python", "scripts/regat_reference_check.py",
+                                  *(sys.argv[1:] if argv is None else argv)]),
+           "model": f"{model}, authors' released DBLP layout, plain DGL",
            "mode": args.mode, "dataset": "dblp",
            "max_epochs": args.max_epochs,
            "seeds": args.seeds, "metrics": summary, "per_seed": runs,

@@ -9,12 +9,12 @@ import pytest
 import regnn  # noqa: F401  (first: silences ogb's network check before dgl imports it)
 
 REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("REGNN_DATA_DIR", REPO / "data"))
 
 if os.environ.get("PYTEST_XDIST_WORKER"):  # make test runs one worker per core: one thread each, subprocesses too
     os.environ["OMP_NUM_THREADS"] = "1"
     import torch
     torch.set_num_threads(1)
-DATA = Path(os.environ.get("REGNN_DATA_DIR", REPO / "data"))
 
 
 def real_dataset_dir(name: str) -> Path:
