@@ -246,6 +246,35 @@ def test_adjacency_from_arrays_aggregates_as_the_one_from_a_dgl_graph(path):
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("layer", ["gat", "gatv2"])
+def test_attention_layers_without_a_dgl_graph_equal_the_dgl_ops(layer, path):
+    """On an Adjacency from arrays (no DGL graph: how a CUDA machine without DGL's CUDA build runs RE-GAT) the
+    edge softmax and u_add_v run in torch: the layer's output and every gradient (features, parameters, relation
+    weights) equal those through DGL's ops, in float64, on a multigraph with a node that has no in-edges."""
+    from regnn.core.attention import REGATv2Conv
+    g, *_ = random_graph(n=14, e=50, seed=12)
+    g = dgl.remove_edges(g, g.in_edges(13, form="eid"))  # node 13: no in-edges (its row of the softmax is empty)
+    arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
+    adjs = (Adjacency(g), Adjacency.from_arrays(g.num_dst_nodes(), g.num_src_nodes(), *arrays, g.edata["rel"]))
+    assert adjs[1].graph is None
+    results = []
+    for adj in adjs:
+        torch.manual_seed(3)
+        conv = (REGATConv(6, 5, heads=3) if layer == "gat" else REGATv2Conv(6, 5, heads=3)).double()
+        h = torch.randn(14, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).requires_grad_()
+        alpha = torch.tensor([[0.5, 2.0, 1.0], [1.5, 0.3, 1.0], [1.0, 1.0, 0.2], [3.0, 0.7, 1.1]],
+                             dtype=torch.float64, requires_grad=True)
+        out = conv(adj, h, alpha)
+        out.pow(2).sum().backward()
+        results.append([out.detach(), h.grad, alpha.grad] + [p.grad for p in conv.parameters()])
+    assert results[0][0][13].abs().sum() == 0 and results[0][0][:13].abs().sum() > 0
+    for got, want in zip(results[1], results[0]):
+        torch.testing.assert_close(got, want)
+    scores = torch.randn(g.num_edges(), 2, dtype=torch.float64)  # the softmax itself: sums to 1 per destination
+    total = torch.zeros(14, 2, dtype=torch.float64).index_add_(0, adjs[1].dst_of, adjs[1].edge_softmax(scores))
+    torch.testing.assert_close(total[:13], torch.ones(13, 2, dtype=torch.float64))
+
+
 def test_sparse_products_keep_float64_and_lift_bfloat16():
     """The bf16 path lifts low-precision inputs to float32; float64 (the gradient checks) must stay float64."""
     g = dgl.graph((torch.tensor([0, 1, 2, 2]), torch.tensor([0, 0, 1, 2])), num_nodes=3)

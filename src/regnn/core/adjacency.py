@@ -17,6 +17,7 @@ import warnings
 
 import dgl
 import torch
+from dgl.nn.functional import edge_softmax
 
 from regnn.core.kernels import load_kernels
 
@@ -45,8 +46,8 @@ class Adjacency:
     @classmethod
     def from_arrays(cls, num_dst: int, num_src: int, indptr, indices, eid, t_indptr, t_indices, t_eid,
                     rel: torch.Tensor | None = None) -> "Adjacency":
-        """From the CSC and CSR arrays (as DGL's adj_tensors gives them) with no DGL graph: the propagation
-        layers' aggregation works; the attention layers' edge-wise DGL ops need `graph` and do not."""
+        """From the CSC and CSR arrays (as DGL's adj_tensors gives them) with no DGL graph: every layer works
+        (the attention layers' edge-wise ops run in torch, see u_add_v and edge_softmax); DGL is not needed."""
         self = cls.__new__(cls)
         self._set_arrays(num_dst, num_src, indptr, indices, eid, t_indptr, t_indices, t_eid, rel)
         self.graph = None
@@ -74,6 +75,26 @@ class Adjacency:
     def weighted_in_degree(self, alpha: torch.Tensor) -> torch.Tensor:
         """(num_dst, heads) sum of incoming edge weights: counts of in-edges per relation @ alpha."""
         return self.relation_counts(alpha.shape[0], alpha.dtype) @ alpha
+
+    # -- edge-wise ops (the attention layers') ------------------------------------------------------------
+    def u_add_v(self, src_feat: torch.Tensor, dst_feat: torch.Tensor) -> torch.Tensor:
+        """src_feat[u] + dst_feat[v] for every edge u -> v, in CSR order: DGL's u_add_v on `graph`, or the same
+        sum by index_select where there is no DGL graph (from_arrays: a CUDA machine without DGL's CUDA build)."""
+        if self.graph is not None:
+            return dgl.ops.u_add_v(self.graph, src_feat, dst_feat)
+        return src_feat.index_select(0, self.indices) + dst_feat.index_select(0, self.dst_of)
+
+    def edge_softmax(self, score: torch.Tensor) -> torch.Tensor:
+        """Softmax of score (E, ...) over the in-edges of every destination (CSR order): DGL's edge_softmax on
+        `graph`, else in torch (max per destination for stability, exp, sums per destination)."""
+        if self.graph is not None:
+            return edge_softmax(self.graph, score)
+        dst = self.dst_of.view(-1, *([1] * (score.dim() - 1))).expand_as(score)
+        top = torch.full((self.num_dst, *score.shape[1:]), float("-inf"), dtype=score.dtype, device=score.device)
+        top = top.scatter_reduce_(0, dst, score.detach(), "amax", include_self=True)
+        ex = torch.exp(score - top.index_select(0, self.dst_of))
+        total = torch.zeros_like(top).index_add_(0, self.dst_of, ex)
+        return ex / total.index_select(0, self.dst_of)
 
     # -- aggregation --------------------------------------------------------------------------------------
     def spmm(self, h: torch.Tensor, w: torch.Tensor | None = None) -> torch.Tensor:

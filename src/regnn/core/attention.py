@@ -7,10 +7,8 @@ concatenates or averages the heads.
 """
 from __future__ import annotations
 
-import dgl
 import torch
 import torch.nn.functional as F
-from dgl.nn.functional import edge_softmax
 from torch import nn
 
 from regnn.core.adjacency import Adjacency, at_least_fp32
@@ -38,7 +36,7 @@ def head_scores(z: torch.Tensor, attn_l: torch.Tensor, attn_r: torch.Tensor, num
 
 def _attend(adj: Adjacency, z: torch.Tensor, score: torch.Tensor, dropout: nn.Module) -> torch.Tensor:
     """sum over in-edges of softmax(score) * z[u], per head: (num_dst, heads, dim)."""
-    return aggregate_heads(adj, z, dropout(edge_softmax(adj.graph, score)))
+    return aggregate_heads(adj, z, dropout(adj.edge_softmax(score)))
 
 
 def aggregate_heads(adj: Adjacency, z: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
@@ -78,11 +76,11 @@ def v2_scores(adj: Adjacency, zs: torch.Tensor, zd: torch.Tensor, attn: torch.Te
     """GATv2 logits (E, heads) in CSR order: attn . LeakyReLU(zs[u] + zd[v]) per edge u -> v and head.
 
     On CPU the fused kernels compute them edge by edge without the (E, heads, dim) intermediate, in the forward
-    and in the backward; elsewhere (and without the kernels) DGL's u_add_v and torch's elementwise ops do."""
+    and in the backward; elsewhere (and without the kernels) Adjacency.u_add_v and torch's elementwise ops do."""
     kernels = load_kernels() if zs.device.type == "cpu" and zs.dtype == zd.dtype == attn.dtype else None
     if kernels is not None:
         return _V2Scores.apply(zs, zd, attn, adj, float(negative_slope), kernels)
-    e = F.leaky_relu(dgl.ops.u_add_v(adj.graph, zs, zd), negative_slope)  # (E, heads, dim)
+    e = F.leaky_relu(adj.u_add_v(zs, zd), negative_slope)  # (E, heads, dim)
     return (e * attn).sum(-1)
 
 
@@ -136,7 +134,7 @@ class REGATConv(nn.Module):
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
         z = at_least_fp32(self.fc(h)).view(-1, self.heads, self.out_dim)  # attention in float32 (bf16 autocast: fc only)
         el, er = head_scores(z, self.attn_l, self.attn_r, adj.num_dst)  # destinations: the first num_dst sources
-        score = _weigh(dgl.ops.u_add_v(adj.graph, el, er), adj, alpha, self.relation_mode)  # (E, heads)
+        score = _weigh(adj.u_add_v(el, er), adj, alpha, self.relation_mode)  # (E, heads)
         out = _attend(adj, z, F.leaky_relu(score, self.negative_slope), self.attn_dropout)
         if self.res_fc is not None:
             out = out + self.res_fc(h[: adj.num_dst]).view(-1, self.heads, self.out_dim)

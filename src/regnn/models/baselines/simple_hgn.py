@@ -12,10 +12,8 @@ where built), so speed comparisons are fair.
 """
 from __future__ import annotations
 
-import dgl
 import torch
 import torch.nn.functional as F
-from dgl.nn.functional import edge_softmax
 from torch import nn
 
 from regnn.core.adjacency import Adjacency
@@ -53,8 +51,8 @@ class EdgeTypeGATConv(nn.Module):
         # one logit term per edge type and head, gathered onto the edges (few types, many edges)
         e_type = self.fc_e(self.edge_emb.weight).view(-1, self.heads, self.attn_e.shape[-1])
         ee = adj.edge_weights((e_type * self.attn_e).sum(-1))
-        score = dgl.ops.u_add_v(adj.graph, el, er) + ee  # (E, heads), CSR order
-        a = self.attn_dropout(edge_softmax(adj.graph, F.leaky_relu(score, self.negative_slope)))
+        score = adj.u_add_v(el, er) + ee  # (E, heads), CSR order
+        a = self.attn_dropout(adj.edge_softmax(F.leaky_relu(score, self.negative_slope)))
         if prev_attn is not None and self.beta > 0:
             a = a * (1 - self.beta) + prev_attn * self.beta
         out = aggregate_heads(adj, z, a)

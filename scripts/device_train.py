@@ -1,0 +1,324 @@
+"""RE-GNN's models and full-batch trainer on a CUDA device, where DGL has no CUDA build: the GPU check of training.
+
+A GPU machine with torch but without DGL (or with PyPI's CPU-only DGL) cannot load the datasets, so this runs in
+two steps:
+
+    # here, with the project's environment (DGL, Hydra, the data in data/):
+    python scripts/device_train.py export --dataset dblp --models re_gcn gcn re_gat gat --out .devdata/dblp.pt
+    # on the GPU machine, with any recent torch (regnn's code from this checkout, no DGL needed):
+    python scripts/device_train.py run --bundle .devdata/dblp.pt --out results/device_train_dblp.json
+
+`export` writes the relation graph as CSC/CSR arrays, the node features (sparse ones as COO), labels, splits and,
+per model, the resolved configuration the experiments use (model arguments, optimiser, epochs, patience): all
+that `run` needs, as plain tensors, lists and numbers.
+
+`run` builds the graph with `Adjacency.from_arrays` (the attention layers' edge softmax then runs in torch) and:
+  1. parity: every model in float64 without dropout, from the same initial weights, trained `--parity-steps`
+     Adam steps on the CPU and on the GPU: the largest relative difference of the losses and of the parameters;
+  2. training: `--seeds` runs of every model on the GPU with the configured trainer (float32, early stopping on
+     validation loss, test at the best epoch): test Micro/Macro-F1 mean ± std, epochs, median seconds per epoch;
+  3. with `--grid`, a validation search for one model (`--grid-model`) over weight decay x dropout x lambda,
+     each setting trained with every one of `--grid-seeds`; settings ranked by mean validation Micro-F1.
+The report is written after every step, so a run stopped by its time limit (`--budget-s`) keeps what it did.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.machinery
+import importlib.util
+import itertools
+import json
+import os
+import platform
+import sys
+import time
+import types
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+GRID = {"weight_decay": [0.0, 5e-4, 1e-3, 5e-3], "dropout": [0.2, 0.5, 0.7], "scale": [10.0, 100.0]}
+
+
+# -- export (here: DGL, Hydra and the data) -----------------------------------------------------------------------
+def export(dataset: str, models: list[str], out: Path) -> dict:
+    import torch
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    import regnn.config  # noqa: F401  (registers the config checks)
+    from regnn.models.regnn import RelationInputs
+    from regnn.pipeline import load_data, model_kwargs
+
+    cfgs = {}
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        for m in models:
+            cfgs[m] = compose("train", overrides=[f"dataset={dataset}", f"model={m}"])
+    arch = {m: c.model.get("arch", "regnn") for m, c in cfgs.items()}
+    if any(a != "regnn" for a in arch.values()):
+        raise SystemExit(f"device_train: only RE-GNN models (arch regnn) run from a bundle, got {arch}")
+    dsets = {m: OmegaConf.to_container(c.dataset, resolve=True) for m, c in cfgs.items()}
+    if len({json.dumps(d, sort_keys=True) for d in dsets.values()}) > 1:
+        raise SystemExit("device_train: the models configure the dataset differently; export them apart")
+    data = load_data(cfgs[models[0]].dataset)
+    rg = RelationInputs.build(data).rg
+    g = rg.graph
+    feats = {}
+    for t, x in data.features.items():
+        if x.is_sparse:
+            x = x.coalesce()
+            feats[t] = {"indices": x.indices(), "values": x.values(), "size": list(x.shape)}
+        else:
+            feats[t] = {"dense": x}
+    bundle = {
+        "dataset": dataset, "num_nodes": g.num_nodes(), "num_edges": g.num_edges(),
+        "csc": list(g.adj_tensors("csc")), "csr": list(g.adj_tensors("csr")), "rel": g.edata["rel"],
+        "ntypes": list(rg.ntypes), "target_nodes": rg.nodes_of(data.target), "relation_names": list(rg.relation_names),
+        "num_edge_relations": int(rg.num_edge_relations), "in_dims": dict(data.in_dims),
+        "num_classes": int(data.num_classes), "features": feats, "labels": data.labels,
+        "splits": dict(data.splits),
+        "models": {m: {"kwargs": model_kwargs(c.model), "optimizer": OmegaConf.to_container(c.optimizer, resolve=True),
+                       "max_epochs": int(c.trainer.max_epochs), "patience": int(c.trainer.patience),
+                       "precision": str(c.precision)} for m, c in cfgs.items()},
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(bundle, out)
+    print(f"device_train: {dataset} ({g.num_nodes()} nodes, {g.num_edges()} edges) and {', '.join(models)} -> "
+          f"{out} ({out.stat().st_size / 2**20:.1f} MB)")
+    return bundle
+
+
+# -- run (the GPU machine: torch alone) ----------------------------------------------------------------------------
+def stand_in_dgl(force: bool = False) -> bool:
+    """A `dgl` module where DGL is not installed (or `force`): regnn's modules import it, and nothing this script
+    calls uses it (its functions raise if called). True when the stand-in is in place."""
+    if not force and importlib.util.find_spec("dgl") is not None:
+        return False
+
+    def missing(*_a, **_k):
+        raise RuntimeError("DGL is not installed here: scripts/device_train.py runs regnn without it")
+
+    class Module(types.ModuleType):
+        def __getattr__(self, name):  # any other name: a function that says DGL is missing
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return missing
+
+    names = ("dgl", "dgl.nn", "dgl.nn.functional", "dgl.nn.pytorch", "dgl.ops", "dgl.dataloading", "dgl.function",
+             "dgl.sampling", "dgl.data", "dgl.base")
+    mods = {n: Module(n) for n in names}
+    for n, m in mods.items():
+        m.__path__ = []  # a package: submodules import
+        m.__spec__ = importlib.machinery.ModuleSpec(n, None, is_package=True)
+        parent, _, child = n.rpartition(".")
+        if parent:
+            setattr(mods[parent], child, m)
+    mods["dgl"].__version__ = "stand-in"
+    mods["dgl"].seed = lambda seed: None  # seed_everything seeds DGL's sampler too; none is used here
+    mods["dgl"].DGLGraph = mods["dgl"].DGLHeteroGraph = type("DGLGraph", (), {})
+    sys.modules.update(mods)
+    return True
+
+
+def _load_bundle(path: Path, device):
+    import torch
+
+    from regnn.core.adjacency import Adjacency
+    from regnn.models.regnn import RelationInputs
+
+    if not path.is_file():
+        raise SystemExit(f"device_train: no bundle at {path}; write one with `python scripts/device_train.py export`")
+    b = torch.load(path, weights_only=True)
+    n = int(b["num_nodes"])
+    adj = Adjacency.from_arrays(n, n, *(t.to(device) for t in (*b["csc"], *b["csr"])), b["rel"].to(device))
+    inputs = RelationInputs(adj, list(b["ntypes"]), b["target_nodes"].to(device), None)
+    feats = {}
+    for t, f in b["features"].items():
+        x = f["dense"] if "dense" in f else torch.sparse_coo_tensor(f["indices"], f["values"], f["size"]).coalesce()
+        feats[t] = x.to(device)
+    return b, inputs, feats, b["labels"].to(device), {s: i.to(device) for s, i in b["splits"].items()}
+
+
+def _net(b: dict, kwargs: dict):
+    from regnn.models.regnn import REGNN
+    return REGNN(in_dims=b["in_dims"], num_classes=b["num_classes"], relation_names=b["relation_names"],
+                 num_edge_relations=b["num_edge_relations"], **kwargs)
+
+
+def parity(b: dict, model: str, steps: int, loaded: dict) -> dict:
+    """float64, no dropout: `steps` Adam steps on CPU and on the GPU from the same weights; relative differences."""
+    import torch
+    import torch.nn.functional as F
+
+    from regnn.training.trainer import make_optimizer
+
+    spec = b["models"][model]
+    kwargs = {**spec["kwargs"], "dropout": 0.0}
+    if "attn_dropout" in kwargs:
+        kwargs["attn_dropout"] = 0.0
+    torch.manual_seed(0)
+    init = _net(b, kwargs).double().state_dict()
+    runs = {}
+    for side, (inputs, feats, labels, splits) in loaded.items():
+        net = _net(b, kwargs).double()
+        net.load_state_dict(init)
+        net = net.to(labels.device)
+        feats = {t: x.double() for t, x in feats.items()}
+        opt = make_optimizer(net.parameters(), **spec["optimizer"])
+        losses = []
+        for _ in range(steps):
+            logits, _ = net(inputs, feats)
+            loss = F.cross_entropy(logits[splits["train"]], labels[splits["train"]])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach().cpu())
+        runs[side] = (torch.stack(losses), {k: v.detach().cpu() for k, v in net.state_dict().items()})
+    (l_cpu, p_cpu), (l_gpu, p_gpu) = runs["cpu"], runs["device"]
+
+    def rel(a, c):
+        return float((a - c).abs().max() / c.abs().max().clamp(min=1e-30))
+
+    return {"steps": steps, "loss_first": float(l_cpu[0]), "loss_last": float(l_cpu[-1]),
+            "max_rel_diff_loss": rel(l_gpu, l_cpu),
+            "max_rel_diff_params": max(rel(p_gpu[k], p_cpu[k]) for k in p_cpu)}
+
+
+def train_seeds(b: dict, spec: dict, seeds: list[int], loaded, deadline: float) -> dict:
+    """spec's model trained once per seed on the GPU (float32, the configured trainer)."""
+    import numpy as np
+    import torch
+
+    from regnn.evaluation.metrics import mean_std
+    from regnn.training.seed import seed_everything
+    from regnn.training.trainer import train_run
+
+    inputs, feats, labels, splits = loaded
+    per_run = []
+    for seed in seeds:
+        if time.time() > deadline:
+            break
+        seed_everything(seed)
+        net = _net(b, spec["kwargs"]).to(labels.device)
+        r = train_run(net, inputs, feats, labels, splits, seed=seed, optimizer=spec["optimizer"],
+                      max_epochs=spec["max_epochs"], patience=spec["patience"], precision=spec["precision"])
+        if labels.device.type == "cuda":
+            torch.cuda.synchronize()
+        per_run.append({"seed": seed, "best_epoch": r.best_epoch, "epochs": r.epochs, "train_time_s": r.train_time_s,
+                        "median_epoch_s": float(np.median([h["epoch_time_s"] for h in r.history])),
+                        **{k: r.metrics[k] for k in ("val_loss", "val_micro_f1", "val_macro_f1", "test_micro_f1",
+                                                    "test_macro_f1")}})
+    keys = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_loss", "epochs", "median_epoch_s")
+    return {"runs": len(per_run), "metrics": {k: mean_std([r[k] for r in per_run]) for k in keys} if per_run else {},
+            "per_run": per_run}
+
+
+def run(a) -> int:
+    stand_in = stand_in_dgl(force=a.stand_in_dgl)
+    os.environ.setdefault("REGNN_KERNELS", "0")  # the CPU side of the parity runs regnn's pure-torch path
+    import torch
+
+    if a.device == "cuda" and not torch.cuda.is_available():
+        print("device_train: this torch sees no CUDA device; nothing to check", file=sys.stderr)
+        return 2
+    device = torch.device(a.device)
+    started, deadline = time.time(), time.time() + a.budget_s
+    b, *gpu = _load_bundle(Path(a.bundle), device)
+    if a.max_epochs:
+        for spec in b["models"].values():
+            spec["max_epochs"] = min(spec["max_epochs"], a.max_epochs)
+    models = a.models or list(b["models"])
+    unknown = sorted(set(models) - set(b["models"]) | ({a.grid_model} - set(b["models"]) if a.grid else set()))
+    if unknown:
+        raise SystemExit(f"device_train: {unknown} not in the bundle (it holds {sorted(b['models'])})")
+    report = {"dataset": b["dataset"], "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
+              "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
+              "dgl": "stand-in (not installed)" if stand_in else "installed", "seeds": a.seeds,
+              "parity_tolerance": a.tolerance, "parity": {}, "training": {}, "grid": None, "complete": False}
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        report["elapsed_s"] = time.time() - started
+        out.write_text(json.dumps(report, indent=2) + "\n")
+
+    if a.parity_steps:
+        _, *cpu = _load_bundle(Path(a.bundle), torch.device("cpu"))
+        loaded = {"cpu": cpu, "device": gpu}
+        for m in models:
+            report["parity"][m] = p = parity(b, m, a.parity_steps, loaded)
+            print(f"parity {m}: loss {p['loss_first']:.4f} -> {p['loss_last']:.4f} over {p['steps']} steps, "
+                  f"largest relative difference CPU vs GPU: losses {p['max_rel_diff_loss']:.1e}, "
+                  f"parameters {p['max_rel_diff_params']:.1e}", flush=True)
+            save()
+        report["parity_passed"] = all(max(p["max_rel_diff_loss"], p["max_rel_diff_params"]) <= a.tolerance
+                                      for p in report["parity"].values())
+    for m in models:
+        report["training"][m] = t = train_seeds(b, b["models"][m], a.seeds, gpu, deadline)
+        if t["runs"]:
+            mm = t["metrics"]
+            print(f"train {m}: {t['runs']} runs, test Micro-F1 {mm['test_micro_f1']['mean']:.2f} ± "
+                  f"{mm['test_micro_f1']['std']:.2f}, Macro-F1 {mm['test_macro_f1']['mean']:.2f} ± "
+                  f"{mm['test_macro_f1']['std']:.2f}, {1e3 * mm['median_epoch_s']['mean']:.1f} ms/epoch", flush=True)
+        save()
+    if a.grid:
+        base = b["models"][a.grid_model]
+        settings = []
+        report["grid"] = {"model": a.grid_model, "space": GRID, "seeds": a.grid_seeds,
+                          "ranked_by": "mean validation Micro-F1", "settings": settings}
+        for wd, p, lam in itertools.product(*GRID.values()):
+            if time.time() > deadline:
+                break
+            kw = {**base["kwargs"], "dropout": p, "scale": lam}
+            if "attn_dropout" in kw:
+                kw["attn_dropout"] = p  # the authors' RE-GAT uses the feature dropout rate on the attention too
+            spec = {**base, "kwargs": kw, "optimizer": {**base["optimizer"], "weight_decay": wd}}
+            res = train_seeds(b, spec, a.grid_seeds, gpu, deadline)
+            if res["runs"] < len(a.grid_seeds):
+                break  # out of time inside this setting: leave it out rather than rank it on fewer seeds
+            settings.append({"weight_decay": wd, "dropout": p, "scale": lam, "runs": res["runs"],
+                             **{k: v for k, v in res["metrics"].items()}})
+            mm = res["metrics"]
+            print(f"grid wd {wd:g} dropout {p:g} lambda {lam:g}: val Micro-F1 {mm['val_micro_f1']['mean']:.2f}, "
+                  f"val loss {mm['val_loss']['mean']:.4f}, test Micro-F1 {mm['test_micro_f1']['mean']:.2f} ± "
+                  f"{mm['test_micro_f1']['std']:.2f}", flush=True)
+            settings.sort(key=lambda s: -s["val_micro_f1"]["mean"])
+            save()
+    report["complete"] = time.time() <= deadline
+    save()
+    print(f"device_train: report -> {out} ({time.time() - started:.0f}s{'' if report['complete'] else ', stopped by --budget-s'})")
+    return 0 if report.get("parity_passed", True) else 1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("export", help="write a dataset bundle (needs DGL, Hydra and the data)")
+    e.add_argument("--dataset", default="dblp")
+    e.add_argument("--models", nargs="+", default=["re_gcn", "gcn", "re_gat", "gat"])
+    e.add_argument("--out", required=True)
+    r = sub.add_parser("run", help="train from a bundle on a GPU (torch alone)")
+    r.add_argument("--bundle", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--models", nargs="*", help="models of the bundle to check (default: all)")
+    r.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
+    r.add_argument("--parity-steps", type=int, default=5, help="Adam steps of the CPU/GPU comparison (0: none)")
+    r.add_argument("--tolerance", type=float, default=1e-9, help="largest relative difference allowed (float64)")
+    r.add_argument("--grid", action="store_true", help="validation search over weight decay x dropout x lambda")
+    r.add_argument("--grid-model", default="re_gat")
+    r.add_argument("--grid-seeds", type=int, nargs="+", default=list(range(5)), help="the seeds of every setting")
+    r.add_argument("--max-epochs", type=int, help="at most this many epochs per run (default: as configured)")
+    r.add_argument("--budget-s", type=float, default=480, help="stop starting runs after this many seconds")
+    r.add_argument("--device", default="cuda", help="cuda (the point of it), or cpu to try the script here")
+    r.add_argument("--stand-in-dgl", action="store_true", help="use the DGL stand-in even where DGL is installed")
+    a = ap.parse_args(argv)
+    if a.cmd == "export":
+        out = Path(a.out)
+        export(a.dataset, a.models, out)
+        return 0
+    return run(a)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
