@@ -20,6 +20,10 @@ that `run` needs, as plain tensors, lists and numbers.
   3. with `--grid`, a validation search for one model (`--grid-model`) over weight decay x dropout x lambda,
      each setting trained with every one of `--grid-seeds`; settings ranked by mean validation Micro-F1.
 The report is written after every step, so a run stopped by its time limit (`--budget-s`) keeps what it did.
+
+`sums` times epochs of every model of the bundle (the trainer's deterministic mode, `--epochs` each, median after 5)
+with the sums of per-edge values taken by index_add_ and by sorted segments (Adjacency.segment_sum, the default off
+the CPU), one after the other in one process.
 """
 from __future__ import annotations
 
@@ -291,6 +295,40 @@ def run(a) -> int:
     return 0 if report.get("parity_passed", True) else 1
 
 
+def sums(a) -> int:
+    """Epoch times with Adjacency.segment_sum's two ways of summing, on the same device in one process."""
+    stand_in_dgl(force=a.stand_in_dgl)
+    os.environ.setdefault("REGNN_KERNELS", "0")
+    import numpy as np
+    import torch
+
+    import regnn.core.adjacency as adjacency
+    from regnn.training.seed import seed_everything
+    from regnn.training.trainer import train_run
+
+    device = torch.device(a.device)
+    b, inputs, feats, labels, splits = _load_bundle(Path(a.bundle), device)
+    sorted_sums, res = adjacency._sorted_sums, {}
+    try:
+        for model in a.models or list(b["models"]):
+            for name, flag in (("index_add", lambda v: False), ("sorted", sorted_sums)):
+                adjacency._sorted_sums = flag
+                spec = b["models"][model]
+                seed_everything(0)
+                net = _net(b, spec["kwargs"]).to(device)
+                r = train_run(net, inputs, feats, labels, splits, seed=0, optimizer=spec["optimizer"],
+                              max_epochs=a.epochs, patience=10**6)
+                ms = 1e3 * float(np.median([h["epoch_time_s"] for h in r.history[5:]]))
+                res[f"{model} {name}"] = {"ms_per_epoch": ms, "last_val_loss": r.history[-1]["val_loss"]}
+                print(f"{model:7s} {name:10s} {ms:8.2f} ms/epoch  val loss after {a.epochs} epochs "
+                      f"{r.history[-1]['val_loss']:.6f}", flush=True)
+    finally:
+        adjacency._sorted_sums = sorted_sums
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -312,7 +350,16 @@ def main(argv=None) -> int:
     r.add_argument("--budget-s", type=float, default=480, help="stop starting runs after this many seconds")
     r.add_argument("--device", default="cuda", help="cuda (the point of it), or cpu to try the script here")
     r.add_argument("--stand-in-dgl", action="store_true", help="use the DGL stand-in even where DGL is installed")
+    t = sub.add_parser("sums", help="epoch times with index_add_ vs sorted segment sums (a GPU)")
+    t.add_argument("--bundle", required=True)
+    t.add_argument("--out", required=True)
+    t.add_argument("--models", nargs="*", help="models of the bundle (default: all)")
+    t.add_argument("--epochs", type=int, default=40)
+    t.add_argument("--device", default="cuda")
+    t.add_argument("--stand-in-dgl", action="store_true")
     a = ap.parse_args(argv)
+    if a.cmd == "sums":
+        return sums(a)
     if a.cmd == "export":
         out = Path(a.out)
         export(a.dataset, a.models, out)

@@ -38,6 +38,11 @@ def test_a_bundle_trains_without_dgl_as_the_pipeline_does(tmp_path, set_threads)
         (w, d, s) for w in (0.0, 5e-4, 1e-3, 5e-3) for d in (0.2, 0.5, 0.7) for s in (10.0, 100.0)}
     assert [s["val_micro_f1"]["mean"] for s in grid] == sorted((s["val_micro_f1"]["mean"] for s in grid), reverse=True)
 
+    p = _script("sums", "--bundle", str(bundle), "--out", str(tmp_path / "sums.json"), "--device", "cpu",
+                "--stand-in-dgl", "--models", "re_gat", "--epochs", "6")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert set(json.loads((tmp_path / "sums.json").read_text())) == {"re_gat index_add", "re_gat sorted"}
+
     # the same seed through the pipeline (Hydra config, DGL graph, fused kernels at one thread, as the script ran)
     from hydra import compose, initialize_config_dir
 

@@ -275,6 +275,40 @@ def test_attention_layers_without_a_dgl_graph_equal_the_dgl_ops(layer, path):
     torch.testing.assert_close(total[:13], torch.ones(13, 2, dtype=torch.float64))
 
 
+def test_sorted_segment_sums_equal_index_add(monkeypatch):
+    """Off CPU the sums of per-edge values by destination, source and relation run over sorted segments (CUDA's
+    deterministic index_add_ is very slow): forced here on CPU, they give what index_add_ gives, alone and inside
+    the gradients of the weighted GCN aggregation and of an RE-GAT layer on an adjacency without a DGL graph,
+    with a relation id that no edge has and a node without in-edges."""
+    from regnn.core import adjacency, attention
+    monkeypatch.setattr(adjacency, "load_kernels", lambda: None)  # the torch path, which GPUs take
+    monkeypatch.setattr(attention, "load_kernels", lambda: None)
+    g, *_ = random_graph(n=14, e=60, seed=14)
+    g = dgl.remove_edges(g, g.in_edges(13, form="eid"))
+    arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
+    adj = Adjacency.from_arrays(14, 14, *arrays, g.edata["rel"])
+    gen = torch.Generator().manual_seed(4)
+    vals = torch.randn(adj.indices.shape[0], 3, dtype=torch.float64, generator=gen)
+    h0 = torch.randn(14, 6, dtype=torch.float64, generator=gen)
+    alpha0 = torch.rand(5, 1, dtype=torch.float64, generator=gen) + 0.5  # relation 4: on no edge
+    att_alpha0 = torch.rand(5, 2, dtype=torch.float64, generator=gen) + 0.5
+    results = []
+    for sorted_sums in (False, True):
+        monkeypatch.setattr(adjacency, "_sorted_sums", lambda v: sorted_sums)
+        sums = [adj.segment_sum(vals, by, n) for by, n in (("dst", 14), ("src", 14), ("rel", 5), ("rel", 7))]
+        h, alpha = h0.clone().requires_grad_(), alpha0.clone().requires_grad_()
+        adj.normalized_spmm(h, alpha, "both").pow(2).sum().backward()
+        torch.manual_seed(0)
+        conv = REGATConv(6, 4, heads=2).double()
+        h2, att_alpha = h0.clone().requires_grad_(), att_alpha0.clone().requires_grad_()
+        conv(adj, h2, att_alpha).pow(2).sum().backward()
+        results.append([*sums, h.grad, alpha.grad, h2.grad, att_alpha.grad, conv.fc.weight.grad])
+    for got, want in zip(results[1], results[0]):
+        torch.testing.assert_close(got, want)
+    assert results[1][2][4].abs().sum() == 0 and results[1][3].shape == (7, 3) and results[1][0][13].abs().sum() == 0
+    assert results[1][5][:4].abs().min() > 0  # every relation on an edge has a gradient
+
+
 def test_sparse_products_keep_float64_and_lift_bfloat16():
     """The bf16 path lifts low-precision inputs to float32; float64 (the gradient checks) must stay float64."""
     g = dgl.graph((torch.tensor([0, 1, 2, 2]), torch.tensor([0, 0, 1, 2])), num_nodes=3)

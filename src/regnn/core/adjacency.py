@@ -5,7 +5,8 @@ which would make RE-GNN pay for every edge weight. Here the graph is held as CSR
 aggregation is torch's sparse CSR matmul, whose cost does not depend on the values. GCN's degree scalings go
 into the edge values (a pass over the edges, not two over the node features). The backward pass gives the
 gradient of h by the transposed CSR matmul and the gradient of the edge weights by one sampled dense product
-(SDDMM); per-relation and per-node sums of edge quantities are index_add_ reductions.
+(SDDMM); per-relation and per-node sums of edge quantities are index_add_ reductions on CPU and sorted
+segment sums elsewhere (Adjacency.segment_sum).
 
 That is the pure-torch path. On CPU, where the fused C++ kernels could be built (regnn.core.kernels), the
 relation-weighted aggregation runs on them instead (_GcnAggregateFused): no per-edge arrays per step, and the
@@ -70,7 +71,7 @@ class Adjacency:
     # -- relation weights -> edges and degrees ------------------------------------------------------------
     def edge_weights(self, alpha: torch.Tensor) -> torch.Tensor:
         """(E, heads) weight of every edge in CSR order from the (num_relations, heads) relation weights."""
-        return _GatherRows.apply(alpha, self.rel)
+        return _GatherRows.apply(alpha, self)
 
     def weighted_in_degree(self, alpha: torch.Tensor) -> torch.Tensor:
         """(num_dst, heads) sum of incoming edge weights: counts of in-edges per relation @ alpha."""
@@ -93,8 +94,40 @@ class Adjacency:
         top = torch.full((self.num_dst, *score.shape[1:]), float("-inf"), dtype=score.dtype, device=score.device)
         top = top.scatter_reduce_(0, dst, score.detach(), "amax", include_self=True)
         ex = torch.exp(score - top.index_select(0, self.dst_of))
-        total = torch.zeros_like(top).index_add_(0, self.dst_of, ex)
-        return ex / total.index_select(0, self.dst_of)
+        return ex / self.segment_sum(ex, "dst", self.num_dst).index_select(0, self.dst_of)
+
+    def segment_sum(self, values: torch.Tensor, by: str, n: int) -> torch.Tensor:
+        """Sums of per-edge values (E, ...) in CSR order for every destination (by="dst"), source ("src") or
+        relation id ("rel"): (n, ...).
+
+        On CPU one index_add_. Elsewhere sums over sorted segments (the edges are already sorted by destination;
+        by source and by relation through a permutation kept per graph): deterministic, and fast where CUDA's
+        deterministic index_add_ is an index_put_ that walks every run of equal indices serially (2.7 ms for one
+        sum over DBLP's 10 relations on an H100, 89% of an RE-GCN epoch's GPU time)."""
+        index = {"dst": self.dst_of, "src": self.indices, "rel": self.rel}[by]
+        if not _sorted_sums(values):
+            return torch.zeros(n, *values.shape[1:], dtype=values.dtype, device=values.device).index_add_(
+                0, index, values)
+        order, offsets = self._segments(by, n)
+        v = values if order is None else values.index_select(0, order)
+        return torch.segment_reduce(v, "sum", offsets=offsets, axis=0, initial=0)
+
+    def _segments(self, by: str, n: int) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """(order of the edges that sorts them by `by` or None if they are sorted already, offsets of the n segments)."""
+        cache = self.__dict__.setdefault("_segment_cache", {})
+        if (by, n) not in cache:
+            if by == "dst" and n == self.num_dst:
+                cache[by, n] = (None, self.indptr)
+            elif by == "src" and n == self.num_src:
+                cache[by, n] = (self.t_pos, self.t_indptr)  # CSC order: sorted by source
+            else:
+                index = {"dst": self.dst_of, "src": self.indices, "rel": self.rel}[by]
+                counts = torch.bincount(index, minlength=n)
+                if counts.shape[0] > n:
+                    raise ValueError(f"segment_sum: ids up to {counts.shape[0] - 1} do not fit {n} segments")
+                offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+                cache[by, n] = (torch.sort(index, stable=True).indices, offsets)
+        return cache[by, n]
 
     # -- aggregation --------------------------------------------------------------------------------------
     def spmm(self, h: torch.Tensor, w: torch.Tensor | None = None) -> torch.Tensor:
@@ -345,9 +378,9 @@ def _edge_scales(adj: Adjacency, a: torch.Tensor | None, b: torch.Tensor | None)
     return ab * b.index_select(0, adj.indices) if b is not None else ab
 
 
-def _segment_sum(values: torch.Tensor, index: torch.Tensor, n: int) -> torch.Tensor:
-    """out[i] = sum of values[index == i]; index_add_ (bincount also scans its input for min and max)."""
-    return torch.zeros(n, dtype=values.dtype, device=values.device).index_add_(0, index, values)
+def _sorted_sums(values: torch.Tensor) -> bool:
+    """Whether Adjacency.segment_sum sums over sorted segments (off CPU) rather than with index_add_ (CPU)."""
+    return values.device.type != "cpu"
 
 
 class _GcnAggregate(torch.autograd.Function):
@@ -389,31 +422,29 @@ class _GcnAggregate(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             s = _edge_dots(adj, grad, h)  # <grad_v, h_u> per edge
             gw = s * ab if ab is not None else s  # dL/dw_e
-            galpha = _segment_sum(gw, adj.rel, ctx.num_relations)
+            galpha = adj.segment_sum(gw, "rel", ctx.num_relations)
             if a is not None:
                 ws = vals * s  # w_e a_v b_u s_e: divided by a_v (b_u) it is the edge's share of dL/da_v (dL/db_u)
-                gdeg = _segment_sum(ws, adj.dst_of, adj.num_dst) / a * da
+                gdeg = adj.segment_sum(ws, "dst", adj.num_dst) / a * da
                 if b is not None:
-                    gdeg = gdeg + _segment_sum(ws, adj.indices, adj.num_src) / b * db
+                    gdeg = gdeg + adj.segment_sum(ws, "src", adj.num_src) / b * db
                 galpha = galpha + adj.relation_counts(ctx.num_relations, grad.dtype).t() @ gdeg
             galpha = galpha.unsqueeze(-1)
         return gh, galpha, None, None
 
 
 class _GatherRows(torch.autograd.Function):
-    """alpha[idx] whose backward sums the gradient per row with index_add_ (much faster than index_put on CPU)."""
+    """alpha[rel] per edge, whose backward sums the gradient per relation with Adjacency.segment_sum (index_add_ on
+    CPU: much faster than index_put there)."""
 
     @staticmethod
-    def forward(ctx, alpha, idx):
-        ctx.save_for_backward(idx)
-        ctx.n = alpha.shape[0]
-        return alpha.index_select(0, idx)
+    def forward(ctx, alpha, adj: Adjacency):
+        ctx.adj, ctx.n = adj, alpha.shape[0]
+        return alpha.index_select(0, adj.rel)
 
     @staticmethod
     def backward(ctx, grad):
-        (idx,) = ctx.saved_tensors
-        out = torch.zeros(ctx.n, grad.shape[1], dtype=grad.dtype, device=grad.device)
-        return out.index_add_(0, idx, grad), None
+        return ctx.adj.segment_sum(grad, "rel", ctx.n), None
 
 
 NORM_CODES = {"none": 0, "right": 1, "both": 2}
