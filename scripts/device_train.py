@@ -19,7 +19,9 @@ that `run` needs, as plain tensors, lists and numbers.
      validation loss, test at the best epoch): test Micro/Macro-F1 mean ± std, epochs, median seconds per epoch;
   3. with `--grid`, a validation search for one model (`--grid-model`) over weight decay x dropout x lambda,
      each setting trained with every one of `--grid-seeds`; settings ranked by mean validation Micro-F1.
-The report is written after every step, so a run stopped by its time limit (`--budget-s`) keeps what it did.
+The report is written after every step, so a run stopped by its time limit (`--budget-s`) keeps what it did
+(`complete` says whether every run was made). `--device-sums sorted` makes the device side sum per-edge values over
+sorted segments even on a CPU, so the GPU's code path can be tried (and its parity checked) on a machine without one.
 
 `sums` times epochs of every model of the bundle (the trainer's deterministic mode, `--epochs` each, median after 5)
 with the sums of per-edge values taken by index_add_ and by sorted segments (Adjacency.segment_sum, the default off
@@ -28,10 +30,12 @@ the CPU), one after the other in one process.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.machinery
 import importlib.util
 import itertools
 import json
+import math
 import os
 import platform
 import sys
@@ -42,6 +46,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+BUNDLE_FORMAT = 1  # bumped when the bundle's keys change: an older bundle is refused with a clear message
 GRID = {"weight_decay": [0.0, 5e-4, 1e-3, 5e-3], "dropout": [0.2, 0.5, 0.7], "scale": [10.0, 100.0]}
 
 
@@ -76,10 +81,10 @@ def export(dataset: str, models: list[str], out: Path) -> dict:
         else:
             feats[t] = {"dense": x}
     bundle = {
-        "dataset": dataset, "num_nodes": g.num_nodes(), "num_edges": g.num_edges(),
+        "format": BUNDLE_FORMAT, "dataset": dataset, "num_nodes": g.num_nodes(), "num_edges": g.num_edges(),
         "csc": list(g.adj_tensors("csc")), "csr": list(g.adj_tensors("csr")), "rel": g.edata["rel"],
         "ntypes": list(rg.ntypes), "target_nodes": rg.nodes_of(data.target), "relation_names": list(rg.relation_names),
-        "num_edge_relations": int(rg.num_edge_relations), "in_dims": dict(data.in_dims),
+        "num_edge_relations": int(rg.num_edge_relations), "in_dims": {t: int(d) for t, d in data.in_dims.items()},
         "num_classes": int(data.num_classes), "features": feats, "labels": data.labels,
         "splits": dict(data.splits),
         "models": {m: {"kwargs": model_kwargs(c.model), "optimizer": OmegaConf.to_container(c.optimizer, resolve=True),
@@ -95,10 +100,18 @@ def export(dataset: str, models: list[str], out: Path) -> dict:
 
 # -- run (the GPU machine: torch alone) ----------------------------------------------------------------------------
 def stand_in_dgl(force: bool = False) -> bool:
-    """A `dgl` module where DGL is not installed (or `force`): regnn's modules import it, and nothing this script
-    calls uses it (its functions raise if called). True when the stand-in is in place."""
+    """A `dgl` module where DGL is not installed or does not import (a wheel built for another torch), or with
+    `force`: regnn's modules import it, and nothing this script calls uses it (its functions raise if called).
+    True when the stand-in is in place."""
     if not force and importlib.util.find_spec("dgl") is not None:
-        return False
+        try:
+            import dgl  # noqa: F401
+            return False
+        except Exception as e:  # e.g. DGL's CPU wheel for torch 2.2 under another torch
+            print(f"device_train: DGL is installed but does not import ({type(e).__name__}: {e}); using a stand-in",
+                  file=sys.stderr)
+            for name in [m for m in sys.modules if m == "dgl" or m.startswith("dgl.")]:
+                del sys.modules[name]
 
     def missing(*_a, **_k):
         raise RuntimeError("DGL is not installed here: scripts/device_train.py runs regnn without it")
@@ -134,6 +147,9 @@ def _load_bundle(path: Path, device):
     if not path.is_file():
         raise SystemExit(f"device_train: no bundle at {path}; write one with `python scripts/device_train.py export`")
     b = torch.load(path, weights_only=True)
+    if not isinstance(b, dict) or b.get("format") != BUNDLE_FORMAT:
+        raise SystemExit(f"device_train: {path} is not a bundle of format {BUNDLE_FORMAT} (written by another "
+                         "version of this script?); export it again")
     n = int(b["num_nodes"])
     adj = Adjacency.from_arrays(n, n, *(t.to(device) for t in (*b["csc"], *b["csr"])), b["rel"].to(device))
     inputs = RelationInputs(adj, list(b["ntypes"]), b["target_nodes"].to(device), None)
@@ -150,7 +166,21 @@ def _net(b: dict, kwargs: dict):
                  num_edge_relations=b["num_edge_relations"], **kwargs)
 
 
-def parity(b: dict, model: str, steps: int, loaded: dict) -> dict:
+@contextlib.contextmanager
+def device_sums(mode: str):
+    """Adjacency.segment_sum's way on the device side: "auto" as regnn configures it (sorted segments off the CPU,
+    index_add_ on it); "sorted" everywhere (on a CPU: the GPU's code path, to try the script without a GPU)."""
+    import regnn.core.adjacency as adjacency
+    before = adjacency._sorted_sums
+    if mode == "sorted":
+        adjacency._sorted_sums = lambda values: True
+    try:
+        yield
+    finally:
+        adjacency._sorted_sums = before
+
+
+def parity(b: dict, model: str, steps: int, loaded: dict, sums: str = "auto") -> dict:
     """float64, no dropout: `steps` Adam steps on CPU and on the GPU from the same weights; relative differences."""
     import torch
     import torch.nn.functional as F
@@ -165,20 +195,21 @@ def parity(b: dict, model: str, steps: int, loaded: dict) -> dict:
     init = _net(b, kwargs).double().state_dict()
     runs = {}
     for side, (inputs, feats, labels, splits) in loaded.items():
-        net = _net(b, kwargs).double()
-        net.load_state_dict(init)
-        net = net.to(labels.device)
-        feats = {t: x.double() for t, x in feats.items()}
-        opt = make_optimizer(net.parameters(), **spec["optimizer"])
-        losses = []
-        for _ in range(steps):
-            logits, _ = net(inputs, feats)
-            loss = F.cross_entropy(logits[splits["train"]], labels[splits["train"]])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(loss.detach().cpu())
-        runs[side] = (torch.stack(losses), {k: v.detach().cpu() for k, v in net.state_dict().items()})
+        with device_sums(sums if side == "device" else "auto"):
+            net = _net(b, kwargs).double()
+            net.load_state_dict(init)
+            net = net.to(labels.device)
+            feats = {t: x.double() for t, x in feats.items()}
+            opt = make_optimizer(net.parameters(), **spec["optimizer"])
+            losses = []
+            for _ in range(steps):
+                logits, _ = net(inputs, feats)
+                loss = F.cross_entropy(logits[splits["train"]], labels[splits["train"]])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(loss.detach().cpu())
+            runs[side] = (torch.stack(losses), {k: v.detach().cpu() for k, v in net.state_dict().items()})
     (l_cpu, p_cpu), (l_gpu, p_gpu) = runs["cpu"], runs["device"]
 
     def rel(a, c):
@@ -186,11 +217,13 @@ def parity(b: dict, model: str, steps: int, loaded: dict) -> dict:
 
     return {"steps": steps, "loss_first": float(l_cpu[0]), "loss_last": float(l_cpu[-1]),
             "max_rel_diff_loss": rel(l_gpu, l_cpu),
-            "max_rel_diff_params": max(rel(p_gpu[k], p_cpu[k]) for k in p_cpu)}
+            "max_rel_diff_params": max(rel(p_gpu[k], p_cpu[k]) for k in p_cpu
+                                       if p_cpu[k].is_floating_point() and p_cpu[k].numel())}
 
 
-def train_seeds(b: dict, spec: dict, seeds: list[int], loaded, deadline: float) -> dict:
-    """spec's model trained once per seed on the GPU (float32, the configured trainer)."""
+def train_seeds(b: dict, spec: dict, seeds: list[int], loaded, deadline: float, sums: str = "auto") -> dict:
+    """spec's model trained once per seed on the GPU (float32, the configured trainer); the seeds not started
+    before `deadline` are left out (runs < len(seeds))."""
     import numpy as np
     import torch
 
@@ -205,8 +238,9 @@ def train_seeds(b: dict, spec: dict, seeds: list[int], loaded, deadline: float) 
             break
         seed_everything(seed)
         net = _net(b, spec["kwargs"]).to(labels.device)
-        r = train_run(net, inputs, feats, labels, splits, seed=seed, optimizer=spec["optimizer"],
-                      max_epochs=spec["max_epochs"], patience=spec["patience"], precision=spec["precision"])
+        with device_sums(sums):
+            r = train_run(net, inputs, feats, labels, splits, seed=seed, optimizer=spec["optimizer"],
+                          max_epochs=spec["max_epochs"], patience=spec["patience"], precision=spec["precision"])
         if labels.device.type == "cuda":
             torch.cuda.synchronize()
         per_run.append({"seed": seed, "best_epoch": r.best_epoch, "epochs": r.epochs, "train_time_s": r.train_time_s,
@@ -223,20 +257,23 @@ def run(a) -> int:
     os.environ.setdefault("REGNN_KERNELS", "0")  # the CPU side of the parity runs regnn's pure-torch path
     import torch
 
-    if a.device == "cuda" and not torch.cuda.is_available():
+    device = torch.device(a.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
         print("device_train: this torch sees no CUDA device; nothing to check", file=sys.stderr)
         return 2
-    device = torch.device(a.device)
+    if a.max_epochs is not None and a.max_epochs < 1:
+        raise SystemExit(f"device_train: --max-epochs must be at least 1, got {a.max_epochs}")
     started, deadline = time.time(), time.time() + a.budget_s
     b, *gpu = _load_bundle(Path(a.bundle), device)
-    if a.max_epochs:
+    if a.max_epochs is not None:
         for spec in b["models"].values():
             spec["max_epochs"] = min(spec["max_epochs"], a.max_epochs)
     models = a.models or list(b["models"])
     unknown = sorted(set(models) - set(b["models"]) | ({a.grid_model} - set(b["models"]) if a.grid else set()))
     if unknown:
         raise SystemExit(f"device_train: {unknown} not in the bundle (it holds {sorted(b['models'])})")
-    report = {"dataset": b["dataset"], "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
+    report = {"dataset": b["dataset"],
+              "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", "sums": a.device_sums,
               "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
               "dgl": "stand-in (not installed)" if stand_in else "installed", "seeds": a.seeds,
               "parity_tolerance": a.tolerance, "parity": {}, "training": {}, "grid": None, "complete": False}
@@ -251,15 +288,17 @@ def run(a) -> int:
         _, *cpu = _load_bundle(Path(a.bundle), torch.device("cpu"))
         loaded = {"cpu": cpu, "device": gpu}
         for m in models:
-            report["parity"][m] = p = parity(b, m, a.parity_steps, loaded)
+            report["parity"][m] = p = parity(b, m, a.parity_steps, loaded, a.device_sums)
             print(f"parity {m}: loss {p['loss_first']:.4f} -> {p['loss_last']:.4f} over {p['steps']} steps, "
                   f"largest relative difference CPU vs GPU: losses {p['max_rel_diff_loss']:.1e}, "
                   f"parameters {p['max_rel_diff_params']:.1e}", flush=True)
             save()
         report["parity_passed"] = all(max(p["max_rel_diff_loss"], p["max_rel_diff_params"]) <= a.tolerance
                                       for p in report["parity"].values())
+    skipped = False  # a run left out for lack of time: the report is not complete
     for m in models:
-        report["training"][m] = t = train_seeds(b, b["models"][m], a.seeds, gpu, deadline)
+        report["training"][m] = t = train_seeds(b, b["models"][m], a.seeds, gpu, deadline, a.device_sums)
+        skipped |= t["runs"] < len(a.seeds)
         if t["runs"]:
             mm = t["metrics"]
             print(f"train {m}: {t['runs']} runs, test Micro-F1 {mm['test_micro_f1']['mean']:.2f} ± "
@@ -273,13 +312,15 @@ def run(a) -> int:
                           "ranked_by": "mean validation Micro-F1", "settings": settings}
         for wd, p, lam in itertools.product(*GRID.values()):
             if time.time() > deadline:
+                skipped = True
                 break
             kw = {**base["kwargs"], "dropout": p, "scale": lam}
             if "attn_dropout" in kw:
                 kw["attn_dropout"] = p  # the authors' RE-GAT uses the feature dropout rate on the attention too
             spec = {**base, "kwargs": kw, "optimizer": {**base["optimizer"], "weight_decay": wd}}
-            res = train_seeds(b, spec, a.grid_seeds, gpu, deadline)
+            res = train_seeds(b, spec, a.grid_seeds, gpu, deadline, a.device_sums)
             if res["runs"] < len(a.grid_seeds):
+                skipped = True
                 break  # out of time inside this setting: leave it out rather than rank it on fewer seeds
             settings.append({"weight_decay": wd, "dropout": p, "scale": lam, "runs": res["runs"],
                              **{k: v for k, v in res["metrics"].items()}})
@@ -287,11 +328,12 @@ def run(a) -> int:
             print(f"grid wd {wd:g} dropout {p:g} lambda {lam:g}: val Micro-F1 {mm['val_micro_f1']['mean']:.2f}, "
                   f"val loss {mm['val_loss']['mean']:.4f}, test Micro-F1 {mm['test_micro_f1']['mean']:.2f} ± "
                   f"{mm['test_micro_f1']['std']:.2f}", flush=True)
-            settings.sort(key=lambda s: -s["val_micro_f1"]["mean"])
+            settings.sort(key=lambda s: (math.isnan(s["val_micro_f1"]["mean"]), -s["val_micro_f1"]["mean"]))
             save()
-    report["complete"] = time.time() <= deadline
+    report["complete"] = not skipped
     save()
-    print(f"device_train: report -> {out} ({time.time() - started:.0f}s{'' if report['complete'] else ', stopped by --budget-s'})")
+    print(f"device_train: report -> {out} ({time.time() - started:.0f}s"
+          f"{'' if report['complete'] else ', runs left out by --budget-s'})")
     return 0 if report.get("parity_passed", True) else 1
 
 
@@ -306,18 +348,21 @@ def sums(a) -> int:
     from regnn.training.seed import seed_everything
     from regnn.training.trainer import train_run
 
+    if a.epochs <= 5:
+        raise SystemExit(f"device_train: --epochs must exceed the 5 warm-up epochs, got {a.epochs}")
     device = torch.device(a.device)
     b, inputs, feats, labels, splits = _load_bundle(Path(a.bundle), device)
     sorted_sums, res = adjacency._sorted_sums, {}
+    ways = [("index_add", lambda v: False), ("sorted", lambda v: True)]
     try:
-        for model in a.models or list(b["models"]):
-            for name, flag in (("index_add", lambda v: False), ("sorted", sorted_sums)):
+        for i, model in enumerate(a.models or list(b["models"])):
+            for name, flag in (ways if i % 2 == 0 else ways[::-1]):  # each way first for every other model
                 adjacency._sorted_sums = flag
                 spec = b["models"][model]
                 seed_everything(0)
                 net = _net(b, spec["kwargs"]).to(device)
                 r = train_run(net, inputs, feats, labels, splits, seed=0, optimizer=spec["optimizer"],
-                              max_epochs=a.epochs, patience=10**6)
+                              max_epochs=a.epochs, patience=10**6, precision=spec["precision"])
                 ms = 1e3 * float(np.median([h["epoch_time_s"] for h in r.history[5:]]))
                 res[f"{model} {name}"] = {"ms_per_epoch": ms, "last_val_loss": r.history[-1]["val_loss"]}
                 print(f"{model:7s} {name:10s} {ms:8.2f} ms/epoch  val loss after {a.epochs} epochs "
@@ -350,6 +395,8 @@ def main(argv=None) -> int:
     r.add_argument("--budget-s", type=float, default=480, help="stop starting runs after this many seconds")
     r.add_argument("--device", default="cuda", help="cuda (the point of it), or cpu to try the script here")
     r.add_argument("--stand-in-dgl", action="store_true", help="use the DGL stand-in even where DGL is installed")
+    r.add_argument("--device-sums", choices=("auto", "sorted"), default="auto",
+                   help="segment sums on the device side: as configured, or sorted everywhere (the GPU's path on a CPU)")
     t = sub.add_parser("sums", help="epoch times with index_add_ vs sorted segment sums (a GPU)")
     t.add_argument("--bundle", required=True)
     t.add_argument("--out", required=True)

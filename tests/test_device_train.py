@@ -25,11 +25,15 @@ def test_a_bundle_trains_without_dgl_as_the_pipeline_does(tmp_path, set_threads)
     assert p.returncode == 0, p.stderr[-2000:]
     p = _script("run", "--bundle", str(bundle), "--out", str(report), "--device", "cpu", "--stand-in-dgl",
                 "--seeds", "0", "1", "--parity-steps", "2", "--max-epochs", "5", "--grid", "--grid-model", "re_gcn",
-                "--grid-seeds", "0", env={"REGNN_KERNELS": "1"})
+                "--grid-seeds", "0", "--device-sums", "sorted", env={"REGNN_KERNELS": "1"})
     assert p.returncode == 0, p.stderr[-2000:]
     r = json.loads(report.read_text())
     assert r["dgl"] == "stand-in (not installed)" and r["complete"] and r["parity_passed"]
     assert set(r["parity"]) == set(r["training"]) == {"re_gcn", "re_gat"}
+    # RE-GAT's relation, edge-softmax and gather sums: index_add_ on the "cpu" side, sorted segments (the GPU's
+    # path) on the "device" side (on a CPU both add in the same order, so they agree to the last bit)
+    gat = r["parity"]["re_gat"]
+    assert r["sums"] == "sorted" and max(gat["max_rel_diff_loss"], gat["max_rel_diff_params"]) <= 1e-12
     for t in r["training"].values():
         assert t["runs"] == 2 and all(1 <= run["epochs"] <= 5 for run in t["per_run"])
         assert math.isfinite(t["metrics"]["test_micro_f1"]["mean"])
@@ -41,7 +45,11 @@ def test_a_bundle_trains_without_dgl_as_the_pipeline_does(tmp_path, set_threads)
     p = _script("sums", "--bundle", str(bundle), "--out", str(tmp_path / "sums.json"), "--device", "cpu",
                 "--stand-in-dgl", "--models", "re_gat", "--epochs", "6")
     assert p.returncode == 0, p.stderr[-2000:]
-    assert set(json.loads((tmp_path / "sums.json").read_text())) == {"re_gat index_add", "re_gat sorted"}
+    sums = json.loads((tmp_path / "sums.json").read_text())
+    assert set(sums) == {"re_gat index_add", "re_gat sorted"}
+    assert math.isclose(sums["re_gat index_add"]["last_val_loss"], sums["re_gat sorted"]["last_val_loss"], rel_tol=1e-4)
+    p = _script("sums", "--bundle", str(bundle), "--out", str(tmp_path / "s2.json"), "--device", "cpu", "--epochs", "5")
+    assert p.returncode != 0 and "--epochs must exceed" in p.stderr and not (tmp_path / "s2.json").exists()
 
     # the same seed through the pipeline (Hydra config, DGL graph, fused kernels at one thread, as the script ran)
     from hydra import compose, initialize_config_dir
@@ -62,7 +70,11 @@ def test_a_bundle_trains_without_dgl_as_the_pipeline_does(tmp_path, set_threads)
     assert (run0["val_loss"], run0["test_micro_f1"]) == (res.metrics["val_loss"], res.metrics["test_micro_f1"])
 
 
-def test_run_names_a_missing_bundle(tmp_path):
+def test_run_names_a_missing_or_foreign_bundle(tmp_path):
     p = _script("run", "--bundle", str(tmp_path / "none.pt"), "--out", str(tmp_path / "r.json"), "--device", "cpu")
     assert p.returncode != 0 and "no bundle at" in p.stderr and "export" in p.stderr
+    import torch
+    torch.save({"dataset": "dblp"}, tmp_path / "old.pt")  # no format key: not a bundle this script wrote
+    p = _script("run", "--bundle", str(tmp_path / "old.pt"), "--out", str(tmp_path / "r.json"), "--device", "cpu")
+    assert p.returncode != 0 and "export it again" in p.stderr
     assert not (tmp_path / "r.json").exists()

@@ -309,6 +309,43 @@ def test_sorted_segment_sums_equal_index_add(monkeypatch):
     assert results[1][5][:4].abs().min() > 0  # every relation on an edge has a gradient
 
 
+@pytest.mark.parametrize("case", ["block", "no_edges"])
+def test_sorted_segment_sums_on_blocks_and_empty_graphs(case, monkeypatch):
+    """The sorted segment sums on a block (more sources than destinations, segments by source of another length)
+    and on a graph without edges, also for more segments than nodes: equal to index_add_."""
+    from regnn.core import adjacency
+    if case == "block":
+        adj, n_dst, g_ = random_graph_or_block(True, seed=15)
+        adj.rel = torch.randint(0, 3, adj.indices.shape, generator=g_)
+    else:
+        adj = Adjacency(dgl.graph(([], []), num_nodes=4), torch.zeros(0, dtype=torch.long))
+    vals = torch.randn(adj.indices.shape[0], 2, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    wanted = [("dst", adj.num_dst), ("dst", adj.num_dst + 3), ("src", adj.num_src), ("src", adj.num_src + 2),
+              ("rel", 4)]
+    results = []
+    for sorted_sums in (False, True):
+        monkeypatch.setattr(adjacency, "_sorted_sums", lambda v: sorted_sums)
+        adj.__dict__.pop("_segment_cache", None)
+        results.append([adj.segment_sum(vals, by, n) for by, n in wanted])
+    for got, want, (by, n) in zip(results[1], results[0], wanted):
+        assert got.shape == (n, 2)
+        torch.testing.assert_close(got, want)
+    assert case == "no_edges" or results[1][2].abs().sum() > 0
+
+
+def test_an_adjacency_from_arrays_moves_to_a_device(path):
+    """Adjacency.to on one built from arrays (no DGL graph) keeps its arrays and aggregates as before."""
+    g, *_ = random_graph(n=14, e=50, seed=16)
+    arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
+    adj = Adjacency.from_arrays(14, 14, *arrays, g.edata["rel"])
+    h = torch.randn(14, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    alpha = torch.tensor([[0.5], [2.0], [1.5], [0.3]], dtype=torch.float64)
+    want = adj.normalized_spmm(h, alpha, "both")
+    moved = adj.to("cpu")
+    assert moved is not adj and moved.graph is None and torch.equal(moved.t_pos, adj.t_pos)
+    torch.testing.assert_close(moved.normalized_spmm(h, alpha, "both"), want)
+
+
 def test_sparse_products_keep_float64_and_lift_bfloat16():
     """The bf16 path lifts low-precision inputs to float32; float64 (the gradient checks) must stay float64."""
     g = dgl.graph((torch.tensor([0, 1, 2, 2]), torch.tensor([0, 0, 1, 2])), num_nodes=3)

@@ -48,7 +48,8 @@ class Adjacency:
     def from_arrays(cls, num_dst: int, num_src: int, indptr, indices, eid, t_indptr, t_indices, t_eid,
                     rel: torch.Tensor | None = None) -> "Adjacency":
         """From the CSC and CSR arrays (as DGL's adj_tensors gives them) with no DGL graph: every layer works
-        (the attention layers' edge-wise ops run in torch, see u_add_v and edge_softmax); DGL is not needed."""
+        (the attention layers' edge-wise ops run in torch, see u_add_v and edge_softmax), and nothing of DGL is
+        called (the module still imports it: scripts/device_train.py puts a stand-in where DGL is missing)."""
         self = cls.__new__(cls)
         self._set_arrays(num_dst, num_src, indptr, indices, eid, t_indptr, t_indices, t_eid, rel)
         self.graph = None
@@ -71,7 +72,13 @@ class Adjacency:
     # -- relation weights -> edges and degrees ------------------------------------------------------------
     def edge_weights(self, alpha: torch.Tensor) -> torch.Tensor:
         """(E, heads) weight of every edge in CSR order from the (num_relations, heads) relation weights."""
-        return _GatherRows.apply(alpha, self)
+        return self.gather(alpha, "rel")
+
+    def gather(self, x: torch.Tensor, by: str) -> torch.Tensor:
+        """x's row for every edge in CSR order: of its source (by="src": x has a row per source), destination
+        ("dst") or relation ("rel"). The gradient sums per row with segment_sum (index_add_ on CPU, as
+        index_select's own backward; sorted segments elsewhere)."""
+        return _GatherEdges.apply(x, self, by)
 
     def weighted_in_degree(self, alpha: torch.Tensor) -> torch.Tensor:
         """(num_dst, heads) sum of incoming edge weights: counts of in-edges per relation @ alpha."""
@@ -83,7 +90,7 @@ class Adjacency:
         sum by index_select where there is no DGL graph (from_arrays: a CUDA machine without DGL's CUDA build)."""
         if self.graph is not None:
             return dgl.ops.u_add_v(self.graph, src_feat, dst_feat)
-        return src_feat.index_select(0, self.indices) + dst_feat.index_select(0, self.dst_of)
+        return self.gather(src_feat, "src") + self.gather(dst_feat, "dst")
 
     def edge_softmax(self, score: torch.Tensor) -> torch.Tensor:
         """Softmax of score (E, ...) over the in-edges of every destination (CSR order): DGL's edge_softmax on
@@ -94,7 +101,7 @@ class Adjacency:
         top = torch.full((self.num_dst, *score.shape[1:]), float("-inf"), dtype=score.dtype, device=score.device)
         top = top.scatter_reduce_(0, dst, score.detach(), "amax", include_self=True)
         ex = torch.exp(score - top.index_select(0, self.dst_of))
-        return ex / self.segment_sum(ex, "dst", self.num_dst).index_select(0, self.dst_of)
+        return ex / self.gather(self.segment_sum(ex, "dst", self.num_dst), "dst")
 
     def segment_sum(self, values: torch.Tensor, by: str, n: int) -> torch.Tensor:
         """Sums of per-edge values (E, ...) in CSR order for every destination (by="dst"), source ("src") or
@@ -291,7 +298,14 @@ class Adjacency:
         return self._rel_counts
 
     def to(self, device) -> "Adjacency":
-        return Adjacency(self.graph.to(device), None if self.rel is None else self.rel.to(device))
+        if self.graph is not None:
+            return Adjacency(self.graph.to(device), None if self.rel is None else self.rel.to(device))
+        moved = Adjacency.__new__(Adjacency)  # from_arrays: its arrays, moved (caches are rebuilt there)
+        for k, v in self.__dict__.items():
+            if not k.startswith("_"):
+                moved.__dict__[k] = v.to(device) if isinstance(v, torch.Tensor) else v
+        moved._rel_counts = None
+        return moved
 
 
 def _remember(cache: dict, key, value, most: int = 2 * 8) -> None:
@@ -433,18 +447,19 @@ class _GcnAggregate(torch.autograd.Function):
         return gh, galpha, None, None
 
 
-class _GatherRows(torch.autograd.Function):
-    """alpha[rel] per edge, whose backward sums the gradient per relation with Adjacency.segment_sum (index_add_ on
-    CPU: much faster than index_put there)."""
+class _GatherEdges(torch.autograd.Function):
+    """x[index] per edge (Adjacency.gather), whose backward sums the gradient per row with Adjacency.segment_sum:
+    on CPU that is index_add_ (as index_select's own backward; much faster than index_put there), elsewhere sorted
+    segments (CUDA's deterministic index_add_ walks runs of equal indices serially)."""
 
     @staticmethod
-    def forward(ctx, alpha, adj: Adjacency):
-        ctx.adj, ctx.n = adj, alpha.shape[0]
-        return alpha.index_select(0, adj.rel)
+    def forward(ctx, x, adj: Adjacency, by: str):
+        ctx.adj, ctx.by, ctx.n = adj, by, x.shape[0]
+        return x.index_select(0, {"src": adj.indices, "dst": adj.dst_of, "rel": adj.rel}[by])
 
     @staticmethod
     def backward(ctx, grad):
-        return ctx.adj.segment_sum(grad, "rel", ctx.n), None
+        return ctx.adj.segment_sum(grad.contiguous(), ctx.by, ctx.n), None, None
 
 
 NORM_CODES = {"none": 0, "right": 1, "both": 2}
