@@ -5,7 +5,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
+import device_train  # noqa: E402
 
 SCRIPT = str(REPO / "scripts" / "device_train.py")
 
@@ -48,8 +52,10 @@ def test_a_bundle_trains_without_dgl_as_the_pipeline_does(tmp_path, set_threads)
     sums = json.loads((tmp_path / "sums.json").read_text())
     assert set(sums) == {"re_gat index_add", "re_gat sorted"}
     assert math.isclose(sums["re_gat index_add"]["last_val_loss"], sums["re_gat sorted"]["last_val_loss"], rel_tol=1e-4)
-    p = _script("sums", "--bundle", str(bundle), "--out", str(tmp_path / "s2.json"), "--device", "cpu", "--epochs", "5")
-    assert p.returncode != 0 and "--epochs must exceed" in p.stderr and not (tmp_path / "s2.json").exists()
+    with pytest.raises(SystemExit, match="--epochs must exceed"):
+        device_train.main(["sums", "--bundle", str(bundle), "--out", str(tmp_path / "s2.json"), "--device", "cpu",
+                           "--epochs", "5"])
+    assert not (tmp_path / "s2.json").exists()
 
     # the same seed through the pipeline (Hydra config, DGL graph, fused kernels at one thread, as the script ran)
     from hydra import compose, initialize_config_dir
@@ -71,10 +77,10 @@ def test_a_bundle_trains_without_dgl_as_the_pipeline_does(tmp_path, set_threads)
 
 
 def test_run_names_a_missing_or_foreign_bundle(tmp_path):
-    p = _script("run", "--bundle", str(tmp_path / "none.pt"), "--out", str(tmp_path / "r.json"), "--device", "cpu")
-    assert p.returncode != 0 and "no bundle at" in p.stderr and "export" in p.stderr
     import torch
     torch.save({"dataset": "dblp"}, tmp_path / "old.pt")  # no format key: not a bundle this script wrote
-    p = _script("run", "--bundle", str(tmp_path / "old.pt"), "--out", str(tmp_path / "r.json"), "--device", "cpu")
-    assert p.returncode != 0 and "export it again" in p.stderr
+    for name, message in (("none.pt", "no bundle at .*export"), ("old.pt", "export it again")):
+        with pytest.raises(SystemExit, match=message):
+            device_train.main(["run", "--bundle", str(tmp_path / name), "--out", str(tmp_path / "r.json"),
+                               "--device", "cpu"])
     assert not (tmp_path / "r.json").exists()
