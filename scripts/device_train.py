@@ -267,7 +267,7 @@ def run(a) -> int:
     if a.max_epochs is not None:
         for spec in b["models"].values():
             spec["max_epochs"] = min(spec["max_epochs"], a.max_epochs)
-    models = a.models or list(b["models"])
+    models = list(b["models"]) if a.models is None else a.models  # `--models` alone: none (e.g. the grid only)
     unknown = sorted(set(models) - set(b["models"]) | ({a.grid_model} - set(b["models"]) if a.grid else set()))
     if unknown:
         raise SystemExit(f"device_train: {unknown} not in the bundle (it holds {sorted(b['models'])})")
@@ -382,7 +382,7 @@ def main(argv=None) -> int:
     r = sub.add_parser("run", help="train from a bundle on a GPU (torch alone)")
     r.add_argument("--bundle", required=True)
     r.add_argument("--out", required=True)
-    r.add_argument("--models", nargs="*", help="models of the bundle to check (default: all)")
+    r.add_argument("--models", nargs="*", help="models of the bundle to check (default: all; none: only the grid)")
     r.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     r.add_argument("--parity-steps", type=int, default=5, help="Adam steps of the CPU/GPU comparison (0: none)")
     r.add_argument("--tolerance", type=float, default=1e-9, help="largest relative difference allowed (float64)")
