@@ -15,36 +15,18 @@ then times forward + backward of the relation-weighted and the plain aggregation
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import platform
 import sys
 import time
-import types
 from pathlib import Path
 
 import torch
 
+from device_train import stand_in_dgl  # this folder's: the same stand-in as device_train's
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
-
-
-def _stand_in_dgl() -> bool:
-    """A `dgl` module whose functions raise, so that regnn.core imports where DGL is not installed."""
-    if importlib.util.find_spec("dgl") is not None:
-        return False
-
-    def missing(*_a, **_k):
-        raise RuntimeError("DGL is not installed here: this check uses only regnn's pure-torch aggregation")
-
-    mods = {n: types.ModuleType(n) for n in ("dgl", "dgl.nn", "dgl.nn.functional", "dgl.ops")}
-    mods["dgl.nn.functional"].edge_softmax = missing
-    for name in ("u_dot_v", "u_add_v"):
-        setattr(mods["dgl.ops"], name, missing)
-    mods["dgl"].graph = mods["dgl"].create_block = missing
-    mods["dgl"].nn, mods["dgl"].ops, mods["dgl.nn"].functional = mods["dgl.nn"], mods["dgl.ops"], mods["dgl.nn.functional"]
-    sys.modules.update(mods)
-    return True
 
 
 def random_adjacency(n: int, e: int, num_rel: int, device, seed: int = 0):
@@ -158,7 +140,7 @@ def main(argv=None) -> int:
     if device.type == "cuda" and not torch.cuda.is_available():
         print("device_check: this torch sees no CUDA device; nothing to check", file=sys.stderr)
         return 2
-    stand_in = _stand_in_dgl()
+    stand_in = stand_in_dgl()
     errors = correctness(device)
     report = {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else (platform.processor() or platform.machine()), "torch": torch.__version__, "cuda": torch.version.cuda,
               "python": platform.python_version(), "dgl": "stand-in (not installed)" if stand_in else "installed",

@@ -114,7 +114,7 @@ def stand_in_dgl(force: bool = False) -> bool:
                 del sys.modules[name]
 
     def missing(*_a, **_k):
-        raise RuntimeError("DGL is not installed here: scripts/device_train.py runs regnn without it")
+        raise RuntimeError("DGL is not installed here (or does not import): only regnn's pure-torch code runs")
 
     class Module(types.ModuleType):
         def __getattr__(self, name):  # any other name: a function that says DGL is missing
@@ -138,11 +138,8 @@ def stand_in_dgl(force: bool = False) -> bool:
     return True
 
 
-def _load_bundle(path: Path, device):
+def _load_bundle(path: Path) -> dict:
     import torch
-
-    from regnn.core.adjacency import Adjacency
-    from regnn.models.regnn import RelationInputs
 
     if not path.is_file():
         raise SystemExit(f"device_train: no bundle at {path}; write one with `python scripts/device_train.py export`")
@@ -150,6 +147,16 @@ def _load_bundle(path: Path, device):
     if not isinstance(b, dict) or b.get("format") != BUNDLE_FORMAT:
         raise SystemExit(f"device_train: {path} is not a bundle of format {BUNDLE_FORMAT} (written by another "
                          "version of this script?); export it again")
+    return b
+
+
+def _on_device(b: dict, device) -> tuple:
+    """(inputs, features, labels, splits) of bundle b on `device`, the graph built from its arrays."""
+    import torch
+
+    from regnn.core.adjacency import Adjacency
+    from regnn.models.regnn import RelationInputs
+
     n = int(b["num_nodes"])
     adj = Adjacency.from_arrays(n, n, *(t.to(device) for t in (*b["csc"], *b["csr"])), b["rel"].to(device))
     inputs = RelationInputs(adj, list(b["ntypes"]), b["target_nodes"].to(device), None)
@@ -157,7 +164,7 @@ def _load_bundle(path: Path, device):
     for t, f in b["features"].items():
         x = f["dense"] if "dense" in f else torch.sparse_coo_tensor(f["indices"], f["values"], f["size"]).coalesce()
         feats[t] = x.to(device)
-    return b, inputs, feats, b["labels"].to(device), {s: i.to(device) for s, i in b["splits"].items()}
+    return inputs, feats, b["labels"].to(device), {s: i.to(device) for s, i in b["splits"].items()}
 
 
 def _net(b: dict, kwargs: dict):
@@ -263,7 +270,8 @@ def run(a) -> int:
     if a.max_epochs is not None and a.max_epochs < 1:
         raise SystemExit(f"device_train: --max-epochs must be at least 1, got {a.max_epochs}")
     started, deadline = time.time(), time.time() + a.budget_s
-    b, *gpu = _load_bundle(Path(a.bundle), device)
+    b = _load_bundle(Path(a.bundle))
+    gpu = _on_device(b, device)
     if a.max_epochs is not None:
         for spec in b["models"].values():
             spec["max_epochs"] = min(spec["max_epochs"], a.max_epochs)
@@ -284,8 +292,7 @@ def run(a) -> int:
         out.write_text(json.dumps(report, indent=2) + "\n")
 
     if a.parity_steps:
-        _, *cpu = _load_bundle(Path(a.bundle), torch.device("cpu"))
-        loaded = {"cpu": cpu, "device": gpu}
+        loaded = {"cpu": _on_device(b, torch.device("cpu")), "device": gpu}
         for m in models:
             report["parity"][m] = p = parity(b, m, a.parity_steps, loaded, a.device_sums)
             print(f"parity {m}: loss {p['loss_first']:.4f} -> {p['loss_last']:.4f} over {p['steps']} steps, "
@@ -321,8 +328,7 @@ def run(a) -> int:
             if res["runs"] < len(a.grid_seeds):
                 skipped = True
                 break  # out of time inside this setting: leave it out rather than rank it on fewer seeds
-            settings.append({"weight_decay": wd, "dropout": p, "scale": lam, "runs": res["runs"],
-                             **{k: v for k, v in res["metrics"].items()}})
+            settings.append({"weight_decay": wd, "dropout": p, "scale": lam, "runs": res["runs"], **res["metrics"]})
             mm = res["metrics"]
             print(f"grid wd {wd:g} dropout {p:g} lambda {lam:g}: val Micro-F1 {mm['val_micro_f1']['mean']:.2f}, "
                   f"val loss {mm['val_loss']['mean']:.4f}, test Micro-F1 {mm['test_micro_f1']['mean']:.2f} ± "
@@ -349,7 +355,8 @@ def sums(a) -> int:
     if a.epochs <= 5:
         raise SystemExit(f"device_train: --epochs must exceed the 5 warm-up epochs, got {a.epochs}")
     device = torch.device(a.device)
-    b, inputs, feats, labels, splits = _load_bundle(Path(a.bundle), device)
+    b = _load_bundle(Path(a.bundle))
+    inputs, feats, labels, splits = _on_device(b, device)
     sorted_sums, res = adjacency._sorted_sums, {}
     ways = [("index_add", lambda v: False), ("sorted", lambda v: True)]
     try:
