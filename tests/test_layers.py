@@ -21,6 +21,13 @@ def random_graph(n=12, e=40, num_rel=4, seed=0, shuffle=True):
     return g, src, dst, rel
 
 
+def adjacency_from_arrays(g):
+    """The Adjacency of DGL graph g built from its CSC/CSR arrays alone (no DGL graph kept), as on a GPU machine
+    without DGL's CUDA build."""
+    arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
+    return Adjacency.from_arrays(g.num_dst_nodes(), g.num_src_nodes(), *arrays, g.edata["rel"])
+
+
 def dense(n, src, dst, w):
     a = torch.zeros(n, n, dtype=w.dtype)
     a.index_put_((dst, src), w, accumulate=True)  # a[v, u]: weight of u -> v (parallel edges add up)
@@ -232,8 +239,7 @@ def test_adjacency_from_arrays_aggregates_as_the_one_from_a_dgl_graph(path):
     gradients, including the narrow SDDMM that uses DGL's op where there is a graph."""
     g, *_ = random_graph(n=14, e=50, seed=11)
     ref = Adjacency(g)
-    arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
-    adj = Adjacency.from_arrays(g.num_dst_nodes(), g.num_src_nodes(), *arrays, g.edata["rel"])
+    adj = adjacency_from_arrays(g)
     assert adj.graph is None
     results = []
     for a in (ref, adj):
@@ -254,8 +260,7 @@ def test_attention_layers_without_a_dgl_graph_equal_the_dgl_ops(layer, path):
     from regnn.core.attention import REGATv2Conv
     g, *_ = random_graph(n=14, e=50, seed=12)
     g = dgl.remove_edges(g, g.in_edges(13, form="eid"))  # node 13: no in-edges (its row of the softmax is empty)
-    arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
-    adjs = (Adjacency(g), Adjacency.from_arrays(g.num_dst_nodes(), g.num_src_nodes(), *arrays, g.edata["rel"]))
+    adjs = (Adjacency(g), adjacency_from_arrays(g))
     assert adjs[1].graph is None
     results = []
     for adj in adjs:
@@ -285,8 +290,7 @@ def test_sorted_segment_sums_equal_index_add(monkeypatch):
     monkeypatch.setattr(attention, "load_kernels", lambda: None)
     g, *_ = random_graph(n=14, e=60, seed=14)
     g = dgl.remove_edges(g, g.in_edges(13, form="eid"))
-    arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
-    adj = Adjacency.from_arrays(14, 14, *arrays, g.edata["rel"])
+    adj = adjacency_from_arrays(g)
     gen = torch.Generator().manual_seed(4)
     vals = torch.randn(adj.indices.shape[0], 3, dtype=torch.float64, generator=gen)
     h0 = torch.randn(14, 6, dtype=torch.float64, generator=gen)
@@ -336,8 +340,7 @@ def test_sorted_segment_sums_on_blocks_and_empty_graphs(case, monkeypatch):
 def test_an_adjacency_from_arrays_moves_to_a_device(path):
     """Adjacency.to on one built from arrays (no DGL graph) keeps its arrays and aggregates as before."""
     g, *_ = random_graph(n=14, e=50, seed=16)
-    arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
-    adj = Adjacency.from_arrays(14, 14, *arrays, g.edata["rel"])
+    adj = adjacency_from_arrays(g)
     h = torch.randn(14, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
     alpha = torch.tensor([[0.5], [2.0], [1.5], [0.3]], dtype=torch.float64)
     want = adj.normalized_spmm(h, alpha, "both")
