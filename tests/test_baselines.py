@@ -1,9 +1,11 @@
 """Heterogeneous baselines: meta-path graphs against dense products, GTN's sparse chain against its dense form,
 every baseline learning the planted signal of the synthetic graph through its config, GCN-M's meta-path pick."""
 import json
+from pathlib import Path
 
 import dgl
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -266,3 +268,11 @@ def test_search_listing_puts_the_best_validation_cell_first(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[0] == "model.dropout=0.8" and lines[2].split()[0] == "model.dropout=0.5"
     assert main([str(tmp_path / "nothing")]) == 1
+    out = tmp_path / "listing" / "search"
+    assert main([str(tmp_path), "--out", str(out)]) == 0
+    table = pd.read_csv(f"{out}.csv")
+    assert list(table["cell"]) == ["model.dropout=0.8", "model.dropout=0.5"] and table["val_micro_f1"][0] == 53.5
+    assert "| model.dropout=0.8 | 2 | 53.50 |" in Path(f"{out}.md").read_text()
+    before = Path(f"{out}.csv").read_bytes()
+    assert main([str(tmp_path), "--out", str(out)]) == 1  # an earlier listing is never written over
+    assert "already exists" in capsys.readouterr().out and Path(f"{out}.csv").read_bytes() == before

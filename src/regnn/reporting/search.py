@@ -1,6 +1,9 @@
 """The cells of a validation search (conf/experiment/search_baselines.yaml), best validation Micro-F1 first.
 
     python -m regnn.reporting.search outputs/experiments/search/imdb_rgcn
+    python -m regnn.reporting.search outputs/experiments/search/dblp_re_gat --out results/search_dblp_re_gat
+
+--out PREFIX also writes the listing as PREFIX.csv and PREFIX.md (never over an existing file).
 """
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ import json
 from pathlib import Path
 
 import pandas as pd
+
+from regnn.reporting.collect import markdown
 
 
 def load_results(exp_dir) -> list[dict]:
@@ -27,7 +32,8 @@ def search_frame(exp_dir) -> pd.DataFrame:
         m = r["metrics"]
         rows.append({"cell": r["_dir"].rsplit("/", 1)[-1], "runs": r["runs"],
                      **{k: m[k]["mean"] for k in ("val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1",
-                                                  "best_epoch")}})
+                                                  "best_epoch")},
+                     "seeds": " ".join(str(s) for s in r.get("seeds", []))})
     df = pd.DataFrame(rows)
     return df if df.empty else df.sort_values(["val_micro_f1", "val_macro_f1"], ascending=False).reset_index(drop=True)
 
@@ -35,11 +41,23 @@ def search_frame(exp_dir) -> pd.DataFrame:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("exp_dir")
+    ap.add_argument("--out", help="also write the listing to OUT.csv and OUT.md")
     a = ap.parse_args(argv)
     df = search_frame(a.exp_dir)
     if df.empty:
         print(f"error: no results.json under {a.exp_dir}")
         return 1
+    if a.out:
+        csv, md = Path(a.out + ".csv"), Path(a.out + ".md")
+        taken = [str(p) for p in (csv, md) if p.exists()]
+        if taken:
+            print(f"error: {', '.join(taken)} already exists; move it away or pick another --out")
+            return 1
+        csv.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(csv, index=False, float_format="%.4f")
+        shown = df.map(lambda v: f"{v:.2f}" if isinstance(v, float) else v)
+        md.write_text(f"Validation search: the cells of {a.exp_dir}, best mean validation Micro-F1 first "
+                      "(means over the seeds listed).\n\n" + markdown(shown) + "\n")
     print(df.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return 0
 
