@@ -72,6 +72,17 @@ def test_tuned_and_protocol_settings_are_selected():
     assert cfg("dataset=acm", "model=gcn_m").model.hidden == cfg("dataset=acm", "model=gcn").model.hidden
 
 
+def test_re_gat_search_ties_attention_dropout_to_dropout_and_names_cells_by_grid_values():
+    search = cfg("experiment=search_re_gat", "dataset=acm", "model=re_gat", "model.dropout=0.5")
+    assert search.model.attn_dropout == 0.5 and search.runs == 2 and search.resume  # ACM's tuned 0.2 gives way
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        hydra = compose("train", overrides=["experiment=search_re_gat", "dataset=dblp", "model=re_gat"],
+                        return_hydra_config=True).hydra
+    assert hydra.mode.name == "MULTIRUN" and set(hydra.sweeper.params) == {"model.dropout", "optimizer.weight_decay"}
+    assert "dataset" in hydra.job.config.override_dirname.exclude_keys
+    assert cfg("experiment=search_re_gat", "dataset=dblp", "model=re_gat").model.heads == 8  # tuned layout kept
+
+
 def test_unknown_key_and_unknown_option_are_refused():
     with pytest.raises(ConfigCompositionException, match="model.hiden"):
         cfg("model.hiden=32")
