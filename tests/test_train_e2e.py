@@ -1,10 +1,17 @@
 """`python train.py ...` end to end in a subprocess, on the synthetic graph (seconds)."""
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import run_train
+from conftest import REPO, run_train
 
 FAST = ["dataset=synthetic", "runs=2", "trainer.max_epochs=6", "trainer.patience=3"]
 
@@ -162,3 +169,54 @@ def test_runs_in_worker_processes_equal_the_runs_in_turn(tmp_path):
     assert [strip(r) for r in out[2]["per_run"]] == [strip(r) for r in out[1]["per_run"]]
     for run in range(3):
         assert first_weights(tmp_path / "w2", run) == first_weights(tmp_path / "w1", run)
+
+
+def _children(pid: int) -> list[int]:
+    """Live processes whose parent is pid (from /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_worker_processes_end_with_a_killed_job(tmp_path):
+    """A job killed while its workers train (SIGKILL: no handler of its own runs) takes its workers with it; they
+    used to train on as orphans, holding the cores."""
+    cmd = [sys.executable, str(REPO / "train.py"), "dataset=synthetic", "model=re_gcn", "runs=2", "workers=2",
+           "threads=2", "trainer.max_epochs=1000000", "trainer.patience=1000000", f"hydra.run.dir={tmp_path}"]
+    job = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and job.poll() is None:
+            workers = [c for c in _children(job.pid)
+                       if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes().replace(b"\0", b" ")]
+            if len(workers) == 2:
+                break
+            time.sleep(0.2)
+        assert len(workers) == 2 and job.poll() is None, "the job did not start two workers"
+        time.sleep(3)  # at any point: a worker that has not set the signal yet finds its parent gone and exits
+        job.kill()
+        job.wait()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers), "workers outlived the job"
+    finally:
+        for pid in [job.pid, *workers]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        job.wait()
