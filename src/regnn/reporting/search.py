@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from regnn.reporting.collect import markdown
+from regnn.reporting.collect import write_table
 
 
 def load_results(exp_dir) -> list[dict]:
@@ -53,11 +53,10 @@ def main(argv=None) -> int:
         if taken:
             print(f"error: {', '.join(taken)} already exists; move it away or pick another --out")
             return 1
-        csv.parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(csv, index=False, float_format="%.4f")
-        shown = df.map(lambda v: f"{v:.2f}" if isinstance(v, float) else v)
-        md.write_text(f"Validation search: the cells of {a.exp_dir}, best mean validation Micro-F1 first "
-                      "(means over the seeds listed).\n\n" + markdown(shown) + "\n")
+        out = Path(a.out)
+        write_table(df, df.map(lambda v: f"{v:.2f}" if isinstance(v, float) else v), out.parent, out.name,
+                    f"Validation search: {a.exp_dir}",
+                    ["Cells by mean validation Micro-F1 (then Macro-F1), best first; means over the seeds listed."])
     print(df.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return 0
 
