@@ -6,9 +6,9 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from conftest import REPO, run_train
@@ -171,23 +171,11 @@ def test_runs_in_worker_processes_equal_the_runs_in_turn(tmp_path):
         assert first_weights(tmp_path / "w2", run) == first_weights(tmp_path / "w1", run)
 
 
-def _children(pid: int) -> list[int]:
-    """Live processes whose parent is pid (from /proc)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(stat.parent.name))
-    return out
-
 
 def _alive(pid: int) -> bool:
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
 
 
@@ -202,8 +190,9 @@ def test_worker_processes_end_with_a_killed_job(tmp_path):
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and job.poll() is None:
-            workers = [c for c in _children(job.pid)
-                       if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes().replace(b"\0", b" ")]
+            with contextlib.suppress(psutil.Error):
+                workers = [c.pid for c in psutil.Process(job.pid).children()
+                           if any("spawn_main" in arg for arg in c.cmdline())]
             if len(workers) == 2:
                 break
             time.sleep(0.2)
