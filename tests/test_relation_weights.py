@@ -61,14 +61,16 @@ def test_weights_of_several_layers_are_one_tensor_per_part():
         many(torch.tensor([0, 1]))
 
 
-@pytest.mark.parametrize("backbone,kw,groups", [("gcn", {}, [(1, 3)]),
-                                                ("gat", {"heads": 2, "relation_mode": "mul"}, [(2, 2), (1, 1)])])
-def test_model_groups_layers_with_equal_heads(syn, backbone, kw, groups):
+@pytest.mark.parametrize("backbone,kw,groups,calls", [("gcn", {}, [(1, 3)], [0, 1, 2]),
+                                                      ("gat", {"heads": 2}, [(2, 3)], [0, 1, 2, 2])])
+def test_model_groups_layers_with_equal_heads(syn, backbone, kw, groups, calls):
     data, rg, _ = syn
     m = model(data, rg, backbone, **kw)
     assert [(r.heads, r.layers) for r in m.relations] == groups
-    alphas = m.layer_alphas()
-    assert [a.shape for a in alphas] == [(rg.num_relations, k) for k, n in groups for _ in range(n)]
+    alphas = m.layer_alphas()  # one per conv call: the GAT stack calls its last layer twice, with its weights
+    assert [a.shape for a in alphas] == [(rg.num_relations, groups[0][0])] * len(calls)
+    per_layer = [a for r in m.relations for a in r.per_layer()]
+    assert all(torch.equal(a, per_layer[j]) for a, j in zip(alphas, calls))
     names = m.relation_weights()
     assert len(names) == 3 and all(set(layer) == set(rg.relation_names) for layer in names)
 
@@ -78,7 +80,7 @@ def test_scale_must_be_positive():
         RelationWeights(2, 2, scale=0)
 
 
-@pytest.mark.parametrize("backbone,kw", [("gcn", {}), ("gat", {"heads": 2, "relation_mode": "mul"})])
+@pytest.mark.parametrize("backbone,kw", [("gcn", {}), ("gat", {"heads": 2}), ("gatv2", {"heads": 2})])
 def test_re_model_at_init_equals_plain_model_with_same_weights(syn, backbone, kw):
     data, rg, inputs = syn
     torch.manual_seed(0)
@@ -93,7 +95,7 @@ def test_re_model_at_init_equals_plain_model_with_same_weights(syn, backbone, kw
     torch.testing.assert_close(emb_re, emb_plain, rtol=1e-5, atol=1e-6)
     # and the relation weights are real parameters of the RE model only: R + F per layer (x heads)
     extra = sum(p.numel() for p in re.parameters()) - sum(p.numel() for p in plain.parameters())
-    assert extra == rg.num_relations * sum(a.shape[1] for a in re.layer_alphas())
+    assert extra == rg.num_relations * sum(r.heads * (r.layers or 1) for r in re.relations)
 
 
 def _alphas(m):

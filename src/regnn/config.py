@@ -77,6 +77,12 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
 def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     """The mini-batch trainer's values, and the model settings it cannot run with."""
     t, m = cfg.trainer, cfg.model
+    if m.get("backbone") in ("gat", "gatv2"):
+        _check(m.backbone == "gat", "model.backbone", m.backbone, "trainer=minibatch has GAT layers one per "
+               "sampled hop (layout=stack) for gat only; gatv2 has the authors' full-batch stack alone")
+        _check(m.get("layout", "authors") == "stack", "model.layout", m.get("layout", "authors"),
+               "the authors' attention stack applies its last layer twice, one call more than sampled hops: "
+               "use model.layout=stack with trainer=minibatch (conf/layout/ sets it for gat and re_gat)")
     fan = OmegaConf.to_container(t.fanouts) if OmegaConf.is_list(t.fanouts) else t.fanouts
     _check(isinstance(fan, list) and fan and all(isinstance(f, int) and (f > 0 or f == -1) for f in fan),
            "trainer.fanouts", fan, "must be a list of positive integers (or -1: every neighbour), input layer first")

@@ -1,9 +1,10 @@
-"""Attention layers (GAT, GATv2) whose attention scores take one relation weight per head.
+"""Attention layers (GAT, GATv2) whose attention logits take one relation weight per relation and head.
 
-relation_mode="mul":  score = LeakyReLU(logit_uv) -> logit_uv * w_r before the softmax, as the authors' released
-REGATConv / REGATv2Conv; relation_mode="add": logit_uv + w_r (REFERENCE.md's description). With "mul" the RE
-layer at its initial weights (all 1) is exactly the plain layer. Output: (num_dst, heads, out_dim); the model
-concatenates or averages the heads.
+The weight is added to the logit before the softmax, as the authors' released REGATConv and REGATv2Conv do:
+GAT LeakyReLU(a_l.z_u + a_r.z_v + w_r), GATv2 a.LeakyReLU(W_s h_u + W_d h_v) + w_r. A layer given no weights
+(alpha None: the plain model) adds the constant 1, which is what the authors' plain GAT (`--no_re`, every weight
+held at 1) computes; for GAT this is not the same as adding nothing, since the +1 passes through the LeakyReLU.
+Output: (num_dst, heads, out_dim); the model concatenates the heads.
 """
 from __future__ import annotations
 
@@ -16,11 +17,9 @@ from regnn.core.conv import ACTIVATIONS
 from regnn.core.kernels import load_kernels
 
 
-def _weigh(score: torch.Tensor, adj: Adjacency, alpha: torch.Tensor | None, mode: str) -> torch.Tensor:
-    if alpha is None:
-        return score
-    ew = adj.edge_weights(alpha)
-    return score + ew if mode == "add" else score * ew
+def _weigh(score: torch.Tensor, adj: Adjacency, alpha: torch.Tensor | None) -> torch.Tensor:
+    """score + w_r of every edge's relation; + 1 where the layer has no relation weights (all held at 1)."""
+    return score + 1.0 if alpha is None else score + adj.edge_weights(alpha)
 
 
 def head_scores(z: torch.Tensor, attn_l: torch.Tensor, attn_r: torch.Tensor, num_dst: int):
@@ -109,17 +108,21 @@ class _V2Scores(torch.autograd.Function):
 
 
 class REGATConv(nn.Module):
-    """GAT: score = LeakyReLU((a_l.Wh_u + a_r.Wh_v) * w_r) ("mul") or LeakyReLU(a_l.Wh_u + a_r.Wh_v + w_r)
-    ("add"). With "add" the layer at w = 1 is not plain GAT: the +1 passes through the LeakyReLU."""
+    """GAT: score = LeakyReLU(a_l.z_u + a_r.z_v + w_r), softmax over in-edges, messages z_u, with z = W h.
+
+    weight=False: no W (z is h split into heads: in_dim must be heads * out_dim), as the last attention layer of
+    the authors' released stack.
+    """
 
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
-                 negative_slope: float = 0.2, activation: str = "none", relation_mode: str = "mul",
-                 bias: bool = False, residual: bool = False):
+                 negative_slope: float = 0.2, activation: str = "none", bias: bool = False,
+                 residual: bool = False, weight: bool = True):
         super().__init__()
-        if relation_mode not in ("add", "mul"):
-            raise ValueError(f"relation_mode must be add or mul, got {relation_mode!r}")
-        self.heads, self.out_dim, self.relation_mode = heads, out_dim, relation_mode
-        self.fc = nn.Linear(in_dim, heads * out_dim, bias=False)
+        if not weight and in_dim != heads * out_dim:
+            raise ValueError(f"an attention layer without W splits its input into heads: in_dim ({in_dim}) must "
+                             f"be heads * out_dim ({heads} * {out_dim})")
+        self.heads, self.out_dim = heads, out_dim
+        self.fc = nn.Linear(in_dim, heads * out_dim, bias=False) if weight else None
         self.attn_l = nn.Parameter(torch.empty(1, heads, out_dim))
         self.attn_r = nn.Parameter(torch.empty(1, heads, out_dim))
         self.attn_dropout = nn.Dropout(attn_dropout)
@@ -128,13 +131,15 @@ class REGATConv(nn.Module):
         self.res_fc = nn.Linear(in_dim, heads * out_dim, bias=False) if residual else None
         self.activation = ACTIVATIONS[activation]
         gain = nn.init.calculate_gain("relu")
-        for p in (self.fc.weight, self.attn_l, self.attn_r) + ((self.res_fc.weight,) if residual else ()):
+        inits = [self.attn_l, self.attn_r] + [m.weight for m in (self.fc, self.res_fc) if m is not None]
+        for p in inits:
             nn.init.xavier_normal_(p, gain=gain)
 
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
-        z = at_least_fp32(self.fc(h)).view(-1, self.heads, self.out_dim)  # attention in float32 (bf16 autocast: fc only)
+        z = self.fc(h) if self.fc is not None else h
+        z = at_least_fp32(z).view(-1, self.heads, self.out_dim)  # attention in float32 (bf16 autocast: fc only)
         el, er = head_scores(z, self.attn_l, self.attn_r, adj.num_dst)  # destinations: the first num_dst sources
-        score = _weigh(adj.u_add_v(el, er), adj, alpha, self.relation_mode)  # (E, heads)
+        score = _weigh(adj.u_add_v(el, er), adj, alpha)  # (E, heads)
         out = _attend(adj, z, F.leaky_relu(score, self.negative_slope), self.attn_dropout)
         if self.res_fc is not None:
             out = out + self.res_fc(h[: adj.num_dst]).view(-1, self.heads, self.out_dim)
@@ -144,30 +149,36 @@ class REGATConv(nn.Module):
 
 
 class REGATv2Conv(nn.Module):
-    """GATv2: score = a . LeakyReLU(W_s h_u + W_d h_v), times (or plus) the relation weight, then softmax;
-    messages W_s h_u. Linear layers with bias, as the authors' REGATv2Conv."""
+    """GATv2: score = a . LeakyReLU(W_s h_u + W_d h_v) + w_r, softmax over in-edges, messages W_s h_u. Linear
+    layers with bias, as the authors' REGATv2Conv; weight=False: no W_s, W_d (both the identity, as the last
+    attention layer of the authors' stack)."""
 
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
-                 negative_slope: float = 0.2, activation: str = "none", relation_mode: str = "mul"):
+                 negative_slope: float = 0.2, activation: str = "none", weight: bool = True):
         super().__init__()
-        if relation_mode not in ("add", "mul"):
-            raise ValueError(f"relation_mode must be add or mul, got {relation_mode!r}")
-        self.heads, self.out_dim, self.relation_mode = heads, out_dim, relation_mode
-        self.fc_src = nn.Linear(in_dim, heads * out_dim)
-        self.fc_dst = nn.Linear(in_dim, heads * out_dim)
+        if not weight and in_dim != heads * out_dim:
+            raise ValueError(f"an attention layer without W splits its input into heads: in_dim ({in_dim}) must "
+                             f"be heads * out_dim ({heads} * {out_dim})")
+        self.heads, self.out_dim = heads, out_dim
+        self.fc_src = nn.Linear(in_dim, heads * out_dim) if weight else None
+        self.fc_dst = nn.Linear(in_dim, heads * out_dim) if weight else None
         self.attn = nn.Parameter(torch.empty(1, heads, out_dim))
         self.attn_dropout = nn.Dropout(attn_dropout)
         self.negative_slope = negative_slope
         self.activation = ACTIVATIONS[activation]
         gain = nn.init.calculate_gain("relu")
         for lin in (self.fc_src, self.fc_dst):
-            nn.init.xavier_normal_(lin.weight, gain=gain)
-            nn.init.zeros_(lin.bias)
+            if lin is not None:
+                nn.init.xavier_normal_(lin.weight, gain=gain)
+                nn.init.zeros_(lin.bias)
         nn.init.xavier_normal_(self.attn, gain=gain)
 
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
-        zs = at_least_fp32(self.fc_src(h)).view(-1, self.heads, self.out_dim)
-        zd = at_least_fp32(self.fc_dst(h[: adj.num_dst])).view(-1, self.heads, self.out_dim)
-        score = _weigh(v2_scores(adj, zs, zd, self.attn, self.negative_slope), adj, alpha, self.relation_mode)
+        hd = h[: adj.num_dst]
+        zs = self.fc_src(h) if self.fc_src is not None else h
+        zd = self.fc_dst(hd) if self.fc_dst is not None else hd
+        zs = at_least_fp32(zs).view(-1, self.heads, self.out_dim)
+        zd = at_least_fp32(zd).view(-1, self.heads, self.out_dim)
+        score = _weigh(v2_scores(adj, zs, zd, self.attn, self.negative_slope), adj, alpha)
         out = _attend(adj, zs, score, self.attn_dropout)
         return self.activation(out) if self.activation else out

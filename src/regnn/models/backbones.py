@@ -1,5 +1,6 @@
-"""Layer stacks per backbone. A builder returns the conv layers (each maps (adj, h, alpha) -> (num_dst, d)),
-the number of relation-weight heads each layer needs, and the output head (None: the last conv is the output).
+"""Layer stacks per backbone. A builder returns the conv layers in the order they are called (each maps
+(adj, h, alpha) -> (num_dst, d); a layer called twice appears twice), the number of relation-weight heads each
+distinct layer needs, which of those each call uses, and the output head (None: the last conv is the output).
 
 Registering a new homogeneous backbone means writing one builder here; the model, the relation embeddings and
 the trainer stay as they are.
@@ -19,9 +20,26 @@ LAYOUTS = ("authors", "stack")
 
 @dataclass
 class Stack:
-    convs: list[nn.Module]
-    relation_heads: list[int]  # relation weights per layer: 1 or one per attention head
+    convs: list[nn.Module]  # one per call, in order
+    relation_heads: list[int]  # relation weights per distinct layer: 1 or one per attention head
     head: nn.Module | None  # output layer after the convs (None: the last conv outputs class scores)
+    relation_of: list[int] | None = None  # per call, its layer's index into relation_heads (None: call i, layer i)
+
+
+class HeadsLinear(nn.Module):
+    """Output layer over concatenated heads: class scores Linear(heads * dim -> classes); the representation
+    (for clustering and t-SNE) is the mean over the heads, as the authors' REGAT returns."""
+
+    def __init__(self, heads: int, dim: int, num_classes: int):
+        super().__init__()
+        self.heads, self.dim = heads, dim
+        self.lin = nn.Linear(heads * dim, num_classes)
+
+    def forward(self, h):
+        return self.lin(h)
+
+    def represent(self, h):
+        return h.view(-1, self.heads, self.dim).mean(1)
 
 
 class HeadsConcat(nn.Module):
@@ -88,40 +106,46 @@ def sage(hidden: int, num_classes: int, num_layers: int, activation: str = "elu"
     return _authors_layout(RESAGEConv, hidden, num_classes, num_layers, activation)
 
 
-def _attention_stack(conv, hidden, num_classes, num_layers, heads, **kw) -> Stack:
-    """num_layers attention layers with `heads` heads (concatenated); the last has one head and outputs the
-    classes."""
-    convs, rel_heads = [], []
-    for i in range(num_layers):
-        last = i == num_layers - 1
-        c = conv(hidden if i == 0 else hidden * heads, num_classes if last else hidden, heads=1 if last else heads,
-                 activation="none" if last else kw["activation"],
-                 **{k: v for k, v in kw.items() if k != "activation"})
-        convs.append(HeadsConcat(c, average=last))
-        rel_heads.append(1 if last else heads)
-    return Stack(convs, rel_heads, None)
+def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, activation, **kw) -> Stack:
+    """The authors' released REGAT stack (model/REGAT.py at 2e297ef), for GAT and GATv2 layers alike: layer 0
+    and layers 1..L-2 with W, `heads` heads concatenated and the activation; the last layer without W
+    (attention over the previous layer's heads x hidden features) and without activation, called twice (once
+    as the loop's last layer, once as the "output projection"); a Linear over the concatenated heads outputs."""
+    if num_layers < 2:
+        raise ValueError(f"the released attention stack needs num_layers >= 2, got {num_layers}")
+    convs = [HeadsConcat(conv(hidden if i == 0 else hidden * heads, hidden, heads=heads, activation=activation,
+                              **kw), average=False) for i in range(num_layers - 1)]
+    last = HeadsConcat(conv(hidden * heads, hidden, heads=heads, activation="none", weight=False, **kw),
+                       average=False)
+    convs += [last, last]
+    return Stack(convs, [heads] * num_layers, HeadsLinear(heads, hidden, num_classes),
+                 relation_of=list(range(num_layers)) + [num_layers - 1])
 
 
 def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-        attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "mul",
-        layout: str = "authors", layer_norm: bool = False, **_) -> Stack:
-    """layout="authors": see _attention_stack; layout="stack" (mini-batch training): num_layers GAT layers of
-    `heads` x `hidden` units (concatenated, optional LayerNorm, activation), then a linear output layer."""
+        attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, layout: str = "authors",
+        layer_norm: bool = False, **_) -> Stack:
+    """layout="authors": the authors' released stack (see _released_attention_stack); layout="stack" (mini-batch
+    training, one layer per sampled hop): num_layers GAT layers of `heads` x `hidden` units (concatenated,
+    optional LayerNorm, activation), then a linear output layer."""
     _check_layout(layout)
     if layout == "stack":
         convs = [NormAct(HeadsConcat(REGATConv(hidden if i == 0 else hidden * heads, hidden, heads=heads,
-                                               attn_dropout=attn_dropout, negative_slope=attn_negative_slope,
-                                               relation_mode=relation_mode), average=False),
+                                               attn_dropout=attn_dropout, negative_slope=attn_negative_slope),
+                                     average=False),
                          hidden * heads, layer_norm, activation) for i in range(num_layers)]
         return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
-    return _attention_stack(REGATConv, hidden, num_classes, num_layers, heads, activation=activation,
-                            attn_dropout=attn_dropout, negative_slope=attn_negative_slope, relation_mode=relation_mode)
+    return _released_attention_stack(REGATConv, hidden, num_classes, num_layers, heads, activation,
+                                     attn_dropout=attn_dropout, negative_slope=attn_negative_slope)
 
 
 def gatv2(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-          attn_dropout: float = 0.6, attn_negative_slope: float = 0.2, relation_mode: str = "mul", **_) -> Stack:
-    return _attention_stack(REGATv2Conv, hidden, num_classes, num_layers, heads, activation=activation,
-                            attn_dropout=attn_dropout, negative_slope=attn_negative_slope, relation_mode=relation_mode)
+          attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, layout: str = "authors", **_) -> Stack:
+    """The authors' released stack with GATv2 layers (their REGAT with use_gatv2=True)."""
+    if layout != "authors":
+        raise ValueError(f"gatv2 has only the authors' layout, got layout={layout!r}")
+    return _released_attention_stack(REGATv2Conv, hidden, num_classes, num_layers, heads, activation,
+                                     attn_dropout=attn_dropout, negative_slope=attn_negative_slope)
 
 
 def gin(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", mlp_dropout: float = 0.0, **_) -> Stack:

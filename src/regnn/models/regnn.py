@@ -92,11 +92,12 @@ class REGNN(nn.Module):
         self.relation_names = list(relation_names)
         self.proj = TypeProjection(in_dims, hidden)
         stack = BACKBONES[backbone](hidden=hidden, num_classes=num_classes, num_layers=num_layers, **backbone_kwargs)
-        self.convs = nn.ModuleList(stack.convs)
+        self.convs = nn.ModuleList(stack.convs)  # one per call: a layer called twice is held twice
         self.head = stack.head
+        self.relation_of = stack.relation_of or list(range(len(stack.convs)))
         num_node_types = len(relation_names) - num_edge_relations
-        # one RelationWeights per run of consecutive layers with the same number of heads (a GCN: one for all
-        # layers; a GAT: its hidden layers, then its one-head output layer), see layer_alphas
+        # one RelationWeights per run of consecutive layers with the same number of heads (a GCN or the
+        # authors' GAT stack: one for all layers), see layer_alphas
         self.relations = nn.ModuleList(
             RelationWeights(num_edge_relations, num_node_types, scale=scale, heads=k, layers=n,
                             edge_embeddings=edge_embeddings, self_loop_embeddings=self_loop_embeddings,
@@ -149,13 +150,16 @@ class REGNN(nn.Module):
                 return (out if b is None else out + b), None
             h = conv(a, h, alpha)
         if self.head is not None:
-            emb = h if embed else None
+            represent = getattr(self.head, "represent", None)
+            emb = (represent(h) if represent is not None else h) if embed else None
             h = self.head(h)
         return h, emb
 
     def layer_alphas(self) -> list[torch.Tensor | None]:
-        """Every layer's relation weights (num_relations, heads), None for a layer whose weights are all 1."""
-        return [alpha for rw in self.relations for alpha in rw.per_layer()]
+        """Every conv call's relation weights (num_relations, heads), None for a layer whose weights are all 1;
+        a layer called twice gets its one set of weights at both calls."""
+        per_layer = [alpha for rw in self.relations for alpha in rw.per_layer()]
+        return [per_layer[j] for j in self.relation_of]
 
     def relation_weights(self) -> list[dict[str, float]]:
         """Per layer: {relation name: weight} (lists per head for attention layers)."""
