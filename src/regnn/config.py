@@ -46,7 +46,7 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
         _check(cfg.logger.name == "none", "workers", w, f"the {cfg.logger.name} logger follows one process: "
                "use workers=1 with it")
         _check(cfg.trainer.name != "minibatch", "workers", w, "the mini-batch trainer runs one process per device "
-               "under torchrun (README: several processes): use workers=1 with it")
+               "under torchrun (docs/scale.md, multi-process training): use workers=1 with it")
     m = cfg.model
     if "backbone" in m or m.get("arch", "regnn") == "regnn":  # the heterogeneous baselines have none
         _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
