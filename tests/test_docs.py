@@ -1,5 +1,6 @@
 """README.md and docs/ stay short, undated and consistent: no diary phrases, a README of at most 200 lines, unique
 headings in the generated results sections, links that resolve, and generated sections that match results/."""
+import json
 import re
 
 import pytest
@@ -104,3 +105,33 @@ def test_layout_matches_the_tree():
     for pkg in (REPO / "src" / "regnn").iterdir():
         if pkg.is_dir() and (pkg / "__init__.py").exists():
             assert f"src/regnn/{pkg.name}/" in layout, f"README's Layout lacks src/regnn/{pkg.name}/"
+
+
+def _fake_cell(cells, name, f1):
+    d = cells / name
+    d.mkdir(parents=True)
+    m = {k: {"mean": f1, "std": 0.5} for k in ("test_macro_f1", "test_micro_f1")}
+    m |= {k: {"mean": 1.0, "std": 0.0} for k in ("epoch_time_s", "train_time_s")}
+    dataset, model = name.split("_", 1)
+    (d / "results.json").write_text(json.dumps({"dataset": dataset, "model": model, "runs": 10, "metrics": m}))
+    run = {"layers": [{"author->paper": 1.5, "paper->author": 0.5}] * 4}
+    (d / "relation_weights.json").write_text(json.dumps([run, run]))
+
+
+def test_make_tables_renders_what_is_trained_and_keeps_the_rest(tmp_path, capsys):
+    """`make tables`: a table whose cells all exist is rendered, one with missing cells is named and left alone."""
+    from regnn.reporting import experiments
+    cells, out = tmp_path / "cells", tmp_path / "results"
+    for d in ("dblp", "acm", "imdb"):
+        for m in ("gcn", "gat", "re_gcn", "re_gat"):
+            _fake_cell(cells, f"{d}_{m}", 90.0)
+    out.mkdir()
+    (out / "table_ablation.md").write_text("committed\n")
+    assert experiments.main(["--cells", str(cells), "--out", str(out)]) == 0
+    lines = capsys.readouterr().out
+    assert "rendered results/table_classification.csv" in lines
+    assert "| DBLP | RE-GCN | 10 | 90.00 ± 0.50 |" in (out / "table_classification.md").read_text()
+    for e in experiments.EXPERIMENTS:  # every table and figure is named
+        assert e.item in lines
+    assert "kept results/table_ablation.csv" in lines and "make table-ablation" in lines
+    assert (out / "table_ablation.md").read_text() == "committed\n"  # not overwritten by a partial table

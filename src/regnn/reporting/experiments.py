@@ -68,6 +68,8 @@ def render_one(e: Experiment, pool: CellPool, out: Path) -> str:
             mod.render(pool, out, list(e.datasets), **e.kwargs)
     except MissingCells as err:
         return head + f"kept {files}: {err} (`make {e.target}` trains them)"
+    except SystemExit as err:  # a renderer's one-line refusal, e.g. cells trained without what the table needs
+        return head + f"kept {files}: {err} (`make {e.target}` trains what it needs)"
     partial = f" (cells missing, named in the notes: {', '.join(pool.missing)})" if pool.missing else ""
     return head + f"rendered {files}{partial}"
 
