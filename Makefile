@@ -6,7 +6,7 @@ FORCE ?=
 
 .DEFAULT_GOAL := help
 SMOKE ?= outputs/smoke/$(shell date +%Y-%m-%d_%H-%M-%S)
-.PHONY: help setup venv data train test test-all benchmark tables readme scale-benchmark table-baselines
+.PHONY: help setup venv data train test test-all benchmark tables reproduce readme scale-benchmark table-baselines
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}'
@@ -31,7 +31,7 @@ test: setup ## the fast test suite (about 3 minutes on 2 cores)
 	$(PY) -m pytest -m "not slow and not serial" -q -n $(TEST_WORKERS) --dist worksteal
 	$(PY) -m pytest -m "serial and not slow" -q
 
-test-all: setup ## every test, the slow end-to-end ones on real data included
+test-all: setup ## the fast suite plus the tests marked slow (pyproject.toml lists the markers)
 	$(PY) -m pytest -m "not serial" -q -n $(TEST_WORKERS) --dist worksteal
 	$(PY) -m pytest -m serial -q
 
@@ -100,10 +100,19 @@ fig-efficiency: setup ## Figure 8: parameters, s/epoch, s/run, peak memory of ev
 	$(PY) scripts/benchmark.py --efficiency --datasets dblp --models $(EFFICIENCY_MODELS) \
 		$(if $(EFFICIENCY_OVERRIDES),--overrides $(EFFICIENCY_OVERRIDES))
 
-tables: table-classification table-clustering table-ablation ## every reproduced table of the paper, then the README's results section
-	$(PY) -m regnn.reporting.readme
+# the paper's tables and figures (regnn.reporting.experiments lists them; `make tables` names each one)
+EXPERIMENTS := table-classification table-baselines table-clustering table-ablation fig-backbones fig-tsne \
+	fig-lambda fig-case-study fig-efficiency
 
-readme: venv ## regenerate the README's results section from results/
+tables: venv ## render every reproduced table and figure from the trained cells (no training, seconds), then README/docs
+	$(PY) -m regnn.reporting.experiments $(if $(ALLOW_MISSING),--allow-missing)
+
+# fig-efficiency measures timings (minutes); here it runs only when its table is missing (`make fig-efficiency` re-measures)
+reproduce: setup ## train every missing cell of the 9 experiments, then `make tables` (a resumed run trains only what is missing)
+	$(MAKE) $(filter-out fig-efficiency,$(EXPERIMENTS)) $(if $(wildcard results/table_efficiency.csv),,fig-efficiency)
+	$(MAKE) tables
+
+readme: venv ## regenerate the results sections of README.md and docs/ from results/ (no rendering of tables)
 	$(PY) -m regnn.reporting.readme
 
 scale-benchmark: setup ## mini-batch RE-GCN/RE-GAT on a generated graph of OGBN-MAG's size -> results/scale_benchmark.* (SCALE=0.05 for a quick one)

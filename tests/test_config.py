@@ -62,7 +62,7 @@ def test_tuned_and_protocol_settings_are_selected():
     # the command line wins over tuned settings
     assert cfg("dataset=dblp", "model=re_gcn", "model.dropout=0.3").model.dropout == 0.3
     assert cfg("model.relation.scale=1").model.relation.scale == 1
-    # heterogeneous baselines (issue 5): their papers' settings per dataset, meta-paths from the dataset config
+    # heterogeneous baselines: their papers' settings per dataset, meta-paths from the dataset config
     assert cfg("dataset=dblp", "model=gtn").model.num_layers == 3
     assert cfg("dataset=imdb", "model=rgcn").model.dropout == 0.8  # validation search
     assert cfg("dataset=acm", "model=gtn").model.select_lr_scale == 100

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.serial  # make test runs it alone, after the parallel p
 
 @pytest.mark.parametrize("featureless", [
     "mean",
-    # sparse embedding gradients: gloo all-gathers them; once hung at exit (Dist.close now drains first)
+    # sparse embedding gradients: gloo all-gathers them; Dist.close drains them first so that exit cannot hang
     pytest.param("learnable", marks=pytest.mark.slow),
 ])
 def test_two_processes_finish_with_identical_parameters(mag_root, tmp_path, featureless):

@@ -182,7 +182,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_worker_processes_end_with_a_killed_job(tmp_path):
     """A job killed while its workers train (SIGKILL: no handler of its own runs) takes its workers with it; they
-    used to train on as orphans, holding the cores."""
+    would otherwise train on as orphans, holding the cores."""
     cmd = [sys.executable, str(REPO / "train.py"), "dataset=synthetic", "model=re_gcn", "runs=2", "workers=2",
            "threads=2", "trainer.max_epochs=1000000", "trainer.patience=1000000", f"hydra.run.dir={tmp_path}"]
     job = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -46,9 +46,9 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
         _check(cfg.logger.name == "none", "workers", w, f"the {cfg.logger.name} logger follows one process: "
                "use workers=1 with it")
         _check(cfg.trainer.name != "minibatch", "workers", w, "the mini-batch trainer runs one process per device "
-               "under torchrun (README: several processes): use workers=1 with it")
+               "under torchrun (docs/scale.md, multi-process training): use workers=1 with it")
     m = cfg.model
-    if "backbone" in m or m.get("arch", "regnn") == "regnn":  # the heterogeneous baselines (issue 5) have none
+    if "backbone" in m or m.get("arch", "regnn") == "regnn":  # the heterogeneous baselines have none
         _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
     _num(cfg, "model.hidden", lo=1, integer=True)
     _num(cfg, "model.num_layers", lo=1, integer=True)
@@ -73,7 +73,7 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     _check(cfg.logger.name in ("none", "csv", "wandb"), "logger.name", cfg.logger.name, "use none, csv or wandb")
 
 
-# -- issue 6: trainer=minibatch -------------------------------------------------------------------------------
+# -- trainer=minibatch: checks of the mini-batch trainer's values -------------------------------------------
 def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     """The mini-batch trainer's values, and the model settings it cannot run with."""
     t, m = cfg.trainer, cfg.model

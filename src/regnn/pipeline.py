@@ -139,7 +139,7 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
                      out_dir, stored_runs, cfg.runs, stored_runs, kept.name)
         elif cfg.resume:
             _check_same_computation(cfg, out_dir)  # an unfinished cell: its config.yaml is written at the start
-        if cfg.trainer.name == "minibatch":  # issue 6: neighbour-sampling trainer (section at the end of this file)
+        if cfg.trainer.name == "minibatch":  # neighbour-sampling trainer (section at the end of this file)
             return _train_minibatch(cfg, out_dir)
         if cfg.model.get("metapath") == "best":
             return _train_best_metapath(cfg, out_dir)
@@ -404,7 +404,7 @@ def _worker_run(run: int) -> float:
                make_logger("none", w["out_dir"], "", {}), Progress("", enabled=False))
     return _peak_rss_gb()
 
-# --- meta-path baselines (issue 5): GCN-M / GAT-M report their best single meta-path graph ---------------------
+# --- meta-path baselines: GCN-M / GAT-M report their best single meta-path graph ---------------------
 def _train_best_metapath(cfg: DictConfig, out_dir: Path) -> dict:
     """One job per meta-path (out_dir/metapaths/<name>/, complete results each); the one with the best mean
     validation Micro-F1 (then Macro-F1) becomes this cell's results.json, with every meta-path's scores.
@@ -495,7 +495,7 @@ def _save_run(run_dir: Path, rec: dict, result: RunResult, data, save_embeddings
     tmp.replace(run_dir / "results.json")
 
 
-# -- issue 6: mini-batch training with neighbour sampling, optionally one process per device under torchrun ----
+# -- mini-batch training with neighbour sampling, optionally one process per device under torchrun ----
 MINIBATCH_KEYS = ("test_acc", "val_acc", "test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1",
                   "best_epoch", "epochs", "train_time_s", "epoch_time_s", "seeds_per_s")
 

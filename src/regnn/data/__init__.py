@@ -22,7 +22,7 @@ def load_dataset(name: str, dir: str | Path | None = None, format: str = "magnn"
     """
     if format == "synthetic":
         return make_synthetic(**options)
-    # -- issue 6: OGB datasets and the user's own (dataset=ogbn_mag, dataset=custom) --------------------------
+    # -- OGB datasets and the user's own (dataset=ogbn_mag, dataset=custom) --------------------------
     if format == "ogb":
         from regnn.data.ogb import load_ogb
         return load_ogb(name=options.pop("ogb_name", name), root=dir, display_name=name, **options)

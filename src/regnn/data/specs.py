@@ -40,7 +40,7 @@ class MagnnSpec:
         missing = [k for k in ("name", "node_types", "target", "relations") if k not in d]
         if missing:
             raise DataError(f"dataset schema lacks {missing}; give name, node_types, target, relations "
-                            "(and optionally features) -- see README 'Your own data'")
+                            "(and optionally features) -- see docs/custom_data.md")
         node_types = tuple(d["node_types"])
         rels = []
         for r in d["relations"]:

@@ -20,7 +20,7 @@ class Arch:
 
 ARCHS: dict[str, Arch] = {
     "regnn": Arch(prepare=RelationInputs.build, build=REGNN.from_inputs),
-    # heterogeneous baselines (issue 5), one module each under regnn/models/baselines/
+    # heterogeneous baselines, one module each under regnn/models/baselines/
     "rgcn": Arch(prepare=bl.TypedGraph.build, build=bl.RGCN.from_inputs),
     "hgt": Arch(prepare=bl.TypedGraph.build, build=bl.HGT.from_inputs),
     "simple_hgn": Arch(prepare=bl.SelfLoopGraph.build, build=bl.SimpleHGN.from_inputs),

@@ -1,64 +1,146 @@
-"""Regenerate the README's "Reproduced results" section from the committed tables in results/.
+"""Regenerate the results sections of README.md and of the pages in docs/ from the committed files in results/.
 
-    python -m regnn.reporting.readme      (also run by `make tables`)
+    python -m regnn.reporting.readme      (also run by `make tables` and `make readme`)
 
-Everything between the markers <!-- results:start --> and <!-- results:end --> is replaced by the tables and
-figures found in results/ (nothing is typed by hand), in the order of SECTIONS.
+In every page of PAGES, everything between the markers <!-- results:start --> and <!-- results:end --> is
+replaced by the parts listed for it (nothing there is typed by hand): a markdown table of results/ with its title
+demoted to a sub-heading, a figure, or a section rendered from a JSON result. Every part names the file it comes
+from. Headings must be unique within a page's generated section (GitHub's anchors would collide otherwise):
+a part whose file title is shared with another file gets its own heading here.
 """
 from __future__ import annotations
 
 import re
 import sys
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from regnn.config import REPO_ROOT
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-# (file in results/, heading); missing files are skipped
-SECTIONS = [
-    ("table_classification.md", None),
-    ("table_clustering.md", None),
-    ("table_ablation.md", None),
-    ("table_backbones.md", None),
-    ("fig_backbones.png", "Plain vs RE backbones (DBLP, ACM)"),
-    ("table_lambda.md", None),
-    ("fig_lambda.png", "First-layer relation weights per lambda (DBLP)"),
-    ("fig_case_study.png", "Case study: relation weights of a 4-layer RE-GCN on DBLP"),
-    ("fig_tsne.png", "t-SNE of DBLP author representations"),
-    ("table_efficiency.md", None),
-    ("fig_efficiency.png", "Efficiency on DBLP"),
-    ("table_baselines.md", None),
-    ("benchmark.md", None),
-    ("scale_benchmark.md", None),
-    ("scale_benchmark_epoch.md", None),  # one whole full-size epoch (RE-GAT), scripts/scale_benchmark.py --out
+
+
+@dataclass(frozen=True)
+class Part:
+    file: str                  # path under results/
+    heading: str | None = None  # None: the markdown file's own title
+
+
+# what each page shows; missing files are skipped
+CLASSIFICATION = Part("table_classification.md")
+PAPER = [
+    CLASSIFICATION,
+    Part("table_baselines.md"),
+    Part("table_clustering.md"),
+    Part("table_ablation.md"),
+    Part("table_backbones.md"),
+    Part("fig_backbones.png", "Figure 3: plain vs RE backbones (DBLP, ACM)"),
+    Part("fig_tsne.png", "Figure 5: t-SNE of DBLP author representations"),
+    Part("table_lambda.md"),
+    Part("fig_lambda.png", "Figure 6: first-layer relation weights per lambda (DBLP)"),
+    Part("fig_case_study.png", "Figure 7: relation weights of a 4-layer RE-GCN on DBLP, every layer"),
+    Part("table_efficiency.md", "Efficiency on DBLP (Figure 8): table"),
+    Part("fig_efficiency.png", "Efficiency on DBLP (Figure 8): chart"),
 ]
+PAGES = {
+    "README.md": [CLASSIFICATION],
+    "docs/reproduction.md": PAPER,
+    "docs/performance.md": [
+        Part("benchmark.md", "Benchmark: time per epoch and memory, plain vs RE"),
+        Part("benchmark_gcn_9/benchmark.md", "Benchmark: GCN vs RE-GCN, 9 processes per cell"),
+    ],
+    "docs/scale.md": [
+        Part("scale_benchmark.md", "Scale benchmark: full size, first batches of each model"),
+        Part("scale_benchmark_scale0.05.md", "Scale benchmark: 5% size, one whole epoch per model"),
+        Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole RE-GAT epoch"),
+    ],
+    "docs/gpu.md": [
+        Part("device_check.json", "GPU check of the aggregation"),
+        Part("gpu_epoch_sums.json", "GPU epochs: relation sums by index_add_ vs over sorted segments"),
+        Part("device_train_dblp_sorted_sums.json", "GPU training on DBLP, sums over sorted segments"),
+        Part("device_train_dblp.json", "GPU training on DBLP, sums by index_add_"),
+    ],
+}
 
 
-def section(results: Path) -> str:
-    parts = []
-    for name, heading in SECTIONS:
-        p = results / name
-        if not p.exists():
-            continue
-        if p.suffix == ".md":
-            text = p.read_text().strip()
-            text = re.sub(r"^# ", "### ", text, count=1)  # demote the file's title
-            parts.append(text)
-        else:
-            parts.append(f"### {heading}\n\n![{heading}](results/{name})")
-    return "\n\n".join(parts) if parts else "_No reproduced tables yet: run `make tables`._"
+def _link(page: str, file: str) -> str:
+    prefix = "../" * page.count("/")
+    return f"{prefix}results/{file}"
 
 
-def update(readme: Path, results: Path) -> bool:
-    text = readme.read_text()
+def _markdown_part(text: str, heading: str | None) -> str:
+    """The file's headings demoted by two levels; its title replaced by `heading` when given."""
+    text = re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 2) + " ", text.strip(), flags=re.M)
+    if heading:
+        text = re.sub(r"^### .*$", f"### {heading}", text, count=1, flags=re.M)
+    return text
+
+
+def render_part(page: str, part: Part, results: Path) -> str | None:
+    p = results / part.file
+    if not p.exists():
+        return None
+    source = f"_Source: [results/{part.file}]({_link(page, part.file)})._"
+    if p.suffix == ".md":
+        return _markdown_part(p.read_text(), part.heading) + "\n\n" + source
+    if p.suffix == ".png":
+        return f"### {part.heading}\n\n![{part.heading}]({_link(page, part.file)})"
+    from regnn.reporting.device import render_json
+    return f"### {part.heading}\n\n{render_json(p)}\n\n{source}"
+
+
+def headings(text: str) -> list[str]:
+    return [h.strip() for h in re.findall(r"^#+ (.*)$", text, flags=re.M)]
+
+
+def _distinct_subheadings(text: str, file: str, seen: set[str]) -> str:
+    """A sub-heading that an earlier part of the page already has gets the part's file name appended."""
+    def sub(m):
+        h = m.group(2).strip()
+        return f"{m.group(1)} {h} ({file})" if h in seen else m.group(0)
+    return re.sub(r"^(####+) (.*)$", sub, text, flags=re.M)
+
+
+def section(page: str, results: Path) -> str:
+    parts, seen = [], set()
+    for part in PAGES[page]:
+        t = render_part(page, part, results)
+        if t:
+            t = _distinct_subheadings(t, part.file, seen)
+            seen.update(headings(t))
+            parts.append(t)
+    text = "\n\n".join(parts) if parts else "_No results yet: `make reproduce` trains and renders them._"
+    dup = [h for h, n in Counter(headings(text)).items() if n > 1]
+    if dup:
+        raise ValueError(f"{page}: generated headings repeat: {dup}; give the parts their own heading in PAGES")
+    return text
+
+
+def generated(text: str) -> str:
+    """The generated section of a page's text ('' when it has none)."""
     if START not in text or END not in text:
-        raise SystemExit(f"{readme} lacks the markers {START} / {END}")
-    new = text[: text.index(START) + len(START)] + "\n" + section(results) + "\n" + text[text.index(END):]
+        return ""
+    return text[text.index(START) + len(START): text.index(END)]
+
+
+def update(page_path: Path, page: str, results: Path) -> bool:
+    text = page_path.read_text()
+    if START not in text or END not in text:
+        raise SystemExit(f"{page_path} lacks the markers {START} / {END}: add them where the results go")
+    new = text[: text.index(START) + len(START)] + "\n" + section(page, results) + "\n" + text[text.index(END):]
     if new != text:
-        readme.write_text(new)
+        page_path.write_text(new)
     return new != text
 
 
+def update_all(root: Path = REPO_ROOT, results: Path | None = None) -> list[str]:
+    """Regenerates every page of PAGES; returns the pages that changed."""
+    results = results or root / "results"
+    return [page for page in PAGES if update(root / page, page, results)]
+
+
 if __name__ == "__main__":
-    changed = update(REPO_ROOT / "README.md", REPO_ROOT / "results")
-    print("README.md results section " + ("updated" if changed else "already up to date"), file=sys.stderr)
+    changed = update_all()
+    print("regenerated: " + (", ".join(changed) if changed else "nothing (every page already up to date)"),
+          file=sys.stderr)

@@ -30,7 +30,7 @@ def select_device(requested: str = "auto") -> tuple[torch.device, str]:
         dev = torch.device("cuda" if requested == "auto" else requested)
         return dev, f"{dev} ({torch.cuda.get_device_name(dev)})"
     why = ("torch sees no CUDA device" if not torch_cuda else
-           "torch sees a GPU but this DGL build has no CUDA support; install DGL's CUDA wheel (README, 'GPU')")
+           "torch sees a GPU but this DGL build has no CUDA support; install DGL's CUDA wheel (docs/gpu.md)")
     if requested != "auto":
         raise RuntimeError(f"device={requested} requested but {why}")
     return torch.device("cpu"), f"cpu ({why})"
