@@ -53,9 +53,9 @@ def load_dblp(data_dir: Path):
 
     check_files(data_dir)
     feats = [sp.load_npz(data_dir / "features_0.npz").toarray(), sp.load_npz(data_dir / "features_1.npz").toarray(),
-             np.load(data_dir / "features_2.npy", allow_pickle=False), np.eye(20, dtype=np.float32)]
+             np.load(data_dir / "features_2.npy"), np.eye(20, dtype=np.float32)]
     feats = [torch.tensor(f, dtype=torch.float32) for f in feats]
-    ntype = np.load(data_dir / "node_types.npy", allow_pickle=False)
+    ntype = np.load(data_dir / "node_types.npy")
     adj = sp.load_npz(data_dir / "adjM.npz").tocoo()
     keep = adj.row != adj.col
     src, dst = adj.row[keep], adj.col[keep]
@@ -66,9 +66,9 @@ def load_dblp(data_dir: Path):
     src, dst = np.concatenate([src, np.arange(n)]), np.concatenate([dst, np.arange(n)])
     rel = np.concatenate([rel, len(pairs) + ntype])  # self-loops: one relation per node type
     g = dgl.graph((torch.tensor(src), torch.tensor(dst)), num_nodes=n)
-    idx = np.load(data_dir / "train_val_test_idx.npz", allow_pickle=False)
+    idx = np.load(data_dir / "train_val_test_idx.npz")
     splits = {k: torch.tensor(np.sort(idx[f"{k}_idx"])) for k in ("train", "val", "test")}
-    labels = torch.tensor(np.load(data_dir / "labels.npy", allow_pickle=False), dtype=torch.long)
+    labels = torch.tensor(np.load(data_dir / "labels.npy"), dtype=torch.long)
     return feats, g, torch.tensor(rel), len(pairs) + int(ntype.max()) + 1, labels, splits
 
 
