@@ -56,5 +56,5 @@ def test_an_existing_run_dir_with_another_config_is_not_overwritten(tmp_path):
     (out / "config.yaml").write_text("dataset:\n  name: acm\n")
     p = run_train("dataset=synthetic", "runs=1", "trainer.max_epochs=2", f"hydra.run.dir={out}")
     assert p.returncode == 2 and "Traceback" not in p.stderr
-    assert "already holds the config.yaml of another training; refusing to overwrite it" in p.stderr
+    assert "already holds the config.yaml of an earlier training; refusing to overwrite it" in p.stderr
     assert (out / "config.yaml").read_text() == "dataset:\n  name: acm\n"

@@ -145,8 +145,9 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
             raise ConfigError(f"{out_dir} holds finished runs of an unfinished training; set resume=true to keep "
                               "them and train the rest, or choose another hydra.run.dir")
         if _stored_config(out_dir) is not None:
-            raise ConfigError(f"{out_dir} already holds the config.yaml of another training; refusing to overwrite "
-                              "it. Choose another hydra.run.dir, or set resume=true to continue that training")
+            raise ConfigError(f"{out_dir} already holds the config.yaml of an earlier training; refusing to overwrite "
+                              "it. Choose another hydra.run.dir, or set resume=true to continue that training (its "
+                              "settings are checked)")
     out_dir.mkdir(parents=True, exist_ok=True)
     with claim(out_dir):
         stored = read_json(summary_path)
