@@ -20,7 +20,7 @@ def load_cell(cells_dir: Path, name: str) -> dict:
     r = read_json(d / "results.json")  # missing, empty or cut short: not trained (a re-run trains it)
     if r is None:
         raise MissingCells(f"{d} has no readable results.json (train it with the experiment's make target)")
-    if not r.get("metrics"):
+    if r.get("failed_runs") and not r.get("metrics"):
         raise MissingCells(f"{d}: every run diverged, so it has no scores ({d}/runs/*/results.json say where)")
     r["relation_weights"] = read_json(d / "relation_weights.json") or []
     r["dir"] = d

@@ -21,7 +21,7 @@ def load_results(exp_dir) -> list[dict]:
     out = []
     for p in sorted(Path(exp_dir).glob("*/results.json")):
         r = read_json(p)
-        if r is None or not r.get("metrics"):  # cut short, or every run diverged: no scores to list
+        if r is None or (r.get("failed_runs") and not r.get("metrics")):  # cut short, or every run diverged
             continue
         r["_dir"] = str(p.parent)
         out.append(r)
