@@ -72,3 +72,10 @@ def test_nan_in_features_fails_every_run_and_exits_non_zero(tmp_path, trainer):
     p = run_train("dataset=custom", f"dataset.path={meta}", "model=re_gcn", "threads=1", "runs=2", *trainer,
                   "resume=true", f"hydra.run.dir={tmp_path}/out")
     assert p.returncode == 3 and "2 of 2 runs diverged" in p.stderr
+
+
+def test_a_blown_up_but_finite_loss_is_divergence_too():
+    from regnn.training.divergence import check_loss
+    check_loss(12.5, "validation loss", 3)  # a poor model, not a diverged one
+    with pytest.raises(Diverged, match=r"epoch 1: the validation loss is 3.7e\+24 \(above 1e\+06: the weights blew up\)"):
+        check_loss(3.7e24, "validation loss", 1, lr=1e4)  # ACM at lr 1e4, every value finite

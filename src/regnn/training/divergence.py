@@ -1,7 +1,7 @@
 """Diverged training is stopped and recorded as a failed run, never as a score.
 
-A non-finite loss or parameter stops the run (`Diverged`, one line: the epoch, what went non-finite, the usual
-causes). The pipeline writes the run as failed; a cell's metrics are the means over its finished runs only, and
+A non-finite loss or parameter, or a loss beyond any trained model's, stops the run (`Diverged`, one line: the
+epoch, what went wrong, the usual causes). The pipeline writes the run as failed; a cell's metrics are the means over its finished runs only, and
 the summary counts the failed ones.
 """
 from __future__ import annotations
@@ -25,9 +25,16 @@ class Diverged(RegnnError):
                          + HINT.format(lr=f" (now {lr})" if lr is not None else ""))
 
 
+# a cross-entropy this large means logits a million apart: the weights have blown up (ACM at lr 1e4 reached
+# 1e25 with every value still finite), whereas trained models stay below ~10
+EXPLODED = 1e6
+
+
 def check_loss(value: float, name: str, epoch: int, lr=None) -> None:
     if not math.isfinite(value):
         raise Diverged(epoch, f"the {name} is {value}", lr)
+    if value > EXPLODED:
+        raise Diverged(epoch, f"the {name} is {value:.3g} (above {EXPLODED:g}: the weights blew up)", lr)
 
 
 def check_parameters(model: torch.nn.Module, epoch: int, lr=None) -> None:
