@@ -20,6 +20,7 @@ from regnn.errors import CellBusy, RegnnError
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float:
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
     from regnn.pipeline import train
 
@@ -34,6 +35,19 @@ def main(cfg: DictConfig) -> float:
     except RegnnError as e:  # a problem the user can fix: say what and how, no traceback
         logging.getLogger("regnn").error("%s", e)
         sys.exit(2)
+    except OSError as e:  # a disk that filled up or a folder that cannot be written, outside the result writers
+        logging.getLogger("regnn").error("%s: %s; free disk space or fix the folder's permissions, then re-run with "
+                                         "resume=true (finished runs are kept)", e.filename or "output", e.strerror or e)
+        sys.exit(2)
+    failed, runs = summary.get("failed_runs", 0), summary["runs"]
+    if failed:
+        logging.getLogger("regnn").error(
+            "%d of %d runs diverged (runs/run_XX/results.json say where); %s", failed, runs,
+            "no result: every run failed" if failed == runs else f"the means are over the other {runs - failed}")
+    if failed == runs and HydraConfig.get().mode != RunMode.MULTIRUN:  # a sweep goes on to its other cells
+        sys.exit(3)
+    if failed == runs:
+        return float("nan")
     return summary["metrics"]["test_micro_f1"]["mean"]  # the value a Hydra sweeper would optimise
 
 

@@ -1,12 +1,10 @@
 """The only place that reads a DictConfig: load data, build models, train `runs` seeds, write results."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
 import time
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -16,17 +14,20 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from regnn.claim import claim
 from regnn.config import validate
 from regnn.data import load_dataset
 from regnn.data.features import FEATS_TYPES
-from regnn.errors import CellBusy, ConfigError
+from regnn.errors import ConfigError
 from regnn.evaluation.clustering import cluster_scores
 from regnn.evaluation.metrics import mean_std
+from regnn.io_safe import read_json, write_json, write_text
 from regnn.loggers import make_logger
 from regnn.models import ARCHS, BACKBONES
 from regnn.training.device import select_device
 from regnn.training.perf import keep_freed_memory
 from regnn.training.seed import seed_everything
+from regnn.training.divergence import Diverged, failed_record, finished, summary_metrics
 from regnn.training.trainer import Progress, RunResult, train_run
 
 log = logging.getLogger("regnn")
@@ -88,10 +89,10 @@ def _check_same_computation(cfg: DictConfig, out_dir: Path) -> int | None:
     Returns None when they agree (or nothing is stored), or the stored number of runs when only `runs` differs
     and more are asked for now: the cell is then extended, its finished runs kept (see _reused_run).
     """
-    stored_path = out_dir / "config.yaml"
-    if not stored_path.exists():
+    stored = _stored_config(out_dir)
+    if stored is None:
         return None
-    stored = _computation(OmegaConf.to_container(OmegaConf.load(stored_path), resolve=False))
+    stored = _computation(stored)
     now = _computation(OmegaConf.to_container(cfg, resolve=True))
     diff = [k for k in COMPUTE_KEYS if stored.get(k) != now.get(k)]
     if diff == ["runs"] and int(now["runs"]) > int(stored["runs"]):
@@ -102,8 +103,24 @@ def _check_same_computation(cfg: DictConfig, out_dir: Path) -> int | None:
     return None
 
 
-def _write_json(path: Path, obj) -> None:
-    path.write_text(json.dumps(obj, indent=2, default=float) + "\n")
+def _stored_config(out_dir: Path) -> dict | None:
+    """The config.yaml an earlier training of out_dir wrote, or None when there is none, or it is empty or
+    unreadable (a write cut short): then there is nothing to compare with."""
+    path = out_dir / "config.yaml"
+    try:
+        stored = OmegaConf.to_container(OmegaConf.load(path), resolve=False) if path.stat().st_size else None
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001  (yaml and omegaconf raise their own errors for damaged text)
+        stored = None
+    if not isinstance(stored, dict) or not stored:
+        log.warning("%s is empty or unreadable; treated as absent", path)
+        return None
+    return stored
+
+
+def _write_config(cfg: DictConfig, out_dir: Path) -> None:
+    write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
 
 
 def _run_record(r: RunResult, run: int) -> dict:
@@ -113,26 +130,32 @@ def _run_record(r: RunResult, run: int) -> dict:
 
 
 def train(cfg: DictConfig, out_dir: str | Path) -> dict:
-    """Trains cfg.runs models and writes everything under out_dir; returns the summary (also results.json)."""
+    """Trains cfg.runs models and writes everything under out_dir; returns the summary (also results.json).
+
+    An empty or unreadable results.json or config.yaml (a write cut short) counts as absent: the cell is trained
+    again, its finished runs kept."""
     out_dir = Path(out_dir)
     validate(cfg, BACKBONES, FEATS_TYPES)
     summary_path = out_dir / "results.json"
-    if summary_path.exists() and not cfg.resume:
-        raise ConfigError(f"{out_dir} already holds results.json; refusing to overwrite it. Choose another "
-                          "hydra.run.dir, or set resume=true to keep it and skip the run")
-    if not cfg.resume and any((out_dir / "runs").glob("run_*/results.json")):
-        raise ConfigError(f"{out_dir} holds finished runs of an unfinished training; set resume=true to keep them "
-                          "and train the rest, or choose another hydra.run.dir")
+    if not cfg.resume:
+        if read_json(summary_path) is not None:
+            raise ConfigError(f"{out_dir} already holds results.json; refusing to overwrite it. Choose another "
+                              "hydra.run.dir, or set resume=true to keep it and skip the run")
+        if any((out_dir / "runs").glob("run_*/results.json")):
+            raise ConfigError(f"{out_dir} holds finished runs of an unfinished training; set resume=true to keep "
+                              "them and train the rest, or choose another hydra.run.dir")
+        if _stored_config(out_dir) is not None:
+            raise ConfigError(f"{out_dir} already holds the config.yaml of an earlier training; refusing to overwrite "
+                              "it. Choose another hydra.run.dir, or set resume=true to continue that training (its "
+                              "settings are checked)")
     out_dir.mkdir(parents=True, exist_ok=True)
-    with _claim(out_dir):
-        if summary_path.exists():
+    with claim(out_dir):
+        stored = read_json(summary_path)
+        if stored is not None:
             stored_runs = _check_same_computation(cfg, out_dir)
             if stored_runs is None:
                 log.info("%s already holds results; skipped (resume=true)", out_dir)
-                return json.loads(summary_path.read_text())
-            if cfg.trainer.name == "minibatch":
-                raise ConfigError(f"{out_dir} holds {stored_runs} mini-batch runs; adding runs to a mini-batch cell "
-                                  "is not supported: choose another hydra.run.dir for the larger run")
+                return stored
             kept = _unused_path(out_dir / f"results.{stored_runs}runs.json")
             summary_path.rename(kept)
             log.info("%s: extending %d runs to %d (the %d finished runs are kept; their summary moved to %s)",
@@ -144,44 +167,6 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
         if cfg.model.get("metapath") == "best":
             return _train_best_metapath(cfg, out_dir)
         return _train_fullbatch(cfg, out_dir, summary_path)
-
-
-@contextmanager
-def _claim(out_dir: Path):
-    """One writer per output directory: two sweeps over one cell pool must not train the same cell at once.
-    A marker file holds the writer's pid; a marker whose process is gone (a killed run) is taken over."""
-    if int(os.environ.get("RANK", "0")) > 0:  # torchrun: rank 0 holds the claim for every rank
-        yield
-        return
-    marker = out_dir / ".training.pid"
-    for _ in range(2):
-        try:
-            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            break
-        except FileExistsError:
-            pid = marker.read_text().strip()
-            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
-                raise CellBusy(f"{out_dir} is being trained by process {pid} right now ({marker.name}); wait for "
-                               "it to finish (a re-run then skips the cell), or choose another output directory")
-            marker.unlink(missing_ok=True)  # left by a process that is gone
-    else:
-        raise CellBusy(f"could not claim {out_dir} ({marker.name} keeps reappearing): another process is starting there")
-    os.write(fd, str(os.getpid()).encode())
-    os.close(fd)
-    try:
-        yield
-    finally:
-        marker.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict:
@@ -208,7 +193,7 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
     plain_cfg = OmegaConf.to_container(cfg, resolve=True)
     logger = make_logger(out_dir=out_dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
                          **{k: v for k, v in plain_cfg["logger"].items()})
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))  # lets a resume check the runs
+    _write_config(cfg, out_dir)  # lets a resume check the runs
     run_dir = lambda run: out_dir / "runs" / f"run_{run:02d}"  # noqa: E731
     kept = {run: r for run in range(cfg.runs) if cfg.resume and (r := _reused_run(run_dir(run), cfg.seed + run))}
     pending = [run for run in range(cfg.runs) if run not in kept]
@@ -232,20 +217,22 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
                 raise RuntimeError(f"{run_dir(run)} holds no results after its worker finished")
             rec, layers = reused
             records.append(rec)
-            weights.append({"run": run, "seed": seed, "layers": layers})
+            if "failed" not in rec:
+                weights.append({"run": run, "seed": seed, "layers": layers})
             if run in kept:
-                log.info("run %d/%d seed %d: finished earlier, kept (test Micro-F1 %.2f)", run + 1, cfg.runs, seed,
-                         rec["test_micro_f1"])
+                log.info("run %d/%d seed %d: finished earlier, kept (%s)", run + 1, cfg.runs, seed,
+                         f"failed: {rec['failed']}" if "failed" in rec else f"test Micro-F1 {rec['test_micro_f1']:.2f}")
             continue
         rec, result = _train_one(cfg, out_dir, run, data, inputs, feats, labels, splits, device, logger,
                                  Progress(f"[{label} run {run + 1}/{cfg.runs}]"))
         records.append(rec)
-        weights.append({"run": run, "seed": seed, "layers": result.relation_weights})
+        if result is not None:
+            weights.append({"run": run, "seed": seed, "layers": result.relation_weights})
 
     summary = {
         "dataset": str(cfg.dataset.name), "model": str(cfg.model.name), "runs": int(cfg.runs),
         "seeds": [r["seed"] for r in records],
-        "metrics": {k: mean_std([r[k] for r in records]) for k in SUMMARY_KEYS if k in records[0]},
+        **_outcome(records, SUMMARY_KEYS),
         "per_run": records,
         "num_parameters": int(sum(p.numel() for p in model.parameters())),
         "relation_names": list(getattr(model, "relation_names", [])),
@@ -258,14 +245,26 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
         # of this process so far (a multirun process holds several cells), or of its largest worker
         "peak_rss_gb": max(_peak_rss_gb(), peak_gb),
     }
-    _write_json(out_dir / "relation_weights.json", weights)  # config.yaml was written before the first run
-    _write_json(summary_path, summary)
+    write_json(out_dir / "relation_weights.json", weights)  # config.yaml was written before the first run
+    write_json(summary_path, summary)
     logger.finish(summary)
     m = summary["metrics"]
-    log.info("%s (%d runs): Macro-F1 %.2f ± %.2f | Micro-F1 %.2f ± %.2f  -> %s", label, cfg.runs,
-             m["test_macro_f1"]["mean"], m["test_macro_f1"]["std"], m["test_micro_f1"]["mean"],
-             m["test_micro_f1"]["std"], out_dir)
+    if m:
+        log.info("%s (%d runs%s): Macro-F1 %.2f ± %.2f | Micro-F1 %.2f ± %.2f  -> %s", label,
+                 summary["finished_runs"], _failed_note(summary), m["test_macro_f1"]["mean"], m["test_macro_f1"]["std"],
+                 m["test_micro_f1"]["mean"], m["test_micro_f1"]["std"], out_dir)
     return summary
+
+
+def _outcome(records: list[dict], keys) -> dict:
+    """Summary fields: metrics over the finished runs only, and how many runs finished and failed."""
+    ok = finished(records)
+    return {"metrics": summary_metrics(records, keys, mean_std), "finished_runs": len(ok),
+            "failed_runs": len(records) - len(ok)}
+
+
+def _failed_note(summary: dict) -> str:
+    return f"; {summary['failed_runs']} more diverged and are left out" if summary.get("failed_runs") else ""
 
 
 def _train_one(cfg: DictConfig, out_dir: Path, run: int, data, inputs, feats, labels, splits, device, logger,
@@ -275,10 +274,14 @@ def _train_one(cfg: DictConfig, out_dir: Path, run: int, data, inputs, feats, la
     seed_everything(seed, cfg.deterministic)
     model = build_model(cfg.model, data, inputs).to(device)
     logger.start_run(run, seed)
-    result = train_run(model, inputs, feats, labels, splits, seed=seed,
-                       optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
-                       max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
-                       precision=str(cfg.precision), on_epoch=logger.log_epoch, progress=progress)
+    try:
+        result = train_run(model, inputs, feats, labels, splits, seed=seed,
+                           optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
+                           max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
+                           precision=str(cfg.precision), on_epoch=logger.log_epoch, progress=progress)
+    except Diverged as e:
+        progress.close()
+        return _save_failed(out_dir / "runs" / f"run_{run:02d}", failed_record(run, seed, e), cfg.runs, logger), None
     rec = _run_record(result, run)
     if cfg.clustering.enabled and result.embeddings is not None:
         test = data.splits["test"]
@@ -425,14 +428,15 @@ def _train_best_metapath(cfg: DictConfig, out_dir: Path) -> dict:
     for name in names:
         path_dir = out_dir / "metapaths" / name
         done = path_dir / "results.json"
-        stored = json.loads(done.read_text()) if k < cfg.runs and done.exists() else None
+        stored = read_json(done) if k < cfg.runs else None
         if stored is not None and stored.get("runs", 0) > k:
             per_path[name] = stored  # chosen and extended before an interruption
         else:
             per_path[name] = train(OmegaConf.merge(cfg, {"model": {"metapath": name}, "runs": k}), path_dir)
         # the choice: mean validation scores of the first k runs, from the summary's per-run records
-        recs = [rec for rec in per_path[name]["per_run"] if rec["run"] < k]
-        selected_on[name] = tuple(float(np.mean([rec[m] for rec in recs])) for m in ("val_micro_f1", "val_macro_f1"))
+        recs = [rec for rec in finished(per_path[name]["per_run"]) if rec["run"] < k]
+        selected_on[name] = tuple(float(np.mean([rec[m] for rec in recs])) if recs else -np.inf
+                                  for m in ("val_micro_f1", "val_macro_f1"))  # every run diverged: never chosen
     best = max(names, key=selected_on.__getitem__)
     if k < cfg.runs:  # the chosen meta-path's k runs are kept and extended to all runs
         log.info("%s on %s: %s chosen on %d runs per meta-path; training its other %d runs", cfg.model.name,
@@ -443,15 +447,16 @@ def _train_best_metapath(cfg: DictConfig, out_dir: Path) -> dict:
                "metapath_selected_by": "mean validation Micro-F1 (then Macro-F1)" + (
                    f" over the first {k} runs of every meta-path" if k < cfg.runs else ""),
                "metapath_scores": {n: {"runs": per_path[n]["runs"],
-                                       **{m: per_path[n]["metrics"][m] for m in
+                                       **{m: per_path[n]["metrics"].get(m) for m in
                                           ("val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1")}}
                                    for n in names},
                "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "wall_time_s": time.perf_counter() - t0}
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    _write_json(out_dir / "results.json", summary)
+    _write_config(cfg, out_dir)
+    write_json(out_dir / "results.json", summary)
     log.info("%s on %s: best meta-path by validation %s (%s)", cfg.model.name, cfg.dataset.name, best,
-             ", ".join(f"{n} val {selected_on[n][0]:.2f} test {per_path[n]['metrics']['test_micro_f1']['mean']:.2f}"
+             ", ".join(f"{n} val {selected_on[n][0]:.2f} test "
+                       f"{per_path[n]['metrics'].get('test_micro_f1', {'mean': float('nan')})['mean']:.2f}"
                        for n in names))
     return summary
 
@@ -460,12 +465,8 @@ def _reused_run(run_dir: Path, seed: int) -> tuple[dict, list] | None:
     """(record, relation weights) of a run finished by an earlier, interrupted or smaller training of this cell
     (its settings were checked against config.yaml), or None when the run has to be trained."""
     path = run_dir / "results.json"
-    if not path.exists():
-        return None
-    try:
-        rec = json.loads(path.read_text())
-    except json.JSONDecodeError:
-        log.warning("%s is unreadable (a run killed while writing it?); the run is trained again", path)
+    rec = read_json(path)  # missing, empty or unreadable: the run is trained again
+    if rec is None:
         return None
     if rec.get("seed") != seed:
         raise ConfigError(f"{path} was trained with seed {rec.get('seed')}, this run needs seed {seed}; "
@@ -482,17 +483,24 @@ def _unused_path(path: Path) -> Path:
     return p
 
 
+def _save_failed(run_dir: Path, rec: dict, runs: int, logger) -> dict:
+    """A diverged run: recorded as failed (kept on resume: the same seed diverges again), never scored."""
+    log.error("run %d/%d seed %d failed: %s", rec["run"] + 1, runs, rec["seed"], rec["failed"])
+    logger.end_run(rec)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json(run_dir / "results.json", {**rec, "relation_weights": []})
+    return rec
+
+
 def _save_run(run_dir: Path, rec: dict, result: RunResult, data, save_embeddings: bool) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(result.history).to_csv(run_dir / "history.csv", index=False)
+    write_text(run_dir / "history.csv", pd.DataFrame(result.history).to_csv(index=False))
     if save_embeddings and result.embeddings is not None:
         test = data.splits["test"]
         np.savez_compressed(run_dir / "embeddings.npz", node_ids=test.numpy(),
                             embeddings=result.embeddings[test].numpy(), labels=data.labels[test].numpy())
-    # results.json last and whole (written aside, then renamed): its presence marks a finished run (_reused_run)
-    tmp = run_dir / ".results.json.tmp"
-    _write_json(tmp, {**rec, "relation_weights": result.relation_weights})
-    tmp.replace(run_dir / "results.json")
+    # results.json last (and whole): its presence marks a finished run (_reused_run)
+    write_json(run_dir / "results.json", {**rec, "relation_weights": result.relation_weights})
 
 
 # -- mini-batch training with neighbour sampling, optionally one process per device under torchrun ----
@@ -542,24 +550,47 @@ def _train_minibatch(cfg: DictConfig, out_dir: Path) -> dict:
     logger = make_logger(out_dir=out_dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
                          **(plain_cfg["logger"] if dist.is_main else {"name": "none"}))
     eval_fanouts = OmegaConf.to_container(t.eval_fanouts) if t.eval_fanouts is not None else None
-    records, weights = [], []
-    for run in range(cfg.runs):
-        seed = cfg.seed + run
-        seed_everything(seed, cfg.deterministic)
+
+    def build():
         inputs = NodeInputs(data.features, embed_dim=int(t.embed_dim))
         regnn = REGNN(in_dims=inputs.in_dims, num_classes=data.num_classes, relation_names=sg.relation_names,
                       num_edge_relations=sg.num_edge_relations, **model_kwargs(cfg.model))
-        model = SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(device)
-        if run == 0:
-            log.info("model: %s, %d parameters", cfg.model.name, sum(p.numel() for p in model.parameters()))
+        return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(device)
+
+    if dist.is_main:
+        _write_config(cfg, out_dir)  # first: lets a resume check the settings of the runs it keeps
+    run_dir = lambda run: out_dir / "runs" / f"run_{run:02d}"  # noqa: E731
+    # every process keeps the runs rank 0 found finished, so all train the same ones
+    kept = dist.broadcast_object({run: r for run in range(cfg.runs)
+                                  if cfg.resume and (r := _reused_run(run_dir(run), cfg.seed + run))})
+    num_parameters = sum(p.numel() for p in build().parameters())  # every run builds its own
+    log.info("model: %s, %d parameters", cfg.model.name, num_parameters)
+    records, weights = [], []
+    for run in range(cfg.runs):
+        seed = cfg.seed + run
+        if run in kept:
+            rec, layers = kept[run]
+            records.append(rec)
+            if "failed" not in rec:
+                weights.append({"run": run, "seed": seed, "layers": layers})
+            log.info("run %d/%d seed %d: finished earlier, kept (%s)", run + 1, cfg.runs, seed,
+                     f"failed: {rec['failed']}" if "failed" in rec else f"test accuracy {rec['test_acc']:.2f}")
+            continue
+        seed_everything(seed, cfg.deterministic)
+        model = build()
         logger.start_run(run, seed)
-        result = train_minibatch_run(
-            model, sg, data.labels, data.splits, seed=seed, num_classes=data.num_classes,
-            optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True), fanouts=list(t.fanouts),
-            batch_size=t.batch_size, eval=t.eval, eval_fanouts=eval_fanouts, eval_batch_size=t.eval_batch_size,
-            max_epochs=t.max_epochs, patience=t.patience, max_batches=t.max_batches, num_workers=t.num_workers,
-            embed_lr=t.embed_lr, log_every=t.log_every, device=device, dist=dist,
-            evaluator=str(cfg.dataset.get("ogb_name", "ogbn-mag")), on_epoch=logger.log_epoch)
+        try:
+            result = train_minibatch_run(
+                model, sg, data.labels, data.splits, seed=seed, num_classes=data.num_classes,
+                optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True), fanouts=list(t.fanouts),
+                batch_size=t.batch_size, eval=t.eval, eval_fanouts=eval_fanouts, eval_batch_size=t.eval_batch_size,
+                max_epochs=t.max_epochs, patience=t.patience, max_batches=t.max_batches, num_workers=t.num_workers,
+                embed_lr=t.embed_lr, log_every=t.log_every, device=device, dist=dist,
+                evaluator=str(cfg.dataset.get("ogb_name", "ogbn-mag")), on_epoch=logger.log_epoch)
+        except Diverged as e:
+            rec = failed_record(run, seed, e)
+            records.append(_save_failed(run_dir(run), rec, cfg.runs, logger) if dist.is_main else rec)
+            continue
         rec = _run_record(result, run)
         rec["seeds_per_s"] = float(np.median([h["seeds_per_s"] for h in result.history]))
         rec["peak_rss_gb"] = _peak_rss_gb()
@@ -577,9 +608,9 @@ def _train_minibatch(cfg: DictConfig, out_dir: Path) -> dict:
     summary = {
         "dataset": str(cfg.dataset.name), "model": str(cfg.model.name), "trainer": "minibatch",
         "runs": int(cfg.runs), "seeds": [r["seed"] for r in records],
-        "metrics": {k: mean_std([r[k] for r in records]) for k in MINIBATCH_KEYS},
+        **_outcome(records, MINIBATCH_KEYS),
         "per_run": records,
-        "num_parameters": int(sum(p.numel() for p in model.parameters())),
+        "num_parameters": int(num_parameters),
         "relation_names": list(sg.relation_names),
         "load_time_s": load_s, "peak_rss_gb": _peak_rss_gb(),
         "environment": {"device": str(device), "device_note": why, "threads": torch.get_num_threads(),
@@ -590,12 +621,13 @@ def _train_minibatch(cfg: DictConfig, out_dir: Path) -> dict:
         "peak_rss_gb": _peak_rss_gb(),  # of this process so far (a multirun process holds several cells)
     }
     if dist.is_main:
-        _write_json(out_dir / "relation_weights.json", weights)
-        (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-        _write_json(out_dir / "results.json", summary)
+        write_json(out_dir / "relation_weights.json", weights)
+        write_json(out_dir / "results.json", summary)
     logger.finish(summary)
     m = summary["metrics"]
-    log.info("%s (%d runs): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s", label, cfg.runs,
-             m["test_acc"]["mean"], m["test_acc"]["std"], m["seeds_per_s"]["mean"], summary["peak_rss_gb"], out_dir)
+    if m:
+        log.info("%s (%d runs%s): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s", label,
+                 summary["finished_runs"], _failed_note(summary), m["test_acc"]["mean"], m["test_acc"]["std"],
+                 m["seeds_per_s"]["mean"], summary["peak_rss_gb"], out_dir)
     dist.close()
     return summary

@@ -27,6 +27,7 @@ import dgl
 import torch
 import yaml
 
+from regnn.data.custom_schema import USER_FIX, check_description, exact_ints, unlabelled_outside_splits
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.magnn import load_magnn
@@ -38,7 +39,7 @@ _DOC = "see docs/custom_data.md"
 
 
 def read_meta(path: str | Path | None) -> tuple[dict, Path]:
-    """The description and the folder its relative paths start from."""
+    """The description and its file (relative paths in it start from the file's folder)."""
     if path in (None, "", "???"):
         raise DataError("dataset=custom needs dataset.path=/path/to/dataset.yaml (a description of your files; "
                         f"{_DOC})")
@@ -56,7 +57,7 @@ def read_meta(path: str | Path | None) -> tuple[dict, Path]:
         raise DataError(f"{p} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}") from e
     if not isinstance(meta, dict):
         raise DataError(f"{p} must hold a mapping of keys (format, ...), not {type(meta).__name__}; {_DOC}")
-    return meta, p.parent
+    return meta, p
 
 
 def _need(meta: dict, key: str, where: Path, what: str):
@@ -66,16 +67,14 @@ def _need(meta: dict, key: str, where: Path, what: str):
 
 
 def load_custom(path: str | Path | None = None, name: str = "custom", feats_type: str | None = None) -> HeteroDataset:
-    meta, base = read_meta(path)
-    fmt = meta.get("format") or ("magnn" if "schema" in meta else "dgl" if "graph" in meta else None)
+    meta, desc = read_meta(path)
+    fmt = check_description(meta, desc)  # keys, types and ranges, before any file is read
+    base = desc.parent
     if fmt == "magnn":
-        schema = _need(meta, "schema", base, "node_types, target, relations and features of the MAGNN files")
+        schema = _need(meta, "schema", desc, "node_types, target, relations and features of the MAGNN files")
         spec = MagnnSpec.from_dict({"name": meta.get("name", name), **schema})
-        return load_magnn(base / meta.get("dir", "."), spec, feats_type or spec.default_feats_type)
-    if fmt == "dgl":
-        return _load_dgl(meta, base, meta.get("name", name), feats_type or "raw")
-    raise DataError(f"{base}: format {fmt!r} is not known; set format: dgl (a dgl.save_graphs file) or format: "
-                    f"magnn (MAGNN-style processed files); {_DOC}")
+        return load_magnn(base / meta.get("dir", "."), spec, feats_type or spec.default_feats_type, fix=USER_FIX)
+    return _load_dgl(meta, desc, meta.get("name", name), feats_type or "raw")
 
 
 def _unique_relations(g: dgl.DGLHeteroGraph, reverse: str, where: Path) -> dgl.DGLHeteroGraph:
@@ -112,19 +111,24 @@ def _ids(key: str, g, target: str, extra: dict, n: int, where: Path) -> torch.Te
         return torch.nonzero(x.bool()).view(-1)
     if x.is_floating_point():
         raise DataError(f"{where}: split {key!r} holds floats; give a boolean mask or integer node ids")
-    return x.long().sort().values
+    return torch.from_numpy(exact_ints(x, f"{where}: split {key!r}")).sort().values
 
 
-def _load_dgl(meta: dict, base: Path, name: str, feats_type: str) -> HeteroDataset:
-    where = base
-    gfile = base / _need(meta, "graph", where, "the file written by dgl.save_graphs")
+def _load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
+    gfile = where.parent / _need(meta, "graph", where, "the file written by dgl.save_graphs")
     if not gfile.is_file():
         raise DataError(f"{gfile} does not exist; save your graph with dgl.save_graphs('{gfile.name}', [g])")
     try:
         graphs, extra = dgl.load_graphs(str(gfile))
-    except Exception as e:  # DGL raises its own error types for unreadable files
-        raise DataError(f"{gfile} cannot be read by dgl.load_graphs ({type(e).__name__}: {e})") from e
-    g = graphs[int(meta.get("graph_index", 0))]
+    except Exception as e:  # DGL raises its own error types, with a C++ stack trace after the first line
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DataError(f"{gfile} is not a graph file written by dgl.save_graphs (DGL: {first[-120:]}); save your "
+                        f"graph with dgl.save_graphs('{gfile.name}', [g]) ({_DOC})") from e
+    index = meta.get("graph_index", 0)
+    if index >= len(graphs):
+        raise DataError(f"{where}: graph_index {index}, but {gfile.name} holds {len(graphs)} graph(s); use 0.."
+                        f"{len(graphs) - 1}")
+    g = graphs[index]
     target = _need(meta, "target", where, "the labelled node type")
     if target not in g.ntypes:
         raise DataError(f"{where}: target {target!r} is not a node type of {gfile.name} ({g.ntypes})")
@@ -137,26 +141,27 @@ def _load_dgl(meta: dict, base: Path, name: str, feats_type: str) -> HeteroDatas
     labels = torch.as_tensor(labels)
     if labels.dim() == 2 and labels.shape[1] == 1:
         labels = labels.view(-1)
-    if labels.is_floating_point() or labels.dim() != 1 or labels.shape[0] != n:
+    if labels.dim() != 1 or labels.shape[0] != n:
         raise DataError(f"{where}: labels {label_key!r} have shape {tuple(labels.shape)} and dtype {labels.dtype}; "
                         f"need one integer class id per {target} node ({n})")
+    labels = torch.from_numpy(exact_ints(labels, f"{gfile}: labels {label_key!r}"))  # 2.0 is 2; 2.5 is refused
     split_keys = _need(meta, "splits", where, "train, val and test masks")
     missing = [s for s in ("train", "val", "test") if s not in split_keys]
     if missing:
         raise DataError(f"{where}: splits lacks {missing}; name a mask for each of train, val and test")
     splits = {s: _ids(str(split_keys[s]), g, target, extra, n, where) for s in ("train", "val", "test")}
-    labels = labels.long()
-    for s, idx in splits.items():
-        if idx.numel() and idx.max() < n and (labels[idx] < 0).any():
-            raise DataError(f"{where}: {int((labels[idx] < 0).sum())} nodes of split {s!r} have no label (< 0)")
-    labels = labels.clamp(min=0)  # unlabelled nodes outside the splits are never scored
+    labels = unlabelled_outside_splits(labels, splits, str(where))  # -1 outside the splits: never scored
     fkey = meta.get("features", "feat")
+    if "features" in meta and not any(fkey in g.nodes[t].data for t in g.ntypes):
+        keys = sorted({k for t in g.ntypes for k in g.nodes[t].data})
+        raise DataError(f"{where}: features {fkey!r} is in the ndata of no node type of {gfile.name} (keys: {keys}); "
+                        "name the key that holds the features, or leave features out for one-hot ids")
     raw = {t: (g.nodes[t].data[fkey].float() if fkey in g.nodes[t].data else None) for t in g.ntypes}
     for t, x in raw.items():
         if x is not None and x.dim() != 2:
             raise DataError(f"{where}: features {fkey!r} of {t!r} have shape {tuple(x.shape)}; need (nodes, dim)")
     graph = _unique_relations(g, str(meta.get("reverse", "add")), where)
     feats = select_features(raw, {t: graph.num_nodes(t) for t in graph.ntypes}, target, feats_type)
-    num_classes = int(meta.get("num_classes") or int(labels.max()) + 1)
+    num_classes = meta.get("num_classes") or int(labels.max()) + 1
     return HeteroDataset(name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
                          num_classes=num_classes)

@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from regnn.data.custom_schema import exact_ints, unlabelled_outside_splits
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.specs import MagnnSpec
@@ -21,17 +22,26 @@ from regnn.errors import DataError
 _REFETCH = "run `make data` to fetch it again from the mirror (REGNN_DATA_MIRROR)"
 
 
-def _path(root: Path, name: str) -> Path:
+def _path(root: Path, name: str, fix: str = _REFETCH) -> Path:
     p = root / name
     if not p.is_file():
         if not root.is_dir():
-            raise DataError(f"data directory {root} does not exist; run `make data` "
-                            "(set REGNN_DATA_MIRROR to the folder holding DBLP/ ACM/ IMDB/) or set dataset.dir")
-        raise DataError(f"{p} is missing; {_REFETCH}")
+            raise DataError(f"data directory {root} does not exist; " + (
+                "run `make data` (set REGNN_DATA_MIRROR to the folder holding DBLP/ ACM/ IMDB/) or set dataset.dir"
+                if fix == _REFETCH else "set dir: in the description to the folder holding the files"))
+        raise DataError(f"{p} is missing; {fix}")
     return p
 
 
-def read_array(path: Path):
+def _ints(x, path: Path, what: str, fix: str) -> np.ndarray:
+    """Integer ids exactly as stored: a float array with fractions is refused, never truncated."""
+    try:
+        return exact_ints(x, f"{path}: {what}").ravel()
+    except DataError as e:
+        raise DataError(f"{e}; {fix}") from None
+
+
+def read_array(path: Path, fix: str = _REFETCH):
     """np.ndarray or scipy sparse matrix from .npy / .npz (scipy sparse or plain arrays)."""
     try:
         if path.suffix == ".npy":
@@ -41,23 +51,26 @@ def read_array(path: Path):
                 return sp.load_npz(path).tocsr()
             return {k: z[k] for k in z.files}
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, IndexError) as e:
-        raise DataError(f"{path} cannot be read ({type(e).__name__}: {e}); the file is truncated or corrupt: "
-                        f"{_REFETCH}") from e
+        raise DataError(f"{path} cannot be read ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+                        f"the file is truncated or corrupt: {fix}") from e
 
 
-def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None) -> HeteroDataset:
+def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None, fix: str = _REFETCH) -> HeteroDataset:
+    """fix: what the user does about a bad file (the built-in datasets: fetch them again; a user's: fix it)."""
     root = Path(root)
-    adj = read_array(_path(root, "adjM.npz"))
+    adj = read_array(_path(root, "adjM.npz", fix), fix)
     if not sp.issparse(adj):
-        raise DataError(f"{root / 'adjM.npz'} is not a scipy sparse matrix; {_REFETCH}")
-    node_types = np.asarray(read_array(_path(root, "node_types.npy"))).astype(np.int64).ravel()
+        raise DataError(f"{root / 'adjM.npz'} is not a scipy sparse matrix; {fix}")
+    nt_path = _path(root, "node_types.npy", fix)
+    node_types = _ints(read_array(nt_path, fix), nt_path, "node type ids", fix)
     n_all = node_types.shape[0]
     if adj.shape != (n_all, n_all):
         raise DataError(f"{root / 'adjM.npz'} is {adj.shape} but node_types.npy lists {n_all} nodes; "
-                        f"the two files do not belong together: {_REFETCH}")
+                        f"the two files do not belong together: {fix}")
     if n_all and (node_types.min() < 0 or node_types.max() >= len(spec.node_types)):
-        raise DataError(f"{root / 'node_types.npy'} holds type ids up to {node_types.max()} but the schema "
-                        f"names {len(spec.node_types)} types {spec.node_types}")
+        bad = int(node_types.min()) if node_types.min() < 0 else int(node_types.max())
+        raise DataError(f"{nt_path} holds type id {bad}, but type ids index the schema's node_types "
+                        f"{list(spec.node_types)}: use 0..{len(spec.node_types) - 1}")
 
     # global id -> (type, local id); local ids keep the global order within a type
     local = np.empty(n_all, dtype=np.int64)
@@ -97,22 +110,24 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None)
     raw = {}
     for t in spec.node_types:
         f = spec.features.get(t)
-        raw[t] = None if f is None else read_array(_path(root, f))
+        raw[t] = None if f is None else read_array(_path(root, f, fix), fix)
         if isinstance(raw[t], dict):
-            raise DataError(f"{root / f} holds arrays {list(raw[t])}, not a feature matrix; {_REFETCH}")
+            raise DataError(f"{root / f} holds arrays {list(raw[t])}, not a feature matrix; {fix}")
         if raw[t] is not None and (raw[t].ndim != 2 or raw[t].shape[0] != num_nodes[t]):
             raise DataError(f"{root / f}: feature matrix of shape {raw[t].shape} but there are {num_nodes[t]} "
-                            f"{t} nodes; rows must equal the node count: {_REFETCH}")
+                            f"{t} nodes; rows must equal the node count: {fix}")
     features = select_features(raw, num_nodes, spec.target,
                                spec.default_feats_type if feats_type is None else feats_type)
 
-    labels = np.asarray(read_array(_path(root, "labels.npy"))).astype(np.int64).ravel()
-    split_file = _path(root, "train_val_test_idx.npz")
-    split = read_array(split_file)
+    label_path = _path(root, "labels.npy", fix)
+    labels = _ints(read_array(label_path, fix), label_path, "class labels", fix)
+    split_file = _path(root, "train_val_test_idx.npz", fix)
+    split = read_array(split_file, fix)
     if not isinstance(split, dict) or any(f"{s}_idx" not in split for s in ("train", "val", "test")):
-        raise DataError(f"{split_file} must hold arrays train_idx, val_idx and test_idx; {_REFETCH}")
-    splits = {s: torch.from_numpy(np.sort(np.asarray(split[f"{s}_idx"]).astype(np.int64).ravel()))
+        raise DataError(f"{split_file} must hold arrays train_idx, val_idx and test_idx; {fix}")
+    splits = {s: torch.from_numpy(np.sort(_ints(split[f"{s}_idx"], split_file, f"{s}_idx", fix)))
               for s in ("train", "val", "test")}
-    num_classes = spec.num_classes or (int(labels.max()) + 1 if labels.size else 0)
+    labels = unlabelled_outside_splits(torch.from_numpy(labels), splits, str(label_path))
+    num_classes = spec.num_classes or (int(labels.max()) + 1 if labels.numel() else 0)
     return HeteroDataset(name=spec.name, graph=graph, features=features, target=spec.target,
-                         labels=torch.from_numpy(labels), splits=splits, num_classes=num_classes)
+                         labels=labels, splits=splits, num_classes=num_classes)

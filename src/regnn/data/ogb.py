@@ -23,6 +23,7 @@ import torch
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import one_hot_ids
 from regnn.errors import DataError
+from regnn.io_safe import torch_load, weights_only_torch_load
 
 FEATURELESS = ("mean", "file", "learnable")
 
@@ -97,7 +98,7 @@ def _read_feature_file(path: Path, types: list[str], num_nodes: dict[str, int]) 
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
     elif path.suffix == ".pt":
-        arrays = torch.load(path, map_location="cpu")
+        arrays = torch_load(path)  # weights_only: a downloaded .pt must not run code when read
         if not isinstance(arrays, dict):
             raise DataError(f"{path} holds a {type(arrays).__name__}; it must hold a dict {{node type: tensor}}")
     else:
@@ -129,7 +130,9 @@ def load_ogb(name: str = "ogbn-mag", root: str | Path | None = None, featureless
     if len(label_dict) != 1:
         raise DataError(f"{name}: labels for {sorted(label_dict)}; one labelled node type is supported")
     target, labels = next(iter(label_dict.items()))
-    with warnings.catch_warnings():
+    # ogb reads split/<name>/split_dict.pt, where present, with a plain torch.load, which unpickles whatever the
+    # file holds; a copied dataset folder is data from elsewhere, so its torch.load is made weights-only here
+    with warnings.catch_warnings(), weights_only_torch_load():
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
         split = ds.get_idx_split()
     splits = {ours: torch.as_tensor(split[theirs][target]).long().sort().values

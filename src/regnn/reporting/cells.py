@@ -1,12 +1,12 @@
 """Read experiment cells (one folder per dataset x model [x setting], see conf/experiment/base_cells.yaml)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from regnn.config import REPO_ROOT
+from regnn.io_safe import read_json
 
 CELLS = REPO_ROOT / "outputs" / "experiments" / "cells"
 
@@ -17,12 +17,12 @@ class MissingCells(Exception):
 
 def load_cell(cells_dir: Path, name: str) -> dict:
     d = Path(cells_dir) / name
-    p = d / "results.json"
-    if not p.exists():
-        raise MissingCells(f"{d} has no results.json (train it with the experiment's make target)")
-    r = json.loads(p.read_text())
-    w = d / "relation_weights.json"
-    r["relation_weights"] = json.loads(w.read_text()) if w.exists() else []
+    r = read_json(d / "results.json")  # missing, empty or cut short: not trained (a re-run trains it)
+    if r is None:
+        raise MissingCells(f"{d} has no readable results.json (train it with the experiment's make target)")
+    if r.get("failed_runs") and not r.get("metrics"):
+        raise MissingCells(f"{d}: every run diverged, so it has no scores ({d}/runs/*/results.json say where)")
+    r["relation_weights"] = read_json(d / "relation_weights.json") or []
     r["dir"] = d
     return r
 

@@ -8,11 +8,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from regnn.io_safe import read_json
 from regnn.reporting.collect import write_table
 
 
@@ -20,7 +20,9 @@ def load_results(exp_dir) -> list[dict]:
     """Every results.json directly below exp_dir (one per grid cell), in name order."""
     out = []
     for p in sorted(Path(exp_dir).glob("*/results.json")):
-        r = json.loads(p.read_text())
+        r = read_json(p)
+        if r is None or (r.get("failed_runs") and not r.get("metrics")):  # cut short, or every run diverged
+            continue
         r["_dir"] = str(p.parent)
         out.append(r)
     return out

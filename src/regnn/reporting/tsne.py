@@ -36,7 +36,7 @@ def render(source, out: Path, dataset: str, models: list[str], run: int = 0, see
         f = cells[f"{dataset}_{m}"]["dir"] / "runs" / f"run_{run:02d}" / "embeddings.npz"
         if not f.exists():
             raise MissingCells(f"{f} is missing: train the cell with save_embeddings=true")
-        z = np.load(f)
+        z = np.load(f, allow_pickle=False)
         xy = embed_2d(z["embeddings"], seed)
         sc = ax.scatter(xy[:, 0], xy[:, 1], c=z["labels"], cmap="tab10", s=3, alpha=0.8, linewidths=0)
         ax.set_title(f"{label(m)} ({dataset.upper()}, run {run})")

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import f1_scores
 from regnn.training.distributed import Dist
+from regnn.training.divergence import check_loss, check_parameters
 from regnn.training.early_stopping import EarlyStopping
 from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits
 from regnn.training.trainer import RunResult, make_optimizer
@@ -106,7 +107,10 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
             for o in opts:
                 o.step()
             seen += y.numel()
-            loss_sum += loss.item() * y.numel()
+            batch_loss = loss.item()
+            if not dist.enabled:  # under DDP every process checks the summed loss below, so all stop together
+                check_loss(batch_loss, f"training loss of batch {b}", epoch, optimizer.get("lr"))
+            loss_sum += batch_loss * y.numel()
             correct += int((logits.argmax(-1) == y).sum())
             if log_every and (b + 1) % log_every == 0:
                 dt = time.perf_counter() - t0
@@ -115,7 +119,10 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
         train_s = time.perf_counter() - t0
         totals = dist.all_sum(torch.tensor([seen, correct, loss_sum], dtype=torch.float64))
         wall = dist.all_max(train_s)
+        check_loss(float(totals[2]), "training loss", epoch, optimizer.get("lr"))
+        check_parameters(model, epoch, optimizer.get("lr"))
         val = score(splits["val"])
+        check_loss(val["loss"], "validation loss", epoch, optimizer.get("lr"))
         row = {"epoch": epoch, "train_loss": float(totals[2] / totals[0]), "train_acc": 100.0 * float(totals[1] / totals[0]),
                "val_loss": val["loss"], "val_acc": val["acc"], "val_micro_f1": val["micro_f1"],
                "val_macro_f1": val["macro_f1"], "seeds": int(totals[0]), "batches": n_batches,

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from regnn.core.adjacency import at_least_fp32
 from regnn.evaluation.metrics import f1_scores
+from regnn.training.divergence import check_loss, check_parameters
 from regnn.training.early_stopping import EarlyStopping
 
 
@@ -94,7 +95,8 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
     """Trains `model` and returns the scores of its best-validation-loss weights.
 
     model(inputs, feats, embed) gives the class scores of the target nodes; labels and splits index them.
-    on_epoch(row) is called with each history row (for loggers).
+    on_epoch(row) is called with each history row (for loggers). A non-finite loss or parameter raises
+    regnn.training.divergence.Diverged.
     """
     idx = splits
     y = {s: labels[i] for s, i in splits.items()}
@@ -104,6 +106,10 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
     steps = epochs(model, inputs, feats, labels, splits, optimizer=optimizer, precision=precision)
     for row in itertools.islice(steps, max_epochs):
         epoch, val_loss = row["epoch"], row["val_loss"]
+        lr = optimizer.get("lr")
+        check_loss(row["train_loss"], "training loss", epoch, lr)  # a diverged run is stopped, never scored
+        check_parameters(model, epoch, lr)
+        check_loss(val_loss, "validation loss", epoch, lr)
         history.append(row)
         if on_epoch:
             on_epoch(row)

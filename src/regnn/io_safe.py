@@ -1,0 +1,117 @@
+"""Files written whole and user files read without running code.
+
+Every summary, config and per-run record goes through `write_text`: a temporary file in the same folder, flushed
+to disk, then renamed over the target, so a kill or a full disk leaves the old file or the new one, never a
+truncated one. `read_json` treats a missing, empty or unreadable file as absent (a cell is then trained again).
+`torch_load` never unpickles arbitrary objects: a `.pt` file from elsewhere may hold code that unpickling runs.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+from pathlib import Path
+
+from regnn.errors import DataError, RegnnError
+
+log = logging.getLogger("regnn")
+
+
+class OutputError(RegnnError):
+    """A result could not be written (disk full, no permission, ...)."""
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Writes `text` to `path` atomically: temp file in the same folder, fsync, os.replace."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(f"cannot write {path} ({e.strerror or e}); free disk space or fix the folder's "
+                          "permissions, then re-run with resume=true (finished runs are kept)") from e
+    with contextlib.suppress(OSError):  # the rename itself reaches the disk
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def strict(obj):
+    """obj with every non-finite float as None and numpy scalars as Python numbers: strict JSON."""
+    if isinstance(obj, dict):
+        return {k: strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):  # numpy / torch scalars
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def dumps(obj) -> str:
+    return json.dumps(strict(obj), indent=2, allow_nan=False) + "\n"
+
+
+def write_json(path: str | Path, obj) -> None:
+    write_text(path, dumps(obj))
+
+
+def read_json(path: str | Path):
+    """The JSON held by path, or None when it is missing, empty or unreadable (a write cut short by an older
+    writer, or another program): the caller treats the file as absent."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    if not text.strip():
+        log.warning("%s is empty; treated as absent", path)
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        log.warning("%s is not readable JSON; treated as absent", path)
+        return None
+
+
+def torch_load(path: str | Path):
+    """torch.load without unpickling code: tensors, dicts, lists and numbers only."""
+    import pickle
+
+    from torch.serialization import load  # torch.load itself may be patched (weights_only_torch_load)
+
+    try:
+        return load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        why = str(e).rsplit("WeightsUnpickler error:", 1)[-1].strip().splitlines()[0][:160] if str(e) else ""
+        raise DataError(f"{path} holds Python objects other than tensors ({why}), which are not loaded because "
+                        "unpickling them could run code; save plain tensors: torch.save({name: tensor}, path)") from e
+    except (RuntimeError, EOFError, OSError) as e:
+        raise DataError(f"{path} cannot be read by torch.load ({type(e).__name__}); it is truncated or not a "
+                        "torch.save file") from e
+
+
+@contextlib.contextmanager
+def weights_only_torch_load():
+    """Within the block, torch.load loads with weights_only=True whoever calls it: for libraries (ogb) that call
+    torch.load on files in a data folder without it."""
+    import torch
+
+    original = torch.load
+
+    torch.load = lambda f, *args, **kwargs: torch_load(f)
+    try:
+        yield
+    finally:
+        torch.load = original

@@ -1,0 +1,60 @@
+"""Mini-batch cells resume like full-batch ones; an existing run directory is never overwritten silently."""
+import json
+import shutil
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from conftest import REPO, run_train
+from regnn.errors import ConfigError
+from regnn.pipeline import train
+
+MINI = ["dataset=synthetic", "model=re_gcn", "threads=1", "trainer=minibatch", "trainer.fanouts=[5,5]",
+        "trainer.batch_size=100", "trainer.max_epochs=2", "trainer.patience=2", "trainer.log_every=0"]
+
+
+def cfg(*overrides):
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return compose("train", overrides=list(overrides))
+
+
+def test_minibatch_resume_keeps_finished_runs_and_extends(tmp_path, caplog):
+    out = tmp_path / "cell"
+    first = train(cfg(*MINI, "runs=2"), out)
+    run0 = (out / "runs" / "run_00" / "results.json").read_text()
+    # as if killed during run 1: run 0 finished, nothing after it
+    shutil.rmtree(out / "runs" / "run_01")
+    for f in ("results.json", "relation_weights.json"):
+        (out / f).unlink()
+    assert (out / "config.yaml").exists()  # written before the first run
+    caplog.set_level("INFO", logger="regnn")
+    again = train(cfg(*MINI, "runs=2", "resume=true"), out)
+    assert "run 1/2 seed 0: finished earlier, kept" in caplog.text
+    assert (out / "runs" / "run_00" / "results.json").read_text() == run0  # not retrained, not rewritten
+    assert again["per_run"] == first["per_run"][:1] + again["per_run"][1:]
+    assert [r["seed"] for r in again["per_run"]] == [0, 1]
+    # runs=3 extends the cell: runs 0 and 1 kept, their summary moved aside
+    caplog.clear()
+    more = train(cfg(*MINI, "runs=3", "resume=true"), out)
+    assert "run 2/3 seed 1: finished earlier, kept" in caplog.text and "run 3/3 seed 2: test accuracy" in caplog.text
+    assert [r["seed"] for r in more["per_run"]] == [0, 1, 2] and more["per_run"][:2] == again["per_run"]
+    assert json.loads((out / "results.2runs.json").read_text())["runs"] == 2
+    assert json.loads((out / "results.json").read_text())["runs"] == 3
+
+
+def test_minibatch_resume_refuses_other_settings(tmp_path):
+    out = tmp_path / "cell"
+    train(cfg(*MINI, "runs=1"), out)
+    (out / "results.json").unlink()
+    with pytest.raises(ConfigError, match="holds results computed with other settings \\(optimizer differ"):
+        train(cfg(*MINI, "runs=1", "resume=true", "optimizer.lr=0.5"), out)
+
+
+def test_an_existing_run_dir_with_another_config_is_not_overwritten(tmp_path):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "config.yaml").write_text("dataset:\n  name: acm\n")
+    p = run_train("dataset=synthetic", "runs=1", "trainer.max_epochs=2", f"hydra.run.dir={out}")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "already holds the config.yaml of an earlier training; refusing to overwrite it" in p.stderr
+    assert (out / "config.yaml").read_text() == "dataset:\n  name: acm\n"
