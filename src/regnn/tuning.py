@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,8 +36,8 @@ from regnn.errors import ConfigError
 from regnn.reporting.collect import write_table
 
 log = logging.getLogger("regnn")
-# overrides that may change between a tune and its resumption (how long it runs, not what it computes)
-_FREE = ("experiment=", "tune.trials=", "tune.final_runs=", "hydra.")
+# overrides that may change between a tune and its resumption (how long and where it runs, not what it computes)
+_FREE = ("experiment=", "tune.trials=", "tune.final_runs=", "hydra.", "threads=", "workers=", "device=")
 
 
 def _study(storage: str, name: str):
@@ -111,6 +112,7 @@ class TuneCallback(Callback):
 
         sweep = Path(config.hydra.sweep.dir)
         sweep.mkdir(parents=True, exist_ok=True)
+        _claim(sweep)
         s = config.hydra.sweeper
         study = optuna.create_study(study_name=s.study_name, storage=s.storage, direction="maximize",
                                     load_if_exists=True)
@@ -157,6 +159,23 @@ class TuneCallback(Callback):
         render(frame, notes, sweep, "tune", f"Tuning on validation: {name}")
         for n in notes:
             log.info("tune: %s", n)
+        (sweep / CLAIM).unlink(missing_ok=True)
+
+
+CLAIM = ".tune.pid"
+
+
+def _claim(sweep: Path) -> None:
+    """One tune per study: a second one would mark the first one's running trial as interrupted. A claim whose
+    process is gone (a killed tune) is taken over."""
+    from regnn.pipeline import _alive
+
+    marker = sweep / CLAIM
+    pid = marker.read_text().strip() if marker.exists() else ""
+    if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+        raise ConfigError(f"{sweep} is being tuned by process {pid} right now ({CLAIM}); wait for it to finish, "
+                          "or set hydra.sweep.dir to another folder")
+    marker.write_text(str(os.getpid()))
 
 
 def write_best(sweep: Path, params: dict, base: dict, value: float, number: int) -> Path:
@@ -182,7 +201,8 @@ def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
     rows = []
     for t in study.get_trials(deepcopy=False):
         res = sweep / f"trial_{t.number}" / "results.json"
-        test = json.loads(res.read_text())["metrics"]["test_micro_f1"]["mean"] if res.exists() else None
+        finished = res.exists() and t.state.name == "COMPLETE"  # an interrupted trial may have written its results
+        test = json.loads(res.read_text())["metrics"]["test_micro_f1"]["mean"] if finished else None
         rows.append({"trial": t.number, "state": t.state.name.lower(), "val_micro_f1": t.value,
                      "test_micro_f1": test, **{k: _plain(v) for k, v in t.params.items()}})
     df = pd.DataFrame(rows).sort_values("val_micro_f1", ascending=False, na_position="last").reset_index(drop=True)
