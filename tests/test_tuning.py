@@ -108,7 +108,8 @@ def test_on_raw_counts_a_short_tune_reaches_the_mlp_on_validation(tmp_path):
     model has to reach; a bounded tune of RE-GCN gets within 1 point of its validation score, or above."""
     from regnn.pipeline import train
     from test_feature_norm import cfg
-    common = ["dataset=counts", "dataset.feature_norm=standard", "trainer.max_epochs=100", "trainer.patience=30"]
+    common = ["dataset=counts", "dataset.feature_norm=standard", "trainer.max_epochs=100", "trainer.patience=30",
+              "threads=1"]
     mlp = train(cfg(*common, "model=mlp", "runs=2"), tmp_path / "mlp")["metrics"]["val_micro_f1"]["mean"]
     sweep = tmp_path / "tune"
     r = run_train("-m", "experiment=tune", "model=re_gcn", *common, "tune.trials=8", "tune.seeds=2",

@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from regnn.config import REPO_ROOT
 from regnn.errors import ConfigError
-from regnn.reporting.collect import write_table
+from regnn.reporting.collect import refuse_existing, write_table
 
 log = logging.getLogger("regnn")
 # overrides that may change between a tune and its resumption (how long and where it runs, not what it computes)
@@ -241,9 +241,9 @@ def main(argv=None) -> int:
     df, notes = listing(sweep)
     if a.out:
         out = Path(a.out)
-        taken = [str(p) for p in (out.with_suffix(".csv"), out.with_suffix(".md")) if p.exists()]
-        if taken:
-            print(f"error: {', '.join(taken)} already exists; move it away or pick another --out")
+        error = refuse_existing(out)
+        if error:
+            print(error)
             return 1
         render(df, notes, out.parent, out.name, f"Tuning on validation: {sweep.name}")
     print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))

@@ -44,12 +44,16 @@ def make_synthetic(num_items: int = 300, num_sources: int = 150, num_tags: int =
     features = {"item": torch.from_numpy(rng.normal(0, 1, (num_items, feat_dim)).astype(np.float32)),
                 "source": torch.from_numpy(src_x),
                 "tag": torch.from_numpy(rng.normal(0, 1, (num_tags, feat_dim)).astype(np.float32))}
-    perm = rng.permutation(num_items)
-    n_train, n_val = int(0.4 * num_items), int(0.2 * num_items)
-    splits = {"train": t(np.sort(perm[:n_train])), "val": t(np.sort(perm[n_train:n_train + n_val])),
-              "test": t(np.sort(perm[n_train + n_val:]))}
     return HeteroDataset(name="synthetic", graph=graph, features=features, target="item", labels=t(item_y),
-                         splits=splits, num_classes=num_classes)
+                         splits=random_split(rng, num_items, 0.4, 0.2), num_classes=num_classes)
+
+
+def random_split(rng, n: int, train: float, val: float) -> dict[str, torch.Tensor]:
+    """Sorted ids of a random train/val/test split of n nodes (the rest is test)."""
+    perm = rng.permutation(n)
+    a, b = int(train * n), int(train * n) + int(val * n)
+    return {s: torch.from_numpy(np.sort(ids).astype(np.int64)) for s, ids in
+            (("train", perm[:a]), ("val", perm[a:b]), ("test", perm[b:]))}
 
 
 def make_count_graph(num_items: int = 800, num_users: int = 400, num_tags: int = 50, num_classes: int = 3,
@@ -85,9 +89,5 @@ def make_count_graph(num_items: int = 800, num_users: int = 400, num_tags: int =
         ("tag", "tag->item", "item"): (t(t_tag), t(t_item)),
     }, num_nodes_dict={"item": num_items, "user": num_users, "tag": num_tags})
     features = {"item": torch.from_numpy(x), "user": one_hot_ids(num_users), "tag": one_hot_ids(num_tags)}
-    perm = rng.permutation(num_items)
-    n_train, n_val = int(0.3 * num_items), int(0.3 * num_items)
-    splits = {"train": t(np.sort(perm[:n_train])), "val": t(np.sort(perm[n_train:n_train + n_val])),
-              "test": t(np.sort(perm[n_train + n_val:]))}
     return HeteroDataset(name="counts", graph=graph, features=features, target="item", labels=t(y),
-                         splits=splits, num_classes=num_classes)
+                         splits=random_split(rng, num_items, 0.3, 0.3), num_classes=num_classes)
