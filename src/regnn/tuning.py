@@ -151,8 +151,8 @@ class TuneCallback(Callback):
         runs = int(config.tune.final_runs)
         if runs > 0:
             # searched keys come from best.yaml (a search range given on the command line must not reach train.py)
-            keep = [o for o in config.hydra.overrides.task if not o.startswith(_FREE + ("tune.", "runs="))
-                    and o.split("=", 1)[0].lstrip("+~") not in best.params]
+            keep = [o for o in config.hydra.overrides.task if not o.startswith(("experiment=", "tune.", "runs="))
+                    and o.split("=", 1)[0].lstrip("+~") not in best.params]  # threads, device: as the trials
             cmd = [sys.executable, str(REPO_ROOT / "train.py"), "--config-dir", str(sweep), "tuned=best", *keep,
                    f"runs={runs}", "resume=true", f"hydra.run.dir={sweep / f'final_trial_{best.number}'}"]
             log.info("tune: training %d runs with the best setting: %s", runs, " ".join(cmd[1:]))
