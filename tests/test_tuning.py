@@ -53,6 +53,10 @@ def test_a_killed_tune_resumes_without_repeating_finished_trials(killed_and_resu
     assert "1 of 3 trials finished, 2 to go" in log and "trial 1 was interrupted" in log
     params = [t.params for t in _study(sweep).trials]
     assert params[2] != params[0] and params[3] != params[0]  # the resumed sampler does not redraw trial 0
+    # trial 0 is the configured setting: conf/protocol/synthetic.yaml (lr, dropout) and conf/model/re_gcn.yaml
+    assert params[0] == {"optimizer.lr": 0.01, "optimizer.weight_decay": 0.001, "model.dropout": 0.2,
+                         "model.hidden": 64, "model.num_layers": 4, "model.layout": "authors",
+                         "model.relation.scale": 100}
 
 
 def test_trials_score_validation_and_the_best_comes_back_as_a_config(killed_and_resumed):

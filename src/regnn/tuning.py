@@ -10,7 +10,8 @@ scores are only read back for the listing, never by the search. The study lives 
 - on start (TuneCallback.on_multirun_start), trials a killed tune left running are marked failed, and the sweeper
   is asked only for the trials still missing (tune.trials counts the study's finished ones); the settings of a
   study are fixed by its first tune (a resumed one with other overrides is refused, nothing is mixed);
-- trial k trains in <sweep dir>/trial_k (k: Optuna's trial number, the ${tune_trial:} resolver);
+- trial 0 is the configured setting (what train.py would run without the tune), then TPE's; trial k trains in
+  <sweep dir>/trial_k (k: Optuna's trial number, the ${tune_trial:} resolver);
 - at the end (on_multirun_end) the best trial's setting is written to <sweep dir>/tuned/best.yaml, a
   conf/tuned-style file (`python train.py --config-dir <sweep dir> tuned=best dataset=... model=...`), then
   `tune.final_runs` runs are trained with it in <sweep dir>/final_trial_<k> (k: the best trial), and
@@ -24,6 +25,7 @@ import logging
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -123,6 +125,13 @@ class TuneCallback(Callback):
                                "sampler_seed": s.sampler.get("seed")}.items():
                 study.set_user_attr(key, value)
             OmegaConf.save(config, sweep / "multirun.yaml")
+            # trial 0 is the configured setting (conf/tuned, conf/protocol, the model's defaults): the search
+            # starts from it, so its best is never below the starting point on validation
+            start = {k: OmegaConf.select(config, k) for k in (s.params or {})}
+            if not study.trials and all(v is not None for v in start.values()):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    study.enqueue_trial(start)
         elif stored != fixed:
             raise ConfigError(f"{sweep} holds a study tuned with other overrides ({' '.join(stored)}; now "
                               f"{' '.join(fixed)}); resume it with the same ones, or set hydra.sweep.dir to a new "
