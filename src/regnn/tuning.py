@@ -216,17 +216,20 @@ def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
         test = json.loads(res.read_text())["metrics"]["test_micro_f1"]["mean"] if finished else None
         rows.append({"trial": t.number, "state": t.state.name.lower(), "val_micro_f1": t.value,
                      "test_micro_f1": test, **{k: _plain(v) for k, v in t.params.items()}})
-    df = pd.DataFrame(rows).sort_values("val_micro_f1", ascending=False, na_position="last").reset_index(drop=True)
+    # ties keep trial order, as Optuna's best_trial (the first of the best) does
+    df = pd.DataFrame(rows).sort_values("val_micro_f1", ascending=False, na_position="last", kind="stable")
+    df = df.reset_index(drop=True)
     done = df[df.state == "complete"]
     attrs = study.user_attrs
     notes = [f"{len(done)} finished trials; objective: mean validation Micro-F1 over {attrs.get('seeds')} seed(s) "
              "per trial (test is only listed, never used by the search); TPE sampler, seed "
              f"{attrs.get('sampler_seed')}; overrides: {' '.join(attrs.get('overrides', []))}."]
-    final = sweep / f"final_trial_{int(done.iloc[0].trial)}" / "results.json" if len(done) else sweep / "-"
+    best = study.best_trial.number if len(done) else None
+    final = sweep / f"final_trial_{best}" / "results.json"
     if final.exists():
         m = json.loads(final.read_text())["metrics"]
         runs = json.loads(final.read_text())["runs"]
-        notes.append(f"Best setting (trial {int(done.iloc[0].trial)}), {runs} runs: validation Micro-F1 "
+        notes.append(f"Best setting (trial {best}), {runs} runs: validation Micro-F1 "
                      f"{m['val_micro_f1']['mean']:.2f} ± {m['val_micro_f1']['std']:.2f}, test Micro-F1 "
                      f"{m['test_micro_f1']['mean']:.2f} ± {m['test_micro_f1']['std']:.2f}, test Macro-F1 "
                      f"{m['test_macro_f1']['mean']:.2f} ± {m['test_macro_f1']['std']:.2f}.")
