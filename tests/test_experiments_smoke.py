@@ -51,7 +51,7 @@ def _lambda_rows(results):
 
 def _baseline_rows(results):
     base = pd.read_csv(results / "table_baselines.csv")  # every baseline beside the four Table 2 rows
-    assert set(base.model) == {"rgcn", "hgt", "simple_hgn", "han", "gtn", "gcn_m", "gat_m", "gcn", "gat", "re_gcn",
+    assert set(base.model) == {"mlp", "rgcn", "hgt", "simple_hgn", "han", "gtn", "gcn_m", "gat_m", "gcn", "gat", "re_gcn",
                                "re_gat"}
     assert set(base.loc[base.model.isin(["gcn_m", "gat_m"]), "metapath"]) <= {"ISI", "INI"}
 

@@ -78,6 +78,8 @@ def _computation(cfg) -> dict:
     c = {k: cfg.get(k) for k in COMPUTE_KEYS}
     c["precision"] = c["precision"] or "fp32"  # configs written before the option existed ran in float32
     c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify", "metapaths")}  # meta-paths: in model.metapaths where used
+    if c["dataset"].get("feature_norm", "none") == "none":  # the default computes what configs without the key did
+        c["dataset"].pop("feature_norm", None)
     if isinstance(c["model"], dict) and c["model"].get("metapath_select_runs", 0) is None:
         c["model"] = {k: v for k, v in c["model"].items() if k != "metapath_select_runs"}  # unset = before it existed
     return c

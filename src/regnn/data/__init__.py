@@ -7,21 +7,32 @@ from regnn.data.dataset import HeteroDataset
 from regnn.data.magnn import load_magnn
 from regnn.data.relation_graph import RelationGraph, build_relation_graph
 from regnn.data.specs import BUILTIN, MagnnSpec, builtin_spec
-from regnn.data.synthetic import make_synthetic
+from regnn.data.synthetic import make_count_graph, make_synthetic
 from regnn.errors import DataError
 
 __all__ = ["HeteroDataset", "RelationGraph", "build_relation_graph", "load_magnn", "MagnnSpec", "BUILTIN",
-           "builtin_spec", "make_synthetic", "load_dataset"]
+           "builtin_spec", "make_synthetic", "make_count_graph", "load_dataset"]
 
 
 def load_dataset(name: str, dir: str | Path | None = None, format: str = "magnn", feats_type: str | None = None,
-                 verify: bool = False, sums: str | Path | None = None, **options) -> HeteroDataset:
+                 verify: bool = False, sums: str | Path | None = None, feature_norm="none",
+                 **options) -> HeteroDataset:
     """One entry point for every dataset the configs can name.
 
     verify=True checks the files against the pinned SHA-256 sums (data/SHA256SUMS) before reading them.
+    feature_norm: none | row | standard, or {node type: method} (regnn.data.scaling); a feature matrix still far
+    outside the usual scale afterwards gets a warning naming the option.
     """
+    from regnn.data.scaling import apply_feature_norm
+
+    return apply_feature_norm(_load(name, dir, format, feats_type, verify, sums, **options), feature_norm)
+
+
+def _load(name, dir, format, feats_type, verify, sums, **options) -> HeteroDataset:
     if format == "synthetic":
         return make_synthetic(**options)
+    if format == "synthetic_counts":
+        return make_count_graph(**options)
     # -- OGB datasets and the user's own (dataset=ogbn_mag, dataset=custom) --------------------------
     if format == "ogb":
         from regnn.data.ogb import load_ogb
@@ -42,4 +53,4 @@ def load_dataset(name: str, dir: str | Path | None = None, format: str = "magnn"
             if problems:
                 raise DataError("; ".join(problems))
         return load_magnn(root, spec, feats_type)
-    raise DataError(f"unknown dataset format {format!r} (magnn, synthetic, ogb, custom)")
+    raise DataError(f"unknown dataset format {format!r} (magnn, synthetic, synthetic_counts, ogb, custom)")

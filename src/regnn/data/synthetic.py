@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from regnn.data.dataset import HeteroDataset
+from regnn.data.features import one_hot_ids
 
 
 def make_synthetic(num_items: int = 300, num_sources: int = 150, num_tags: int = 20, num_classes: int = 3,
@@ -43,9 +44,50 @@ def make_synthetic(num_items: int = 300, num_sources: int = 150, num_tags: int =
     features = {"item": torch.from_numpy(rng.normal(0, 1, (num_items, feat_dim)).astype(np.float32)),
                 "source": torch.from_numpy(src_x),
                 "tag": torch.from_numpy(rng.normal(0, 1, (num_tags, feat_dim)).astype(np.float32))}
-    perm = rng.permutation(num_items)
-    n_train, n_val = int(0.4 * num_items), int(0.2 * num_items)
-    splits = {"train": t(np.sort(perm[:n_train])), "val": t(np.sort(perm[n_train:n_train + n_val])),
-              "test": t(np.sort(perm[n_train + n_val:]))}
     return HeteroDataset(name="synthetic", graph=graph, features=features, target="item", labels=t(item_y),
-                         splits=splits, num_classes=num_classes)
+                         splits=random_split(rng, num_items, 0.4, 0.2), num_classes=num_classes)
+
+
+def random_split(rng, n: int, train: float, val: float) -> dict[str, torch.Tensor]:
+    """Sorted ids of a random train/val/test split of n nodes (the rest is test)."""
+    perm = rng.permutation(n)
+    a, b = int(train * n), int(train * n) + int(val * n)
+    return {s: torch.from_numpy(np.sort(ids).astype(np.int64)) for s, ids in
+            (("train", perm[:a]), ("val", perm[a:b]), ("test", perm[b:]))}
+
+
+def make_count_graph(num_items: int = 800, num_users: int = 400, num_tags: int = 50, num_classes: int = 3,
+                     feat_dim: int = 20, max_rate: float = 60.0, overlap: float = 0.8, user_degree: int = 6,
+                     homophily: float = 0.15, tag_degree: int = 4, seed: int = 0) -> HeteroDataset:
+    """A heterograph like many users' own: the target nodes' features are raw counts (Poisson, rates up to
+    `max_rate`) that carry most of the class signal, and the structure is only weakly informative.
+
+    Class c draws counts with rates max_rate * (overlap * shared + (1 - overlap) * own_c) per dimension, so the
+    classes overlap and features alone do not separate them perfectly. Every item links to `user_degree` users;
+    with probability `homophily` a user of its own class (users carry a class only through these links), else a
+    random one. Tags link to random items (no signal). Users and tags have no features (one-hot ids). Split
+    30/30/40 (train/val/test), so the validation set is large enough to compare settings on.
+    """
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, num_classes, num_items)
+    shared = rng.uniform(0.05, 1.0, feat_dim)
+    own = rng.uniform(0.05, 1.0, (num_classes, feat_dim))
+    rates = max_rate * (overlap * shared + (1 - overlap) * own)
+    x = rng.poisson(rates[y]).astype(np.float32)
+    user_y = np.arange(num_users) % num_classes
+    by_class = [np.flatnonzero(user_y == c) for c in range(num_classes)]
+    u_item = np.repeat(np.arange(num_items), user_degree)
+    same = rng.random(u_item.size) < homophily
+    u_user = np.where(same, [rng.choice(by_class[c]) for c in y[u_item]], rng.integers(0, num_users, u_item.size))
+    t_item = np.repeat(np.arange(num_items), tag_degree)
+    t_tag = rng.integers(0, num_tags, t_item.size)
+    t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
+    graph = dgl.heterograph({
+        ("item", "item->user", "user"): (t(u_item), t(u_user)),
+        ("user", "user->item", "item"): (t(u_user), t(u_item)),
+        ("item", "item->tag", "tag"): (t(t_item), t(t_tag)),
+        ("tag", "tag->item", "item"): (t(t_tag), t(t_item)),
+    }, num_nodes_dict={"item": num_items, "user": num_users, "tag": num_tags})
+    features = {"item": torch.from_numpy(x), "user": one_hot_ids(num_users), "tag": one_hot_ids(num_tags)}
+    return HeteroDataset(name="counts", graph=graph, features=features, target="item", labels=t(y),
+                         splits=random_split(rng, num_items, 0.3, 0.3), num_classes=num_classes)

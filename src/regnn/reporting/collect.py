@@ -30,3 +30,9 @@ def write_table(df: pd.DataFrame, md: pd.DataFrame, out: Path, name: str, title:
         notes = list(notes) + [f"Not trained yet, so not in this table: {', '.join(missing)}."]
     lines = [f"# {title}", "", markdown(md), ""] + [f"- {n}" for n in notes]
     (out / f"{name}.md").write_text("\n".join(lines) + "\n")
+
+
+def refuse_existing(prefix) -> str | None:
+    """An error line when PREFIX.csv or PREFIX.md exists (a listing is never written over), else None."""
+    taken = [str(p) for p in (Path(f"{prefix}.csv"), Path(f"{prefix}.md")) if p.exists()]
+    return f"error: {', '.join(taken)} already exists; move it away or pick another --out" if taken else None

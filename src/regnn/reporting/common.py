@@ -12,7 +12,7 @@ LABELS = {"gcn": "GCN", "gat": "GAT", "re_gcn": "RE-GCN", "re_gat": "RE-GAT", "g
           "gat_s": "GAT-S", "gat_e": "GAT-E", "sage": "GraphSAGE", "re_sage": "RE-GraphSAGE", "gin": "GIN",
           "re_gin": "RE-GIN", "gatv2": "GATv2", "re_gatv2": "RE-GATv2", "mixhop": "MixHop", "re_mixhop": "RE-MixHop",
           "rgcn": "R-GCN", "hgt": "HGT", "simple_hgn": "Simple-HGN", "han": "HAN", "gtn": "GTN", "gcn_m": "GCN-M",
-          "gat_m": "GAT-M"}
+          "gat_m": "GAT-M", "mlp": "MLP"}
 
 
 def label(model: str) -> str:

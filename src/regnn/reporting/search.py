@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from regnn.io_safe import read_json
-from regnn.reporting.collect import write_table
+from regnn.reporting.collect import refuse_existing, write_table
 
 
 def load_results(exp_dir) -> list[dict]:
@@ -50,10 +50,9 @@ def main(argv=None) -> int:
         print(f"error: no results.json under {a.exp_dir}")
         return 1
     if a.out:
-        csv, md = Path(a.out + ".csv"), Path(a.out + ".md")
-        taken = [str(p) for p in (csv, md) if p.exists()]
-        if taken:
-            print(f"error: {', '.join(taken)} already exists; move it away or pick another --out")
+        error = refuse_existing(a.out)
+        if error:
+            print(error)
             return 1
         out = Path(a.out)
         write_table(df, df.map(lambda v: f"{v:.2f}" if isinstance(v, float) else v), out.parent, out.name,
