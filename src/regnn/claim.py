@@ -60,25 +60,35 @@ def _place(marker: Path, pid: int) -> None:
             tmp.unlink()
 
 
+def acquire(out_dir: Path, marker: str = MARKER, doing: str = "trained",
+            fix: str = "wait for it to finish (a re-run then skips the cell), or choose another output directory") -> None:
+    """Takes out_dir for this process (its pid in `marker`); CellBusy when a live process holds it."""
+    path, me = Path(out_dir) / marker, os.getpid()
+    with _dir_lock(Path(out_dir)):
+        pid = _read_pid(path)
+        if pid is not None and pid != me and pid > 0 and alive(pid):
+            raise CellBusy(f"{out_dir} is being {doing} by process {pid} right now ({marker}); {fix}")
+        if pid is not None:
+            path.unlink()  # left by a process that is gone (or by this one)
+        _place(path, me)
+
+
+def release(out_dir: Path, marker: str = MARKER) -> None:
+    """Removes the marker if this process holds it (never another process's)."""
+    path = Path(out_dir) / marker
+    with _dir_lock(Path(out_dir)):
+        if _read_pid(path) == os.getpid():
+            path.unlink()
+
+
 @contextlib.contextmanager
 def claim(out_dir: Path):
     """Holds out_dir for this process; CellBusy when a live process holds it."""
     if int(os.environ.get("RANK", "0")) > 0:  # torchrun: rank 0 holds the claim for every rank
         yield
         return
-    out_dir = Path(out_dir)
-    marker, me = out_dir / MARKER, os.getpid()
-    with _dir_lock(out_dir):
-        pid = _read_pid(marker)
-        if pid is not None and pid != me and pid > 0 and alive(pid):
-            raise CellBusy(f"{out_dir} is being trained by process {pid} right now ({MARKER}); wait for it to "
-                           "finish (a re-run then skips the cell), or choose another output directory")
-        if pid is not None:
-            marker.unlink()  # left by a process that is gone (or by this one)
-        _place(marker, me)
+    acquire(out_dir)
     try:
         yield
     finally:
-        with _dir_lock(out_dir):
-            if _read_pid(marker) == me:
-                marker.unlink()
+        release(out_dir)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import subprocess
 import sys
 import warnings
@@ -33,8 +32,10 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from regnn import claim
 from regnn.config import REPO_ROOT
 from regnn.errors import ConfigError
+from regnn.io_safe import write_text
 from regnn.reporting.collect import refuse_existing, write_table
 
 log = logging.getLogger("regnn")
@@ -114,7 +115,7 @@ class TuneCallback(Callback):
 
         sweep = Path(config.hydra.sweep.dir)
         sweep.mkdir(parents=True, exist_ok=True)
-        _claim(sweep)
+        claim.acquire(sweep, CLAIM, "tuned", "wait for it to finish, or set hydra.sweep.dir to another folder")
         s = config.hydra.sweeper
         study = optuna.create_study(study_name=s.study_name, storage=s.storage, direction="maximize",
                                     load_if_exists=True)
@@ -170,23 +171,10 @@ class TuneCallback(Callback):
         render(frame, notes, sweep, "tune", f"Tuning on validation: {name}")
         for n in notes:
             log.info("tune: %s", n)
-        (sweep / CLAIM).unlink(missing_ok=True)
+        claim.release(sweep, CLAIM)
 
 
-CLAIM = ".tune.pid"
-
-
-def _claim(sweep: Path) -> None:
-    """One tune per study: a second one would mark the first one's running trial as interrupted. A claim whose
-    process is gone (a killed tune) is taken over."""
-    from regnn.pipeline import _alive
-
-    marker = sweep / CLAIM
-    pid = marker.read_text().strip() if marker.exists() else ""
-    if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
-        raise ConfigError(f"{sweep} is being tuned by process {pid} right now ({CLAIM}); wait for it to finish, "
-                          "or set hydra.sweep.dir to another folder")
-    marker.write_text(str(os.getpid()))
+CLAIM = ".tune.pid"  # one tune per study: a second one would mark the first one's running trial as interrupted
 
 
 def write_best(sweep: Path, params: dict, base: dict, value: float, number: int) -> Path:
@@ -194,7 +182,7 @@ def write_best(sweep: Path, params: dict, base: dict, value: float, number: int)
     merged = OmegaConf.to_container(OmegaConf.merge(base, _nested({k: _plain(v) for k, v in params.items()})))
     path = sweep / "tuned" / "best.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# @package _global_\n# Best of the tune in {sweep} by mean validation Micro-F1 ({value:.2f}, "
+    write_text(path, f"# @package _global_\n# Best of the tune in {sweep} by mean validation Micro-F1 ({value:.2f}, "
                     f"trial {number}).\n#   python train.py --config-dir {sweep} tuned=best ...   (or copy it into "
                     "conf/tuned/<dataset>_<model>.yaml)\n" + yaml.safe_dump(merged, sort_keys=True))
     return path
