@@ -58,7 +58,8 @@ def test_tuned_and_protocol_settings_are_selected():
     assert (acm_gat.model.hidden, acm_gat.model.dropout, acm_gat.optimizer.weight_decay) == (16, 0.2, 0.005)
     assert cfg("dataset=acm", "model=re_gcn").optimizer.weight_decay == 0.005
     assert cfg("dataset=imdb", "model=gcn").optimizer.weight_decay == 0.005
-    assert cfg("dataset=imdb", "model=gat").model.heads == 1
+    assert cfg("dataset=imdb", "model=gat").model.heads == 4  # plain GAT shares RE-GAT's settings (--no_re)
+    assert cfg("dataset=imdb", "model=gat").model.dropout == cfg("dataset=imdb", "model=re_gat").model.dropout == 0.5
     # the command line wins over tuned settings
     assert cfg("dataset=dblp", "model=re_gcn", "model.dropout=0.3").model.dropout == 0.3
     assert cfg("model.relation.scale=1").model.relation.scale == 1
