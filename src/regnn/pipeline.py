@@ -565,8 +565,15 @@ def _train_minibatch(cfg: DictConfig, out_dir: Path) -> dict:
     # every process keeps the runs rank 0 found finished, so all train the same ones
     kept = dist.broadcast_object({run: r for run in range(cfg.runs)
                                   if cfg.resume and (r := _reused_run(run_dir(run), cfg.seed + run))})
-    num_parameters = sum(p.numel() for p in build().parameters())  # every run builds its own
-    log.info("model: %s, %d parameters", cfg.model.name, num_parameters)
+    num_parameters = None  # counted on the first model built (a model holds learnable embeddings of every node)
+
+    def counted(model):
+        nonlocal num_parameters
+        if num_parameters is None:
+            num_parameters = sum(p.numel() for p in model.parameters())
+            log.info("model: %s, %d parameters", cfg.model.name, num_parameters)
+        return model
+
     records, weights = [], []
     for run in range(cfg.runs):
         seed = cfg.seed + run
@@ -579,7 +586,7 @@ def _train_minibatch(cfg: DictConfig, out_dir: Path) -> dict:
                      f"failed: {rec['failed']}" if "failed" in rec else f"test accuracy {rec['test_acc']:.2f}")
             continue
         seed_everything(seed, cfg.deterministic)
-        model = build()
+        model = counted(build())
         logger.start_run(run, seed)
         try:
             result = train_minibatch_run(
@@ -607,6 +614,8 @@ def _train_minibatch(cfg: DictConfig, out_dir: Path) -> dict:
         log.info("run %d/%d seed %d: test accuracy %.2f (Macro-F1 %.2f), val %.2f (best epoch %d of %d, %.0f "
                  "seeds/s, %.1fs)", run + 1, cfg.runs, seed, rec["test_acc"], rec["test_macro_f1"], rec["val_acc"],
                  rec["best_epoch"], rec["epochs"], rec["seeds_per_s"], rec["train_time_s"])
+    if num_parameters is None:  # every run was kept: count one model
+        counted(build())
     summary = {
         "dataset": str(cfg.dataset.name), "model": str(cfg.model.name), "trainer": "minibatch",
         "runs": int(cfg.runs), "seeds": [r["seed"] for r in records],

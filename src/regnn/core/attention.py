@@ -107,6 +107,12 @@ class _V2Scores(torch.autograd.Function):
                 (ga.reshape(ctx.attn_shape) if need[2] else None), None, None, None)
 
 
+def _check_without_w(weight: bool, in_dim: int, heads: int, out_dim: int) -> None:
+    if not weight and in_dim != heads * out_dim:
+        raise ValueError(f"an attention layer without W splits its input into heads: in_dim ({in_dim}) must "
+                         f"be heads * out_dim ({heads} * {out_dim})")
+
+
 class REGATConv(nn.Module):
     """GAT: score = LeakyReLU(a_l.z_u + a_r.z_v + w_r), softmax over in-edges, messages z_u, with z = W h.
 
@@ -118,9 +124,7 @@ class REGATConv(nn.Module):
                  negative_slope: float = 0.2, activation: str = "none", bias: bool = False,
                  residual: bool = False, weight: bool = True):
         super().__init__()
-        if not weight and in_dim != heads * out_dim:
-            raise ValueError(f"an attention layer without W splits its input into heads: in_dim ({in_dim}) must "
-                             f"be heads * out_dim ({heads} * {out_dim})")
+        _check_without_w(weight, in_dim, heads, out_dim)
         self.heads, self.out_dim = heads, out_dim
         self.fc = nn.Linear(in_dim, heads * out_dim, bias=False) if weight else None
         self.attn_l = nn.Parameter(torch.empty(1, heads, out_dim))
@@ -156,9 +160,7 @@ class REGATv2Conv(nn.Module):
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
                  negative_slope: float = 0.2, activation: str = "none", weight: bool = True):
         super().__init__()
-        if not weight and in_dim != heads * out_dim:
-            raise ValueError(f"an attention layer without W splits its input into heads: in_dim ({in_dim}) must "
-                             f"be heads * out_dim ({heads} * {out_dim})")
+        _check_without_w(weight, in_dim, heads, out_dim)
         self.heads, self.out_dim = heads, out_dim
         self.fc_src = nn.Linear(in_dim, heads * out_dim) if weight else None
         self.fc_dst = nn.Linear(in_dim, heads * out_dim) if weight else None

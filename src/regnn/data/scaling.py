@@ -117,8 +117,9 @@ def apply_feature_norm(data, feature_norm="none"):
         if method != "none" and not _is_placeholder(x):
             data.features[t] = scale_matrix(x, method)
     for t, x in data.features.items():
-        if far_outside(x):
-            biggest, row_sum, _ = scale_stats(x)
+        stats = scale_stats(x)
+        if _far(stats):
+            biggest, row_sum, _ = stats
             log.warning("%s: features of %r reach |x| = %.4g (row sums up to %.4g), far outside the usual scale; "
                         "set dataset.feature_norm=row or standard (or {%s: row}) to rescale them", data.name, t,
                         biggest, row_sum, t)
@@ -126,5 +127,9 @@ def apply_feature_norm(data, feature_norm="none"):
 
 
 def far_outside(x: torch.Tensor) -> bool:
-    biggest, row_sum, init_std = scale_stats(x)
+    return _far(scale_stats(x))
+
+
+def _far(stats: tuple[float, float, float]) -> bool:
+    biggest, row_sum, init_std = stats
     return (biggest > MAX_ABS or row_sum > MAX_ROW_SUM) and init_std > MAX_INIT_STD

@@ -43,15 +43,14 @@ class HeadsLinear(nn.Module):
 
 
 class HeadsConcat(nn.Module):
-    """Runs a multi-head conv and concatenates (hidden layers) or averages (output layer) its heads."""
+    """Runs a multi-head conv and concatenates its heads: (num_dst, heads, dim) -> (num_dst, heads * dim)."""
 
-    def __init__(self, conv: nn.Module, average: bool):
+    def __init__(self, conv: nn.Module):
         super().__init__()
-        self.conv, self.average = conv, average
+        self.conv = conv
 
     def forward(self, adj, h, alpha=None):
-        out = self.conv(adj, h, alpha)
-        return out.mean(1) if self.average else out.flatten(1)
+        return self.conv(adj, h, alpha).flatten(1)
 
 
 class NormAct(nn.Module):
@@ -114,9 +113,8 @@ def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, acti
     if num_layers < 2:
         raise ValueError(f"the released attention stack needs num_layers >= 2, got {num_layers}")
     convs = [HeadsConcat(conv(hidden if i == 0 else hidden * heads, hidden, heads=heads, activation=activation,
-                              **kw), average=False) for i in range(num_layers - 1)]
-    last = HeadsConcat(conv(hidden * heads, hidden, heads=heads, activation="none", weight=False, **kw),
-                       average=False)
+                              **kw)) for i in range(num_layers - 1)]
+    last = HeadsConcat(conv(hidden * heads, hidden, heads=heads, activation="none", weight=False, **kw))
     convs += [last, last]
     return Stack(convs, [heads] * num_layers, HeadsLinear(heads, hidden, num_classes),
                  relation_of=list(range(num_layers)) + [num_layers - 1])
@@ -131,8 +129,7 @@ def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activati
     _check_layout(layout)
     if layout == "stack":
         convs = [NormAct(HeadsConcat(REGATConv(hidden if i == 0 else hidden * heads, hidden, heads=heads,
-                                               attn_dropout=attn_dropout, negative_slope=attn_negative_slope),
-                                     average=False),
+                                               attn_dropout=attn_dropout, negative_slope=attn_negative_slope)),
                          hidden * heads, layer_norm, activation) for i in range(num_layers)]
         return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
     return _released_attention_stack(REGATConv, hidden, num_classes, num_layers, heads, activation,
