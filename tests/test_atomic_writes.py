@@ -10,6 +10,7 @@ from hydra import compose, initialize_config_dir
 
 import regnn.io_safe as io_safe
 import regnn.pipeline as pipeline
+import regnn.pipeline.fullbatch as fullbatch
 import regnn.training.minibatch as minibatch
 from conftest import REPO, run_train
 from regnn.io_safe import OutputError, read_json, write_text
@@ -40,13 +41,12 @@ def count_writes(monkeypatch, kill_at=None) -> list[str]:
             raise Killed(path)
         original(path, text)
 
-    monkeypatch.setattr(io_safe, "write_text", write)
-    monkeypatch.setattr(pipeline, "write_text", write)
+    monkeypatch.setattr(io_safe, "write_text", write)  # the cell store writes through io_safe at call time
     return seen
 
 
 def trained_runs(monkeypatch) -> list[int]:
-    runs, original = [], pipeline._train_one
+    runs, original = [], fullbatch.train_one
 
     def one(cfg, out_dir, run, *a, **k):
         runs.append(run)
@@ -57,7 +57,7 @@ def trained_runs(monkeypatch) -> list[int]:
         return original_mini(*a, seed=seed, **k)
 
     original_mini = minibatch.train_minibatch_run
-    monkeypatch.setattr(pipeline, "_train_one", one)
+    monkeypatch.setattr(fullbatch, "train_one", one)
     monkeypatch.setattr(minibatch, "train_minibatch_run", mini)
     return runs
 

@@ -147,10 +147,10 @@ def test_plain_and_re_backbones_share_their_settings(dataset, backbone):
     (["runs=10", "threads=2", "workers=1"], 10, 50_000, (1, 2)),
 ])
 def test_auto_workers_split_the_thread_budget(overrides, pending, edges, expect):
-    from regnn.pipeline import _workers
+    from regnn.pipeline.executor import plan_workers
     c = cfg("dataset=synthetic", *overrides)
-    assert _workers(c, "cpu", pending, int(c.threads), edges) == expect
-    assert _workers(c, "cuda", pending, int(c.threads), edges)[0] == (expect[0] if c.workers != "auto" else 1)
+    assert plan_workers(c, "cpu", pending, int(c.threads), edges) == expect
+    assert plan_workers(c, "cuda", pending, int(c.threads), edges)[0] == (expect[0] if c.workers != "auto" else 1)
 
 
 def test_importing_regnn_and_dgl_starts_no_pypi_version_check():

@@ -1,0 +1,50 @@
+"""The only place that reads a DictConfig: load data, build models, train `runs` seeds, write results.
+
+train(cfg, out_dir) composes small parts:
+- validation (regnn.config): every bad value, and every model x trainer pair that cannot run, refused in one line
+  before anything is written;
+- the cell store (store.py): the output directory, its claim, resume and extension, the summary;
+- the job that trains the cell's runs: full-batch (fullbatch.py, runs in turn or in the worker processes of
+  executor.py) or mini-batch (minibatch.py, under torchrun too);
+- for GCN-M / GAT-M (model.metapath=best), the meta-path choice (metapath.py): one sub-cell per meta-path,
+  each trained through the store like any cell.
+from_config.py turns config keys into the model's and loader's arguments.
+"""
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from regnn.config import validate, validate_minibatch
+from regnn.data.features import FEATS_TYPES
+from regnn.models import BACKBONES
+from regnn.pipeline import fullbatch, metapath, minibatch
+from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
+from regnn.pipeline.store import CellStore
+
+__all__ = ["train", "train_cell", "arch_of", "build_model", "load_data", "model_kwargs"]
+
+
+def train(cfg: DictConfig, out_dir: str | Path) -> dict:
+    """Trains cfg.runs models and writes everything under out_dir; returns the summary (also results.json)."""
+    check(cfg)
+    if metapath.chosen(cfg):  # one sub-cell per meta-path, each a cell of its own; the best one reported
+        return CellStore(cfg, out_dir).train(partial(metapath.choose, train_cell=train_cell))
+    return train_cell(cfg, Path(out_dir))
+
+
+def check(cfg: DictConfig) -> None:
+    """Raises ConfigError (one line: the value, the reason, the fix) for a config that cannot train."""
+    validate(cfg, BACKBONES, FEATS_TYPES)
+    if cfg.trainer.name == "minibatch":
+        from regnn.training.minibatch import EVAL_MODES
+        validate_minibatch(cfg, EVAL_MODES)
+    if metapath.chosen(cfg):
+        metapath.select_runs(cfg)
+
+
+def train_cell(cfg: DictConfig, out_dir: Path) -> dict:
+    """One cell of cfg's trainer through the store: skipped when finished with these settings, else trained."""
+    return CellStore(cfg, out_dir).train(minibatch.run if cfg.trainer.name == "minibatch" else fullbatch.run)

@@ -1,0 +1,145 @@
+"""The full-batch job: load the data once, train the cell's pending runs (in turn or in worker processes), write
+each run and the summary through the cell store."""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from regnn.evaluation.clustering import cluster_scores
+from regnn.loggers import make_logger
+from regnn.pipeline.executor import plan_workers, run_in_workers
+from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
+from regnn.pipeline.store import CellStore, failed_note, run_record
+from regnn.training.device import select_device
+from regnn.training.divergence import Diverged, failed_record
+from regnn.training.perf import keep_freed_memory
+from regnn.training.seed import seed_everything
+from regnn.training.trainer import Progress, train_run
+
+log = logging.getLogger("regnn")
+# torch's own thread count (one per core), read before any job sets its own: a multirun process or GCN-M's
+# meta-path jobs train again after an earlier job lowered it
+DEFAULT_THREADS = torch.get_num_threads()
+
+SUMMARY_KEYS = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1", "best_epoch", "epochs",
+                "train_time_s", "epoch_time_s", "nmi", "ari")
+
+
+class Job:
+    """What every run of a cell shares: the data and the model's inputs on the device."""
+
+    def __init__(self, cfg: DictConfig, device, t0: float | None = None):
+        self.cfg, self.device = cfg, device
+        t0 = time.perf_counter() if t0 is None else t0
+        self.data = data = load_data(cfg.dataset)
+        self.load_s = time.perf_counter() - t0
+        self.inputs = arch_of(cfg.model).prepare(data, device, **model_kwargs(cfg.model))
+        self.feats = {t: x.to(device) for t, x in data.features.items()}
+        self.labels = data.labels.to(device)
+        self.splits = {s: i.to(device) for s, i in data.splits.items()}
+
+
+def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
+    """Trains, scores and saves run `run` (seed cfg.seed + run) in runs/run_XX/; returns (record, result), the
+    result None for a run that diverged."""
+    cfg, data = job.cfg, job.data
+    seed = cfg.seed + run
+    seed_everything(seed, cfg.deterministic)
+    model = build_model(cfg.model, data, job.inputs).to(job.device)
+    logger.start_run(run, seed)
+    try:
+        result = train_run(model, job.inputs, job.feats, job.labels, job.splits, seed=seed,
+                           optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
+                           max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
+                           precision=str(cfg.precision), on_epoch=logger.log_epoch, progress=progress)
+    except Diverged as e:
+        progress.close()
+        return store.save_failed(failed_record(run, seed, e), logger), None
+    rec = run_record(result, run)
+    if cfg.clustering.enabled and result.embeddings is not None:
+        test = data.splits["test"]
+        rec |= cluster_scores(result.embeddings[test].numpy(), data.labels[test].numpy(), data.num_classes,
+                              repeats=cfg.clustering.repeats, seed=cfg.clustering.seed)
+    logger.end_run(rec)
+    store.save_run(rec, result, data, cfg.save_embeddings)
+    log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f%s (best epoch %d of %d, %.1fs)", run + 1,
+             cfg.runs, seed, rec["test_micro_f1"], rec["test_macro_f1"],
+             f" NMI {rec['nmi']:.2f} ARI {rec['ari']:.2f}" if "nmi" in rec else "", rec["best_epoch"],
+             rec["epochs"], rec["train_time_s"])
+    return rec, result
+
+
+def run(cfg: DictConfig, store: CellStore) -> dict:
+    """Trains cfg.runs models (those not finished earlier) and writes the cell; returns its summary."""
+    keep_freed_memory(every_size=True)
+    threads = int(cfg.threads) if cfg.threads else DEFAULT_THREADS  # the job's CPU budget
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    device, why = select_device(str(cfg.device))
+    label = f"{cfg.model.name} on {cfg.dataset.name}"
+    log.info("%s: device %s, %d threads, %d runs from seed %d", label, why, torch.get_num_threads(), cfg.runs, cfg.seed)
+
+    t0 = time.perf_counter()
+    job = Job(cfg, device, t0)
+    data, g = job.data, job.data.graph
+    log.info("data: %s, %d nodes of %d types, %d edges of %d relation types (%s), %d %s classes, "
+             "train/val/test %d/%d/%d (%.1fs)", data.name, g.num_nodes(), len(g.ntypes), g.num_edges(),
+             len(g.etypes), ", ".join(g.etypes), data.num_classes, data.target,
+             *(len(data.splits[s]) for s in ("train", "val", "test")), job.load_s)
+
+    plain_cfg = OmegaConf.to_container(cfg, resolve=True)
+    logger = make_logger(out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
+                         **{k: v for k, v in plain_cfg["logger"].items()})
+    store.write_config()  # lets a resume check the runs
+    kept = store.kept_runs()
+    pending = [r for r in range(cfg.runs) if r not in kept]
+    workers, worker_threads = plan_workers(cfg, device, len(pending), threads, g.num_edges())
+    torch.set_num_threads(worker_threads)  # the runs trained here use what a worker would
+    model = build_model(cfg.model, data, job.inputs)  # for its size and relation names; every run builds its own
+    num_parameters = sum(p.numel() for p in model.parameters())
+    log.info("model: %s, %d parameters", cfg.model.name, num_parameters)
+    peak_gb = 0.0
+    if workers > 1:  # independent runs side by side, one process each at a time; they write runs/run_XX/
+        log.info("%d runs in %d worker processes of %d thread%s each", len(pending), workers, worker_threads,
+                 "s" * (worker_threads > 1))
+        peak_gb = run_in_workers(store.dir, pending, workers, worker_threads, _worker_setup,
+                                 (plain_cfg, str(store.dir)), _worker_run)
+    elif pending and worker_threads != threads:
+        log.info("each run uses %d thread%s, as the other runs of this cell", worker_threads, "s" * (worker_threads > 1))
+
+    def train_here(r: int):
+        rec, result = train_one(job, store, r, logger, Progress(f"[{label} run {r + 1}/{cfg.runs}]"))
+        return rec, None if result is None else result.relation_weights
+
+    records, weights = store.collect(kept, train_here, trained_elsewhere=set(pending) if workers > 1 else ())
+    summary = store.summary(records, SUMMARY_KEYS, t0, device=device, device_note=why,
+                            environment={"threads": worker_threads, "workers": workers},
+                            num_parameters=num_parameters, relation_names=getattr(model, "relation_names", []),
+                            worker_peak_gb=peak_gb)
+    store.finish(summary, weights)  # config.yaml was written before the first run
+    logger.finish(summary)
+    m = summary["metrics"]
+    if m:
+        log.info("%s (%d runs%s): Macro-F1 %.2f ± %.2f | Micro-F1 %.2f ± %.2f  -> %s", label,
+                 summary["finished_runs"], failed_note(summary), m["test_macro_f1"]["mean"], m["test_macro_f1"]["std"],
+                 m["test_micro_f1"]["mean"], m["test_micro_f1"]["std"], store.dir)
+    return summary
+
+
+# -- one worker process of run_in_workers: the job is set up once, then trains the runs it is handed ----------
+_WORKER: dict = {}
+
+
+def _worker_setup(plain_cfg: dict, out_dir: str) -> None:
+    cfg = OmegaConf.create(plain_cfg)
+    device, _ = select_device(str(cfg.device))
+    _WORKER.update(job=Job(cfg, device), store=CellStore(cfg, Path(out_dir)))
+
+
+def _worker_run(run: int) -> None:
+    w = _WORKER
+    train_one(w["job"], w["store"], run, make_logger("none", w["store"].dir, "", {}), Progress("", enabled=False))

@@ -1,0 +1,129 @@
+"""The mini-batch job: neighbour sampling (regnn.training.minibatch) for graphs too large for full-batch training,
+optionally one process per device under torchrun (only rank 0 writes anything). It trains the RE-GNN stacks
+(model.arch=regnn); regnn.config.validate_minibatch refuses the others before anything is written."""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from regnn.loggers import make_logger
+from regnn.pipeline.from_config import load_data, model_kwargs
+from regnn.pipeline.store import CellStore, failed_note, peak_rss_gb, run_record
+from regnn.training.device import select_device
+from regnn.training.divergence import Diverged, failed_record
+from regnn.training.perf import keep_freed_memory
+from regnn.training.seed import seed_everything
+
+log = logging.getLogger("regnn")
+
+SUMMARY_KEYS = ("test_acc", "val_acc", "test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1",
+                "best_epoch", "epochs", "train_time_s", "epoch_time_s", "seeds_per_s")
+
+
+def run(cfg: DictConfig, store: CellStore) -> dict:
+    """Like the full-batch job, with regnn.training.minibatch; under torchrun only rank 0 writes anything."""
+    from regnn.models.regnn import REGNN
+    from regnn.training.distributed import Dist, param_digest
+    from regnn.training.minibatch import train_minibatch_run
+    from regnn.training.node_inputs import NodeInputs, SampledREGNN
+    from regnn.training.sampling import SampledGraph
+
+    t = cfg.trainer
+    keep_freed_memory()
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    device, why = select_device(str(cfg.device))
+    dist = Dist.from_env(str(t.ddp_backend), device)
+    if dist.enabled and device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+    store = store.at(Path(dist.broadcast_object(str(store.dir))))  # every process reports to rank 0's directory
+    if not dist.is_main:
+        log.setLevel(logging.WARNING)  # one progress stream: rank 0's
+    label = f"{cfg.model.name} on {cfg.dataset.name}"
+    log.info("%s: mini-batch, device %s, %d threads, %d runs from seed %d%s", label, why, torch.get_num_threads(),
+             cfg.runs, cfg.seed, f", process {dist.rank} of {dist.world_size} ({dist.backend})" if dist.enabled else "")
+    t0 = time.perf_counter()
+    with dist.main_first():  # rank 0 first: ogb writes its processed cache on first use
+        data = load_data(cfg.dataset)
+    sg = SampledGraph(data)
+    load_s = time.perf_counter() - t0
+    log.info("data: %s, %d nodes of %d types, %d edges of %d relation types, %d %s classes, train/val/test "
+             "%d/%d/%d (%.1fs, peak memory %.2f GB)", data.name, data.graph.num_nodes(), len(data.graph.ntypes),
+             data.graph.num_edges(), len(data.graph.etypes), data.num_classes, data.target,
+             *(len(data.splits[s]) for s in ("train", "val", "test")), load_s, peak_rss_gb())
+    plain_cfg = OmegaConf.to_container(cfg, resolve=True)
+    logger = make_logger(out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
+                         **(plain_cfg["logger"] if dist.is_main else {"name": "none"}))
+    eval_fanouts = OmegaConf.to_container(t.eval_fanouts) if t.eval_fanouts is not None else None
+
+    def build():
+        inputs = NodeInputs(data.features, embed_dim=int(t.embed_dim))
+        regnn = REGNN(in_dims=inputs.in_dims, num_classes=data.num_classes, relation_names=sg.relation_names,
+                      num_edge_relations=sg.num_edge_relations, **model_kwargs(cfg.model))
+        return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(device)
+
+    if dist.is_main:
+        store.write_config()  # first: lets a resume check the settings of the runs it keeps
+    # every process keeps the runs rank 0 found finished, so all train the same ones
+    kept = dist.broadcast_object(store.kept_runs())
+    num_parameters = None  # counted on the first model built (a model holds learnable embeddings of every node)
+
+    def counted(model):
+        nonlocal num_parameters
+        if num_parameters is None:
+            num_parameters = sum(p.numel() for p in model.parameters())
+            log.info("model: %s, %d parameters", cfg.model.name, num_parameters)
+        return model
+
+    def train_here(run: int):
+        seed = cfg.seed + run
+        seed_everything(seed, cfg.deterministic)
+        model = counted(build())
+        logger.start_run(run, seed)
+        try:
+            result = train_minibatch_run(
+                model, sg, data.labels, data.splits, seed=seed, num_classes=data.num_classes,
+                optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True), fanouts=list(t.fanouts),
+                batch_size=t.batch_size, eval=t.eval, eval_fanouts=eval_fanouts, eval_batch_size=t.eval_batch_size,
+                max_epochs=t.max_epochs, patience=t.patience, max_batches=t.max_batches, num_workers=t.num_workers,
+                embed_lr=t.embed_lr, log_every=t.log_every, device=device, dist=dist,
+                evaluator=str(cfg.dataset.get("ogb_name", "ogbn-mag")), on_epoch=logger.log_epoch)
+        except Diverged as e:
+            rec = failed_record(run, seed, e)
+            return (store.save_failed(rec, logger) if dist.is_main else rec), None
+        rec = run_record(result, run)
+        rec["seeds_per_s"] = float(np.median([h["seeds_per_s"] for h in result.history]))
+        rec["peak_rss_gb"] = peak_rss_gb()
+        if dist.enabled:
+            rec["ddp"] = {"world_size": dist.world_size, "backend": dist.backend,
+                          "param_digests": dist.gather_objects(param_digest(model))}
+        logger.end_run(rec)
+        if dist.is_main:
+            store.save_run(rec, result, data, False)
+        log.info("run %d/%d seed %d: test accuracy %.2f (Macro-F1 %.2f), val %.2f (best epoch %d of %d, %.0f "
+                 "seeds/s, %.1fs)", run + 1, cfg.runs, seed, rec["test_acc"], rec["test_macro_f1"], rec["val_acc"],
+                 rec["best_epoch"], rec["epochs"], rec["seeds_per_s"], rec["train_time_s"])
+        return rec, result.relation_weights
+
+    records, weights = store.collect(kept, train_here, score=("test_acc", "test accuracy"))
+    if num_parameters is None:  # every run was kept: count one model
+        counted(build())
+    summary = store.summary(records, SUMMARY_KEYS, t0, device=device, device_note=why, trainer="minibatch",
+                            environment={"threads": torch.get_num_threads(), "processes": dist.world_size},
+                            num_parameters=num_parameters, relation_names=sg.relation_names,
+                            extra={"load_time_s": load_s})
+    if dist.is_main:
+        store.finish(summary, weights)
+    logger.finish(summary)
+    m = summary["metrics"]
+    if m:
+        log.info("%s (%d runs%s): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s", label,
+                 summary["finished_runs"], failed_note(summary), m["test_acc"]["mean"], m["test_acc"]["std"],
+                 m["seeds_per_s"]["mean"], summary["peak_rss_gb"], store.dir)
+    dist.close()
+    return summary

@@ -1,0 +1,275 @@
+"""The cell store: one output directory per dataset x model cell, and everything written into it.
+
+A cell holds config.yaml (written before the first run: a resume checks its settings), runs/run_XX/ (one
+finished run each; results.json written last marks it finished), relation_weights.json and results.json (the
+summary, written last: it marks the cell finished). The store refuses to overwrite a finished or started cell
+unless resume=true, holds the directory for one writer per host (regnn.claim), skips a finished cell, extends one
+that is asked for more runs (its finished runs kept) and builds the one summary both trainers write.
+
+Every file is written whole through regnn.io_safe (looked up at call time, so a test or probe that replaces
+io_safe.write_text sees every write).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import platform
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from regnn import io_safe
+from regnn.claim import claim
+from regnn.errors import ConfigError
+from regnn.evaluation.metrics import mean_std
+from regnn.training.divergence import finished, summary_metrics
+
+log = logging.getLogger("regnn")
+
+# the parts of a config that decide what a run computes (paths, logging and resume do not)
+COMPUTE_KEYS = ("dataset", "model", "optimizer", "trainer", "seed", "runs", "deterministic", "clustering",
+                "precision")
+
+
+def computation(cfg) -> dict:
+    """The settings of cfg (a plain dict or config) that decide what it computes, as configs of any age spell them."""
+    c = {k: cfg.get(k) for k in COMPUTE_KEYS}
+    c["precision"] = c["precision"] or "fp32"  # configs written before the option existed ran in float32
+    c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify", "metapaths")}  # meta-paths: in model.metapaths where used
+    if c["dataset"].get("feature_norm", "none") == "none":  # the default computes what configs without the key did
+        c["dataset"].pop("feature_norm", None)
+    if isinstance(c["model"], dict) and c["model"].get("metapath_select_runs", 0) is None:
+        c["model"] = {k: v for k, v in c["model"].items() if k != "metapath_select_runs"}  # unset = before it existed
+    return c
+
+
+def stored_config(out_dir: Path) -> dict | None:
+    """The config.yaml an earlier training of out_dir wrote, or None when there is none, or it is empty or
+    unreadable (a write cut short): then there is nothing to compare with."""
+    path = out_dir / "config.yaml"
+    try:
+        stored = OmegaConf.to_container(OmegaConf.load(path), resolve=False) if path.stat().st_size else None
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001  (yaml and omegaconf raise their own errors for damaged text)
+        stored = None
+    if not isinstance(stored, dict) or not stored:
+        log.warning("%s is empty or unreadable; treated as absent", path)
+        return None
+    return stored
+
+
+def check_same_computation(cfg: DictConfig, out_dir: Path) -> int | None:
+    """A resumed cell must have been computed with the same settings; say which differ otherwise.
+
+    Returns None when they agree (or nothing is stored), or the stored number of runs when only `runs` differs
+    and more are asked for now: the cell is then extended, its finished runs kept (see CellStore.reused_run).
+    """
+    stored = stored_config(out_dir)
+    if stored is None:
+        return None
+    stored = computation(stored)
+    now = computation(OmegaConf.to_container(cfg, resolve=True))
+    diff = [k for k in COMPUTE_KEYS if stored.get(k) != now.get(k)]
+    if diff == ["runs"] and int(now["runs"]) > int(stored["runs"]):
+        return int(stored["runs"])
+    if diff:
+        raise ConfigError(f"{out_dir} holds results computed with other settings ({', '.join(diff)} differ); "
+                          "move that directory away or choose another experiment directory")
+    return None
+
+
+def unused_path(path: Path) -> Path:
+    """path, or path with .1, .2, ... before its suffix when taken: nothing is ever overwritten."""
+    k, p = 0, path
+    while p.exists():
+        k += 1
+        p = path.with_name(f"{path.stem}.{k}{path.suffix}")
+    return p
+
+
+def peak_rss_gb() -> float:
+    """This process's peak resident memory so far (a multirun process holds several cells)."""
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+
+
+def run_record(result, run: int) -> dict:
+    """The per-run record of a trainer's RunResult: its scores, best epoch and times."""
+    epoch_times = [h["epoch_time_s"] for h in result.history]
+    return {"run": run, "seed": result.seed, "best_epoch": result.best_epoch, "epochs": result.epochs,
+            **result.metrics, "train_time_s": result.train_time_s,
+            "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None}
+
+
+def failed_note(summary: dict) -> str:
+    return f"; {summary['failed_runs']} more diverged and are left out" if summary.get("failed_runs") else ""
+
+
+def _dgl_version() -> str | None:
+    try:
+        import dgl
+    except ImportError:
+        return None
+    return dgl.__version__
+
+
+class CellStore:
+    """The output directory of one cell, trained with cfg."""
+
+    def __init__(self, cfg: DictConfig, out_dir: str | Path):
+        self.cfg, self.dir = cfg, Path(out_dir)
+        self.results = self.dir / "results.json"
+
+    def at(self, out_dir: str | Path) -> CellStore:
+        """The same cell written to another directory (under torchrun: rank 0's, for every rank)."""
+        return CellStore(self.cfg, out_dir)
+
+    @contextlib.contextmanager
+    def opened(self):
+        """Holds the directory for this process over the block (CellBusy when a live process holds it) and
+        yields the stored summary when the cell is finished with these settings (nothing to train), else None.
+
+        An empty or unreadable results.json or config.yaml (a write cut short) counts as absent: the cell is
+        trained again, its finished runs kept."""
+        self._refuse_overwrite()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with claim(self.dir):
+            yield self._finished()
+
+    def train(self, job) -> dict:
+        """The stored summary of a finished cell, or job(cfg, store)'s, which trains the cell and writes it."""
+        with self.opened() as done:
+            return done if done is not None else job(self.cfg, self)
+
+    def _refuse_overwrite(self) -> None:
+        if self.cfg.resume:
+            return
+        if io_safe.read_json(self.results) is not None:
+            raise ConfigError(f"{self.dir} already holds results.json; refusing to overwrite it. Choose another "
+                              "hydra.run.dir, or set resume=true to keep it and skip the run")
+        if any((self.dir / "runs").glob("run_*/results.json")):
+            raise ConfigError(f"{self.dir} holds finished runs of an unfinished training; set resume=true to keep "
+                              "them and train the rest, or choose another hydra.run.dir")
+        if stored_config(self.dir) is not None:
+            raise ConfigError(f"{self.dir} already holds the config.yaml of an earlier training; refusing to "
+                              "overwrite it. Choose another hydra.run.dir, or set resume=true to continue that "
+                              "training (its settings are checked)")
+
+    def _finished(self) -> dict | None:
+        stored = io_safe.read_json(self.results)
+        if stored is None:
+            if self.cfg.resume:
+                check_same_computation(self.cfg, self.dir)  # an unfinished cell: config.yaml is written first
+            return None
+        stored_runs = check_same_computation(self.cfg, self.dir)
+        if stored_runs is None:
+            log.info("%s already holds results; skipped (resume=true)", self.dir)
+            return stored
+        kept = unused_path(self.dir / f"results.{stored_runs}runs.json")
+        self.results.rename(kept)
+        log.info("%s: extending %d runs to %d (the %d finished runs are kept; their summary moved to %s)",
+                 self.dir, stored_runs, self.cfg.runs, stored_runs, kept.name)
+        return None
+
+    # -- runs -------------------------------------------------------------------------------------------
+    def run_dir(self, run: int) -> Path:
+        return self.dir / "runs" / f"run_{run:02d}"
+
+    def reused_run(self, run: int) -> tuple[dict, list] | None:
+        """(record, relation weights) of run `run` finished by an earlier, interrupted or smaller training of
+        this cell (its settings were checked against config.yaml), or None when the run has to be trained."""
+        path, seed = self.run_dir(run) / "results.json", self.cfg.seed + run
+        rec = io_safe.read_json(path)  # missing, empty or unreadable: the run is trained again
+        if rec is None:
+            return None
+        if rec.get("seed") != seed:
+            raise ConfigError(f"{path} was trained with seed {rec.get('seed')}, this run needs seed {seed}; "
+                              "move that directory away or choose another hydra.run.dir")
+        return rec, rec.pop("relation_weights", [])
+
+    def kept_runs(self) -> dict[int, tuple[dict, list]]:
+        """The runs finished earlier (resume=true only), by run number."""
+        return {run: r for run in range(self.cfg.runs) if self.cfg.resume and (r := self.reused_run(run))}
+
+    def collect(self, kept: dict, train_here, trained_elsewhere=(), score=("test_micro_f1", "test Micro-F1")):
+        """(records, relation weights) of runs 0..runs-1 in order: those in `kept` as stored, those in
+        `trained_elsewhere` (by worker processes) read back, the others trained here by train_here(run) ->
+        (record, relation weights). A failed run has a record, never weights."""
+        records, weights = [], []
+        for run in range(self.cfg.runs):
+            seed = self.cfg.seed + run
+            if run in kept or run in trained_elsewhere:
+                reused = kept.get(run) or self.reused_run(run)
+                if reused is None:
+                    raise RuntimeError(f"{self.run_dir(run)} holds no results after its worker finished")
+                rec, layers = reused
+                if run in kept:
+                    log.info("run %d/%d seed %d: finished earlier, kept (%s)", run + 1, self.cfg.runs, seed,
+                             f"failed: {rec['failed']}" if "failed" in rec else f"{score[1]} {rec[score[0]]:.2f}")
+            else:
+                rec, layers = train_here(run)
+            records.append(rec)
+            if "failed" not in rec:
+                weights.append({"run": run, "seed": seed, "layers": layers})
+        return records, weights
+
+    def write_config(self) -> None:
+        io_safe.write_text(self.dir / "config.yaml", OmegaConf.to_yaml(self.cfg, resolve=True))
+
+    def save_failed(self, rec: dict, logger) -> dict:
+        """A diverged run: recorded as failed (kept on resume: the same seed diverges again), never scored."""
+        log.error("run %d/%d seed %d failed: %s", rec["run"] + 1, self.cfg.runs, rec["seed"], rec["failed"])
+        logger.end_run(rec)
+        run_dir = self.run_dir(rec["run"])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        io_safe.write_json(run_dir / "results.json", {**rec, "relation_weights": []})
+        return rec
+
+    def save_run(self, rec: dict, result, data, save_embeddings: bool) -> None:
+        run_dir = self.run_dir(rec["run"])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        io_safe.write_text(run_dir / "history.csv", pd.DataFrame(result.history).to_csv(index=False))
+        if save_embeddings and result.embeddings is not None:
+            test = data.splits["test"]
+            np.savez_compressed(run_dir / "embeddings.npz", node_ids=test.numpy(),
+                                embeddings=result.embeddings[test].numpy(), labels=data.labels[test].numpy())
+        # results.json last (and whole): its presence marks a finished run (reused_run)
+        io_safe.write_json(run_dir / "results.json", {**rec, "relation_weights": result.relation_weights})
+
+    # -- the cell's summary -------------------------------------------------------------------------------
+    def summary(self, records: list[dict], keys, t0: float, *, device, device_note: str, environment: dict,
+                num_parameters: int, relation_names, extra: dict | None = None, trainer: str | None = None,
+                worker_peak_gb: float = 0.0) -> dict:
+        """The cell's results.json: metrics (mean ± std of `keys`) over its finished runs, every run's record,
+        the model's size, the environment and times. peak_rss_gb: of this process so far (a multirun process
+        holds several cells), or of its largest worker process."""
+        ok = finished(records)
+        return {
+            "dataset": str(self.cfg.dataset.name), "model": str(self.cfg.model.name),
+            **({"trainer": trainer} if trainer else {}),
+            "runs": int(self.cfg.runs), "seeds": [r["seed"] for r in records],
+            "metrics": summary_metrics(records, keys, mean_std), "finished_runs": len(ok),
+            "failed_runs": len(records) - len(ok),
+            "per_run": records,
+            "num_parameters": int(num_parameters),
+            "relation_names": list(relation_names),
+            **(extra or {}),
+            "environment": {"device": str(device), "device_note": device_note, **environment,
+                            "torch": torch.__version__, "dgl": _dgl_version(), "python": platform.python_version(),
+                            "machine": platform.machine()},
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "wall_time_s": time.perf_counter() - t0,
+            "peak_rss_gb": max(peak_rss_gb(), worker_peak_gb),
+        }
+
+    def finish(self, summary: dict, weights: list | None = None) -> None:
+        """Writes the relation weights (when given), then results.json, which marks the cell finished."""
+        if weights is not None:
+            io_safe.write_json(self.dir / "relation_weights.json", weights)
+        io_safe.write_json(self.results, summary)
