@@ -74,15 +74,28 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
 
 
 # -- trainer=minibatch: checks of the mini-batch trainer's values -------------------------------------------
+# backbones whose layers run on sampled blocks: GIN and MixHop normalise by whole-graph degrees, GATv2 has only
+# the authors' full-batch stack (refused with its own reason)
+MINIBATCH_BACKBONES = ("gcn", "gat", "sage", "mlp")
+
+
 def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     """The mini-batch trainer's values, and the model settings it cannot run with."""
     t, m = cfg.trainer, cfg.model
+    arch = m.get("arch", "regnn")
+    _check(arch == "regnn", "model.arch", arch, f"trainer=minibatch trains the RE-GNN stacks only, not the "
+           f"heterogeneous baseline {m.name}: train it with trainer=fullbatch")
     if m.get("backbone") in ("gat", "gatv2"):
         _check(m.backbone == "gat", "model.backbone", m.backbone, "trainer=minibatch has GAT layers one per "
-               "sampled hop (layout=stack) for gat only; gatv2 has the authors' full-batch stack alone")
+               "sampled hop (layout=stack) for gat only; gatv2 has the authors' full-batch stack alone: use a gat "
+               "model, or trainer=fullbatch")
         _check(m.get("layout", "authors") == "stack", "model.layout", m.get("layout", "authors"),
                "the authors' attention stack applies its last layer twice, one call more than sampled hops: "
                "use model.layout=stack with trainer=minibatch (conf/layout/ sets it for gat and re_gat)")
+    _check(m.backbone in MINIBATCH_BACKBONES, "model.backbone", m.backbone,
+           f"trainer=minibatch runs {', '.join(MINIBATCH_BACKBONES)} layers on sampled blocks; {m.backbone} layers "
+           f"need the whole graph (gin and mixhop normalise by its source degrees): train model={m.name} with "
+           "trainer=fullbatch")
     fan = OmegaConf.to_container(t.fanouts) if OmegaConf.is_list(t.fanouts) else t.fanouts
     _check(isinstance(fan, list) and fan and all(isinstance(f, int) and (f > 0 or f == -1) for f in fan),
            "trainer.fanouts", fan, "must be a list of positive integers (or -1: every neighbour), input layer first")
