@@ -176,7 +176,7 @@ def _train_fullbatch(cfg: DictConfig, out_dir: Path, summary_path: Path) -> dict
     threads = int(cfg.threads) if cfg.threads else DEFAULT_THREADS  # the job's CPU budget
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
-    device, why = select_device(str(cfg.device))
+    device, why = select_device(str(cfg.device), cfg.model.get("arch", "regnn"))
     label = f"{cfg.model.name} on {cfg.dataset.name}"
     log.info("%s: device %s, %d threads, %d runs from seed %d", label, why, torch.get_num_threads(), cfg.runs, cfg.seed)
 
@@ -395,7 +395,7 @@ def _worker_init(plain_cfg: dict, out_dir: str, threads: int, queue, parent: int
     keep_freed_memory(every_size=True)
     torch.set_num_threads(threads)
     cfg = OmegaConf.create(plain_cfg)
-    device, _ = select_device(str(cfg.device))
+    device, _ = select_device(str(cfg.device), cfg.model.get("arch", "regnn"))
     data = load_data(cfg.dataset)
     inputs = arch_of(cfg.model).prepare(data, device, **model_kwargs(cfg.model))
     _WORKER.update(cfg=cfg, out_dir=Path(out_dir), data=data, inputs=inputs, device=device,
