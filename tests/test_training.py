@@ -5,6 +5,7 @@ import torch
 from sklearn.metrics import f1_score
 
 from regnn.data import make_synthetic
+from regnn.errors import ConfigError
 from regnn.evaluation.metrics import f1_scores, mean_std
 from regnn.models import REGNN, RelationInputs
 from regnn.training.device import select_device
@@ -96,7 +97,7 @@ def test_device_selection_explains_cpu_fallback():
     dev, why = select_device("auto")
     if not torch.cuda.is_available():
         assert dev.type == "cpu" and "no CUDA device" in why
-        with pytest.raises(RuntimeError, match="device=cuda requested but torch sees no CUDA device"):
+        with pytest.raises(ConfigError, match="device=cuda requested but torch sees no CUDA device"):
             select_device("cuda")
     assert select_device("cpu")[0].type == "cpu"
 

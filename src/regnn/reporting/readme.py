@@ -55,12 +55,7 @@ PAGES = {
         Part("scale_benchmark_scale0.05.md", "Scale benchmark: 5% size, one whole epoch per model"),
         Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole RE-GAT epoch"),
     ],
-    "docs/gpu.md": [
-        Part("device_check.json", "GPU check of the aggregation"),
-        Part("gpu_epoch_sums.json", "GPU epochs: relation sums by index_add_ vs over sorted segments"),
-        Part("device_train_dblp_sorted_sums.json", "GPU training on DBLP, sums over sorted segments"),
-        Part("device_train_dblp.json", "GPU training on DBLP, sums by index_add_"),
-    ],
+    "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/gpu_check.sh)")],
 }
 
 
@@ -86,8 +81,7 @@ def render_part(page: str, part: Part, results: Path) -> str | None:
         return _markdown_part(p.read_text(), part.heading) + "\n\n" + source
     if p.suffix == ".png":
         return f"### {part.heading}\n\n![{part.heading}]({_link(page, part.file)})"
-    from regnn.reporting.device import render_json
-    return f"### {part.heading}\n\n{render_json(p)}\n\n{source}"
+    raise ValueError(f"{part.file}: a page part is a .md table or a .png figure")
 
 
 def headings(text: str) -> list[str]:

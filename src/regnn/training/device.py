@@ -1,9 +1,21 @@
-"""Device choice: CUDA only when both torch and DGL can use it, and say why not otherwise."""
+"""Device choice, and graphs moved to it as arrays.
+
+Data loading and neighbour sampling stay on the CPU with DGL; what a model runs on moves to the device as
+tensors (`to_device_adjacency`), never as a DGL graph: PyPI's DGL wheels (the pinned stack) cannot put a graph
+on a GPU, while the pinned torch is a CUDA build. So RE-GNN trains on any device torch sees. The baselines that
+run DGL's own modules (DGL_OPS_ARCHS) need DGL's CUDA build for that and are refused on a GPU without it.
+"""
 from __future__ import annotations
 
 import functools
 
 import torch
+
+from regnn.core.adjacency import Adjacency
+from regnn.errors import ConfigError
+
+# model.arch values whose forward pass runs DGL's nn modules on a DGL graph (RelGraphConv, HGTConv, GATConv)
+DGL_OPS_ARCHS = frozenset({"rgcn", "hgt", "han"})
 
 
 @functools.lru_cache(maxsize=None)
@@ -19,18 +31,42 @@ def dgl_has_cuda() -> bool:
         return False
 
 
-def select_device(requested: str = "auto") -> tuple[torch.device, str]:
-    """Returns the device and a one-line explanation of the choice."""
+def select_device(requested: str = "auto", arch: str = "regnn") -> tuple[torch.device, str]:
+    """The device for a model of `arch` and a one-line explanation of the choice.
+
+    auto: CUDA whenever torch sees it, unless `arch` needs DGL's CUDA ops and this DGL lacks them (then the CPU,
+    and the note says why). cuda / cuda:N where that cannot work: a ConfigError naming the reason and the fix."""
     if requested not in ("auto", "cpu", "cuda") and not requested.startswith("cuda:"):
-        raise ValueError(f"device must be auto, cpu, cuda or cuda:N, got {requested!r}")
+        raise ConfigError(f"device must be auto, cpu, cuda or cuda:N, got {requested!r}")
     if requested == "cpu":
         return torch.device("cpu"), "cpu (requested)"
-    torch_cuda = torch.cuda.is_available()
-    if torch_cuda and dgl_has_cuda():
+    if not torch.cuda.is_available():
+        why = "torch sees no CUDA device"
+    elif arch in DGL_OPS_ARCHS and not dgl_has_cuda():
+        why = (f"model.arch={arch} runs DGL's own modules, and this DGL build has no CUDA support; use device=cpu, "
+               "or install DGL's CUDA build (docs/gpu.md)")
+    else:
         dev = torch.device("cuda" if requested == "auto" else requested)
         return dev, f"{dev} ({torch.cuda.get_device_name(dev)})"
-    why = ("torch sees no CUDA device" if not torch_cuda else
-           "torch sees a GPU but this DGL build has no CUDA support; install DGL's CUDA wheel (docs/gpu.md)")
     if requested != "auto":
-        raise RuntimeError(f"device={requested} requested but {why}")
+        raise ConfigError(f"device={requested} requested but {why}" +
+                          ("" if "device=cpu" in why else "; use device=cpu or device=auto"))
     return torch.device("cpu"), f"cpu ({why})"
+
+
+def arrays_adjacency(g, rel: torch.Tensor | None = None) -> Adjacency:
+    """The DGL graph or block `g` as an Adjacency of its CSC/CSR arrays alone, without the graph: what a model gets
+    off the CPU (its edge-wise ops then run in torch). rel: relation id per edge in `g`'s edge order (default
+    g.edata["rel"] where present)."""
+    rel = g.edata["rel"] if rel is None and "rel" in g.edata else rel
+    return Adjacency.from_arrays(g.num_dst_nodes(), g.num_src_nodes(), *g.adj_tensors("csc"), *g.adj_tensors("csr"),
+                                 rel)
+
+
+def to_device_adjacency(g, device, rel: torch.Tensor | None = None) -> Adjacency:
+    """The DGL graph or block `g` (on the CPU) as an Adjacency on `device`. Off the CPU its arrays move there and
+    the DGL graph stays behind; on the CPU the Adjacency keeps the graph too, so the attention layers' edge-wise
+    ops stay DGL's there (and the CPU's numbers with them)."""
+    if torch.device(device).type == "cpu":
+        return Adjacency(g, rel)
+    return arrays_adjacency(g, rel).to(device)

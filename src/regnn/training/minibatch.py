@@ -97,7 +97,7 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
         for b, (input_nodes, output_nodes, blocks) in enumerate(loader):
             if b >= n_batches:
                 break
-            adjs = [sg.adjacency(blk.to(device)) for blk in blocks]
+            adjs = [sg.adjacency(blk, device) for blk in blocks]
             y = labels[output_nodes - sg.target_offset].to(device)
             logits = net(input_nodes, adjs)
             loss = F.cross_entropy(logits, y)

@@ -21,6 +21,7 @@ import torch
 from regnn.core.adjacency import Adjacency
 from regnn.data.dataset import HeteroDataset
 from regnn.data.relation_graph import build_relation_graph
+from regnn.training.device import to_device_adjacency
 
 # DGL suggests pinning sampler threads to cores (enable_cpu_affinity); with worker processes only, not here
 warnings.filterwarnings("ignore", message="Dataloader CPU affinity opt is not enabled")
@@ -48,18 +49,19 @@ class SampledGraph:
         """Homogeneous ids of target nodes given by their target-local ids."""
         return local_ids + self.target_offset
 
-    def adjacency(self, block: dgl.DGLGraph) -> Adjacency:
-        """A sampled block with typed self-loops on its destinations, in CSR order, as an Adjacency."""
+    def adjacency(self, block: dgl.DGLGraph, device="cpu") -> Adjacency:
+        """A sampled block (on the CPU) with typed self-loops on its destinations, in CSR order, as an Adjacency
+        on `device`: the block's arrays move there, not the block (a CPU-only DGL cannot move it)."""
         u, v = block.edges()
-        rel = self.rel[block.edata[dgl.EID].to(self.rel.device)].to(u.device)
+        rel = self.rel[block.edata[dgl.EID]]
         n_dst, n_src = block.num_dst_nodes(), block.num_src_nodes()
-        loop = torch.arange(n_dst, device=u.device)
-        loop_rel = self.num_edge_relations + self.node_type[block.dstdata[dgl.NID].to(self.node_type.device)]
+        loop = torch.arange(n_dst)
+        loop_rel = self.num_edge_relations + self.node_type[block.dstdata[dgl.NID]]
         u, v = torch.cat([u, loop]), torch.cat([v, loop])
-        rel = torch.cat([rel, loop_rel.to(u.device)])
+        rel = torch.cat([rel, loop_rel])
         order = torch.argsort(v * n_src + u)  # destination-major: the Adjacency needs no edge permutation
-        b = dgl.create_block((u[order], v[order]), num_src_nodes=n_src, num_dst_nodes=n_dst, device=u.device)
-        return Adjacency(b, rel[order])
+        b = dgl.create_block((u[order], v[order]), num_src_nodes=n_src, num_dst_nodes=n_dst)
+        return to_device_adjacency(b, device, rel[order])
 
     def full_block(self, dst: torch.Tensor) -> dgl.DGLGraph:
         """Every in-edge of the nodes `dst` as a block (destinations first among the sources)."""
@@ -129,7 +131,7 @@ def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: i
             block = sg.full_block(dst)
             src = block.srcdata[dgl.NID]
             h = model.input_rows(src.to(device)) if layer == 0 else prev[pos[src]].to(device)
-            y = layer_step(regnn, layer, sg.adjacency(block.to(device)), h, alphas)
+            y = layer_step(regnn, layer, sg.adjacency(block, device), h, alphas)
             if out is None:
                 out = torch.empty(nodes.numel(), y.shape[1], dtype=y.dtype)
             out[start:start + dst.numel()] = y.cpu()
@@ -141,11 +143,12 @@ def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: i
 
 
 def sampled_loader(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, shuffle: bool,
-                   device="cpu", use_ddp: bool = False, num_workers: int = 0):
-    """DGL's DataLoader over `seeds` with uniform neighbour sampling (fanouts: input layer first; -1 = all)."""
+                   use_ddp: bool = False, num_workers: int = 0):
+    """DGL's DataLoader over `seeds` with uniform neighbour sampling (fanouts: input layer first; -1 = all). Its
+    blocks stay on the CPU on every device: SampledGraph.adjacency moves their arrays."""
     sampler = RepeatableNeighborSampler([int(f) for f in fanouts])
     return dgl.dataloading.DataLoader(sg.graph, seeds, sampler, batch_size=batch_size, shuffle=shuffle,
-                                      drop_last=False, use_ddp=use_ddp, num_workers=num_workers, device=device)
+                                      drop_last=False, use_ddp=use_ddp, num_workers=num_workers, device="cpu")
 
 
 @torch.no_grad()
@@ -154,5 +157,5 @@ def sampled_logits(model, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[i
     """Class scores of `seeds` (in their order) with sampled neighbourhoods."""
     out = []
     for input_nodes, _, blocks in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False):
-        out.append(model(input_nodes.to(device), [sg.adjacency(b.to(device)) for b in blocks]).cpu())
+        out.append(model(input_nodes.to(device), [sg.adjacency(b, device) for b in blocks]).cpu())
     return torch.cat(out)

@@ -4,7 +4,7 @@
   type, edges grouped by relation, so DGL's typed layers can take their pre-sorted fast path.
 - SelfLoopGraph (Simple-HGN, GTN): the relation graph of RE-GNN (`build_relation_graph`) with every node's
   self-loop in ONE extra relation (Simple-HGN's self-loop edge type, GTN's identity matrix), held as an
-  `Adjacency` for the fast CSR aggregation.
+  `Adjacency` for the fast CSR aggregation; built on the CPU, its arrays move to the device.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import torch
 
 from regnn.core.adjacency import Adjacency
 from regnn.data.relation_graph import build_relation_graph
+from regnn.training.device import to_device_adjacency
 
 
 @dataclass
@@ -60,6 +61,6 @@ class SelfLoopGraph:
     def build(cls, data, device="cpu", **_model_options) -> "SelfLoopGraph":
         rg = build_relation_graph(data, self_loops=True)
         r = rg.num_edge_relations
-        adj = Adjacency(rg.graph, rel=rg.rel.clamp(max=r))  # every node-type self-loop becomes relation r
-        return cls(adj.to(device), rg.ntypes, rg.nodes_of(data.target).to(device),
+        adj = to_device_adjacency(rg.graph, device, rel=rg.rel.clamp(max=r))  # every self-loop: relation r
+        return cls(adj, rg.ntypes, rg.nodes_of(data.target).to(device),
                    rg.relation_names[:r] + ["self"])
