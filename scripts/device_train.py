@@ -30,7 +30,6 @@ the CPU), one after the other in one process.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.machinery
 import importlib.util
 import itertools
@@ -173,18 +172,16 @@ def _net(b: dict, kwargs: dict):
                  num_edge_relations=b["num_edge_relations"], **kwargs)
 
 
-@contextlib.contextmanager
-def device_sums(mode: str):
-    """Adjacency.segment_sum's way on the device side: "auto" as regnn configures it (sorted segments off the CPU,
-    index_add_ on it); "sorted" everywhere (on a CPU: the GPU's code path, to try the script without a GPU)."""
-    import regnn.core.adjacency as adjacency
-    before = adjacency._sorted_sums
-    if mode == "sorted":
-        adjacency._sorted_sums = lambda values: True
-    try:
-        yield
-    finally:
-        adjacency._sorted_sums = before
+def device_sums(inputs, mode: str):
+    """inputs with Adjacency.segment_sum's way on the device side: "auto" as regnn chooses it for the device
+    (sorted segments off the CPU, index_add_ on it); "sorted" or "index_add" everywhere ("sorted" on a CPU: the
+    GPU's code path, to try the script without a GPU). The way is part of the adjacency's backend."""
+    import dataclasses
+    if mode == "auto":
+        return inputs
+    adj = inputs.adj
+    backend = dataclasses.replace(adj.backend, sorted_sums=mode == "sorted")
+    return dataclasses.replace(inputs, adj=adj.to(adj.indptr.device, backend=backend))
 
 
 def parity(b: dict, model: str, steps: int, loaded: dict, sums: str = "auto") -> dict:
@@ -202,21 +199,21 @@ def parity(b: dict, model: str, steps: int, loaded: dict, sums: str = "auto") ->
     init = _net(b, kwargs).double().state_dict()
     runs = {}
     for side, (inputs, feats, labels, splits) in loaded.items():
-        with device_sums(sums if side == "device" else "auto"):
-            net = _net(b, kwargs).double()
-            net.load_state_dict(init)
-            net = net.to(labels.device)
-            feats = {t: x.double() for t, x in feats.items()}
-            opt = make_optimizer(net.parameters(), **spec["optimizer"])
-            losses = []
-            for _ in range(steps):
-                logits, _ = net(inputs, feats)
-                loss = F.cross_entropy(logits[splits["train"]], labels[splits["train"]])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                losses.append(loss.detach().cpu())
-            runs[side] = (torch.stack(losses), {k: v.detach().cpu() for k, v in net.state_dict().items()})
+        inputs = device_sums(inputs, sums if side == "device" else "auto")
+        net = _net(b, kwargs).double()
+        net.load_state_dict(init)
+        net = net.to(labels.device)
+        feats = {t: x.double() for t, x in feats.items()}
+        opt = make_optimizer(net.parameters(), **spec["optimizer"])
+        losses = []
+        for _ in range(steps):
+            logits, _ = net(inputs, feats)
+            loss = F.cross_entropy(logits[splits["train"]], labels[splits["train"]])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach().cpu())
+        runs[side] = (torch.stack(losses), {k: v.detach().cpu() for k, v in net.state_dict().items()})
     (l_cpu, p_cpu), (l_gpu, p_gpu) = runs["cpu"], runs["device"]
 
     def rel(a, c):
@@ -245,9 +242,8 @@ def train_seeds(b: dict, spec: dict, seeds: list[int], loaded, deadline: float, 
             break
         seed_everything(seed)
         net = _net(b, spec["kwargs"]).to(labels.device)
-        with device_sums(sums):
-            r = train_run(net, inputs, feats, labels, splits, seed=seed, optimizer=spec["optimizer"],
-                          max_epochs=spec["max_epochs"], patience=spec["patience"], precision=spec["precision"])
+        r = train_run(net, device_sums(inputs, sums), feats, labels, splits, seed=seed, optimizer=spec["optimizer"],
+                      max_epochs=spec["max_epochs"], patience=spec["patience"], precision=spec["precision"])
         if labels.device.type == "cuda":
             torch.cuda.synchronize()
         per_run.append({"seed": seed, "best_epoch": r.best_epoch, "epochs": r.epochs, "train_time_s": r.train_time_s,
@@ -348,7 +344,6 @@ def sums(a) -> int:
     import numpy as np
     import torch
 
-    import regnn.core.adjacency as adjacency
     from regnn.training.seed import seed_everything
     from regnn.training.trainer import train_run
 
@@ -357,23 +352,19 @@ def sums(a) -> int:
     device = torch.device(a.device)
     b = _load_bundle(Path(a.bundle))
     inputs, feats, labels, splits = _on_device(b, device)
-    sorted_sums, res = adjacency._sorted_sums, {}
-    ways = [("index_add", lambda v: False), ("sorted", lambda v: True)]
-    try:
-        for i, model in enumerate(a.models or list(b["models"])):
-            for name, flag in (ways if i % 2 == 0 else ways[::-1]):  # each way first for every other model
-                adjacency._sorted_sums = flag
-                spec = b["models"][model]
-                seed_everything(0)
-                net = _net(b, spec["kwargs"]).to(device)
-                r = train_run(net, inputs, feats, labels, splits, seed=0, optimizer=spec["optimizer"],
-                              max_epochs=a.epochs, patience=10**6, precision=spec["precision"])
-                ms = 1e3 * float(np.median([h["epoch_time_s"] for h in r.history[5:]]))
-                res[f"{model} {name}"] = {"ms_per_epoch": ms, "last_val_loss": r.history[-1]["val_loss"]}
-                print(f"{model:7s} {name:10s} {ms:8.2f} ms/epoch  val loss after {a.epochs} epochs "
-                      f"{r.history[-1]['val_loss']:.6f}", flush=True)
-    finally:
-        adjacency._sorted_sums = sorted_sums
+    res = {}
+    ways = ["index_add", "sorted"]
+    for i, model in enumerate(a.models or list(b["models"])):
+        for name in (ways if i % 2 == 0 else ways[::-1]):  # each way first for every other model
+            spec = b["models"][model]
+            seed_everything(0)
+            net = _net(b, spec["kwargs"]).to(device)
+            r = train_run(net, device_sums(inputs, name), feats, labels, splits, seed=0, optimizer=spec["optimizer"],
+                          max_epochs=a.epochs, patience=10**6, precision=spec["precision"])
+            ms = 1e3 * float(np.median([h["epoch_time_s"] for h in r.history[5:]]))
+            res[f"{model} {name}"] = {"ms_per_epoch": ms, "last_val_loss": r.history[-1]["val_loss"]}
+            print(f"{model:7s} {name:10s} {ms:8.2f} ms/epoch  val loss after {a.epochs} epochs "
+                  f"{r.history[-1]['val_loss']:.6f}", flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
     return 0

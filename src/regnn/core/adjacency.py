@@ -98,7 +98,7 @@ class Adjacency:
         return {"dst": self.dst_of, "src": self.indices, "rel": self.rel}[by]
 
     def segments(self, by: str, n: int) -> tuple[torch.Tensor | None, torch.Tensor]:
-        """(order of the edges that sorts them by `by` or None if they are sorted already, offsets of the n segments)."""
+        """(order of the edges that sorts them by `by`, None if they are sorted already; offsets of the n segments)."""
         def build():
             if by == "dst" and n == self.num_dst:
                 return None, self.indptr
@@ -204,7 +204,8 @@ class Adjacency:
         Those given to prepare() are found by identity."""
         hit = self.alphas.find(alpha, ("scales", norm))
         if hit is None:
-            hit = self.alphas.compute(alpha, ("scales", norm), lambda al: self._node_scales_of(al.t(), norm, kernels)[0])
+            hit = self.alphas.compute(alpha, ("scales", norm),
+                                      lambda al: self._node_scales_of(al.t(), norm, kernels)[0])
             self.alphas.remember(alpha, ("scales", norm), hit)
         return hit
 
