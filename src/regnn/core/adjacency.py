@@ -17,6 +17,9 @@ from regnn.core.gcn_aggregate import NORM_CODES, CsrSpmm, GcnAggregate, GcnAggre
 
 
 class Adjacency:
+    """CSR (destination rows) and CSC views of a graph or block, the relation id of every edge (CSR order), the
+    backend that computes on them, and what is derived from them on first use."""
+
     def __init__(self, g, rel: torch.Tensor | None = None, backend: Backend | None = None):
         """From a graph that gives its CSC and CSR arrays as DGL's adj_tensors does (a DGL graph or block);
         rel: relation id per edge in g's edge order (default: g.edata["rel"])."""
