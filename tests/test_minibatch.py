@@ -36,7 +36,7 @@ def test_blocks_get_one_typed_self_loop_per_destination(mag):
     _, out, blocks = next(iter(sampled_loader(sg, sg.seeds(d.splits["train"][:64]), [3, 2], 64, shuffle=False)))
     for b in blocks:
         adj = sg.adjacency(b)
-        u, v = adj.graph.edges()
+        u, v = adj.indices, adj.dst_of  # every edge in CSR order, as adj.rel
         loops = adj.rel >= sg.num_edge_relations
         assert loops.sum() == b.num_dst_nodes() and torch.equal(u[loops], v[loops])
         dst_types = sg.node_type[b.dstdata[dgl.NID]]
