@@ -5,6 +5,7 @@ import torch
 from dgl.nn import GATConv
 
 from regnn.core.adjacency import Adjacency
+from regnn.core.backend import TORCH, Backend, choose_backend
 from regnn.core.attention import REGATConv
 from regnn.core.conv import REGraphConv
 
@@ -21,11 +22,10 @@ def random_graph(n=12, e=40, num_rel=4, seed=0, shuffle=True):
     return g, src, dst, rel
 
 
-def adjacency_from_arrays(g):
-    """The Adjacency of DGL graph g built from its CSC/CSR arrays alone (no DGL graph kept), as on a GPU machine
-    without DGL's CUDA build."""
+def adjacency_from_arrays(g, backend=None):
+    """The Adjacency of DGL graph g built from its CSC/CSR arrays."""
     arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
-    return Adjacency.from_arrays(g.num_dst_nodes(), g.num_src_nodes(), *arrays, g.edata["rel"])
+    return Adjacency.from_arrays(g.num_dst_nodes(), g.num_src_nodes(), *arrays, g.edata["rel"], backend=backend)
 
 
 def dense(n, src, dst, w):
@@ -35,15 +35,15 @@ def dense(n, src, dst, w):
 
 
 @pytest.fixture(params=["kernels", "torch"])
-def path(request, monkeypatch):
-    """Every aggregation test runs on the fused C++ kernels and on the pure-torch path."""
-    from regnn.core import adjacency, attention
+def path(request) -> Backend:
+    """Every aggregation test runs on the fused C++ kernels and on the pure-torch path: the backend to build
+    its adjacencies with."""
     if request.param == "torch":
-        monkeypatch.setattr(adjacency, "load_kernels", lambda: None)
-        monkeypatch.setattr(attention, "load_kernels", lambda: None)
-    elif adjacency.load_kernels() is None:
+        return TORCH
+    backend = choose_backend("cpu", kernels=True)
+    if backend.kernels is None:
         pytest.skip("the fused kernels could not be built here (no C++ compiler?)")
-    return request.param
+    return backend
 
 
 @pytest.mark.parametrize("dim", [3, 5, 16, 64])  # torch path: DGL's SDDMM below 8 columns, torch's from 8;
@@ -52,7 +52,7 @@ def path(request, monkeypatch):
 def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim, path):
     n = 12
     g, src, dst, rel = random_graph(n=n, shuffle=shuffle)
-    adj = Adjacency(g)
+    adj = Adjacency(g, backend=path)
     # weights below and above 1 so that some degrees fall under the clamp at 1
     alpha = torch.tensor([[0.05], [0.3], [1.7], [2.5]], dtype=torch.float64, requires_grad=True)
     h = torch.randn(n, dim, dtype=torch.float64, requires_grad=True)
@@ -82,7 +82,7 @@ def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim, pa
 
 def test_unweighted_path_equals_all_ones_weights(path):
     g, *_ = random_graph(seed=4)
-    adj = Adjacency(g)
+    adj = Adjacency(g, backend=path)
     h = torch.randn(12, 3)
     torch.testing.assert_close(adj.normalized_spmm(h, None), adj.normalized_spmm(h, torch.ones(4, 1)))
 
@@ -97,7 +97,7 @@ def test_gcn_layer_with_weight_matches_dense(path):
     a = dense(n, src, dst, alpha[rel, 0])
     d = a.sum(1).clamp(min=1).pow(-0.5)[:, None]
     want = torch.nn.functional.elu(d * (a @ (d * h)) @ layer.weight + layer.bias)
-    torch.testing.assert_close(layer(Adjacency(g), h, alpha), want)
+    torch.testing.assert_close(layer(Adjacency(g, backend=path), h, alpha), want)
 
 
 def test_gat_layer_with_zero_relation_weights_equals_dgl_gatconv(path):
@@ -109,7 +109,7 @@ def test_gat_layer_with_zero_relation_weights_equals_dgl_gatconv(path):
         ref.attn_l.copy_(ours.attn_l)
         ref.attn_r.copy_(ours.attn_r)
     h = torch.randn(15, 7)
-    adj = Adjacency(g)
+    adj = Adjacency(g, backend=path)
     torch.testing.assert_close(ours(adj, h, torch.zeros(2, 3)), ref(g, h), rtol=1e-5, atol=1e-6)
     # the plain layer (no weights) holds every weight at 1, as the authors' --no_re: + 1 before the LeakyReLU
     torch.testing.assert_close(ours(adj, h), ours(adj, h, torch.ones(2, 3)))
@@ -131,12 +131,11 @@ def test_gat_relation_weights_are_added_to_the_logits(path):
         if m.any():
             a = torch.softmax(s[m], 0)  # (in-edges, heads)
             want[v] = (a[:, :, None] * z[src[m]]).sum(0)
-    torch.testing.assert_close(conv(Adjacency(g), h, alpha), want, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(conv(Adjacency(g, backend=path), h, alpha), want, rtol=1e-5, atol=1e-6)
 
 
 def kernels_or_skip():
-    from regnn.core import attention
-    kernels = attention.load_kernels()
+    kernels = choose_backend("cpu", kernels=True).kernels
     if kernels is None:
         pytest.skip("the fused kernels could not be built here")
     return kernels
@@ -155,12 +154,11 @@ def random_graph_or_block(block: bool, seed: int, n_src=20, e=90):
 @pytest.mark.parametrize("dim,learn_alpha", [(64, True), (5, True), (64, False)])  # compile-time/runtime width
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("block,norm", [(False, "both"), (False, "right"), (True, "right"), (True, "none")])
-def test_gcn_aggregation_kernels_match_the_torch_path(block, norm, threads, dim, learn_alpha, monkeypatch,
+def test_gcn_aggregation_kernels_match_the_torch_path(block, norm, threads, dim, learn_alpha,
                                                       set_threads):
     """Output and gradients (features and relation weights, the degree terms included) of the weighted GCN
     aggregation, fused kernels vs the torch path, in float64, on a graph and on a block with more sources than
     destinations, at one and two threads (each thread adds up its own pieces); also with fixed weights."""
-    from regnn.core import adjacency
     kernels = kernels_or_skip()
     adj, n_dst, g_ = random_graph_or_block(block, seed=5, e=120)
     adj.rel = torch.randint(0, 4, adj.indices.shape, generator=g_)  # four relations (before kernel arrays exist)
@@ -170,7 +168,7 @@ def test_gcn_aggregation_kernels_match_the_torch_path(block, norm, threads, dim,
     set_threads(threads)
     results = []
     for use_kernels in (True, False):
-        monkeypatch.setattr(adjacency, "load_kernels", (lambda: kernels) if use_kernels else (lambda: None))
+        adj.backend = Backend(kernels) if use_kernels else TORCH
         h, alpha = h0.clone().requires_grad_(), alpha0.clone().requires_grad_(learn_alpha)
         out = adj.normalized_spmm(h, alpha, norm)
         (out * G).sum().backward()
@@ -183,7 +181,7 @@ def test_gcn_aggregation_kernels_match_the_torch_path(block, norm, threads, dim,
 
 @pytest.mark.parametrize("dim", [5, 64])  # a runtime and a compile-time width of the kernels
 @pytest.mark.parametrize("block", [False, True])
-def test_attention_aggregation_kernels_match_the_torch_path(dim, block, monkeypatch):
+def test_attention_aggregation_kernels_match_the_torch_path(dim, block):
     """Output and gradients (features and attention scores) of the multi-head aggregation, fused kernels vs the
     per-head CSR products, in float64, on a graph and on a block with more sources than destinations."""
     from regnn.core import attention
@@ -195,7 +193,7 @@ def test_attention_aggregation_kernels_match_the_torch_path(dim, block, monkeypa
     G = torch.randn(n_dst, heads, dim, dtype=torch.float64, generator=g_)
     results = []
     for use_kernels in (True, False):
-        monkeypatch.setattr(attention, "load_kernels", (lambda: kernels) if use_kernels else (lambda: None))
+        adj.backend = Backend(kernels) if use_kernels else TORCH
         z, s = z0.clone().requires_grad_(), s0.clone().requires_grad_()
         out = attention._attend(adj, z, s, torch.nn.Identity())
         (out * G).sum().backward()
@@ -207,7 +205,7 @@ def test_attention_aggregation_kernels_match_the_torch_path(dim, block, monkeypa
 
 @pytest.mark.parametrize("dim", [5, 64])
 @pytest.mark.parametrize("block", [False, True])
-def test_gatv2_score_kernels_match_the_torch_path(dim, block, monkeypatch):
+def test_gatv2_score_kernels_match_the_torch_path(dim, block):
     """GATv2 logits attn . LeakyReLU(zs[u] + zd[v]) and their gradients (zs, zd, attn): fused kernels (no
     per-edge feature intermediate) vs DGL's u_add_v and torch's elementwise ops, in float64, on a graph and on a
     block; values straddle 0 so both sides of the LeakyReLU are exercised."""
@@ -221,49 +219,73 @@ def test_gatv2_score_kernels_match_the_torch_path(dim, block, monkeypatch):
     G = torch.randn(e, heads, dtype=torch.float64, generator=g_)
     results = []
     for use_kernels in (True, False):
-        monkeypatch.setattr(attention, "load_kernels", (lambda: kernels) if use_kernels else (lambda: None))
+        adj.backend = Backend(kernels) if use_kernels else TORCH
         zs, zd, a = (x.clone().requires_grad_() for x in (zs0, zd0, a0))
         s = attention.v2_scores(adj, zs, zd, a, 0.2)
         (s * G).sum().backward()
         results.append((s.detach(), zs.grad, zd.grad, a.grad))
     for got, want in zip(*results):
         torch.testing.assert_close(got, want)
-    # the hand formula on a few edges (CSR order: adj.graph's edge order)
-    u, v = adj.graph.edges()
+    # the hand formula on a few edges (CSR order)
+    u, v = adj.indices, adj.dst_of
     t = torch.nn.functional.leaky_relu(zs0[u[:5]] + zd0[v[:5]], 0.2)
     torch.testing.assert_close(results[0][0][:5], (t * a0).sum(-1))
 
 
-def test_adjacency_from_arrays_aggregates_as_the_one_from_a_dgl_graph(path):
-    """from_arrays (no DGL graph; scripts/device_check.py builds its graphs so) gives the same aggregation and
-    gradients, including the narrow SDDMM that uses DGL's op where there is a graph."""
-    g, *_ = random_graph(n=14, e=50, seed=11)
-    ref = Adjacency(g)
-    adj = adjacency_from_arrays(g)
-    assert adj.graph is None
+def test_adjacencies_from_arrays_from_edges_and_from_a_dgl_graph_agree(path):
+    """from_arrays (CSC/CSR arrays), from_edges (edge arrays in any order) and a DGL graph give the same
+    aggregation and gradients, including the narrow SDDMM of the torch path."""
+    g, src, dst, rel = random_graph(n=14, e=50, seed=11)
+    adjs = (Adjacency(g, backend=path), adjacency_from_arrays(g, path),
+            Adjacency.from_edges(src, dst, rel, 14, backend=path))
     results = []
-    for a in (ref, adj):
+    for a in adjs:
         h = torch.randn(14, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0)).requires_grad_()
         alpha = torch.tensor([[0.5], [2.0], [1.5], [0.3]], dtype=torch.float64, requires_grad=True)
         out = a.normalized_spmm(h, alpha, "both")
         out.pow(2).sum().backward()
         results.append((out.detach(), h.grad, alpha.grad))
-    for got, want in zip(results[1], results[0]):
+    for other in results[1:]:
+        for got, want in zip(other, results[0]):
+            torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+def test_edge_ops_equal_dgls(heads, path):
+    """u_add_v and edge_softmax (torch's segment ops or the fused kernels) equal DGL's ops, values and gradients,
+    in float64, on a multigraph with a node that has no in-edges (its softmax row is empty)."""
+    from dgl.nn.functional import edge_softmax
+    g, *_ = random_graph(n=14, e=50, seed=12, shuffle=False)
+    g = dgl.remove_edges(g, g.in_edges(13, form="eid"))
+    adj = Adjacency(g, backend=path)
+    assert adj.perm is None  # edges sorted by destination: DGL's edge order is the CSR order
+    gen = torch.Generator().manual_seed(1)
+    el0, er0 = (torch.randn(14, heads, dtype=torch.float64, generator=gen) for _ in range(2))
+    go = torch.randn(g.num_edges(), heads, dtype=torch.float64, generator=gen)
+    results = []
+    for ours in (True, False):
+        el, er = el0.clone().requires_grad_(), er0.clone().requires_grad_()
+        s = adj.u_add_v(el, er) if ours else dgl.ops.u_add_v(g, el, er)
+        a = adj.edge_softmax(3 * s) if ours else edge_softmax(g, 3 * s)
+        (a * go).sum().backward()
+        results.append((s.detach(), a.detach(), el.grad, er.grad))
+    for got, want in zip(*results):
         torch.testing.assert_close(got, want)
+    total = torch.zeros(14, heads, dtype=torch.float64).index_add_(0, adj.dst_of, results[0][1])
+    torch.testing.assert_close(total[:13], torch.ones(13, heads, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("layer", ["gat", "gatv2"])
-def test_attention_layers_without_a_dgl_graph_equal_the_dgl_ops(layer, path):
-    """On an Adjacency from arrays (no DGL graph: how a CUDA machine without DGL's CUDA build runs RE-GAT) the
-    edge softmax and u_add_v run in torch: the layer's output and every gradient (features, parameters, relation
-    weights) equal those through DGL's ops, in float64, on a multigraph with a node that has no in-edges."""
+def test_attention_layers_agree_on_kernels_and_torch(layer):
+    """An attention layer's output and every gradient (features, parameters, relation weights) are the same on
+    the fused kernels and on torch alone, in float64, on a multigraph with a node that has no in-edges."""
     from regnn.core.attention import REGATv2Conv
+    kernels = kernels_or_skip()
     g, *_ = random_graph(n=14, e=50, seed=12)
     g = dgl.remove_edges(g, g.in_edges(13, form="eid"))  # node 13: no in-edges (its row of the softmax is empty)
-    adjs = (Adjacency(g), adjacency_from_arrays(g))
-    assert adjs[1].graph is None
     results = []
-    for adj in adjs:
+    for backend in (Backend(kernels), TORCH):
+        adj = adjacency_from_arrays(g, backend)
         torch.manual_seed(3)
         conv = (REGATConv(6, 5, heads=3) if layer == "gat" else REGATv2Conv(6, 5, heads=3)).double()
         h = torch.randn(14, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).requires_grad_()
@@ -275,30 +297,27 @@ def test_attention_layers_without_a_dgl_graph_equal_the_dgl_ops(layer, path):
     assert results[0][0][13].abs().sum() == 0 and results[0][0][:13].abs().sum() > 0
     for got, want in zip(results[1], results[0]):
         torch.testing.assert_close(got, want)
-    scores = torch.randn(g.num_edges(), 2, dtype=torch.float64)  # the softmax itself: sums to 1 per destination
-    total = torch.zeros(14, 2, dtype=torch.float64).index_add_(0, adjs[1].dst_of, adjs[1].edge_softmax(scores))
-    torch.testing.assert_close(total[:13], torch.ones(13, 2, dtype=torch.float64))
 
 
-def test_sorted_segment_sums_equal_index_add(monkeypatch):
+def test_sorted_segment_sums_equal_index_add_and_the_kernels():
     """Off CPU the sums of per-edge values by destination, source and relation run over sorted segments (CUDA's
-    deterministic index_add_ is very slow): forced here on CPU, they give what index_add_ gives, alone and inside
-    the gradients of the weighted GCN aggregation and of an RE-GAT layer on an adjacency without a DGL graph,
-    with a relation id that no edge has and a node without in-edges."""
-    from regnn.core import adjacency, attention
-    monkeypatch.setattr(adjacency, "load_kernels", lambda: None)  # the torch path, which GPUs take
-    monkeypatch.setattr(attention, "load_kernels", lambda: None)
+    deterministic index_add_ is very slow), on CPU by index_add_ or the fused kernels' sums: the backends give the
+    same, alone and inside the gradients of the weighted GCN aggregation and of an RE-GAT layer, with a relation
+    id that no edge has and a node without in-edges."""
     g, *_ = random_graph(n=14, e=60, seed=14)
     g = dgl.remove_edges(g, g.in_edges(13, form="eid"))
-    adj = adjacency_from_arrays(g)
     gen = torch.Generator().manual_seed(4)
-    vals = torch.randn(adj.indices.shape[0], 3, dtype=torch.float64, generator=gen)
+    vals = torch.randn(g.num_edges(), 3, dtype=torch.float64, generator=gen)
     h0 = torch.randn(14, 6, dtype=torch.float64, generator=gen)
     alpha0 = torch.rand(5, 1, dtype=torch.float64, generator=gen) + 0.5  # relation 4: on no edge
     att_alpha0 = torch.rand(5, 2, dtype=torch.float64, generator=gen) + 0.5
+    backends = [TORCH, Backend(sorted_sums=True)]
+    kernels = choose_backend("cpu", kernels=True).kernels
+    if kernels is not None:
+        backends.append(Backend(kernels))
     results = []
-    for sorted_sums in (False, True):
-        monkeypatch.setattr(adjacency, "_sorted_sums", lambda v: sorted_sums)
+    for backend in backends:
+        adj = adjacency_from_arrays(g, backend)
         sums = [adj.segment_sum(vals, by, n) for by, n in (("dst", 14), ("src", 14), ("rel", 5), ("rel", 7))]
         h, alpha = h0.clone().requires_grad_(), alpha0.clone().requires_grad_()
         adj.normalized_spmm(h, alpha, "both").pow(2).sum().backward()
@@ -307,17 +326,17 @@ def test_sorted_segment_sums_equal_index_add(monkeypatch):
         h2, att_alpha = h0.clone().requires_grad_(), att_alpha0.clone().requires_grad_()
         conv(adj, h2, att_alpha).pow(2).sum().backward()
         results.append([*sums, h.grad, alpha.grad, h2.grad, att_alpha.grad, conv.fc.weight.grad])
-    for got, want in zip(results[1], results[0]):
-        torch.testing.assert_close(got, want)
+    for other in results[1:]:
+        for got, want in zip(other, results[0]):
+            torch.testing.assert_close(got, want)
     assert results[1][2][4].abs().sum() == 0 and results[1][3].shape == (7, 3) and results[1][0][13].abs().sum() == 0
     assert results[1][5][:4].abs().min() > 0  # every relation on an edge has a gradient
 
 
 @pytest.mark.parametrize("case", ["block", "no_edges"])
-def test_sorted_segment_sums_on_blocks_and_empty_graphs(case, monkeypatch):
-    """The sorted segment sums on a block (more sources than destinations, segments by source of another length)
-    and on a graph without edges, also for more segments than nodes: equal to index_add_."""
-    from regnn.core import adjacency
+def test_sorted_segment_sums_on_blocks_and_empty_graphs(case):
+    """The sorted segment sums (and the kernels') on a block (more sources than destinations, segments by source
+    of another length) and on a graph without edges, also for more segments than nodes: equal to index_add_."""
     if case == "block":
         adj, n_dst, g_ = random_graph_or_block(True, seed=15)
         adj.rel = torch.randint(0, 3, adj.indices.shape, generator=g_)
@@ -327,25 +346,27 @@ def test_sorted_segment_sums_on_blocks_and_empty_graphs(case, monkeypatch):
     wanted = [("dst", adj.num_dst), ("dst", adj.num_dst + 3), ("src", adj.num_src), ("src", adj.num_src + 2),
               ("rel", 4)]
     results = []
-    for sorted_sums in (False, True):
-        monkeypatch.setattr(adjacency, "_sorted_sums", lambda v: sorted_sums)
-        adj.__dict__.pop("_segment_cache", None)
+    for backend in (TORCH, Backend(sorted_sums=True), choose_backend("cpu", kernels=True)):
+        adj.backend = backend
+        adj._derived.clear()
         results.append([adj.segment_sum(vals, by, n) for by, n in wanted])
-    for got, want, (by, n) in zip(results[1], results[0], wanted):
-        assert got.shape == (n, 2)
-        torch.testing.assert_close(got, want)
+    for other in results[1:]:
+        for got, want, (by, n) in zip(other, results[0], wanted):
+            assert got.shape == (n, 2)
+            torch.testing.assert_close(got, want)
     assert case == "no_edges" or results[1][2].abs().sum() > 0
 
 
 def test_an_adjacency_from_arrays_moves_to_a_device(path):
-    """Adjacency.to on one built from arrays (no DGL graph) keeps its arrays and aggregates as before."""
+    """Adjacency.to keeps its arrays and aggregates as before, on the backend chosen there (the kernels stay off
+    where they were off)."""
     g, *_ = random_graph(n=14, e=50, seed=16)
-    adj = adjacency_from_arrays(g)
+    adj = adjacency_from_arrays(g, path)
     h = torch.randn(14, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
     alpha = torch.tensor([[0.5], [2.0], [1.5], [0.3]], dtype=torch.float64)
     want = adj.normalized_spmm(h, alpha, "both")
     moved = adj.to("cpu")
-    assert moved is not adj and moved.graph is None and torch.equal(moved.t_pos, adj.t_pos)
+    assert moved is not adj and torch.equal(moved.t_pos, adj.t_pos) and moved.backend.name == path.name
     torch.testing.assert_close(moved.normalized_spmm(h, alpha, "both"), want)
 
 
@@ -397,22 +418,18 @@ def test_node_scales_of_several_layers_in_one_call_equal_one_call_each(dtype, no
 
 
 @pytest.mark.parametrize("norm", ["both", "right"])
-def test_fused_and_torch_paths_agree_on_a_real_graph(imdb_relation_graph, norm, monkeypatch):
+def test_fused_and_torch_paths_agree_on_a_real_graph(imdb_relation_graph, norm):
     """IMDB's relation graph in float32: both paths give the same output and gradients (to float rounding), with
     relation weights on both sides of the degree clamp."""
-    from regnn.core import adjacency
-    if adjacency.load_kernels() is None:
+    if imdb_relation_graph.backend.kernels is None:
         pytest.skip("the fused kernels could not be built here")
-    adj = imdb_relation_graph
-    num_rel = int(adj.rel.max()) + 1
+    num_rel = int(imdb_relation_graph.rel.max()) + 1
     g = torch.Generator().manual_seed(0)
-    h0 = torch.randn(adj.num_src, 64, generator=g)
+    h0 = torch.randn(imdb_relation_graph.num_src, 64, generator=g)
     alpha0 = (torch.rand(num_rel, 1, generator=g) * 2).requires_grad_()
-    go = torch.randn(adj.num_dst, 64, generator=g)
+    go = torch.randn(imdb_relation_graph.num_dst, 64, generator=g)
     results = []
-    for kernels in (True, False):
-        if not kernels:
-            monkeypatch.setattr(adjacency, "load_kernels", lambda: None)
+    for adj in (imdb_relation_graph, imdb_relation_graph.to("cpu", backend=TORCH)):
         h, alpha = h0.clone().requires_grad_(), alpha0.detach().clone().requires_grad_()
         out = adj.normalized_spmm(h, alpha, norm)
         results.append((out, *torch.autograd.grad(out, (h, alpha), go)))
@@ -442,7 +459,7 @@ def test_a_failed_kernel_build_falls_back_with_one_warning(monkeypatch, caplog):
 
 def test_one_adjacency_serves_float32_and_float64(path):
     g, src, dst, rel = random_graph(seed=9)
-    adj = Adjacency(g)
+    adj = Adjacency(g, backend=path)
     for dtype in (torch.float32, torch.float64, torch.float32):
         alpha = torch.tensor([[0.5], [1.5], [2.0], [0.2]], dtype=dtype)
         h = torch.randn(12, 8, dtype=dtype)

@@ -163,16 +163,15 @@ def test_relation_weights_prepared_ahead_change_no_number(syn, monkeypatch, norm
     """REGNN.propagate computes every layer's relation weights, and what the fused aggregation needs of them,
     before it propagates (Adjacency.prepare; the layer finds them again by the weights' identity). Two training
     steps and an evaluation give bitwise the scores and gradients of the same model whose layers prepare
-    nothing, and the layers do find them: prepared, the node scales of all layers are looked up once per pass
+    nothing, and the layers do find them: prepared, the node scales of all layers are computed once per pass
     (one kernel call for all of them); unprepared, once per layer and pass."""
     from regnn.core.adjacency import Adjacency
-    from regnn.core.kernels import load_kernels
     lookups = []
-    per_alpha = Adjacency._per_alpha
-    monkeypatch.setattr(Adjacency, "_per_alpha", lambda self, *a: lookups.append(1) or per_alpha(self, *a))
-    if load_kernels() is None:
-        pytest.skip("the fused kernels could not be built here (prepare does nothing without them)")
+    scales_of = Adjacency._node_scales_of
+    monkeypatch.setattr(Adjacency, "_node_scales_of", lambda self, *a: lookups.append(1) or scales_of(self, *a))
     data, rg, _ = syn
+    if RelationInputs.build(data).adj.backend.kernels is None:
+        pytest.skip("the fused kernels could not be built here")
     torch.manual_seed(4)
     base = model(data, rg, norm=norm)
     with torch.no_grad():
@@ -183,7 +182,7 @@ def test_relation_weights_prepared_ahead_change_no_number(syn, monkeypatch, norm
         lookups.clear()
         m, inputs = copy.deepcopy(base), RelationInputs.build(data)  # an adjacency (and its caches) of its own
         if not prepare:
-            monkeypatch.setattr(Adjacency, "prepare", lambda self, alphas, norm: None)
+            monkeypatch.setattr(Adjacency, "prepare", lambda self, *a, **k: None)
         opt = torch.optim.Adam(m.parameters(), lr=1e-2)
         grads = []
         for _ in range(2):
@@ -192,8 +191,31 @@ def test_relation_weights_prepared_ahead_change_no_number(syn, monkeypatch, norm
         m.eval()
         with torch.no_grad():
             runs.append((m(inputs, data.features)[0], *grads))
-        assert bool(getattr(inputs.adj, "_prepared", None)) == prepare
+        assert bool(inputs.adj.alphas._by_key) == prepare
         counts.append(len(lookups))
     assert counts == [3, 3 * len(m.convs)]  # 2 training passes + 1 evaluation: once each, once per layer each
     for got, want in zip(*runs):
         assert torch.equal(got, want)
+
+
+def test_prepared_weights_are_found_again_by_the_parameters_versions(syn, monkeypatch):
+    """What prepare computed is found again by the next pass with the same relation parameters (an epoch's
+    evaluation, then the next training step: no optimiser step between them), without reading the weights'
+    values; a change of the parameters in place (an optimiser step, a load) is a new key: computed afresh, and
+    the scores follow the new weights."""
+    from regnn.core.adjacency import Adjacency
+    computed = []
+    for name in ("_node_scales_of", "_weighted_values_of"):
+        fn = getattr(Adjacency, name)
+        monkeypatch.setattr(Adjacency, name, lambda self, *a, fn=fn: computed.append(1) or fn(self, *a))
+    data, rg, inputs = syn
+    torch.manual_seed(5)
+    m = model(data, rg)
+    m.eval()
+    with torch.no_grad():
+        first = m(inputs, data.features)[0]
+        n = len(computed)
+        assert n >= 1 and torch.equal(m(inputs, data.features)[0], first) and len(computed) == n
+        m.relations[0].edge.mul_(1.5)  # in place: bumps the parameter's version
+        changed = m(inputs, data.features)[0]
+    assert len(computed) == 2 * n and not torch.equal(changed, first)

@@ -14,7 +14,6 @@ from torch import nn
 
 from regnn.core.adjacency import Adjacency, at_least_fp32
 from regnn.core.conv import ACTIVATIONS
-from regnn.core.kernels import load_kernels
 
 
 def _weigh(score: torch.Tensor, adj: Adjacency, alpha: torch.Tensor | None) -> torch.Tensor:
@@ -40,8 +39,9 @@ def _attend(adj: Adjacency, z: torch.Tensor, score: torch.Tensor, dropout: nn.Mo
 
 def aggregate_heads(adj: Adjacency, z: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
     """out[v, k] = sum over in-edges e = (u -> v) of a[e, k] z[u, k]: z (num_src, heads, dim), a (E, heads) in
-    CSR order. On CPU one pass of the fused kernels for every head; else one CSR product per head."""
-    kernels = load_kernels() if z.device.type == "cpu" and z.dtype == a.dtype else None
+    CSR order. On the fused kernels (the adjacency's backend) one pass for every head; else one CSR product
+    per head."""
+    kernels = adj.backend.kernels if z.device.type == "cpu" and z.dtype == a.dtype else None
     if kernels is not None:
         return _HeadsAggregate.apply(z, a, adj, kernels)
     # one contiguous (N, D) slice per head via unbind: its backward stacks the head gradients once, where
@@ -74,9 +74,10 @@ def v2_scores(adj: Adjacency, zs: torch.Tensor, zd: torch.Tensor, attn: torch.Te
               negative_slope: float) -> torch.Tensor:
     """GATv2 logits (E, heads) in CSR order: attn . LeakyReLU(zs[u] + zd[v]) per edge u -> v and head.
 
-    On CPU the fused kernels compute them edge by edge without the (E, heads, dim) intermediate, in the forward
-    and in the backward; elsewhere (and without the kernels) Adjacency.u_add_v and torch's elementwise ops do."""
-    kernels = load_kernels() if zs.device.type == "cpu" and zs.dtype == zd.dtype == attn.dtype else None
+    On the fused kernels (the adjacency's backend) they are computed edge by edge without the (E, heads, dim)
+    intermediate, in the forward and in the backward; without them Adjacency.u_add_v and torch's elementwise ops
+    do."""
+    kernels = adj.backend.kernels if zs.device.type == "cpu" and zs.dtype == zd.dtype == attn.dtype else None
     if kernels is not None:
         return _V2Scores.apply(zs, zd, attn, adj, float(negative_slope), kernels)
     e = F.leaky_relu(adj.u_add_v(zs, zd), negative_slope)  # (E, heads, dim)

@@ -3,33 +3,65 @@
 Each edge carries the id of its relation type; ids [0, R) are the directed edge types of the heterograph and
 ids [R, R + F) the node-type-specific self-loops (one per node, typed by the node's type). Existing self-loops
 are dropped first, as in the authors' code, so every node has exactly one self-loop.
+
+The graph is held as arrays (source, destination, relation id per edge, sorted by destination), from which
+the models' `Adjacency` is built; `graph` gives it as a DGL graph for what needs DGL (neighbour sampling, the
+baselines built on DGL's modules). DGL is imported only there and in build_relation_graph, which reads the
+heterograph.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import dgl
 import torch
 
-from regnn.data.dataset import HeteroDataset
+if TYPE_CHECKING:
+    from regnn.core.adjacency import Adjacency
+    from regnn.core.backend import Backend
+    from regnn.data.dataset import HeteroDataset
 
 
 @dataclass
 class RelationGraph:
-    graph: dgl.DGLGraph  # homogeneous; graph.edata["rel"]: int64 relation id per edge
+    src: torch.Tensor  # (E,) int64 source of every edge, the edges sorted by destination (then source)
+    dst: torch.Tensor  # (E,) int64 destination
+    rel: torch.Tensor  # (E,) int64 relation id
     relation_names: list[str]  # R edge relation names, then F self-loop names ("self:<type>")
     num_edge_relations: int
     ntypes: list[str]  # node blocks in the homogeneous id space, in this order
     offsets: dict[str, int]  # first homogeneous id of each node type
     node_type: torch.Tensor  # (N,) index into ntypes
+    _dgl: object = field(default=None, repr=False, compare=False)
 
     @property
-    def rel(self) -> torch.Tensor:
-        return self.graph.edata["rel"]
+    def num_nodes(self) -> int:
+        return self.node_type.shape[0]
+
+    @property
+    def num_edges(self) -> int:
+        return self.src.shape[0]
 
     @property
     def num_relations(self) -> int:
         return len(self.relation_names)
+
+    @property
+    def graph(self):
+        """The same graph as a DGL graph (edata["rel"]: the relation ids), built on first use."""
+        if self._dgl is None:
+            import dgl
+            g = dgl.graph((self.src, self.dst), num_nodes=self.num_nodes)
+            g.edata["rel"] = self.rel
+            g.create_formats_()  # build the sparse formats once, not in the first training step
+            self._dgl = g
+        return self._dgl
+
+    def adjacency(self, backend: Backend | None = None) -> Adjacency:
+        """The models' view of this graph (its CSR and CSC arrays), on the backend given or the one chosen for
+        the arrays' device (regnn.core.backend)."""
+        from regnn.core.adjacency import Adjacency
+        return Adjacency.from_edges(self.src, self.dst, self.rel, self.num_nodes, backend=backend)
 
     def nodes_of(self, ntype: str, local_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Homogeneous ids of nodes of `ntype` (all, or the given local ids)."""
@@ -38,12 +70,18 @@ class RelationGraph:
         return local_ids + self.offsets[ntype]
 
     def to(self, device) -> "RelationGraph":
-        return RelationGraph(self.graph.to(device), self.relation_names, self.num_edge_relations, self.ntypes,
-                             self.offsets, self.node_type.to(device))
+        return RelationGraph(self.src.to(device), self.dst.to(device), self.rel.to(device), self.relation_names,
+                             self.num_edge_relations, self.ntypes, self.offsets, self.node_type.to(device))
 
 
 def relation_name(canonical_etype: tuple[str, str, str]) -> str:
     return canonical_etype[1]
+
+
+def sorted_by_destination(src: torch.Tensor, dst: torch.Tensor, rel: torch.Tensor, n: int):
+    """The edges destination-major (then by source): edge ids are CSR positions (no permutation later)."""
+    order = torch.argsort(dst * n + src)
+    return src[order], dst[order], rel[order]
 
 
 def build_relation_graph(data: HeteroDataset, self_loops: bool = True) -> RelationGraph:
@@ -73,9 +111,5 @@ def build_relation_graph(data: HeteroDataset, self_loops: bool = True) -> Relati
         src, dst = torch.cat([src, ids]), torch.cat([dst, ids])
         rel = torch.cat([rel, num_edge_rel + node_type])
         names += [f"self:{t}" for t in ntypes]
-    order = torch.argsort(dst * n + src)  # destination-major: edge ids are CSR positions (no permutation later)
-    src, dst, rel = src[order], dst[order], rel[order]
-    hg = dgl.graph((src, dst), num_nodes=n)
-    hg.edata["rel"] = rel
-    hg.create_formats_()  # build the sparse formats once, not in the first training step
-    return RelationGraph(hg, names, num_edge_rel, ntypes, offsets, node_type)
+    src, dst, rel = sorted_by_destination(src, dst, rel, n)
+    return RelationGraph(src, dst, rel, names, num_edge_rel, ntypes, offsets, node_type)

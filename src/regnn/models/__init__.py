@@ -1,15 +1,18 @@
 """Models the trainer can run. Each architecture ("arch" in the model config) has a prepare step, run once per
 job to build the graph structures it needs from a HeteroDataset, and a build step, run once per seed. Every
 model maps (inputs, features, embed) to (class scores of the target nodes, their representations or None).
+
+RE-GNN needs torch only; the heterogeneous baselines are built on DGL's modules, so they are named here by
+module path and imported on first use (`import regnn.models` works where DGL is missing).
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from regnn.models.backbones import BACKBONES
 from regnn.models.regnn import REGNN, RelationInputs, TypeProjection
-from regnn.models import baselines as bl  # after regnn.models.regnn, which the baselines import
 
 
 @dataclass(frozen=True)
@@ -18,15 +21,39 @@ class Arch:
     build: Callable[..., Any]  # (inputs, in_dims, num_classes, **model kwargs) -> nn.Module
 
 
-ARCHS: dict[str, Arch] = {
+@dataclass(frozen=True)
+class LazyArch:
+    """An Arch whose prepare and build live in a module imported on first use: "module:attr.attr"."""
+    prepare_path: str
+    build_path: str
+
+    @property
+    def prepare(self) -> Callable[..., Any]:
+        return _resolve(self.prepare_path)
+
+    @property
+    def build(self) -> Callable[..., Any]:
+        return _resolve(self.build_path)
+
+
+def _resolve(path: str):
+    module, _, attrs = path.partition(":")
+    obj = importlib.import_module(module)
+    for name in attrs.split("."):
+        obj = getattr(obj, name)
+    return obj
+
+
+_BL = "regnn.models.baselines"
+ARCHS: dict[str, Arch | LazyArch] = {
     "regnn": Arch(prepare=RelationInputs.build, build=REGNN.from_inputs),
     # heterogeneous baselines, one module each under regnn/models/baselines/
-    "rgcn": Arch(prepare=bl.TypedGraph.build, build=bl.RGCN.from_inputs),
-    "hgt": Arch(prepare=bl.TypedGraph.build, build=bl.HGT.from_inputs),
-    "simple_hgn": Arch(prepare=bl.SelfLoopGraph.build, build=bl.SimpleHGN.from_inputs),
-    "gtn": Arch(prepare=bl.SelfLoopGraph.build, build=bl.GTN.from_inputs),
-    "han": Arch(prepare=bl.MetapathGraphs.build, build=bl.HAN.from_inputs),
-    "metapath_gnn": Arch(prepare=bl.MetapathInputs.build, build=bl.build_metapath_gnn),  # GCN-M, GAT-M
+    "rgcn": LazyArch(f"{_BL}:TypedGraph.build", f"{_BL}:RGCN.from_inputs"),
+    "hgt": LazyArch(f"{_BL}:TypedGraph.build", f"{_BL}:HGT.from_inputs"),
+    "simple_hgn": LazyArch(f"{_BL}:SelfLoopGraph.build", f"{_BL}:SimpleHGN.from_inputs"),
+    "gtn": LazyArch(f"{_BL}:SelfLoopGraph.build", f"{_BL}:GTN.from_inputs"),
+    "han": LazyArch(f"{_BL}:MetapathGraphs.build", f"{_BL}:HAN.from_inputs"),
+    "metapath_gnn": LazyArch(f"{_BL}:MetapathInputs.build", f"{_BL}:build_metapath_gnn"),  # GCN-M, GAT-M
 }
 
-__all__ = ["ARCHS", "Arch", "BACKBONES", "REGNN", "RelationInputs", "TypeProjection"]
+__all__ = ["ARCHS", "Arch", "BACKBONES", "LazyArch", "REGNN", "RelationInputs", "TypeProjection"]

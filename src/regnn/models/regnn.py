@@ -3,14 +3,18 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from regnn.core.adjacency import Adjacency, full_precision
+from regnn.core.backend import Backend
 from regnn.core.relation import RelationWeights
-from regnn.data.relation_graph import RelationGraph, build_relation_graph
 from regnn.models.backbones import BACKBONES
+
+if TYPE_CHECKING:
+    from regnn.data.relation_graph import RelationGraph
 
 
 @dataclass
@@ -23,9 +27,11 @@ class RelationInputs:
     rg: RelationGraph
 
     @classmethod
-    def build(cls, data, device="cpu", **_model_options) -> "RelationInputs":
+    def build(cls, data, device="cpu", backend: Backend | None = None, **_model_options) -> "RelationInputs":
+        """backend: how the layers compute (regnn.core.backend); None chooses it for `device`."""
+        from regnn.data.relation_graph import build_relation_graph  # regnn.data reads the heterograph with DGL
         rg = build_relation_graph(data).to(device)
-        return cls(Adjacency(rg.graph), rg.ntypes, rg.nodes_of(data.target).to(device), rg)
+        return cls(rg.adjacency(backend), rg.ntypes, rg.nodes_of(data.target).to(device), rg)
 
 
 class _SparseInputMM(torch.autograd.Function):
@@ -131,13 +137,21 @@ class REGNN(nn.Module):
         # every layer's relation weights first, back to back: a few tiny ops each, which cost several times
         # more run one at a time after a layer's large ones (caches then hold the layer's data, not these)
         alphas = self.layer_alphas()
-        ahead: dict[tuple, list] = {}  # (adjacency, norm) -> the weights of its layers: prepared in one call
-        for conv, alpha, a in zip(self.convs, alphas, adjs):
+        ahead: dict[tuple, tuple[list, list]] = {}  # (adjacency, norm) -> its layers' weights and call indices
+        for i, (conv, alpha, a) in enumerate(zip(self.convs, alphas, adjs)):
             norm = getattr(conv, "prepare_norm", None)
             if alpha is not None and norm is not None:
-                ahead.setdefault((a, norm), []).append(alpha)  # an Adjacency hashes by identity
-        for (a, norm), group in ahead.items():
-            a.prepare(group, norm)
+                group = ahead.setdefault((a, norm), ([], []))  # an Adjacency hashes by identity
+                group[0].append(alpha)
+                group[1].append(self.relation_of[i])
+        if ahead:
+            # what the weights' values depend on, read without their values: the relation parameters and their
+            # versions (an optimiser step changes them in place), so that the next pass with the same parameters
+            # (an epoch's evaluation, then the next training step) finds what this one computed
+            params = tuple(self.relations.parameters())
+            version = tuple((id(p), p._version) for p in params)
+            for (a, norm), (group, layers) in ahead.items():
+                a.prepare(group, norm, key=(version, tuple(layers)), keep=params)
         for i, (conv, alpha, a) in enumerate(zip(self.convs, alphas, adjs)):
             h = (self.input_dropout if i == 0 else self.dropout)(h)
             if i == last and self.head is None:

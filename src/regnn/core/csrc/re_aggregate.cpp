@@ -6,6 +6,7 @@
 // scales:   a, b and their derivative factors from the weighted degrees.
 // heads_*:  GAT's multi-head aggregation by attention coefficients, and its gradients.
 // v2_scores*: GATv2's attention logits a . LeakyReLU(zs[u] + zd[v]) per edge and head, and their gradients.
+// edge_softmax*, segment_sum: the attention layers' softmax over in-edges and sums of per-edge rows by node.
 // Float and double; the widths 2, 3, 4, 8, 16, 32, 64 are compiled as constants. Per-thread partial sums are added up in a fixed
 // order, so results depend on the thread count only.
 #include <torch/extension.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -376,6 +378,70 @@ void v2_scores_backward_impl(const int64_t* indptr, const int64_t* indices, cons
   }
 }
 
+// Softmax of score (E, H) over the in-edges of every destination (CSR rows), per head: the row's maximum for
+// stability, exp, the row's sum, a division; one pass per step over a row that stays in cache, where torch's
+// segment ops take a pass over all E * H numbers for each.
+template <typename scalar_t>
+void edge_softmax_impl(const int64_t* indptr, const scalar_t* s, scalar_t* out, int64_t num_dst, int64_t H) {
+  parallel_rows(indptr, num_dst, [&](int64_t begin, int64_t end) {
+    std::vector<scalar_t> top(H), sum(H);
+    for (int64_t v = begin; v < end; ++v) {
+      const int64_t e0 = indptr[v], e1 = indptr[v + 1];
+      for (int64_t k = 0; k < H; ++k) top[k] = -std::numeric_limits<scalar_t>::infinity(), sum[k] = 0;
+      for (int64_t e = e0; e < e1; ++e)
+        for (int64_t k = 0; k < H; ++k) top[k] = std::max(top[k], s[e * H + k]);
+      for (int64_t e = e0; e < e1; ++e)
+        for (int64_t k = 0; k < H; ++k) {
+          const scalar_t x = std::exp(s[e * H + k] - top[k]);
+          out[e * H + k] = x;
+          sum[k] += x;
+        }
+      for (int64_t e = e0; e < e1; ++e)
+        for (int64_t k = 0; k < H; ++k) out[e * H + k] /= sum[k];
+    }
+  });
+}
+
+// Its gradient: gs = out * g - out * (sum over the row of out * g), per head.
+template <typename scalar_t>
+void edge_softmax_backward_impl(const int64_t* indptr, const scalar_t* out, const scalar_t* g, scalar_t* gs,
+                                int64_t num_dst, int64_t H) {
+  parallel_rows(indptr, num_dst, [&](int64_t begin, int64_t end) {
+    std::vector<scalar_t> dot(H);
+    for (int64_t v = begin; v < end; ++v) {
+      const int64_t e0 = indptr[v], e1 = indptr[v + 1];
+      for (int64_t k = 0; k < H; ++k) dot[k] = 0;
+      for (int64_t e = e0; e < e1; ++e)
+        for (int64_t k = 0; k < H; ++k) {
+          const scalar_t x = out[e * H + k] * g[e * H + k];
+          gs[e * H + k] = x;
+          dot[k] += x;
+        }
+      for (int64_t e = e0; e < e1; ++e)
+        for (int64_t k = 0; k < H; ++k) gs[e * H + k] -= out[e * H + k] * dot[k];
+    }
+  });
+}
+
+// Sums of per-edge rows (E, C) over segments: out[r] = sum over j in [indptr[r], indptr[r + 1]) of
+// values[pos[j]] (values[j] without pos). With the CSR indptr: per destination; with the CSC indptr and the CSC
+// -> CSR positions: per source. Each output row is one thread's: no atomics, the order fixed.
+template <typename scalar_t>
+void segment_sum_impl(const int64_t* indptr, const int64_t* pos, const scalar_t* values, scalar_t* out, int64_t n,
+                      int64_t C) {
+  parallel_rows(indptr, n, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      scalar_t* __restrict__ o = out + r * C;
+      for (int64_t c = 0; c < C; ++c) o[c] = 0;
+      for (int64_t j = indptr[r]; j < indptr[r + 1]; ++j) {
+        const scalar_t* __restrict__ x = values + (pos ? pos[j] : j) * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) o[c] += x[c];
+      }
+    }
+  });
+}
+
 // calls body<FW>() with FW the compile-time width for the common widths, 0 (runtime width) otherwise
 template <typename Body>
 void by_width(int64_t F, Body&& body) {
@@ -599,6 +665,52 @@ std::vector<torch::Tensor> v2_scores_backward(torch::Tensor indptr, torch::Tenso
   return {gzs, gzd, need_attn ? part.sum(0) : torch::empty({0}, zs.options())};
 }
 
+// softmax of score (E, H) over every destination's in-edges (CSR order)
+torch::Tensor edge_softmax(torch::Tensor indptr, torch::Tensor score) {
+  for (auto* t : {&indptr, &score}) check(*t, "every argument");
+  TORCH_CHECK(indptr.scalar_type() == torch::kInt64 && score.dim() == 2 &&
+                  indptr.data_ptr<int64_t>()[indptr.numel() - 1] == score.size(0),
+              "edge_softmax: score must be (E, H) for the indptr's E edges");
+  auto out = torch::empty_like(score);
+  AT_DISPATCH_FLOATING_TYPES(score.scalar_type(), "edge_softmax", [&] {
+    edge_softmax_impl<scalar_t>(indptr.data_ptr<int64_t>(), score.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
+                                indptr.size(0) - 1, score.size(1));
+  });
+  return out;
+}
+
+// gradient of edge_softmax's score from its output and the output's gradient g (both (E, H))
+torch::Tensor edge_softmax_backward(torch::Tensor indptr, torch::Tensor out, torch::Tensor g) {
+  for (auto* t : {&indptr, &out, &g}) check(*t, "every argument");
+  TORCH_CHECK(indptr.scalar_type() == torch::kInt64 && out.dim() == 2 && g.sizes() == out.sizes() &&
+                  g.scalar_type() == out.scalar_type() &&
+                  indptr.data_ptr<int64_t>()[indptr.numel() - 1] == out.size(0),
+              "edge_softmax_backward: out and g must be (E, H) for the indptr's E edges, of one dtype");
+  auto gs = torch::empty_like(out);
+  AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "edge_softmax_backward", [&] {
+    edge_softmax_backward_impl<scalar_t>(indptr.data_ptr<int64_t>(), out.data_ptr<scalar_t>(),
+                                         g.data_ptr<scalar_t>(), gs.data_ptr<scalar_t>(), indptr.size(0) - 1,
+                                         out.size(1));
+  });
+  return gs;
+}
+
+// (n, C) sums of values (E, C) over the segments of indptr (n + 1), through pos (E,) where it is not empty
+torch::Tensor segment_sum(torch::Tensor indptr, torch::Tensor pos, torch::Tensor values) {
+  for (auto* t : {&indptr, &pos, &values}) check(*t, "every argument");
+  const int64_t E = indptr.data_ptr<int64_t>()[indptr.numel() - 1];
+  TORCH_CHECK(indptr.scalar_type() == torch::kInt64 && pos.scalar_type() == torch::kInt64 && values.dim() == 2 &&
+                  values.size(0) == E && (pos.numel() == 0 || pos.numel() == E),
+              "segment_sum: values must be (E, C) and pos empty or (E,) for the indptr's E edges");
+  const int64_t n = indptr.size(0) - 1;
+  auto out = torch::empty({n, values.size(1)}, values.options());
+  AT_DISPATCH_FLOATING_TYPES(values.scalar_type(), "segment_sum", [&] {
+    segment_sum_impl<scalar_t>(indptr.data_ptr<int64_t>(), pos.numel() ? pos.data_ptr<int64_t>() : nullptr,
+                               values.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), n, values.size(1));
+  });
+  return out;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &re_aggregate_forward, "RE-GNN weighted aggregation, forward");
   m.def("backward", &re_aggregate_backward, "RE-GNN weighted aggregation, backward with the relation gradients");
@@ -607,4 +719,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("heads_backward", &heads_backward, "multi-head attention aggregation, gradients of z and the attention");
   m.def("v2_scores", &v2_scores, "GATv2 attention logits without the per-edge feature intermediate");
   m.def("v2_scores_backward", &v2_scores_backward, "GATv2 attention logits, gradients");
+  m.def("edge_softmax", &edge_softmax, "softmax over every destination's in-edges");
+  m.def("edge_softmax_backward", &edge_softmax_backward, "edge_softmax, gradient of the scores");
+  m.def("segment_sum", &segment_sum, "sums of per-edge rows per destination (CSR) or per source (CSC)");
 }

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from regnn.data.relation_graph import RelationGraph
+from regnn.data.relation_graph import RelationGraph, sorted_by_destination
 from regnn.errors import ConfigError
 
 
@@ -111,9 +111,6 @@ def metapath_relation_graph(data, name: str, relations) -> RelationGraph:
     ids = torch.arange(n)
     src, dst = torch.cat([src, ids]), torch.cat([dst, ids])
     rel = torch.cat([torch.zeros(g.num_edges(), dtype=torch.int64), torch.ones(n, dtype=torch.int64)])
-    order = torch.argsort(dst * n + src)  # destination-major: edge ids are CSR positions
-    hg = dgl.graph((src[order], dst[order]), num_nodes=n)
-    hg.edata["rel"] = rel[order]
-    hg.create_formats_()
-    return RelationGraph(hg, [name, f"self:{data.target}"], 1, [data.target], {data.target: 0},
+    src, dst, rel = sorted_by_destination(src, dst, rel, n)
+    return RelationGraph(src, dst, rel, [name, f"self:{data.target}"], 1, [data.target], {data.target: 0},
                          torch.zeros(n, dtype=torch.int64))
