@@ -188,3 +188,34 @@ def mlp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu")
 
 
 BACKBONES["mlp"] = mlp
+
+
+class APPNPPropagation(nn.Module):
+    """`steps` personalised-PageRank steps on the weighted graph (APPNP, Klicpera et al., ICLR 2019):
+    z <- (1 - teleport) A_hat z + teleport h, from z = h, A_hat the relation-weighted normalised adjacency."""
+
+    def __init__(self, dim: int, steps: int, teleport: float, norm: str):
+        super().__init__()
+        self.prop = REGraphConv(dim, dim, weight=False, norm=norm)
+        self.steps, self.teleport = steps, teleport
+
+    @property
+    def prepare_norm(self) -> str:
+        return self.prop.prepare_norm
+
+    def forward(self, adj, h, alpha=None):
+        z = h
+        for _ in range(self.steps):
+            z = (1 - self.teleport) * self.prop(adj, z, alpha) + self.teleport * h
+        return z
+
+
+def appnp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", steps: int = 10,
+          teleport: float = 0.1, norm: str = "both") -> Stack:
+    """num_layers dense layers predict from each node's own features, `steps` propagation steps with one set of
+    relation weights spread the predictions, a linear layer outputs the classes."""
+    convs = [Dense(hidden, hidden, activation) for _ in range(num_layers)] + [APPNPPropagation(hidden, steps, teleport, norm)]
+    return Stack(convs, [1], nn.Linear(hidden, num_classes), relation_of=[0] * len(convs))
+
+
+BACKBONES["appnp"] = appnp
