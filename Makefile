@@ -53,7 +53,7 @@ table-classification: setup ## Table 2: GCN, GAT, RE-GCN, RE-GAT x DBLP, ACM, IM
 	$(call experiment,table_classification,classification)
 table-ablation: setup ## Table 5: GCN/GAT plain, -S, -E, RE on DBLP -> results/table_ablation.*
 	$(call experiment,table_ablation,ablation)
-fig-backbones: setup ## Figure 3: GCN, GAT, GraphSAGE, GIN, GATv2, MixHop plain vs RE on DBLP and ACM -> results/fig_backbones.png
+fig-backbones: setup ## Figure 3: every backbone of regnn.catalog (GCN, GAT, GraphSAGE, ...) plain vs RE on DBLP and ACM -> results/fig_backbones.png
 	$(call experiment,fig_backbones,backbones)
 fig-lambda: setup ## Figure 6: RE-GCN on DBLP, lambda in {0.001, 1, 100, 1000} -> results/fig_lambda.png
 	$(call experiment,fig_lambda,lambda_study)
@@ -91,8 +91,8 @@ fig-efficiency-smoke: venv
 benchmark: setup ## seconds per epoch, peak memory, parameters per dataset x model, and the main job -> results/benchmark.*
 	$(PY) scripts/benchmark.py
 
-EFFICIENCY_MODELS := gcn re_gcn gat re_gat sage re_sage gin re_gin gatv2 re_gatv2 mixhop re_mixhop \
-	rgcn hgt simple_hgn han gtn gcn_m gat_m
+# every backbone of regnn.catalog plain and RE, then the baselines (evaluated only where used)
+EFFICIENCY_MODELS = $(shell $(PY) -m regnn.catalog models plain+re | tr , ' ') rgcn hgt simple_hgn han gtn gcn_m gat_m
 # e.g. EFFICIENCY_OVERRIDES="trainer.max_epochs=20 trainer.patience=20" caps every run (the table says so)
 EFFICIENCY_OVERRIDES ?=
 .PHONY: fig-efficiency

@@ -1,4 +1,7 @@
 """Every dataset x model config composes; tuned settings are picked up; bad keys and values are refused."""
+import inspect
+import itertools
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +17,16 @@ from regnn.config import validate
 from regnn.data import make_synthetic
 from regnn.data.features import FEATS_TYPES
 from regnn.errors import ConfigError
+from regnn import catalog
 from regnn.models import BACKBONES
 from regnn.pipeline import arch_of, build_model, model_kwargs
 
 CONF = str(REPO / "conf")
 DATASETS = sorted(p.stem for p in (REPO / "conf/dataset").glob("*.yaml"))
-MODELS = sorted(p.stem for p in (REPO / "conf/model").glob("*.yaml"))
+# every backbone plain and RE, and the ablations of Table 5 (test_the_relation_group_... covers the other pairs)
+RELATION_MODELS = [catalog.model_name(b, r) for b in catalog.backbones() for r in ("re", "plain")] + [
+    catalog.model_name(b, r) for b in ("gcn", "gat") for r in ("edge", "self")]
+MODELS = sorted(RELATION_MODELS + [p.stem for p in (REPO / "conf/model").glob("*.yaml")])
 
 
 def cfg(*overrides):
@@ -121,8 +128,8 @@ def test_train_py_rejects_bad_config_without_a_traceback(tmp_path, override, exp
     assert not (tmp_path / "run" / "results.json").exists()
 
 
-@pytest.mark.parametrize("dataset", ["dblp", "acm"])
-@pytest.mark.parametrize("backbone", ["gcn", "gat", "sage", "gin", "gatv2", "mixhop"])
+@pytest.mark.parametrize("dataset", catalog.FIGURE3_DATASETS)
+@pytest.mark.parametrize("backbone", catalog.FIGURE3_BACKBONES)
 def test_plain_and_re_backbones_share_their_settings(dataset, backbone):
     """A fair comparison: plain and RE versions differ only in the relation switches (the authors ran both
     from one script), except plain MixHop on DBLP, which the authors' script tunes separately."""
@@ -134,6 +141,60 @@ def test_plain_and_re_backbones_share_their_settings(dataset, backbone):
     else:
         assert not differing
     assert not plain.model.relation.edge_embeddings and re.model.relation.edge_embeddings
+
+
+@pytest.mark.parametrize("dataset", ["dblp", "acm"])
+def test_the_relation_group_composes_the_same_config_as_the_model_names(dataset):
+    """model=gcn relation=re is model=re_gcn (settings, tuned settings and cell name), for every backbone."""
+    for backbone, relation in itertools.product(catalog.backbones(), catalog.RELATIONS):
+        name = catalog.model_name(backbone, relation)
+        by_name = cfg(f"dataset={dataset}", f"model={name}")
+        by_group = cfg(f"dataset={dataset}", f"model={backbone}", f"relation={relation}")
+        assert by_group.model.name == by_name.model.name == name
+        assert OmegaConf.to_container(by_group, resolve=True) == OmegaConf.to_container(by_name, resolve=True), name
+
+
+def test_a_misspelt_key_in_a_model_yaml_fails_at_composition(tmp_path):
+    conf = shutil.copytree(CONF, tmp_path / "conf")
+    gin = conf / "backbone" / "gin.yaml"
+    gin.write_text(gin.read_text().replace("\nhidden: 64", "\nhiden: 64"))
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        with pytest.raises(ConfigCompositionException, match="Key 'hiden' not in 'gin'"):
+            compose("train", overrides=["model=re_gin"])
+        compose("train", overrides=["model=re_gcn"])  # the other models still compose
+
+
+@pytest.mark.parametrize("backbone", sorted(BACKBONES))
+def test_builders_take_exactly_the_config_keys_with_the_config_defaults(backbone):
+    """No builder swallows unknown keys (**_), and a builder's default equals its YAML value (ogbn_mag: a dataset
+    without tuned settings)."""
+    params = inspect.signature(BACKBONES[backbone]).parameters
+    assert not any(p.kind is p.VAR_KEYWORD for p in params.values())
+    model = "mlp" if backbone == "mlp" else backbone
+    m = OmegaConf.to_container(cfg("dataset=ogbn_mag", f"model={model}").model)
+    for key, p in params.items():
+        if p.default is not p.empty and key in m:
+            want = list(p.default) if isinstance(p.default, tuple) else p.default
+            assert m[key] == want, f"{backbone}: {key} is {m[key]} in the YAML, {p.default} in the builder"
+
+
+def test_the_attention_slope_is_the_authors_in_yaml_and_code():
+    # the authors' run_regnn.py passes negative_slope 0.01 to REGAT (at 2e297ef)
+    assert cfg("model=re_gat").model.attn_negative_slope == 0.01
+    assert inspect.signature(BACKBONES["gat"]).parameters["attn_negative_slope"].default == 0.01
+
+
+def test_tuned_settings_have_no_pointer_files():
+    files = sorted((REPO / "conf" / "tuned").rglob("*.yaml"))
+    assert files and not [f for f in files if "defaults" in (OmegaConf.load(f) or {})]
+
+
+def test_experiment_sweeps_read_the_catalog():
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        params = compose("train", overrides=["experiment=fig_backbones"], return_hydra_config=True).hydra.sweeper.params
+    assert params.dataset.split(",") == list(catalog.FIGURE3_DATASETS)
+    assert params.model.split(",") == catalog.models("plain+re")
+    assert params.model.split(",")[:2] == ["gcn", "re_gcn"]
 
 
 @pytest.mark.parametrize("overrides,pending,edges,expect", [

@@ -55,7 +55,7 @@ def test_a_killed_tune_resumes_without_repeating_finished_trials(killed_and_resu
     assert f"{k} of 3 trials finished, {3 - k} to go" in log and f"trial {k} was interrupted" in log
     params = [t.params for t in _study(sweep).trials]
     assert all(params[j] != params[0] for j in range(k + 1, 4))  # the resumed sampler does not redraw trial 0
-    # trial 0 is the configured setting: conf/protocol/synthetic.yaml (lr, dropout) and conf/model/re_gcn.yaml
+    # trial 0 is the configured setting: conf/protocol/synthetic.yaml (lr, dropout) and conf/backbone/gcn.yaml
     assert params[0] == {"optimizer.lr": 0.01, "optimizer.weight_decay": 0.001, "model.dropout": 0.2,
                          "model.hidden": 64, "model.num_layers": 4, "model.layout": "authors",
                          "model.relation.scale": 100}
@@ -76,7 +76,7 @@ def test_trials_score_validation_and_the_best_comes_back_as_a_config(killed_and_
     assert conf["optimizer"]["lr"] == pytest.approx(best.params["optimizer.lr"])
     assert conf["model"]["layout"] == best.params["model.layout"]
     assert conf["model"]["relation"]["scale"] == pytest.approx(best.params["model.relation.scale"])
-    assert conf["model"]["double_dropout"] is False  # conf/tuned/synthetic_re_gcn.yaml, which the trials started from
+    assert conf["model"]["double_dropout"] is False  # conf/tuned/backbone/synthetic_gcn.yaml, which the trials started from
     final = json.loads((sweep / f"final_trial_{best.number}" / "results.json").read_text())
     cfg = yaml.safe_load((sweep / f"final_trial_{best.number}" / "config.yaml").read_text())
     assert final["runs"] == 1 and cfg["optimizer"]["lr"] == pytest.approx(best.params["optimizer.lr"])

@@ -116,3 +116,6 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     _check(t.ddp_backend in ("auto", "gloo", "nccl"), "trainer.ddp_backend", t.ddp_backend, "use auto, gloo or nccl")
     _check(m.get("norm", "right") != "both", "model.norm", m.get("norm"),
            "norm=both needs whole-graph source degrees, which sampled blocks lack: use model.norm=right")
+
+
+import regnn.schema  # noqa: E402,F401  (the model schemas and names, in Hydra's ConfigStore)

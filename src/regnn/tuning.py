@@ -154,8 +154,16 @@ class TuneCallback(Callback):
         sweep = Path(config.hydra.sweep.dir)
         s = config.hydra.sweeper
         best = _study(s.storage, s.study_name).best_trial
-        name = f"{config.dataset.name}_{config.model.name}"
-        path = write_best(sweep, best.params, tuned_settings(name), best.value, best.number)
+        choices = config.hydra.runtime.choices
+        base: dict = {}
+        for group in ("tuned/backbone", "tuned/relation", "tuned"):  # the order of conf/train.yaml
+            if choices.get(group):
+                base = OmegaConf.to_container(OmegaConf.merge(base, tuned_settings(
+                    choices[group], REPO_ROOT / "conf" / group)))
+        # the keys a searched layout needs (conf/layout/tune_<backbone>.yaml), for the runs with the best setting
+        layout = f"tune_{choices.get('backbone')}"
+        defaults = [f"/layout/{layout}"] if (REPO_ROOT / "conf" / "layout" / f"{layout}.yaml").is_file() else []
+        path = write_best(sweep, best.params, base, best.value, best.number, defaults)
         log.info("tune: best trial %d, validation Micro-F1 %.2f: %s -> %s", best.number, best.value,
                  best.params, path)
         runs = int(config.tune.final_runs)
@@ -168,7 +176,7 @@ class TuneCallback(Callback):
             log.info("tune: training %d runs with the best setting: %s", runs, " ".join(cmd[1:]))
             subprocess.run(cmd, check=True)
         frame, notes = listing(sweep)
-        render(frame, notes, sweep, "tune", f"Tuning on validation: {name}")
+        render(frame, notes, sweep, "tune", f"Tuning on validation: {config.dataset.name}_{config.model.name}")
         for n in notes:
             log.info("tune: %s", n)
         claim.release(sweep, CLAIM)
@@ -177,14 +185,16 @@ class TuneCallback(Callback):
 CLAIM = ".tune.pid"  # one tune per study: a second one would mark the first one's running trial as interrupted
 
 
-def write_best(sweep: Path, params: dict, base: dict, value: float, number: int) -> Path:
+def write_best(sweep: Path, params: dict, base: dict, value: float, number: int, defaults: list | None = None) -> Path:
     """<sweep>/tuned/best.yaml: the settings the trials started from (conf/tuned) with the best trial's on top."""
     merged = OmegaConf.to_container(OmegaConf.merge(base, _nested({k: _plain(v) for k, v in params.items()})))
+    if defaults:
+        merged = {"defaults": [*defaults, "_self_"], **merged}
     path = sweep / "tuned" / "best.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text(path, f"# @package _global_\n# Best of the tune in {sweep} by mean validation Micro-F1 ({value:.2f}, "
                     f"trial {number}).\n#   python train.py --config-dir {sweep} tuned=best ...   (or copy it into "
-                    "conf/tuned/<dataset>_<model>.yaml)\n" + yaml.safe_dump(merged, sort_keys=True))
+                    "conf/tuned/)\n" + yaml.safe_dump(merged, sort_keys=True))
     return path
 
 

@@ -2,8 +2,9 @@
 (adj, h, alpha) -> (num_dst, d); a layer called twice appears twice), the number of relation-weight heads each
 distinct layer needs, which of those each call uses, and the output head (None: the last conv is the output).
 
-Registering a new homogeneous backbone means writing one builder here; the model, the relation embeddings and
-the trainer stay as they are.
+Registering a new homogeneous backbone means writing one builder here (its keyword arguments are the keys its
+config may hold: regnn.schema) and its config in conf/backbone/; the model, the relation embeddings, the trainer
+and the model names (re_<name>, <name>, ...) follow (docs/adding_a_backbone.md).
 """
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ def _authors_layout(layer, hidden: int, num_classes: int, num_layers: int, activ
 
 
 def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", norm: str = "both",
-        layout: str = "authors", layer_norm: bool = False, **_) -> Stack:
+        layout: str = "authors", layer_norm: bool = False) -> Stack:
     """layout="authors" (the authors' RE-GCN, see _authors_layout); layout="stack" (mini-batch training):
     num_layers GCN layers, each with W, bias, optional LayerNorm and the activation, then a linear output layer."""
     _check_layout(layout)
@@ -101,7 +102,7 @@ def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu",
                            activation)
 
 
-def sage(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", **_) -> Stack:
+def sage(hidden: int, num_classes: int, num_layers: int, activation: str = "elu") -> Stack:
     return _authors_layout(RESAGEConv, hidden, num_classes, num_layers, activation)
 
 
@@ -122,7 +123,7 @@ def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, acti
 
 def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
         attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, layout: str = "authors",
-        layer_norm: bool = False, **_) -> Stack:
+        layer_norm: bool = False) -> Stack:
     """layout="authors": the authors' released stack (see _released_attention_stack); layout="stack" (mini-batch
     training, one layer per sampled hop): num_layers GAT layers of `heads` x `hidden` units (concatenated,
     optional LayerNorm, activation), then a linear output layer."""
@@ -137,7 +138,7 @@ def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activati
 
 
 def gatv2(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-          attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, layout: str = "authors", **_) -> Stack:
+          attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, layout: str = "authors") -> Stack:
     """The authors' released stack with GATv2 layers (their REGAT with use_gatv2=True)."""
     if layout != "authors":
         raise ValueError(f"gatv2 has only the authors' layout, got layout={layout!r}")
@@ -145,7 +146,7 @@ def gatv2(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activa
                                      attn_dropout=attn_dropout, negative_slope=attn_negative_slope)
 
 
-def gin(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", mlp_dropout: float = 0.0, **_) -> Stack:
+def gin(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", mlp_dropout: float = 0.6) -> Stack:
     """num_layers GIN layers (the authors' REGIN); the last outputs the classes."""
     convs = [REGINConv(hidden, hidden, num_classes if i == num_layers - 1 else hidden,
                        activation="none" if i == num_layers - 1 else activation, mlp_dropout=mlp_dropout)
@@ -153,7 +154,7 @@ def gin(hidden: int, num_classes: int, num_layers: int, activation: str = "elu",
     return Stack(convs, [1] * num_layers, None)
 
 
-def mixhop(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", powers=(0, 1, 2), **_) -> Stack:
+def mixhop(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", powers=(0, 1, 2)) -> Stack:
     """num_layers MixHop layers (each: hidden units per power, concatenated), then a linear output layer
     without bias (the authors' REMixHop)."""
     width = hidden * len(powers)
@@ -178,7 +179,7 @@ class Dense(nn.Module):
         return self.activation(h) if self.activation else h
 
 
-def mlp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", **_) -> Stack:
+def mlp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu") -> Stack:
     """No message passing (model=mlp): after the per-type input projection, num_layers dense layers with the
     activation on each node's own features, then a linear output layer. The features-only baseline a graph model
     has to beat."""
@@ -187,3 +188,34 @@ def mlp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu",
 
 
 BACKBONES["mlp"] = mlp
+
+
+class APPNPPropagation(nn.Module):
+    """`steps` personalised-PageRank steps on the weighted graph (APPNP, Klicpera et al., ICLR 2019):
+    z <- (1 - teleport) A_hat z + teleport h, from z = h, A_hat the relation-weighted normalised adjacency."""
+
+    def __init__(self, dim: int, steps: int, teleport: float, norm: str):
+        super().__init__()
+        self.prop = REGraphConv(dim, dim, weight=False, norm=norm)
+        self.steps, self.teleport = steps, teleport
+
+    @property
+    def prepare_norm(self) -> str:
+        return self.prop.prepare_norm
+
+    def forward(self, adj, h, alpha=None):
+        z = h
+        for _ in range(self.steps):
+            z = (1 - self.teleport) * self.prop(adj, z, alpha) + self.teleport * h
+        return z
+
+
+def appnp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", steps: int = 10,
+          teleport: float = 0.1, norm: str = "both") -> Stack:
+    """num_layers dense layers predict from each node's own features, `steps` propagation steps with one set of
+    relation weights spread the predictions, a linear layer outputs the classes."""
+    convs = [Dense(hidden, hidden, activation) for _ in range(num_layers)] + [APPNPPropagation(hidden, steps, teleport, norm)]
+    return Stack(convs, [1], nn.Linear(hidden, num_classes), relation_of=[0] * len(convs))
+
+
+BACKBONES["appnp"] = appnp

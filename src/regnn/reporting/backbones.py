@@ -7,12 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from regnn.catalog import FIGURE3_BACKBONES, FIGURE3_DATASETS, model_name
 from regnn.reporting.cells import as_pool, metric
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import cli, label
 from regnn.reporting.figures import PLAIN, RE, save, subplots
 
-BACKBONES = ["gcn", "gat", "sage", "gin", "gatv2", "mixhop"]
+BACKBONES = FIGURE3_BACKBONES
 
 
 def paired_gains(plain: dict, re: dict) -> list[float]:
@@ -23,13 +24,14 @@ def paired_gains(plain: dict, re: dict) -> list[float]:
 
 def render(source, out, datasets):
     pool = as_pool(source)
-    cells = pool.load([f"{d}_{p}{b}" for d in datasets for b in BACKBONES for p in ("", "re_")])
+    cells = pool.load([f"{d}_{model_name(b, r)}" for d in datasets for b in BACKBONES for r in ("plain", "re")])
     rows = []
     for d in datasets:
         for b in BACKBONES:
-            if f"{d}_{b}" not in cells or f"{d}_re_{b}" not in cells:
+            names = f"{d}_{model_name(b, 'plain')}", f"{d}_{model_name(b, 're')}"
+            if not all(n in cells for n in names):
                 continue  # --allow-missing: the table's notes name the missing cells
-            plain, re = cells[f"{d}_{b}"], cells[f"{d}_re_{b}"]
+            plain, re = (cells[n] for n in names)
             (pm, ps), (rm, rs) = metric(plain, "test_micro_f1"), metric(re, "test_micro_f1")
             paired = paired_gains(plain, re)
             rows.append({"dataset": d, "backbone": b, "plain_micro_f1": pm, "plain_std": ps, "re_micro_f1": rm,
@@ -69,4 +71,4 @@ def render(source, out, datasets):
 
 
 if __name__ == "__main__":
-    raise SystemExit(cli(__doc__, render, ["dblp", "acm"]))
+    raise SystemExit(cli(__doc__, render, list(FIGURE3_DATASETS)))

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from regnn.catalog import PAPER_DATASETS
 from regnn.reporting.classification import MODELS as HOMOGENEOUS
 from regnn.reporting.classification import render as render_classification
 from regnn.reporting.common import cli
@@ -17,4 +18,4 @@ def render(source, out, datasets, **kw):
 
 
 if __name__ == "__main__":
-    raise SystemExit(cli(__doc__, render, ["dblp", "acm", "imdb"]))
+    raise SystemExit(cli(__doc__, render, list(PAPER_DATASETS)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from regnn.catalog import PAPER_DATASETS
 from regnn.reporting.cells import as_pool, metric
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import cli, label, signed
@@ -43,4 +44,4 @@ def render(source, out, datasets):
 
 
 if __name__ == "__main__":
-    raise SystemExit(cli(__doc__, render, ["dblp", "acm", "imdb"]))
+    raise SystemExit(cli(__doc__, render, list(PAPER_DATASETS)))

@@ -5,18 +5,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from regnn import catalog
 from regnn.config import REPO_ROOT
 from regnn.reporting.cells import CELLS, CellPool, MissingCells
 
-LABELS = {"gcn": "GCN", "gat": "GAT", "re_gcn": "RE-GCN", "re_gat": "RE-GAT", "gcn_s": "GCN-S", "gcn_e": "GCN-E",
-          "gat_s": "GAT-S", "gat_e": "GAT-E", "sage": "GraphSAGE", "re_sage": "RE-GraphSAGE", "gin": "GIN",
-          "re_gin": "RE-GIN", "gatv2": "GATv2", "re_gatv2": "RE-GATv2", "mixhop": "MixHop", "re_mixhop": "RE-MixHop",
-          "rgcn": "R-GCN", "hgt": "HGT", "simple_hgn": "Simple-HGN", "han": "HAN", "gtn": "GTN", "gcn_m": "GCN-M",
+# the models outside the relation group; regnn.catalog names the others (RE-GCN, GCN-S, ...)
+LABELS = {"rgcn": "R-GCN", "hgt": "HGT", "simple_hgn": "Simple-HGN", "han": "HAN", "gtn": "GTN", "gcn_m": "GCN-M",
           "gat_m": "GAT-M", "mlp": "MLP"}
 
 
 def label(model: str) -> str:
-    return LABELS.get(model, model)
+    return LABELS.get(model) or catalog.model_label(model) or model
 
 
 def signed(d) -> str:

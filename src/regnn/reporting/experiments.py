@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from regnn import catalog
 from regnn.config import REPO_ROOT
 from regnn.reporting.cells import CELLS, CellPool, MissingCells
 
@@ -33,16 +34,17 @@ class Experiment:
 
 EXPERIMENTS = [
     Experiment("table-classification", "Table 2", "node classification: GCN, GAT, RE-GCN, RE-GAT on DBLP, ACM, IMDB",
-               ("table_classification.csv", "table_classification.md"), "classification", ("dblp", "acm", "imdb")),
+               ("table_classification.csv", "table_classification.md"), "classification", catalog.PAPER_DATASETS),
     Experiment("table-baselines", "Table 2 (baselines)",
                "every heterogeneous baseline trained on this harness beside the Table 2 models",
-               ("table_baselines.csv", "table_baselines.md"), "baselines", ("dblp", "acm", "imdb")),
+               ("table_baselines.csv", "table_baselines.md"), "baselines", catalog.PAPER_DATASETS),
     Experiment("table-clustering", "Table 3", "K-Means NMI / ARI on GCN and RE-GCN representations",
-               ("table_clustering.csv", "table_clustering.md"), "clustering", ("dblp", "acm", "imdb")),
+               ("table_clustering.csv", "table_clustering.md"), "clustering", catalog.PAPER_DATASETS),
     Experiment("table-ablation", "Table 5", "plain, -S, -E and RE versions of GCN and GAT on DBLP",
                ("table_ablation.csv", "table_ablation.md"), "ablation"),
-    Experiment("fig-backbones", "Figure 3", "GCN, GAT, GraphSAGE, GIN, GATv2, MixHop, plain vs RE, DBLP and ACM",
-               ("table_backbones.csv", "table_backbones.md", "fig_backbones.png"), "backbones", ("dblp", "acm")),
+    Experiment("fig-backbones", "Figure 3", f"{', '.join(map(catalog.label, catalog.FIGURE3_BACKBONES))}, plain vs RE, "
+               f"{' and '.join(d.upper() for d in catalog.FIGURE3_DATASETS)}",
+               ("table_backbones.csv", "table_backbones.md", "fig_backbones.png"), "backbones", catalog.FIGURE3_DATASETS),
     Experiment("fig-tsne", "Figure 5", "t-SNE of DBLP author representations, GCN vs RE-GCN",
                ("fig_tsne.png",), "tsne", kwargs={"models": ["gcn", "re_gcn"]}),
     Experiment("fig-lambda", "Figure 6", "RE-GCN on DBLP for lambda 0.001, 1, 100, 1000",

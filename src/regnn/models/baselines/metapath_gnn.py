@@ -32,7 +32,7 @@ class MetapathInputs(RelationInputs):
 
 
 def build_metapath_gnn(inputs: MetapathInputs, in_dims: dict[str, int], num_classes: int, metapaths=None,
-                       metapath=None, **kwargs) -> REGNN:
+                       metapath=None, metapath_select_runs=None, **kwargs) -> REGNN:
     """The GCN/GAT of the model config on the meta-path graph; only the target type's features are used."""
     if kwargs.get("edge_embeddings") or kwargs.get("self_loop_embeddings"):
         raise ConfigError("GCN-M/GAT-M are plain GNNs on a meta-path graph: set model.relation.edge_embeddings "

@@ -1,0 +1,90 @@
+"""Structured schemas of the model configs, and the model names of the relation group, in Hydra's ConfigStore.
+
+Every model config merges onto a schema (`defaults: - /schema/model/<name>@_here_`), so a key the model does
+not take, misspelt in a YAML file or on the command line, fails at composition with Hydra's message
+(`Key 'hiden' not in 'gcn'`). The keys of a backbone with relation weights are REGNN's (MODEL_KEYS) plus its
+builder's keyword arguments (regnn.models.backbones): a new builder gets its schema with no further code.
+Fields are untyped (values are checked by regnn.config.validate) and have no defaults: the YAML files hold every
+value, so the composed config has exactly the keys its files give.
+
+For every config in conf/backbone/ and every relation setting (conf/relation/) the model name of
+regnn.catalog (re_gcn, gcn, gcn_e, gcn_s, ...) is a node in the `model` group that selects both, so
+`model=re_gcn` and `model=gcn relation=re` compose the same config.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import field, make_dataclass
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, OmegaConf
+
+from regnn import catalog
+
+RELATION_KEYS = ("edge_embeddings", "self_loop_embeddings", "scale", "negative_slope")
+MODEL_KEYS = ("name", "backbone", "hidden", "num_layers", "dropout", "double_dropout")  # REGNN's own
+BUILDER_ARGS = ("hidden", "num_classes", "num_layers")  # given by REGNN, not by the config
+LAYOUT_KEYS = {"gcn": ("layout", "layer_norm"), "gat": ("layer_norm",)}  # only in conf/layout/ (the stack layout)
+BASELINE_KEYS = {  # the models outside the relation group (regnn.models.baselines)
+    "rgcn": ("name", "arch", "hidden", "num_layers", "dropout", "num_bases"),
+    "hgt": ("name", "arch", "hidden", "heads", "num_layers", "dropout", "use_norm"),
+    "simple_hgn": ("name", "arch", "hidden", "heads", "num_layers", "edge_dim", "dropout", "attn_dropout",
+                   "negative_slope", "beta", "residual"),
+    "han": ("name", "arch", "metapaths", "hidden", "heads", "num_layers", "dropout", "semantic_dim"),
+    "gtn": ("name", "arch", "hidden", "num_channels", "num_layers", "dropout", "select_lr_scale"),
+}
+METAPATH_KEYS = ("arch", "metapaths", "metapath", "metapath_select_runs")  # GCN-M, GAT-M on a backbone's keys
+
+
+def _fields(keys):
+    return [(k, Any, field(default=MISSING)) for k in keys]
+
+
+Relation = make_dataclass("relation", _fields(RELATION_KEYS))
+NoRelation = make_dataclass("relation", _fields(RELATION_KEYS[:3]))  # MLP: switches off, no slope
+
+
+def _schema(name: str, keys, relation=None, bases=()) -> type:
+    extra = [("relation", relation, field(default_factory=relation))] if relation else []
+    return make_dataclass(name, _fields(keys) + extra, bases=bases)
+
+
+def builder_keys(builder) -> tuple[str, ...]:
+    """The config keys a backbone builder takes: its keyword arguments but those REGNN passes itself."""
+    params = inspect.signature(builder).parameters.values()
+    return tuple(p.name for p in params if p.name not in BUILDER_ARGS and p.kind is not p.VAR_KEYWORD)
+
+
+def schemas() -> dict[str, type]:
+    from regnn.models.backbones import BACKBONES
+    out = {}
+    for b, builder in BACKBONES.items():
+        own = builder_keys(builder)
+        base = MODEL_KEYS if b != "mlp" else tuple(k for k in MODEL_KEYS if k != "double_dropout")
+        out[b] = _schema(b, base + tuple(k for k in own if k not in LAYOUT_KEYS.get(b, ())),
+                         relation=Relation if b != "mlp" else NoRelation)
+        if b in LAYOUT_KEYS:
+            out[f"{b}_stack"] = _schema(f"{b}_stack", LAYOUT_KEYS[b], bases=(out[b],))
+    for b in ("gcn", "gat"):
+        out[f"metapath_{b}"] = _schema(f"metapath_{b}", METAPATH_KEYS, bases=(out[b],))
+    out |= {name: _schema(name, keys) for name, keys in BASELINE_KEYS.items()}
+    return out
+
+
+def register(cs: ConfigStore | None = None) -> None:
+    cs = cs or ConfigStore.instance()
+    for name, schema in schemas().items():
+        cs.store(group="schema/model", name=name, node=schema)
+    for backbone in catalog.backbones():
+        for relation in catalog.RELATIONS:
+            cs.store(group="model", name=catalog.model_name(backbone, relation), node={"defaults": [
+                {"override /backbone@_global_.backbone": backbone},
+                {"override /relation@_global_.relation": relation}]})
+    if not OmegaConf.has_resolver("models"):  # sweeper lists: ${models:plain+re} -> gcn,re_gcn,gat,re_gat,...
+        OmegaConf.register_new_resolver("models", lambda relations: ",".join(catalog.models(relations)))
+        OmegaConf.register_new_resolver("datasets", lambda which: ",".join(
+            catalog.FIGURE3_DATASETS if which == "figure3" else catalog.PAPER_DATASETS))
+
+
+register()
