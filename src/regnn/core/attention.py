@@ -122,7 +122,7 @@ class REGATConv(nn.Module):
     """
 
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
-                 negative_slope: float = 0.2, activation: str = "none", bias: bool = False,
+                 negative_slope: float = 0.01, activation: str = "none", bias: bool = False,
                  residual: bool = False, weight: bool = True):
         super().__init__()
         _check_without_w(weight, in_dim, heads, out_dim)
@@ -159,7 +159,7 @@ class REGATv2Conv(nn.Module):
     attention layer of the authors' stack)."""
 
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
-                 negative_slope: float = 0.2, activation: str = "none", weight: bool = True):
+                 negative_slope: float = 0.01, activation: str = "none", weight: bool = True):
         super().__init__()
         _check_without_w(weight, in_dim, heads, out_dim)
         self.heads, self.out_dim = heads, out_dim
