@@ -98,6 +98,13 @@ def test_unknown_key_and_unknown_option_are_refused():
         cfg("dataset=cora")
 
 
+@pytest.mark.parametrize("model", ["re_gcn", "gat", "rgcn"])
+def test_an_appended_model_key_is_refused_at_validation(model):
+    """`+model.<key>` bypasses the composition check: validation names the key the model does not take."""
+    with pytest.raises(ConfigError, match=r"model\.hiden=32 is not valid: .* has no such key"):
+        validate(cfg("dataset=dblp", f"model={model}", "+model.hiden=32"), BACKBONES, FEATS_TYPES)
+
+
 @pytest.mark.parametrize("override,message", [
     ("model.dropout=1.5", "model.dropout=1.5 is not valid: must be < 1"),
     ("model.relation.scale=0", "model.relation.scale=0 is not valid: must be > 0"),

@@ -72,6 +72,20 @@ def schemas() -> dict[str, type]:
     return out
 
 
+def model_keys(model: dict) -> set[str]:
+    """The keys a composed model config may hold: its schema's, where the model names one (a `+model.<key>`
+    override bypasses the composition check, so validation asks this)."""
+    from regnn.models.backbones import BACKBONES
+    arch = model.get("arch", "regnn")
+    if arch in BASELINE_KEYS:
+        return set(BASELINE_KEYS[arch])
+    b = model.get("backbone")
+    if b not in BACKBONES:
+        return set(model)  # an unknown backbone: validation names that first
+    keys = set(MODEL_KEYS) | set(builder_keys(BACKBONES[b])) | set(LAYOUT_KEYS.get(b, ())) | {"relation"}
+    return keys | set(METAPATH_KEYS) if arch == "metapath_gnn" else keys
+
+
 def register(cs: ConfigStore | None = None) -> None:
     cs = cs or ConfigStore.instance()
     for name, schema in schemas().items():
