@@ -2,7 +2,7 @@
 
 Every test runs on the CPU in the fast suite, and on CUDA where torch sees it (those variants are marked `gpu`:
 `pytest -m gpu`; scripts/gpu_check.sh runs them on a lent GPU). On the CPU the model side is built as a GPU gets
-it: the graph's arrays without the DGL graph (`arrays_adjacency`: torch's edge-wise ops) and the pure-torch
+it: the graph's arrays without the DGL graph (an `Adjacency` of its arrays: torch's edge-wise ops) and the pure-torch
 aggregation (REGNN_KERNELS=0; the fused kernels are CPU code). The stack pinned here is a CUDA torch with PyPI's
 CPU-only DGL, so regnn's code must never move a DGL graph: `dgl_stays_on_cpu` makes that fail, even to the CPU.
 """
@@ -17,13 +17,14 @@ import torch
 import torch.nn.functional as F
 
 from conftest import REPO
+from regnn.core.adjacency import Adjacency
 from regnn.core.attention import aggregate_heads
 from regnn.data import build_relation_graph, load_dataset
 from regnn.pipeline import train
 from regnn.errors import ConfigError
 from regnn.models import REGNN, RelationInputs
 from regnn.training import device as device_mod
-from regnn.training.device import arrays_adjacency, select_device
+from regnn.training.device import select_device
 from regnn.training.minibatch import train_minibatch_run
 from regnn.training.node_inputs import NodeInputs, SampledREGNN
 from regnn.training.sampling import SampledGraph, sampled_loader
@@ -87,7 +88,7 @@ def _rel_err(got, want):
 def test_aggregation_and_gradients_match_a_dense_reference(device, torch_backend, dgl_stays_on_cpu):
     n, e, r = 120, 900, 4
     g, rel = _random_graph(n, e, r, seed=1)
-    adj = arrays_adjacency(g, rel).to(device)
+    adj = Adjacency(g, rel).to(device)
     assert all(t.device.type == device for t in (adj.indptr, adj.indices, adj.rel))
     for dim in (5, 16):  # both SDDMM paths of the relation-weight gradient
         for norm in ("both", "right", "none"):
@@ -125,7 +126,7 @@ MODELS = {
 def _relation_inputs(data, device):
     """RE-GNN's inputs as a GPU gets them: the relation graph built on the CPU, its arrays on `device`."""
     rg = build_relation_graph(data)
-    return RelationInputs(arrays_adjacency(rg.graph).to(device), rg.ntypes, rg.nodes_of(data.target).to(device), rg)
+    return RelationInputs(Adjacency(rg.graph).to(device), rg.ntypes, rg.nodes_of(data.target).to(device), rg)
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))

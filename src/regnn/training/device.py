@@ -54,14 +54,7 @@ def select_device(requested: str = "auto", arch: str = "regnn") -> tuple[torch.d
     return torch.device("cpu"), f"cpu ({why})"
 
 
-def arrays_adjacency(g, rel: torch.Tensor | None = None) -> Adjacency:
-    """The DGL graph or block `g` as an Adjacency of its CSC/CSR arrays (it keeps no DGL graph). rel: relation id
-    per edge in `g`'s edge order (default g.edata["rel"] where present)."""
-    rel = g.edata["rel"] if rel is None and "rel" in g.edata else rel
-    return Adjacency.from_arrays(g.num_dst_nodes(), g.num_src_nodes(), *g.adj_tensors("csc"), *g.adj_tensors("csr"),
-                                 rel)
-
-
 def to_device_adjacency(g, device, rel: torch.Tensor | None = None) -> Adjacency:
-    """The DGL graph or block `g` (on the CPU) as an Adjacency on `device`: its arrays move, the DGL graph stays."""
-    return arrays_adjacency(g, rel).to(device)
+    """The DGL graph or block `g` (on the CPU) as an Adjacency on `device`: its arrays move, the DGL graph stays.
+    rel: relation id per edge in `g`'s edge order (default g.edata["rel"] where present)."""
+    return Adjacency(g, rel).to(device)
