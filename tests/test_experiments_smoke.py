@@ -128,3 +128,13 @@ def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
     assert "epoch by epoch in one process" in md
     assert "`python scripts/benchmark.py --datasets synthetic --models gcn re_gcn --epochs 4" in md  # how it was made
     assert out["meta"]["command"].endswith(f"--out {tmp_path}")
+
+
+def test_a_table_names_the_runs_trained_on_a_gpu():
+    from regnn.reporting.collect import device_note, runs_text
+    assert runs_text([0, 1, 2, 5]) == "runs 0-2, 5" and runs_text([7]) == "run 7"
+    assert device_note({"dblp_gcn": {"cpu": [0, 1]}}) is None
+    note = device_note({"dblp_gcn": {"cpu": [0, 1]}, "dblp_gat": {"cuda (H)": [0, 1, 2], "cpu": [3]},
+                        "acm_gat": {"cuda (H)": [0, 1]}})
+    assert "dblp_gat (runs 0-2 on cuda (H))" in note and "acm_gat (all runs on cuda (H))" in note
+    assert "dblp_gcn" not in note

@@ -58,3 +58,18 @@ def test_an_existing_run_dir_with_another_config_is_not_overwritten(tmp_path):
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "already holds the config.yaml of an earlier training; refusing to overwrite it" in p.stderr
     assert (out / "config.yaml").read_text() == "dataset:\n  name: acm\n"
+
+
+def test_a_resumed_cell_names_the_device_of_each_run(tmp_path):
+    """A cell finished on another machine than it started on says which runs each device trained."""
+    out, full = tmp_path / "cell", ["dataset=synthetic", "model=re_gcn", "threads=1", "trainer.max_epochs=2"]
+    first = train(cfg(*full, "runs=2"), out)
+    assert [r["device"] for r in first["per_run"]] == ["cpu", "cpu"]
+    assert first["environment"]["run_devices"] == {"cpu": [0, 1]}
+    # run 0 as if trained by a GPU machine, run 1 not yet trained
+    rec_path = out / "runs" / "run_00" / "results.json"
+    rec_path.write_text(json.dumps({**json.loads(rec_path.read_text()), "device": "cuda (GPU X)"}))
+    shutil.rmtree(out / "runs" / "run_01")
+    (out / "results.json").unlink()
+    again = train(cfg(*full, "runs=2", "resume=true"), out)
+    assert again["environment"]["run_devices"] == {"cuda (GPU X)": [0], "cpu": [1]}

@@ -59,7 +59,7 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
     except Diverged as e:
         progress.close()
         return store.save_failed(failed_record(run, seed, e), logger), None
-    rec = run_record(result, run)
+    rec = run_record(result, run, job.device)
     if cfg.clustering.enabled and result.embeddings is not None:
         test = data.splits["test"]
         rec |= cluster_scores(result.embeddings[test].numpy(), data.labels[test].numpy(), data.num_classes,

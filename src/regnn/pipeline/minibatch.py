@@ -96,7 +96,7 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
         except Diverged as e:
             rec = failed_record(run, seed, e)
             return (store.save_failed(rec, logger) if dist.is_main else rec), None
-        rec = run_record(result, run)
+        rec = run_record(result, run, device)
         rec["seeds_per_s"] = float(np.median([h["seeds_per_s"] for h in result.history]))
         rec["peak_rss_gb"] = peak_rss_gb()
         if dist.enabled:

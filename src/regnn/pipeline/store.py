@@ -99,12 +99,29 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
 
 
-def run_record(result, run: int) -> dict:
-    """The per-run record of a trainer's RunResult: its scores, best epoch and times."""
+def run_record(result, run: int, device) -> dict:
+    """The per-run record of a trainer's RunResult: its scores, best epoch, times and the device that trained it
+    (a resumed cell can hold runs of several machines)."""
     epoch_times = [h["epoch_time_s"] for h in result.history]
     return {"run": run, "seed": result.seed, "best_epoch": result.best_epoch, "epochs": result.epochs,
             **result.metrics, "train_time_s": result.train_time_s,
-            "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None}
+            "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None, "device": device_name(device)}
+
+
+def device_name(device) -> str:
+    """'cpu', or 'cuda (<GPU name>)'."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return device.type
+
+
+def run_devices(records: list[dict]) -> dict[str, list[int]]:
+    """The runs of each device, by the device recorded in each run's record ('unrecorded' for older records)."""
+    out: dict[str, list[int]] = {}
+    for r in records:
+        out.setdefault(r.get("device", "unrecorded"), []).append(r["run"])
+    return out
 
 
 def failed_note(summary: dict) -> str:
@@ -260,7 +277,8 @@ class CellStore:
             "num_parameters": int(num_parameters),
             "relation_names": list(relation_names),
             **(extra or {}),
-            "environment": {"device": str(device), "device_note": device_note, **environment,
+            "environment": {"device": str(device), "device_note": device_note, "run_devices": run_devices(records),
+                            **environment,
                             "torch": torch.__version__, "dgl": _dgl_version(), "python": platform.python_version(),
                             "machine": platform.machine()},
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -54,7 +54,7 @@ def render(source, out, datasets):
         "Micro (paper)": [fmt(v) for v in df.paper_micro_f1], "Δ Micro": [signed(v) for v in df.diff_micro_f1]})
     write_table(df, md, out, "table_ablation", "Ablation (Table 5): relation (ET) and self-loop (SL) embeddings",
                 ["Δ = ours − paper. Ordering of the Micro-F1 means over the runs of each cell:"] + checks,
-                missing=pool.missing)
+                missing=pool.missing, devices=pool.devices)
     return [out / "table_ablation.csv", out / "table_ablation.md"]
 
 

@@ -53,7 +53,7 @@ def render(source, out, datasets):
                  "slightly on ACM.",
                  "per-seed gain: RE minus plain trained with the same seed, median over the seeds both cells have, "
                  "and in how many of them RE is ahead; unlike the gain of the means it is not moved by a few runs "
-                 "that fail to train (a large std)."], missing=pool.missing)
+                 "that fail to train (a large std)."], missing=pool.missing, devices=pool.devices)
     fig, axes = subplots(1, len(datasets), figsize=(5.5 * len(datasets), 3.6), squeeze=False)
     for ax, d in zip(axes[0], datasets):
         part = df[df.dataset == d]

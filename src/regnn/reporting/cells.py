@@ -39,6 +39,7 @@ class CellPool:
         self.dir = Path(cells_dir)
         self.allow_missing = allow_missing
         self.missing: list[str] = []
+        self.devices: dict[str, dict[str, list[int]]] = {}  # cell -> {device: its runs}
 
     def load(self, names: list[str]) -> dict[str, dict]:
         """{cell name: results} of the named cells."""
@@ -48,11 +49,19 @@ class CellPool:
                 out[n] = load_cell(self.dir, n)
             except MissingCells:
                 missing.append(n)
+                continue
+            self.devices[n] = run_devices(out[n])
         if missing and not self.allow_missing:
             raise MissingCells(f"cells not trained yet under {self.dir}: {', '.join(missing)} (train them, or "
                                "render what exists with --allow-missing)")
         self.missing.extend(m for m in missing if m not in self.missing)
         return out
+
+
+def run_devices(cell: dict) -> dict[str, list[int]]:
+    """{device: runs} of a cell; cells written before runs recorded their device name the cell's device."""
+    env = cell.get("environment", {})
+    return env.get("run_devices") or {str(env.get("device", "cpu")): [r["run"] for r in cell.get("per_run", [])]}
 
 
 def as_pool(cells) -> CellPool:

@@ -54,7 +54,7 @@ def render(source, out, datasets, models=MODELS, name="table_classification",
                 f"{title}: test F1 at the best validation epoch, mean ± std over runs",
                 ["Ours: CPU, seeds 0-9, settings in conf/backbone, conf/relation, conf/model, conf/protocol and conf/tuned (the authors' scripts).",
                  "Paper: RE-GNN (TKDE); Δ = ours − paper. std is the population std over runs."],
-                missing=pool.missing)
+                missing=pool.missing, devices=pool.devices)
     return [out / f"{name}.csv", out / f"{name}.md"]
 
 

@@ -39,7 +39,7 @@ def render(source, out, datasets):
                 ["Per trained model K-Means (K = classes) runs 10 times with seeds 0-9; the mean per model, then "
                  "mean ± std over the 10 models (runs) of each cell.",
                  "Representations: the input of the output layer (RE-GCN: after the last propagation step)."],
-                missing=pool.missing)
+                missing=pool.missing, devices=pool.devices)
     return [out / "table_clustering.csv", out / "table_clustering.md"]
 
 

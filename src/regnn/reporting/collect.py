@@ -20,12 +20,40 @@ def markdown(df: pd.DataFrame) -> str:
                      + ["| " + " | ".join(r) + " |" for r in rows])
 
 
+def runs_text(runs: list[int]) -> str:
+    """[0, 1, 2, 5] -> 'runs 0-2, 5'."""
+    spans, start = [], None
+    for i, r in enumerate(runs):
+        start = r if start is None else start
+        if i + 1 == len(runs) or runs[i + 1] != r + 1:
+            spans.append(f"{start}" if start == r else f"{start}-{r}")
+            start = None
+    return ("run " if len(runs) == 1 else "runs ") + ", ".join(spans)
+
+
+def device_note(devices: dict[str, dict[str, list[int]]]) -> str | None:
+    """A note naming the cells (and runs) trained elsewhere than on the CPU, or None when every run was."""
+    parts = []
+    for cell, by_device in sorted(devices.items()):
+        for device, runs in by_device.items():
+            if device != "cpu":
+                whole = len(by_device) == 1
+                parts.append(f"{cell} ({'all runs' if whole else runs_text(sorted(runs))} on {device})")
+    if not parts:
+        return None
+    return ("Trained on another device than the CPU: " + "; ".join(parts) + ". Every other run was trained on the "
+            "CPU. GPU and CPU runs of a seed differ in the last digits of their floating-point sums, not in "
+            "their settings.")
+
+
 def write_table(df: pd.DataFrame, md: pd.DataFrame, out: Path, name: str, title: str, notes: list[str],
-                missing: list[str] = ()) -> None:
-    """<out>/<name>.csv (data) and <out>/<name>.md (rendering with a title and notes, and the cells that
-    were not trained yet when rendering a partial pool)."""
+                missing: list[str] = (), devices: dict | None = None) -> None:
+    """<out>/<name>.csv (data) and <out>/<name>.md (rendering with a title and notes, the cells that were not
+    trained yet when rendering a partial pool, and the runs trained on a GPU)."""
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / f"{name}.csv", index=False, float_format="%.4f")
+    if devices and (note := device_note(devices)):
+        notes = list(notes) + [note]
     if missing:
         notes = list(notes) + [f"Not trained yet, so not in this table: {', '.join(missing)}."]
     lines = [f"# {title}", "", markdown(md), ""] + [f"- {n}" for n in notes]

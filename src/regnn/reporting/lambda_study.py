@@ -39,7 +39,7 @@ def render(source, out, datasets):
     write_table(df, md, out, "table_lambda", f"Gradient scaling factor (Figure 6): RE-GCN on {d.upper()}",
                 [f"Best lambda here: {best:g}. The CSV also holds the mean first-layer weight of every relation.",
                  f"{runs} runs per lambda; weights are means over the runs of the best-validation checkpoints."],
-                missing=pool.missing)
+                missing=pool.missing, devices=pool.devices)
     fig, axes = subplots(1, len(LAMBDAS), figsize=(4.2 * len(LAMBDAS), 3.8), sharey=False)
     for ax, (lam, row) in zip(axes, zip(LAMBDAS, rows)):
         names, w, wstd = weights[lam]
