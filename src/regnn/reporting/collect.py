@@ -42,8 +42,8 @@ def device_note(devices: dict[str, dict[str, list[int]]]) -> str | None:
     if not parts:
         return None
     return ("Trained on another device than the CPU: " + "; ".join(parts) + ". Every other run was trained on the "
-            "CPU. GPU and CPU runs of a seed differ in the last digits of their floating-point sums, not in "
-            "their settings.")
+            "CPU, with the same settings and seeds; the two devices sum in another order, so a seed's scores "
+            "differ between them within the spread of the runs.")
 
 
 def write_table(df: pd.DataFrame, md: pd.DataFrame, out: Path, name: str, title: str, notes: list[str],
