@@ -154,7 +154,7 @@ def test_runs_in_worker_processes_equal_the_runs_in_turn(tmp_path):
     """workers=2 trains the runs side by side in two processes of one thread each: the same runs (seeds, scores,
     relation weights) as one process training them in turn with one thread, and every run's log line in
     train.log."""
-    strip = lambda r: {k: v for k, v in r.items() if k not in ("train_time_s", "epoch_time_s")}  # noqa: E731
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("train_time_s", "epoch_time_s", "pid")}  # noqa: E731
     out = {}
     for workers, threads in ((2, 2), (1, 1)):
         run_dir = tmp_path / f"w{workers}"
