@@ -3,6 +3,9 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export REGNN_DATA_MIRROR ?= $(abspath ../shared/datasets)
 FORCE ?=
+# where an experiment's cells train (conf/hydra/launcher/, docs/scale.md): empty = one after another in this
+# process; parallel = joblib, n_jobs cells at a time here; slurm = one SLURM job per cell; local = submitit processes
+LAUNCHER ?=
 
 .DEFAULT_GOAL := help
 SMOKE ?= outputs/smoke/$(shell date +%Y-%m-%d_%H-%M-%S)
@@ -38,12 +41,12 @@ test-all: setup ## the fast suite plus the tests marked slow (pyproject.toml lis
 # $(call experiment,<experiment config>,<renderer modules>): train the sweep's cells (finished ones are skipped),
 # then render (ALLOW_MISSING=1: render what exists, naming the missing cells). The -smoke twin runs the same sweep on the synthetic graph (2 runs, 4 epochs) under $(SMOKE).
 define experiment
-$(PY) train.py experiment=$(1)
+$(PY) train.py experiment=$(1) $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER))
 $(foreach r,$(2),$(PY) -m regnn.reporting.$(r) $(if $(ALLOW_MISSING),--allow-missing)
 )
 endef
 define smoke
-$(PY) train.py experiment=$(1) debug=smoke hydra.sweeper.params.dataset=synthetic hydra.sweep.dir=$(SMOKE)/cells
+$(PY) train.py experiment=$(1) debug=smoke hydra.sweeper.params.dataset=synthetic hydra.sweep.dir=$(SMOKE)/cells $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER))
 $(foreach r,$(2),$(PY) -m regnn.reporting.$(r) --cells $(SMOKE)/cells --out $(SMOKE)/results --datasets synthetic
 )
 endef

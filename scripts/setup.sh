@@ -35,6 +35,13 @@ else
     rm -rf "$deps"
     mkdir -p "$(dirname "$deps")"
     "$PY" -m venv "$deps"
+    # a changed lock starts from the newest complete cache (hard links: no copy, no download), so pip fetches
+    # only the packages that differ; without one (or across filesystems) it installs everything
+    seed=$(ls -dt "$(dirname "$deps")"/deps-* 2>/dev/null | while read -r d; do
+      [ -f "$d/.complete" ] && [ "$d" != "$deps" ] && { echo "$d"; break; }; done || true)
+    if [ -n "$seed" ] && ! cp -alf "$(site_of "$seed")/." "$(site_of "$deps")/" 2>/dev/null; then
+      rm -rf "$deps" && "$PY" -m venv "$deps"
+    fi
     quiet_pip "$deps/bin/pip" install -q --disable-pip-version-check -r requirements.lock
     touch "$deps/.complete"
   fi

@@ -1,14 +1,18 @@
-"""The claim marker (.training.pid) exists only whole, is taken over only from a process that is gone, and is
-removed only by its owner: one trainer per output directory on a host."""
+"""The claim marker (.training.pid) exists only whole, is taken over only from a process that is gone (this host)
+or whose lease has expired (another host), and is removed only by its owner: one trainer per output directory."""
 import multiprocessing as mp
 import os
 import subprocess
 import time
 
+import contextlib
+import json
+
 import pytest
 
-from regnn.claim import MARKER, claim
-from regnn.errors import CellBusy
+from regnn import claim as claim_module
+from regnn.claim import MARKER, claim, read_marker
+from regnn.errors import CellBusy, ConfigError
 
 
 @pytest.fixture
@@ -32,7 +36,8 @@ def test_a_live_other_process_keeps_the_cell(tmp_path, other):
 def test_an_empty_junk_or_dead_marker_is_taken_over(tmp_path, content):
     (tmp_path / MARKER).write_text(content)
     with claim(tmp_path):
-        assert (tmp_path / MARKER).read_text() == str(os.getpid())
+        owner = read_marker(tmp_path / MARKER)
+        assert owner["pid"] == os.getpid() and owner["host"] == claim_module.host_id()
     assert not (tmp_path / MARKER).exists()
     assert [p.name for p in tmp_path.iterdir()] == []  # no temporary file left
 
@@ -58,7 +63,7 @@ def test_the_marker_never_exists_empty(tmp_path, monkeypatch):
         with claim(tmp_path):
             pass
     marker = tmp_path / MARKER
-    assert not marker.exists() or marker.read_text().strip().isdigit()
+    assert not marker.exists() or read_marker(marker)["pid"] > 0
 
 
 def _contender(d, start, results):
@@ -73,8 +78,14 @@ def _contender(d, start, results):
         results.put(("busy", 0, 0))
 
 
-def test_many_writers_over_a_stale_marker_let_one_in(tmp_path):
-    (tmp_path / MARKER).write_text("999999999")  # a killed job's
+@pytest.mark.parametrize("flock", [True, False], ids=["flock", "no-flock"])
+@pytest.mark.parametrize("stale", ["999999999", "expired"])
+def test_many_writers_over_a_stale_marker_let_one_in(tmp_path, monkeypatch, stale, flock):
+    """A killed job's marker (this host), or another host's with an expired lease; without the directory flock
+    (NFS) the link/rename protocol alone lets one writer in at a time."""
+    if not flock:
+        monkeypatch.setattr(claim_module, "_dir_lock", lambda d: contextlib.nullcontext())
+    (tmp_path / MARKER).write_text(stale if stale != "expired" else json.dumps(other_host(time.time() - 700)))
     ctx = mp.get_context("fork")
     results = ctx.Queue()
     start = time.time() + 0.5
@@ -86,4 +97,71 @@ def test_many_writers_over_a_stale_marker_let_one_in(tmp_path):
     got = [results.get(timeout=5) for _ in procs]
     inside = sorted((a, b) for kind, a, b in got if kind == "in")
     assert inside and all(b1 <= a2 for (_, b1), (a2, _) in zip(inside, inside[1:]))  # never two at once
+    assert not (tmp_path / MARKER).exists()
+
+
+def other_host(renewed, pid=None, lease_s=600.0):
+    return {"host": "another-node", "pid": os.getpid() if pid is None else pid, "token": "t0", "renewed": renewed,
+            "lease_s": lease_s}
+
+
+def test_another_hosts_fresh_lease_is_respected_whatever_its_pid(tmp_path):
+    """Its pid means nothing here (this very process's pid, here): only the lease counts."""
+    marker = tmp_path / MARKER
+    marker.write_text(json.dumps(other_host(time.time() - 30)))
+    before = marker.read_text()
+    with pytest.raises(CellBusy, match=f"process {os.getpid()} on host another-node .lease expires in 5[67]"):
+        with claim(tmp_path):
+            pass
+    assert marker.read_text() == before  # untouched
+
+
+def test_another_hosts_expired_lease_is_taken_over(tmp_path):
+    marker = tmp_path / MARKER
+    marker.write_text(json.dumps(other_host(time.time() - 601, pid=1)))
+    with claim(tmp_path):
+        owner = read_marker(marker)
+        assert owner["host"] == claim_module.host_id() and owner["pid"] == os.getpid()
+        assert owner["lease_s"] == 600.0 and abs(owner["renewed"] - time.time()) < 5
+    assert not marker.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_another_hosts_marker_without_a_lease_is_taken_over(tmp_path):
+    (tmp_path / MARKER).write_text(json.dumps({"host": "another-node", "pid": 1}))
+    with claim(tmp_path):
+        assert read_marker(tmp_path / MARKER)["pid"] == os.getpid()
+
+
+def test_the_heartbeat_renews_the_lease_and_stops_with_the_claim(tmp_path, monkeypatch):
+    monkeypatch.setenv("REGNN_CLAIM_LEASE_S", "2")
+    monkeypatch.setenv("REGNN_CLAIM_HEARTBEAT_S", "0.05")
+    marker = tmp_path / MARKER
+    with claim(tmp_path):
+        first = read_marker(marker)
+        time.sleep(0.4)
+        later = read_marker(marker)
+        assert later["token"] == first["token"] and later["renewed"] > first["renewed"] and later["lease_s"] == 2
+    assert not marker.exists()
+    assert not claim_module._BEATS and all(not t.name.startswith("claim heartbeat") for t in __import__("threading").enumerate())
+
+
+def test_a_claim_taken_over_meanwhile_is_not_renewed_or_removed(tmp_path, monkeypatch):
+    """This process stalled past its lease and another host took the cell: its marker stays."""
+    monkeypatch.setenv("REGNN_CLAIM_HEARTBEAT_S", "0.05")
+    marker = tmp_path / MARKER
+    theirs = json.dumps(other_host(time.time()))
+    with claim(tmp_path):
+        marker.write_text(theirs)
+        time.sleep(0.2)
+    assert marker.read_text() == theirs
+
+
+@pytest.mark.parametrize("env", [{"REGNN_CLAIM_LEASE_S": "ten"}, {"REGNN_CLAIM_HEARTBEAT_S": "-1"},
+                                 {"REGNN_CLAIM_LEASE_S": "60", "REGNN_CLAIM_HEARTBEAT_S": "60"}])
+def test_a_bad_lease_setting_is_refused_in_one_line(tmp_path, monkeypatch, env):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ConfigError, match="REGNN_CLAIM_"):
+        with claim(tmp_path):
+            pass
     assert not (tmp_path / MARKER).exists()

@@ -125,8 +125,8 @@ def test_resume_keeps_finished_runs_and_extends_a_cell(tmp_path):
     assert "run 1/2 seed 0: finished earlier, kept" in p.stderr and "run 2/2 seed 1: finished earlier" not in p.stderr
     again = check_results(run_dir)
     assert again["per_run"][0] == first["per_run"][0]
-    # the retrained run is the same run (deterministic), bar its timing
-    timing = ("train_time_s", "epoch_time_s")
+    # the retrained run is the same run (deterministic), bar its timing and the process that trained it
+    timing = ("train_time_s", "epoch_time_s", "pid")
     strip = lambda r: {k: v for k, v in r.items() if k not in timing}  # noqa: E731
     assert strip(again["per_run"][1]) == strip(first["per_run"][1])
     weights = json.loads((run_dir / "relation_weights.json").read_text())
@@ -154,7 +154,7 @@ def test_runs_in_worker_processes_equal_the_runs_in_turn(tmp_path):
     """workers=2 trains the runs side by side in two processes of one thread each: the same runs (seeds, scores,
     relation weights) as one process training them in turn with one thread, and every run's log line in
     train.log."""
-    strip = lambda r: {k: v for k, v in r.items() if k not in ("train_time_s", "epoch_time_s")}  # noqa: E731
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("train_time_s", "epoch_time_s", "pid")}  # noqa: E731
     out = {}
     for workers, threads in ((2, 2), (1, 1)):
         run_dir = tmp_path / f"w{workers}"

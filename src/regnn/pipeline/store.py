@@ -3,7 +3,7 @@
 A cell holds config.yaml (written before the first run: a resume checks its settings), runs/run_XX/ (one
 finished run each; results.json written last marks it finished), relation_weights.json and results.json (the
 summary, written last: it marks the cell finished). The store refuses to overwrite a finished or started cell
-unless resume=true, holds the directory for one writer per host (regnn.claim), skips a finished cell, extends one
+unless resume=true, holds the directory for one writer (regnn.claim: across hosts too), skips a finished cell, extends one
 that is asked for more runs (its finished runs kept) and builds the one summary both trainers write.
 
 Every file is written whole through regnn.io_safe (looked up at call time, so a test or probe that replaces
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import platform
 import time
 from datetime import datetime, timezone
@@ -24,7 +25,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from regnn import io_safe
-from regnn.claim import claim
+from regnn.claim import claim, host_id
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
 from regnn.training.divergence import finished, summary_metrics
@@ -100,12 +101,18 @@ def peak_rss_gb() -> float:
 
 
 def run_record(result, run: int, device) -> dict:
-    """The per-run record of a trainer's RunResult: its scores, best epoch, times and the device that trained it
-    (a resumed cell can hold runs of several machines)."""
+    """The per-run record of a trainer's RunResult: its scores, best epoch, times, and the device, host and process
+    that trained it (a resumed cell can hold runs of several machines and jobs)."""
     epoch_times = [h["epoch_time_s"] for h in result.history]
     return {"run": run, "seed": result.seed, "best_epoch": result.best_epoch, "epochs": result.epochs,
             **result.metrics, "train_time_s": result.train_time_s,
-            "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None, "device": device_name(device)}
+            "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None, "device": device_name(device),
+            **trained_by()}
+
+
+def trained_by() -> dict:
+    """The host and process that train a run (regnn.claim's host id: the one its claims carry)."""
+    return {"host": host_id(), "pid": os.getpid()}
 
 
 def device_name(device) -> str:
@@ -149,7 +156,7 @@ class CellStore:
 
     @contextlib.contextmanager
     def opened(self):
-        """Holds the directory for this process over the block (CellBusy when a live process holds it) and
+        """Holds the directory for this process over the block (CellBusy when a live owner holds it) and
         yields the stored summary when the cell is finished with these settings (nothing to train), else None.
 
         An empty or unreadable results.json or config.yaml (a write cut short) counts as absent: the cell is
@@ -242,6 +249,7 @@ class CellStore:
     def save_failed(self, rec: dict, logger) -> dict:
         """A diverged run: recorded as failed (kept on resume: the same seed diverges again), never scored."""
         log.error("run %d/%d seed %d failed: %s", rec["run"] + 1, self.cfg.runs, rec["seed"], rec["failed"])
+        rec = {**rec, **trained_by()}
         logger.end_run(rec)
         run_dir = self.run_dir(rec["run"])
         run_dir.mkdir(parents=True, exist_ok=True)
