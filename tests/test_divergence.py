@@ -48,8 +48,10 @@ def test_huge_learning_rate_fails_runs_instead_of_scoring_them(tmp_path):
     for rec in failed:
         assert "training diverged at epoch" in rec["failed"] and "optimizer.lr (now 10000.0)" in rec["failed"]
         assert "test_micro_f1" not in rec  # never a score
+        assert rec["device"] == "cpu"  # a failed run names its device too: it is no run of another device
         assert strict_json(tmp_path / "runs" / f"run_{rec['run']:02d}" / "results.json")["failed_epoch"] >= 0
     assert f"{len(failed)} of 2 runs diverged" in p.stderr
+    assert r["environment"]["run_devices"] == {"cpu": [0, 1]}
     if r["finished_runs"]:
         assert p.returncode == 0 and r["metrics"]["test_micro_f1"]["n"] == r["finished_runs"]
     else:

@@ -58,7 +58,7 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
                            precision=str(cfg.precision), on_epoch=logger.log_epoch, progress=progress)
     except Diverged as e:
         progress.close()
-        return store.save_failed(failed_record(run, seed, e), logger), None
+        return store.save_failed(failed_record(run, seed, e), logger, job.device), None
     rec = run_record(result, run, job.device)
     if cfg.clustering.enabled and result.embeddings is not None:
         test = data.splits["test"]

@@ -95,7 +95,7 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
                 evaluator=str(cfg.dataset.get("ogb_name", "ogbn-mag")), on_epoch=logger.log_epoch)
         except Diverged as e:
             rec = failed_record(run, seed, e)
-            return (store.save_failed(rec, logger) if dist.is_main else rec), None
+            return (store.save_failed(rec, logger, device) if dist.is_main else rec), None
         rec = run_record(result, run, device)
         rec["seeds_per_s"] = float(np.median([h["seeds_per_s"] for h in result.history]))
         rec["peak_rss_gb"] = peak_rss_gb()

@@ -106,13 +106,12 @@ def run_record(result, run: int, device) -> dict:
     epoch_times = [h["epoch_time_s"] for h in result.history]
     return {"run": run, "seed": result.seed, "best_epoch": result.best_epoch, "epochs": result.epochs,
             **result.metrics, "train_time_s": result.train_time_s,
-            "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None, "device": device_name(device),
-            **trained_by()}
+            "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None, **trained_by(device)}
 
 
-def trained_by() -> dict:
-    """The host and process that train a run (regnn.claim's host id: the one its claims carry)."""
-    return {"host": host_id(), "pid": os.getpid()}
+def trained_by(device) -> dict:
+    """The device, host and process that train a run (regnn.claim's host id: the one its claims carry)."""
+    return {"device": device_name(device), "host": host_id(), "pid": os.getpid()}
 
 
 def device_name(device) -> str:
@@ -123,11 +122,11 @@ def device_name(device) -> str:
     return device.type
 
 
-def run_devices(records: list[dict]) -> dict[str, list[int]]:
-    """The runs of each device, by the device recorded in each run's record ('unrecorded' for older records)."""
+def run_devices(records: list[dict], default: str = "unrecorded") -> dict[str, list[int]]:
+    """The runs of each device, by the device recorded in each run's record (`default` for older records)."""
     out: dict[str, list[int]] = {}
     for r in records:
-        out.setdefault(r.get("device", "unrecorded"), []).append(r["run"])
+        out.setdefault(r.get("device", default), []).append(r["run"])
     return out
 
 
@@ -246,10 +245,10 @@ class CellStore:
     def write_config(self) -> None:
         io_safe.write_text(self.dir / "config.yaml", OmegaConf.to_yaml(self.cfg, resolve=True))
 
-    def save_failed(self, rec: dict, logger) -> dict:
+    def save_failed(self, rec: dict, logger, device) -> dict:
         """A diverged run: recorded as failed (kept on resume: the same seed diverges again), never scored."""
         log.error("run %d/%d seed %d failed: %s", rec["run"] + 1, self.cfg.runs, rec["seed"], rec["failed"])
-        rec = {**rec, **trained_by()}
+        rec = {**rec, **trained_by(device)}
         logger.end_run(rec)
         run_dir = self.run_dir(rec["run"])
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ import numpy as np
 
 from regnn.config import REPO_ROOT
 from regnn.io_safe import read_json
+from regnn.pipeline.store import run_devices
 
 CELLS = REPO_ROOT / "outputs" / "experiments" / "cells"
 
@@ -50,7 +51,7 @@ class CellPool:
             except MissingCells:
                 missing.append(n)
                 continue
-            self.devices[n] = run_devices(out[n])
+            self.devices[n] = cell_devices(out[n])
         if missing and not self.allow_missing:
             raise MissingCells(f"cells not trained yet under {self.dir}: {', '.join(missing)} (train them, or "
                                "render what exists with --allow-missing)")
@@ -58,10 +59,10 @@ class CellPool:
         return out
 
 
-def run_devices(cell: dict) -> dict[str, list[int]]:
-    """{device: runs} of a cell; cells written before runs recorded their device name the cell's device."""
+def cell_devices(cell: dict) -> dict[str, list[int]]:
+    """{device: runs} of a cell; runs written before they recorded their device count as the cell's device."""
     env = cell.get("environment", {})
-    return env.get("run_devices") or {str(env.get("device", "cpu")): [r["run"] for r in cell.get("per_run", [])]}
+    return env.get("run_devices") or run_devices(cell.get("per_run", []), default=str(env.get("device", "cpu")))
 
 
 def as_pool(cells) -> CellPool:
