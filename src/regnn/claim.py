@@ -128,8 +128,12 @@ def _owner(token: str) -> dict:
     return {"host": host_id(), "pid": os.getpid(), "token": token, "renewed": time.time(), "lease_s": lease_s()}
 
 
+def _tmp(marker: Path, owner: dict) -> Path:
+    return marker.with_name(f"{marker.name}.{owner['token']}.tmp")
+
+
 def _write_tmp(marker: Path, owner: dict) -> Path:
-    tmp = marker.with_name(f"{marker.name}.{owner['token']}.tmp")
+    tmp = _tmp(marker, owner)
     with open(tmp, "w") as f:
         f.write(json.dumps(owner))
         f.flush()
@@ -139,9 +143,9 @@ def _write_tmp(marker: Path, owner: dict) -> Path:
 
 def _place(marker: Path, owner: dict) -> None:
     """Creates the marker whole: written and synced under a temporary name, then hard-linked into place."""
-    tmp = marker.with_name(f"{marker.name}.{owner['token']}.tmp")
+    tmp = _tmp(marker, owner)  # named before writing, so a write cut short is removed too
     try:
-        tmp = _write_tmp(marker, owner)
+        _write_tmp(marker, owner)
         os.link(tmp, marker)  # FileExistsError if another writer got there first
     finally:
         with contextlib.suppress(FileNotFoundError):
