@@ -50,9 +50,10 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     m = cfg.model
     if "backbone" in m or m.get("arch", "regnn") == "regnn":  # the heterogeneous baselines have none
         _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
-    unknown = sorted(set(m) - regnn.schema.model_keys(OmegaConf.to_container(m)))
+    known = regnn.schema.model_keys(OmegaConf.to_container(m))
+    unknown = sorted(set(m) - known)
     _check(not unknown, f"model.{unknown[0] if unknown else ''}", m.get(unknown[0]) if unknown else None,
-           f"{m.name} has no such key (known: {', '.join(sorted(regnn.schema.model_keys(OmegaConf.to_container(m))))})")
+           f"{m.name} has no such key (known: {', '.join(sorted(known))})")
     _num(cfg, "model.hidden", lo=1, integer=True)
     _num(cfg, "model.num_layers", lo=1, integer=True)
     _num(cfg, "model.dropout", lo=0, hi=1, hi_open=True)
