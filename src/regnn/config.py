@@ -9,6 +9,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+import regnn.schema  # noqa: F401  (also registers the model schemas and names in Hydra's ConfigStore)
 from regnn.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -121,5 +122,3 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     _check(m.get("norm", "right") != "both", "model.norm", m.get("norm"),
            "norm=both needs whole-graph source degrees, which sampled blocks lack: use model.norm=right")
 
-
-import regnn.schema  # noqa: E402,F401  (the model schemas and names, in Hydra's ConfigStore)
