@@ -38,16 +38,16 @@ def _attend(adj: Adjacency, z: torch.Tensor, score: torch.Tensor, dropout: nn.Mo
 
 
 def aggregate_heads(adj: Adjacency, z: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-    """out[v, k] = sum over in-edges e = (u -> v) of a[e, k] z[u, k]: z (num_src, heads, dim), a (E, heads) in
-    CSR order. On the fused kernels (the adjacency's backend) one pass for every head; else one CSR product
-    per head."""
+    """out[v, k] = sum over in-edges e = (u -> v) of a[e, k] z[u, k]: z (num_src, heads, dim), or (num_src, 1, dim)
+    for one z shared by every head, a (E, heads) in CSR order. On the fused kernels (the adjacency's backend)
+    one pass for every head; else one CSR product per head."""
     kernels = adj.backend.kernels if z.device.type == "cpu" and z.dtype == a.dtype else None
     if kernels is not None:
         return _HeadsAggregate.apply(z, a, adj, kernels)
     # one contiguous (N, D) slice per head via unbind: its backward stacks the head gradients once, where
     # z[:, k] would zero-fill a gradient of z's full size for every head
     zs, As = z.transpose(0, 1).contiguous().unbind(0), a.t().contiguous().unbind(0)
-    return torch.stack([adj.spmm(zs[k], As[k]) for k in range(z.shape[1])], 1)
+    return torch.stack([adj.spmm(zs[k if len(zs) > 1 else 0], As[k]) for k in range(a.shape[1])], 1)
 
 
 class _HeadsAggregate(torch.autograd.Function):
@@ -141,16 +141,39 @@ class REGATConv(nn.Module):
             nn.init.xavier_normal_(p, gain=gain)
 
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
-        z = self.fc(h) if self.fc is not None else h
-        z = at_least_fp32(z).view(-1, self.heads, self.out_dim)  # attention in float32 (bf16 autocast: fc only)
-        el, er = head_scores(z, self.attn_l, self.attn_r, adj.num_dst)  # destinations: the first num_dst sources
-        score = _weigh(adj.u_add_v(el, er), adj, alpha)  # (E, heads)
-        out = _attend(adj, z, F.leaky_relu(score, self.negative_slope), self.attn_dropout)
+        if self._transform_after(adj, h):
+            out = self._aggregate_then_transform(adj, h, alpha)
+        else:
+            z = self.fc(h) if self.fc is not None else h
+            z = at_least_fp32(z).view(-1, self.heads, self.out_dim)  # attention in float32 (bf16 autocast: fc only)
+            el, er = head_scores(z, self.attn_l, self.attn_r, adj.num_dst)  # destinations: the first num_dst sources
+            score = _weigh(adj.u_add_v(el, er), adj, alpha)  # (E, heads)
+            out = _attend(adj, z, F.leaky_relu(score, self.negative_slope), self.attn_dropout)
         if self.res_fc is not None:
             out = out + self.res_fc(h[: adj.num_dst]).view(-1, self.heads, self.out_dim)
         if self.bias is not None:
             out = out + self.bias
         return self.activation(out) if self.activation else out
+
+
+    def _transform_after(self, adj: Adjacency, h: torch.Tensor) -> bool:
+        """Whether to aggregate h and apply W to the destinations only: on a sampled block (far more sources than
+        destinations) whose input is no wider than a head, W h for every source costs more than the aggregation
+        itself. The same numbers up to rounding; float32/64 only (under bf16 autocast fc runs in bf16)."""
+        return (self.fc is not None and adj.num_src > 2 * adj.num_dst and h.shape[1] <= self.out_dim
+                and h.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled())
+
+    def _aggregate_then_transform(self, adj: Adjacency, h: torch.Tensor, alpha) -> torch.Tensor:
+        """sum_u a_uv,k W_k h_u = W_k (sum_u a_uv,k h_u): the attention vectors are folded into W
+        (a_l,k . W_k h_u = h_u . W_k^T a_l,k), the aggregation reads h (one row for every head) and W_k maps the
+        destinations' aggregates."""
+        w = self.fc.weight.view(self.heads, self.out_dim, -1)  # (H, D, in)
+        wl = torch.einsum("hdi,hd->ih", w, self.attn_l[0])
+        wr = torch.einsum("hdi,hd->ih", w, self.attn_r[0])
+        score = _weigh(adj.u_add_v(h @ wl, h[: adj.num_dst] @ wr), adj, alpha)
+        a = self.attn_dropout(adj.edge_softmax(F.leaky_relu(score, self.negative_slope)))
+        agg = aggregate_heads(adj, h.unsqueeze(1), a)  # (num_dst, H, in)
+        return torch.bmm(agg.transpose(0, 1), w.transpose(1, 2)).transpose(0, 1)  # (num_dst, H, D)
 
 
 class REGATv2Conv(nn.Module):

@@ -7,6 +7,7 @@
 // heads_*:  GAT's multi-head aggregation by attention coefficients, and its gradients.
 // v2_scores*: GATv2's attention logits a . LeakyReLU(zs[u] + zd[v]) per edge and head, and their gradients.
 // edge_softmax*, segment_sum: the attention layers' softmax over in-edges and sums of per-edge rows by node.
+// hash_dropout: dropout whose mask is recomputed from a seed instead of stored.
 // Float and double; the widths 2, 3, 4, 8, 16, 32, 64 are compiled as constants. Per-thread partial sums are added up in a fixed
 // order, so results depend on the thread count only.
 #include <torch/extension.h>
@@ -211,19 +212,20 @@ void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int3
 // contiguous copies and stacked back.
 template <typename scalar_t, int FW>
 void heads_forward_impl(const int64_t* indptr, const int64_t* indices, const scalar_t* att, const scalar_t* z,
-                        scalar_t* out, int64_t num_dst, int64_t H, int64_t F_) {
+                        scalar_t* out, int64_t num_dst, int64_t H, int64_t F_, bool shared) {
   const int64_t F = FW ? FW : F_;
+  const int64_t zrow = shared ? F : H * F, zhead = shared ? 0 : F;  // shared: one row of z serves every head
   parallel_rows(indptr, num_dst, [&](int64_t begin, int64_t end) {
     for (int64_t v = begin; v < end; ++v) {
       scalar_t* __restrict__ o = out + v * H * F;
       for (int64_t i = 0; i < H * F; ++i) o[i] = 0;
       for (int64_t e = indptr[v]; e < indptr[v + 1]; ++e) {
-        const scalar_t* __restrict__ zu = z + indices[e] * H * F;
+        const scalar_t* __restrict__ zu = z + indices[e] * zrow;
         const scalar_t* ae = att + e * H;
         for (int64_t k = 0; k < H; ++k) {
           const scalar_t w = ae[k];
 #pragma omp simd
-          for (int64_t f = 0; f < F; ++f) o[k * F + f] += w * zu[k * F + f];
+          for (int64_t f = 0; f < F; ++f) o[k * F + f] += w * zu[k * zhead + f];
         }
       }
     }
@@ -236,14 +238,15 @@ void heads_forward_impl(const int64_t* indptr, const int64_t* indices, const sca
 template <typename scalar_t, int FW>
 void heads_backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int64_t* t_pos,
                          const scalar_t* att, const scalar_t* G, const scalar_t* z, scalar_t* gz, scalar_t* gatt,
-                         int64_t num_src, int64_t H, int64_t F_) {
+                         int64_t num_src, int64_t H, int64_t F_, bool shared) {
   const int64_t F = FW ? FW : F_;
+  const int64_t zrow = shared ? F : H * F, zhead = shared ? 0 : F;
   parallel_rows(t_indptr, num_src, [&](int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
-      scalar_t* __restrict__ g = gz ? gz + u * H * F : nullptr;
+      scalar_t* __restrict__ g = gz ? gz + u * zrow : nullptr;
       if (g)
-        for (int64_t i = 0; i < H * F; ++i) g[i] = 0;
-      const scalar_t* __restrict__ zu = z + u * H * F;
+        for (int64_t i = 0; i < zrow; ++i) g[i] = 0;
+      const scalar_t* __restrict__ zu = z + u * zrow;
       for (int64_t j = t_indptr[u]; j < t_indptr[u + 1]; ++j) {
         const scalar_t* __restrict__ Gv = G + t_indices[j] * H * F;
         const int64_t e = t_pos[j];
@@ -251,16 +254,45 @@ void heads_backward_impl(const int64_t* t_indptr, const int64_t* t_indices, cons
           if (g) {
             const scalar_t w = att[e * H + k];
 #pragma omp simd
-            for (int64_t f = 0; f < F; ++f) g[k * F + f] += w * Gv[k * F + f];
+            for (int64_t f = 0; f < F; ++f) g[k * zhead + f] += w * Gv[k * F + f];
           }
           if (gatt) {
             scalar_t s = 0;
 #pragma omp simd reduction(+ : s)
-            for (int64_t f = 0; f < F; ++f) s += Gv[k * F + f] * zu[k * F + f];
+            for (int64_t f = 0; f < F; ++f) s += Gv[k * F + f] * zu[k * zhead + f];
             gatt[e * H + k] = s;
           }
         }
       }
+    }
+  });
+}
+
+// Dropout whose mask is a hash of (seed, element index): element i is kept when the top 16 bits of
+// lowbias32(lowbias32(i + k1) ^ k2 ^ (i >> 32)) reach threshold (p quantised to 1/65536), k1 and k2 the halves of
+// the seed, and kept elements are scaled by 1 / (1 - p). 32-bit integer arithmetic, one hash per element, so the
+// loop vectorises. The same call on the output gradient is the backward: the mask is recomputed, never stored.
+inline uint32_t lowbias32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  return x ^ (x >> 16);
+}
+
+template <typename scalar_t>
+void hash_dropout_impl(const scalar_t* x, scalar_t* out, int64_t n, uint64_t seed, uint32_t threshold,
+                       scalar_t scale) {
+  at::parallel_for(0, n, 1 << 16, [&](int64_t i0, int64_t i1) {
+    // locals, not the captured references: a store to out could alias those, which keeps the loop scalar
+    const uint32_t k1 = uint32_t(seed), k2 = uint32_t(seed >> 32), thr = threshold;
+    const scalar_t s = scale;
+    const scalar_t* __restrict__ xi = x;
+    scalar_t* __restrict__ o = out;
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) {
+      const uint32_t h = lowbias32(lowbias32(uint32_t(i) + k1) ^ k2 ^ uint32_t(uint64_t(i) >> 32));
+      o[i] = xi[i] * ((h >> 16) >= thr ? s : scalar_t(0));
     }
   });
 }
@@ -579,14 +611,16 @@ torch::Tensor heads_forward(torch::Tensor indptr, torch::Tensor indices, torch::
   for (auto* t : {&indptr, &indices, &att, &z}) check(*t, "every argument");
   TORCH_CHECK(indptr.scalar_type() == torch::kInt64 && indices.scalar_type() == torch::kInt64,
               "heads_forward: indptr and indices must be int64");
-  TORCH_CHECK(z.dim() == 3 && att.dim() == 2 && att.size(0) == indices.numel() && att.size(1) == z.size(1) &&
-              att.scalar_type() == z.scalar_type(), "heads_forward: att must be (E, H) and z (N, H, F)");
-  const int64_t num_dst = indptr.size(0) - 1, H = z.size(1), F = z.size(2);
+  TORCH_CHECK(z.dim() == 3 && att.dim() == 2 && att.size(0) == indices.numel() &&
+              (att.size(1) == z.size(1) || z.size(1) == 1) && att.scalar_type() == z.scalar_type(),
+              "heads_forward: att must be (E, H) and z (N, H, F) or (N, 1, F)");
+  const int64_t num_dst = indptr.size(0) - 1, H = att.size(1), F = z.size(2);
+  const bool shared = z.size(1) == 1 && H > 1;
   auto out = torch::empty({num_dst, H, F}, z.options());
   AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "heads_forward", [&] {
     by_width(F, [&](auto fw) {
       heads_forward_impl<scalar_t, decltype(fw)::value>(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(),
-          att.data_ptr<scalar_t>(), z.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), num_dst, H, F);
+          att.data_ptr<scalar_t>(), z.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), num_dst, H, F, shared);
     });
   });
   return out;
@@ -597,10 +631,11 @@ std::vector<torch::Tensor> heads_backward(torch::Tensor t_indptr, torch::Tensor 
                                           torch::Tensor att, torch::Tensor G, torch::Tensor z, bool need_z,
                                           bool need_att) {
   for (auto* t : {&t_indptr, &t_indices, &t_pos, &att, &G, &z}) check(*t, "every argument");
-  TORCH_CHECK(G.dim() == 3 && z.dim() == 3 && G.size(1) == z.size(1) && G.size(2) == z.size(2) &&
-              att.size(0) == t_indices.numel() && t_pos.numel() == t_indices.numel(),
+  TORCH_CHECK(G.dim() == 3 && z.dim() == 3 && (G.size(1) == z.size(1) || z.size(1) == 1) &&
+              G.size(2) == z.size(2) && att.size(0) == t_indices.numel() && t_pos.numel() == t_indices.numel(),
               "heads_backward: shapes do not fit the graph");
-  const int64_t num_src = t_indptr.size(0) - 1, H = z.size(1), F = z.size(2);
+  const int64_t num_src = t_indptr.size(0) - 1, H = G.size(1), F = z.size(2);
+  const bool shared = z.size(1) == 1 && H > 1;
   TORCH_CHECK(z.size(0) == num_src, "heads_backward: z must have one row per source");
   auto gz = need_z ? torch::empty_like(z) : torch::empty({0}, z.options());
   auto gatt = need_att ? torch::empty_like(att) : torch::empty({0}, att.options());
@@ -608,10 +643,24 @@ std::vector<torch::Tensor> heads_backward(torch::Tensor t_indptr, torch::Tensor 
     by_width(F, [&](auto fw) {
       heads_backward_impl<scalar_t, decltype(fw)::value>(t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(),
           t_pos.data_ptr<int64_t>(), att.data_ptr<scalar_t>(), G.data_ptr<scalar_t>(), z.data_ptr<scalar_t>(),
-          need_z ? gz.data_ptr<scalar_t>() : nullptr, need_att ? gatt.data_ptr<scalar_t>() : nullptr, num_src, H, F);
+          need_z ? gz.data_ptr<scalar_t>() : nullptr, need_att ? gatt.data_ptr<scalar_t>() : nullptr, num_src, H, F,
+          shared);
     });
   });
   return {gz, gatt};
+}
+
+// x with the hashed dropout mask of (seed, p) applied (see hash_dropout_impl); also its backward, on the gradient
+torch::Tensor hash_dropout(torch::Tensor x, double p, int64_t seed) {
+  check(x, "x");
+  TORCH_CHECK(p >= 0 && p < 1, "hash_dropout: p must be in [0, 1)");
+  auto out = torch::empty_like(x);
+  const uint32_t threshold = uint32_t(std::lround(p * 65536.0));
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "hash_dropout", [&] {
+    hash_dropout_impl<scalar_t>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), x.numel(), uint64_t(seed),
+                                threshold, scalar_t(65536.0 / (65536.0 - threshold)));
+  });
+  return out;
 }
 
 // GATv2 logits (E, H) in CSR order from zs (num_src, H, F), zd (num_dst, H, F) and attn (H, F)
@@ -721,5 +770,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("v2_scores_backward", &v2_scores_backward, "GATv2 attention logits, gradients");
   m.def("edge_softmax", &edge_softmax, "softmax over every destination's in-edges");
   m.def("edge_softmax_backward", &edge_softmax_backward, "edge_softmax, gradient of the scores");
+  m.def("hash_dropout", &hash_dropout, "dropout with a mask hashed from (seed, index); also its own backward");
   m.def("segment_sum", &segment_sum, "sums of per-edge rows per destination (CSR) or per source (CSC)");
 }
