@@ -13,16 +13,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.loggers import make_logger
 from regnn.pipeline.from_config import load_data, model_kwargs
-from regnn.pipeline.store import CellStore, failed_note, peak_rss_gb, run_record
+from regnn.pipeline.store import CellStore, failed_note, run_record
+from regnn.training.perf import keep_freed_memory, peak_rss_gb
 from regnn.training.device import select_device
 from regnn.training.divergence import Diverged, failed_record
-from regnn.training.perf import keep_freed_memory
 from regnn.training.seed import seed_everything
 
 log = logging.getLogger("regnn")
 
 SUMMARY_KEYS = ("test_acc", "val_acc", "test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1",
-                "best_epoch", "epochs", "train_time_s", "epoch_time_s", "seeds_per_s")
+                "best_epoch", "epochs", "train_time_s", "epoch_time_s", "seeds_per_s", "sampling_share")
 
 
 def run(cfg: DictConfig, store: CellStore) -> dict:
@@ -34,7 +34,7 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
     from regnn.training.sampling import SampledGraph
 
     t = cfg.trainer
-    keep_freed_memory()
+    keep_freed_memory(every_size=True)  # a sampled step's (sources x hidden) tensors fault in ~0.1 s each
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     device, why = select_device(str(cfg.device))
@@ -92,12 +92,14 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
                 batch_size=t.batch_size, eval=t.eval, eval_fanouts=eval_fanouts, eval_batch_size=t.eval_batch_size,
                 max_epochs=t.max_epochs, patience=t.patience, max_batches=t.max_batches, num_workers=t.num_workers,
                 embed_lr=t.embed_lr, log_every=t.log_every, device=device, dist=dist,
-                evaluator=str(cfg.dataset.get("ogb_name", "ogbn-mag")), on_epoch=logger.log_epoch)
+                evaluator=str(cfg.dataset.get("ogb_name", "ogbn-mag")), on_epoch=logger.log_epoch,
+                sampling=str(t.sampling), profile=bool(t.profile))
         except Diverged as e:
             rec = failed_record(run, seed, e)
             return (store.save_failed(rec, logger, device) if dist.is_main else rec), None
         rec = run_record(result, run, device)
         rec["seeds_per_s"] = float(np.median([h["seeds_per_s"] for h in result.history]))
+        rec["sampling_share"] = float(np.median([h["sample_s"] / h["train_time_s"] for h in result.history]))
         rec["peak_rss_gb"] = peak_rss_gb()
         if dist.enabled:
             rec["ddp"] = {"world_size": dist.world_size, "backend": dist.backend,
@@ -106,8 +108,9 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
         if dist.is_main:
             store.save_run(rec, result, data, False)
         log.info("run %d/%d seed %d: test accuracy %.2f (Macro-F1 %.2f), val %.2f (best epoch %d of %d, %.0f "
-                 "seeds/s, %.1fs)", run + 1, cfg.runs, seed, rec["test_acc"], rec["test_macro_f1"], rec["val_acc"],
-                 rec["best_epoch"], rec["epochs"], rec["seeds_per_s"], rec["train_time_s"])
+                 "seeds/s, %.0f%% of it sampling, %.1fs)", run + 1, cfg.runs, seed, rec["test_acc"],
+                 rec["test_macro_f1"], rec["val_acc"], rec["best_epoch"], rec["epochs"], rec["seeds_per_s"],
+                 100 * rec["sampling_share"], rec["train_time_s"])
         return rec, result.relation_weights
 
     records, weights = store.collect(kept, train_here, score=("test_acc", "test accuracy"))

@@ -28,6 +28,7 @@ from regnn import io_safe
 from regnn.claim import claim, host_id
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
+from regnn.training.perf import peak_rss_gb
 from regnn.training.divergence import finished, summary_metrics
 
 log = logging.getLogger("regnn")
@@ -92,12 +93,6 @@ def unused_path(path: Path) -> Path:
         k += 1
         p = path.with_name(f"{path.stem}.{k}{path.suffix}")
     return p
-
-
-def peak_rss_gb() -> float:
-    """This process's peak resident memory so far (a multirun process holds several cells)."""
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
 
 
 def run_record(result, run: int, device) -> dict:

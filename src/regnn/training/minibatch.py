@@ -20,11 +20,13 @@ from regnn.evaluation.metrics import f1_scores
 from regnn.training.distributed import Dist
 from regnn.training.divergence import check_loss, check_parameters
 from regnn.training.early_stopping import EarlyStopping
+from regnn.training.perf import StepTimer, peak_rss_gb
 from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits
 from regnn.training.trainer import RunResult, make_optimizer
 
 log = logging.getLogger("regnn")
 EVAL_MODES = ("sampled", "layerwise")
+MEMORY_AT = (50, 300)  # batches at which a profiled epoch records the memory high-water mark (and its last)
 
 
 class Scorer:
@@ -32,13 +34,14 @@ class Scorer:
 
     def __init__(self, model, sg: SampledGraph, labels: torch.Tensor, num_classes: int, mode: str = "sampled",
                  fanouts=(25, 20), batch_size: int = 4096, device="cpu", dist: Dist | None = None,
-                 evaluator: str = "ogbn-mag"):
+                 evaluator: str = "ogbn-mag", sampling: str = "deterministic"):
         from ogb.nodeproppred import Evaluator
 
         if mode not in EVAL_MODES:
             raise ValueError(f"evaluation mode must be one of {EVAL_MODES}, got {mode!r}")
         self.model, self.sg, self.labels, self.num_classes = model, sg, labels, num_classes
         self.mode, self.fanouts, self.batch_size, self.device = mode, list(fanouts), batch_size, device
+        self.sampling = sampling
         self.dist = dist or Dist()
         self.evaluator = Evaluator(evaluator)
 
@@ -51,7 +54,8 @@ class Scorer:
         elif self.mode == "layerwise":
             logits = layerwise_logits(self.model, self.sg, seeds, self.batch_size, self.device)
         else:
-            logits = sampled_logits(self.model, self.sg, seeds, self.fanouts, self.batch_size, self.device)
+            logits = sampled_logits(self.model, self.sg, seeds, self.fanouts, self.batch_size, self.device,
+                                    self.sampling)
         y = self.labels[ids]
         pred = torch.zeros(ids.numel(), dtype=torch.int64)
         pred[mine] = logits.argmax(-1)
@@ -68,8 +72,14 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
                         eval: str = "sampled", eval_fanouts=None, eval_batch_size: int = 4096, max_epochs: int = 100,
                         patience: int = 10, max_batches: int | None = None, num_workers: int = 0,
                         embed_lr: float = 0.01, log_every: int = 50, device="cpu", dist: Dist | None = None,
-                        evaluator: str = "ogbn-mag", on_epoch=None) -> RunResult:
-    """Trains `model` (a SampledREGNN) and returns the scores of its best-validation-accuracy weights."""
+                        evaluator: str = "ogbn-mag", on_epoch=None, sampling: str = "deterministic",
+                        profile: bool = False) -> RunResult:
+    """Trains `model` (a SampledREGNN) and returns the scores of its best-validation-accuracy weights.
+
+    Every epoch's history row has the time spent waiting for sampled batches (sample_s) and the rest (compute_s);
+    profile=True adds the seconds per batch of every phase of a step (profile_*_s: blocks, feature gather, input
+    projection, the forward of every layer, backward, optimizer step) and the process's memory high-water mark
+    at batches 50 and 300 and the epoch's last (peak_rss_gb_batch_*)."""
     dist = dist or Dist()
     sparse = list(model.inputs.embeddings.parameters())
     if sparse and dist.backend == "nccl":
@@ -83,40 +93,59 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
     dense = [p for n, p in model.named_parameters() if not n.startswith("inputs.embeddings.")]
     opts = [make_optimizer(dense, **optimizer)] + ([torch.optim.SparseAdam(sparse, lr=embed_lr)] if sparse else [])
     loader = sampled_loader(sg, sg.seeds(splits["train"]), fanouts, batch_size, shuffle=True,
-                            use_ddp=dist.enabled, num_workers=num_workers)
+                            use_ddp=dist.enabled, num_workers=num_workers, sampling=sampling)
     score = Scorer(model, sg, labels, num_classes, eval, eval_fanouts or fanouts, eval_batch_size, device, dist,
-                   evaluator)
+                   evaluator, sampling)
     stopper, history = EarlyStopping(patience=patience), []
     n_batches = len(loader) if not max_batches else min(len(loader), max_batches)
+    timer = model.timer = StepTimer(False, device)  # on for training steps only, not evaluation
+    timer.layers({f"forward layer {i}": conv for i, conv in enumerate(model.regnn.convs)}
+                 | ({"forward output layer": model.regnn.head} if model.regnn.head is not None else {}))
     t_run = time.perf_counter()
     for epoch in range(max_epochs):
         model.train()
         t0 = time.perf_counter()
         seen = correct = 0
-        loss_sum = 0.0
+        loss_sum = sample_s = 0.0
+        memory, sizes = {}, torch.zeros(5, dtype=torch.float64)
+        timer.enabled = profile
+        t_ask = time.perf_counter()
         for b, (input_nodes, output_nodes, blocks) in enumerate(loader):
             if b >= n_batches:
                 break
-            adjs = [sg.adjacency(blk, device) for blk in blocks]
+            sample_s += time.perf_counter() - t_ask  # waiting for the loader: sampling (or its workers falling behind)
+            with timer("blocks"):
+                input_nodes, adjs = sg.batch(input_nodes, blocks, device)
             y = labels[output_nodes - sg.target_offset].to(device)
-            logits = net(input_nodes, adjs)
-            loss = F.cross_entropy(logits, y)
+            with timer("forward"):
+                logits = net(input_nodes, adjs)
+                loss = F.cross_entropy(logits, y)
             for o in opts:
                 o.zero_grad()
-            loss.backward()
-            for o in opts:
-                o.step()
+            with timer("backward"):
+                loss.backward()
+            with timer("optimizer step"):
+                for o in opts:
+                    o.step()
             seen += y.numel()
             batch_loss = loss.item()
             if not dist.enabled:  # under DDP every process checks the summed loss below, so all stop together
                 check_loss(batch_loss, f"training loss of batch {b}", epoch, optimizer.get("lr"))
             loss_sum += batch_loss * y.numel()
             correct += int((logits.argmax(-1) == y).sum())
+            if profile:
+                sizes += torch.tensor([input_nodes.numel(), adjs[0].indices.numel(), adjs[0].num_dst,
+                                       adjs[-1].indices.numel(), adjs[-1].num_dst], dtype=torch.float64)
+                if b + 1 in MEMORY_AT or b + 1 == n_batches:
+                    memory[f"peak_rss_gb_batch_{b + 1}"] = peak_rss_gb()
             if log_every and (b + 1) % log_every == 0:
                 dt = time.perf_counter() - t0
-                log.info("epoch %d batch %d/%d: loss %.4f, %.0f seeds/s%s", epoch, b + 1, n_batches,
-                         loss_sum / seen, seen / dt, f" (rank {dist.rank})" if dist.enabled else "")
+                log.info("epoch %d batch %d/%d: loss %.4f, %.0f seeds/s (sampling %.0f%% of the time)%s", epoch, b + 1,
+                         n_batches, loss_sum / seen, seen / dt, 100 * sample_s / dt,
+                         f" (rank {dist.rank})" if dist.enabled else "")
+            t_ask = time.perf_counter()
         train_s = time.perf_counter() - t0
+        timer.enabled, phases = False, timer.take()
         totals = dist.all_sum(torch.tensor([seen, correct, loss_sum], dtype=torch.float64))
         wall = dist.all_max(train_s)
         check_loss(float(totals[2]), "training loss", epoch, optimizer.get("lr"))
@@ -126,8 +155,13 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
         row = {"epoch": epoch, "train_loss": float(totals[2] / totals[0]), "train_acc": 100.0 * float(totals[1] / totals[0]),
                "val_loss": val["loss"], "val_acc": val["acc"], "val_micro_f1": val["micro_f1"],
                "val_macro_f1": val["macro_f1"], "seeds": int(totals[0]), "batches": n_batches,
-               "seeds_per_s": float(totals[0]) / wall, "train_time_s": wall,
-               "epoch_time_s": time.perf_counter() - t0}
+               "seeds_per_s": float(totals[0]) / wall, "train_time_s": wall, "sample_s": sample_s,
+               "compute_s": train_s - sample_s, "epoch_time_s": time.perf_counter() - t0}
+        if profile:  # seconds per batch of every phase, and the memory high-water mark along the epoch
+            row |= {f"profile_{k.replace(' ', '_')}_s": v / max(1, n_batches) for k, v in phases.items()}
+            row |= {"profile_sample_s": sample_s / max(1, n_batches)} | memory
+            row |= dict(zip(("batch_sources", "batch_edges_0", "batch_dst_0", "batch_edges_last", "batch_seeds"),
+                            (sizes / max(1, n_batches)).tolist()))  # per batch, for an arithmetic estimate
         history.append(row)
         if on_epoch:
             on_epoch(row)
@@ -137,6 +171,7 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
         if stopper.step(-val["acc"], epoch, model):
             break
     train_time = time.perf_counter() - t_run
+    timer.remove()
     stopper.restore(model)
     best = history[stopper.best_epoch]
     metrics = {"train_acc": best["train_acc"], "train_loss": best["train_loss"]}

@@ -11,7 +11,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from regnn.core.dropout import HashDropout
 from regnn.models.regnn import REGNN, _SparseInputMM
+from regnn.training.perf import StepTimer
 
 
 def is_one_hot_ids(x: torch.Tensor) -> bool:
@@ -47,29 +49,101 @@ class NodeInputs(nn.Module):
             + lin.bias
 
 
+def _runs(pos: torch.Tensor, min_run: int = 1024):
+    """pos (sorted positions) as pieces: (slice, its index in pos) for each run of >= min_run consecutive
+    positions, then (the other positions, their indices) if any."""
+    n = pos.numel()
+    breaks = torch.nonzero(pos.diff() != 1).view(-1) + 1
+    starts = torch.cat([torch.zeros(1, dtype=torch.int64), breaks]).tolist()
+    ends = torch.cat([breaks, torch.tensor([n])]).tolist()
+    long = [(s, e) for s, e in zip(starts, ends) if e - s >= min_run]
+    pieces = [(slice(int(pos[s]), int(pos[s]) + e - s), slice(s, e)) for s, e in long]
+    if sum(e - s for s, e in long) < n:
+        rest = torch.ones(n, dtype=torch.bool)
+        for s, e in long:
+            rest[s:e] = False
+        idx = torch.nonzero(rest).view(-1)
+        pieces.append((pos[idx], idx))
+    return pieces
+
+
+class _Projection(torch.autograd.Function):
+    """out[rows] = x W^T + b for pieces (rows, x, k) with the weight and bias of type k: rows a slice (the
+    product is written straight into out, and the backward reads the gradient's slice) or an index tensor.
+    The inputs are fixed features: only the weights get gradients."""
+
+    @staticmethod
+    def forward(ctx, n: int, pieces: list, *params):
+        w0 = params[0]
+        out = torch.empty(n, w0.shape[0], dtype=w0.dtype, device=w0.device)
+        for rows, x, k in pieces:
+            w, b = params[2 * k], params[2 * k + 1]
+            if isinstance(rows, slice):
+                torch.addmm(b, x, w.t(), out=out[rows])
+            else:
+                out.index_copy_(0, rows.to(out.device), torch.addmm(b, x, w.t()))
+        ctx.pieces, ctx.num_params = pieces, len(params)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        grads: list = [None] * ctx.num_params
+        for rows, x, k in ctx.pieces:
+            g = grad[rows] if isinstance(rows, slice) else grad.index_select(0, rows.to(grad.device))
+            gw, gb = g.t() @ x, g.sum(0)
+            grads[2 * k] = gw if grads[2 * k] is None else grads[2 * k] + gw
+            grads[2 * k + 1] = gb if grads[2 * k + 1] is None else grads[2 * k + 1] + gb
+        return (None, None, *grads)
+
+
 class SampledREGNN(nn.Module):
     """REGNN on blocks: input rows of the sampled source nodes -> projection -> one layer per block -> scores."""
 
     def __init__(self, regnn: REGNN, inputs: NodeInputs, ntypes: list[str], offsets: dict[str, int],
                  node_type: torch.Tensor):
         super().__init__()
+        # hashed dropout masks (regnn.core.dropout): on a sampled step the dropped tensors are (sampled sources x
+        # hidden), hundreds of MB, where drawing, storing and reading back torch's masks cost a third of the step
+        same = regnn.dropout is regnn.input_dropout
+        regnn.input_dropout = HashDropout(regnn.input_dropout.p)
+        regnn.dropout = regnn.input_dropout if same else HashDropout(regnn.dropout.p)
         self.regnn, self.inputs = regnn, inputs
+        self.timer = StepTimer()  # the trainer's, when it profiles
         self.ntypes = list(ntypes)
         self._offsets = [offsets[t] for t in self.ntypes]
         self._node_type = node_type  # (N,) type index of every homogeneous id; not a buffer (DDP broadcasts those)
 
     def input_rows(self, ids: torch.Tensor) -> torch.Tensor:
-        """(len(ids), hidden) projected inputs of the homogeneous node ids."""
+        """(len(ids), hidden) projected inputs of the homogeneous node ids.
+
+        Dense fixed features are projected by one _Projection into one buffer: a long run of one type's rows (as
+        SampledGraph.batch lays out the sources) is written and read back as a slice, other rows by index. Other
+        inputs (sparse features, learnable embeddings) are projected per type and written in after it."""
         ids = ids.cpu()
         nt = self._node_type[ids]
-        out = None
+        dense, other = [], []
         for i, t in enumerate(self.ntypes):
             pos = torch.nonzero(nt == i).view(-1)
-            if pos.numel():
-                part = self.inputs.project(self.regnn.proj.lins[t], t, ids[pos] - self._offsets[i])
-                if out is None:
-                    out = part.new_empty(ids.numel(), part.shape[1])
-                out[pos.to(part.device)] = part  # in place: the backward gathers rows, no full-size zero fill
+            if not pos.numel():
+                continue
+            x = self.inputs._fixed.get(t)
+            (dense if x is not None and not x.is_sparse else other).append((i, t, pos))
+        lins = self.regnn.proj.lins
+        out = None
+        if dense:
+            with self.timer("gather"):
+                pieces = [(rows, self.inputs._fixed[t].index_select(0, ids[pos[sel]] - self._offsets[i]), k)
+                          for k, (i, t, pos) in enumerate(dense) for rows, sel in _runs(pos)]
+            dev = lins[dense[0][1]].weight.device
+            with self.timer("project"):
+                params = [q for _, t, _ in dense for q in (lins[t].weight, lins[t].bias)]
+                out = _Projection.apply(ids.numel(), [(r, x.to(dev), k) for r, x, k in pieces], *params)
+        for i, t, pos in other:
+            with self.timer("project"):
+                part = self.inputs.project(lins[t], t, ids[pos] - self._offsets[i])
+            if out is None:
+                out = part.new_empty(ids.numel(), part.shape[1])
+            out[pos.to(part.device)] = part  # in place: the backward gathers rows, no full-size zero fill
         return out
 
     def forward(self, input_nodes: torch.Tensor, adjs: list) -> torch.Tensor:

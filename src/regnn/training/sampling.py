@@ -13,6 +13,7 @@ rescaling of the sampled sum; it is refused on blocks (Adjacency.normalized_spmm
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 
 import dgl
@@ -49,10 +50,24 @@ class SampledGraph:
         """Homogeneous ids of target nodes given by their target-local ids."""
         return local_ids + self.target_offset
 
-    def adjacency(self, block: dgl.DGLGraph, device="cpu") -> Adjacency:
+    def batch(self, input_nodes: torch.Tensor, blocks: list, device="cpu") -> tuple[torch.Tensor, list[Adjacency]]:
+        """(input node ids, one Adjacency per block) of a sampled batch, the first block's sources after its
+        destinations grouped by node type (a stable sort): the input projection then writes and reads each type's
+        rows as one slice (node_inputs._Projection)."""
+        nd = blocks[0].num_dst_nodes()
+        order = torch.cat([torch.arange(nd), nd + torch.sort(self.node_type[input_nodes[nd:]], stable=True).indices])
+        pos = torch.empty_like(order)
+        pos[order] = torch.arange(order.numel())
+        adjs = [self.adjacency(blocks[0], device, pos)] + [self.adjacency(b, device) for b in blocks[1:]]
+        return input_nodes[order], adjs
+
+    def adjacency(self, block: dgl.DGLGraph, device="cpu", src_pos: torch.Tensor | None = None) -> Adjacency:
         """A sampled block (on the CPU) with typed self-loops on its destinations, in CSR order, as an Adjacency
-        on `device`: the block's arrays move there, not the block (a CPU-only DGL cannot move it)."""
+        on `device`: the block's arrays move there, not the block (a CPU-only DGL cannot move it). src_pos: the
+        new position of every source (its destinations keep theirs)."""
         u, v = block.edges()
+        if src_pos is not None:
+            u = src_pos[u]
         rel = self.rel[block.edata[dgl.EID]]
         n_dst, n_src = block.num_dst_nodes(), block.num_src_nodes()
         loop = torch.arange(n_dst)
@@ -142,20 +157,62 @@ def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: i
     return (regnn.head(h) if regnn.head is not None else h).cpu()
 
 
+SAMPLING_MODES = ("deterministic", "parallel")
+
+
 def sampled_loader(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, shuffle: bool,
-                   use_ddp: bool = False, num_workers: int = 0):
+                   use_ddp: bool = False, num_workers: int = 0, sampling: str = "deterministic"):
     """DGL's DataLoader over `seeds` with uniform neighbour sampling (fanouts: input layer first; -1 = all). Its
-    blocks stay on the CPU on every device: SampledGraph.adjacency moves their arrays."""
-    sampler = RepeatableNeighborSampler([int(f) for f in fanouts])
+    blocks stay on the CPU on every device: SampledGraph.adjacency moves their arrays.
+
+    sampling: deterministic (one thread: a seed gives the same blocks every run) or parallel (DGL's sampler on all
+    of its OpenMP threads: faster, but the blocks, and so the trained weights, differ from run to run)."""
+    if sampling not in SAMPLING_MODES:
+        raise ValueError(f"sampling must be one of {SAMPLING_MODES}, got {sampling!r}")
+    cls = RepeatableNeighborSampler if sampling == "deterministic" else dgl.dataloading.NeighborSampler
+    sampler = cls([int(f) for f in fanouts])
+    extra = {"worker_init_fn": _seed_worker, "persistent_workers": True} if num_workers else {}
     return dgl.dataloading.DataLoader(sg.graph, seeds, sampler, batch_size=batch_size, shuffle=shuffle,
-                                      drop_last=False, use_ddp=use_ddp, num_workers=num_workers, device="cpu")
+                                      drop_last=False, use_ddp=use_ddp, num_workers=num_workers, device="cpu",
+                                      **extra)
+
+
+def _seed_worker(worker_id: int) -> None:
+    """DGL's random stream of a loader worker from torch's seed of that worker (the main process's seed plus the
+    worker's number): the forked workers would otherwise all continue one copied stream."""
+    dgl.seed(torch.initial_seed() % 2**31)
 
 
 @torch.no_grad()
 def sampled_logits(model, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int,
-                   device="cpu") -> torch.Tensor:
+                   device="cpu", sampling: str = "deterministic") -> torch.Tensor:
     """Class scores of `seeds` (in their order) with sampled neighbourhoods."""
     out = []
-    for input_nodes, _, blocks in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False):
-        out.append(model(input_nodes.to(device), [sg.adjacency(b, device) for b in blocks]).cpu())
+    for input_nodes, _, blocks in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False, sampling=sampling):
+        out.append(model(*sg.batch(input_nodes, blocks, device)).cpu())
     return torch.cat(out)
+
+
+def sampling_rate(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, sampling: str,
+                  threads: int, batches: int = 20, num_workers: int = 0) -> dict:
+    """Seeds per second of the loader alone (DGL's sampling and blocks: what a training step waits for, see
+    trainer.sampling) with `threads` threads, over `batches` batches after one warm-up batch."""
+    before = (torch.get_num_threads(), dgl.utils.get_num_threads())
+    torch.set_num_threads(threads)
+    dgl.utils.set_num_threads(threads)
+    try:
+        it = iter(sampled_loader(sg, seeds, fanouts, batch_size, shuffle=True, sampling=sampling,
+                                 num_workers=num_workers))
+        for _ in range(max(1, num_workers)):  # warm-up: the workers' first batches
+            next(it)
+        t0, n, done = time.perf_counter(), 0, 0
+        for _, out, _ in it:
+            n, done = n + out.numel(), done + 1
+            if done == batches:
+                break
+        dt = time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(before[0])
+        dgl.utils.set_num_threads(before[1])
+    return {"sampling": sampling, "threads": threads, "num_workers": num_workers, "batches": done, "seeds_per_s": n / dt,
+            "s_per_batch": dt / max(1, done)}
