@@ -3,6 +3,8 @@
     python scripts/scale_benchmark.py                        # full size (1.94M nodes, 21.1M edges), one epoch each
     python scripts/scale_benchmark.py --scale 0.05           # 5% of every count: a quick check
     python scripts/scale_benchmark.py --max-batches 20       # memory check: 20 training batches per model
+    python scripts/scale_benchmark.py --profile              # + seconds per batch of every phase of a step
+    python scripts/scale_benchmark.py --sampling-rates --models   # sampling alone: seeds/s per mode and threads
 
 Steps, each timed: (1) write the generated graph in OGB's on-disk layout (regnn.data.ogb_format; kept and
 reused under --data-dir), (2) a first load in its own process: ogb converts the raw CSV files to its DGL cache,
@@ -11,6 +13,10 @@ then regnn builds the features of the feature-less types and the sampling graph,
 load, training with neighbour sampling, sampled evaluation of validation and test papers). Peak memory is each
 process's maximum resident set (wait4); a watchdog stops a process that exceeds --memory-limit-gb. Seconds per
 epoch are measured when whole epochs ran, else extrapolated from the seeds per second (marked in the output).
+--profile times every phase of a training step (trainer.profile) and sets it against an arithmetic estimate: the
+dense matrix products of a batch (input projection and layer weights, forward and backward) at the rate this
+machine's torch reaches on the projection's shape. --sampling-rates measures the loader alone (no model) for
+trainer.sampling=deterministic and parallel at 1 and --threads threads.
 Writes <out>.json (data) and <out>.md; default out: results/scale_benchmark (scale 1) or
 results/scale_benchmark_scale<scale>.
 """
@@ -72,9 +78,104 @@ def load_only(root: str) -> None:
     sg = SampledGraph(data)
     t2 = time.perf_counter()
     print(json.dumps({"dataset_s": t1 - t0, "sampling_graph_s": t2 - t1, "nodes": data.graph.num_nodes(),
+                      "matmul_gflops": matmul_rate(),
                       "edges_with_reverse": data.graph.num_edges(), "relation_graph_edges": sg.graph.num_edges(),
                       "feature_bytes": int(sum(x.numel() * x.element_size() for x in data.features.values())),
                       "threads": torch.get_num_threads()}))
+
+
+def matmul_rate() -> float:
+    """GFLOP/s of torch's float32 matrix product on the input projection's shape (200k x 128 @ 128 x 512)."""
+    import torch
+    a, w = torch.randn(200_000, 128), torch.randn(128, 512)
+    a @ w
+    t = time.perf_counter()
+    for _ in range(5):
+        a @ w
+    return 5 * 2 * a.shape[0] * 128 * 512 / (time.perf_counter() - t) / 1e9
+
+
+def sampling_only(root: str, threads: int, fanouts: list[int], batch_size: int) -> None:
+    """Child process of --sampling-rates: prints the loader's seeds/s per mode and thread count as JSON."""
+    import regnn  # noqa: F401
+    from regnn.data.ogb import load_ogb
+    from regnn.training.sampling import SAMPLING_MODES, SampledGraph, sampling_rate
+    data = load_ogb("ogbn-mag", root)
+    sg = SampledGraph(data)
+    seeds = sg.seeds(data.splits["train"])
+    rows = [sampling_rate(sg, seeds, fanouts, batch_size, mode, t) for t in sorted({1, threads})
+            for mode in SAMPLING_MODES]
+    print(json.dumps(rows))
+
+
+def matmul_gflop(cfg, p: dict, num_classes: int, in_dim: int = 128) -> float:
+    """GFLOP of a batch's dense matrix products, forward and backward (the input projection has no input
+    gradient), from the batch's mean sizes p (history's batch_* columns); sparse aggregations are not counted."""
+    n0, v0, seeds = p["batch_sources"], p["batch_dst_0"], p["batch_seeds"]
+    m = cfg.model
+    if m.backbone == "gcn":
+        h = m.hidden
+        flop = 4 * n0 * in_dim * h + 6 * (v0 + seeds) * h * h + 6 * seeds * h * num_classes
+    else:  # the stack layout's GAT: W after the aggregation on layer 0 (in = D), W on the sources of layer 1
+        d, k = m.hidden, m.heads
+        flop = 4 * n0 * in_dim * d + 6 * v0 * k * d * d + 6 * v0 * (k * d) ** 2 + 6 * seeds * k * d * num_classes
+    return flop / 1e9
+
+
+PHASES = [("sample", "sampling (waiting for the loader)"), ("blocks", "blocks -> adjacencies"),
+          ("gather", "feature gather"), ("project", "input projection"), ("forward_layer_0", "forward layer 0"),
+          ("forward_layer_1", "forward layer 1"), ("forward_output_layer", "forward output layer"),
+          ("forward_rest", "forward, rest (dropout, loss)"), ("backward", "backward"),
+          ("optimizer_step", "optimizer step")]
+
+
+def profile_lines(report: dict) -> list[str]:
+    rows = [r for r in report["models"] if r.get("profile")]
+    if not rows:
+        return []
+    lines = ["", f"## Profile of a training step (seconds per batch, mean over the epoch's batches)", "",
+             "| phase | " + " | ".join(r["model"] for r in rows) + " |", "|---|" + "---|" * len(rows)]
+    for key, name in PHASES:
+        lines.append(f"| {name} | " + " | ".join(f"{r['profile'].get(key, 0.0):.3f}" for r in rows) + " |")
+    lines.append("| **step** | " + " | ".join(f"**{r['profile']['step']:.3f}**" for r in rows) + " |")
+    lines.append("| dense products, GFLOP | " + " | ".join(f"{r['matmul_gflop']:.0f}" for r in rows) + " |")
+    lines.append("| arithmetic estimate | " + " | ".join(f"{r['matmul_s']:.3f}" for r in rows) + " |")
+    lines.append("| step / estimate | " + " | ".join(f"{r['profile']['step'] / r['matmul_s']:.1f}x" for r in rows) + " |")
+    lines.append("| peak memory GB at batch " + ", ".join(k.rsplit("_", 1)[1] for k in rows[0]["memory"]) + " | "
+                 + " | ".join(", ".join(f"{v:.2f}" for v in r["memory"].values()) for r in rows) + " |")
+    lines += ["", f"Arithmetic estimate: the dense products at {report['first_load']['matmul_gflops']:.0f} GFLOP/s, "
+              "the rate of torch's float32 product on the projection's shape here; sparse aggregations, gathers and "
+              "elementwise passes are memory-bound and not in it. The step is timed as its phases; the profile "
+              "adds no synchronisation on the CPU."]
+    return lines
+
+
+def profile_of(h: dict, run_dir: Path, gflops: float) -> dict:
+    """The profile columns of an epoch's history row, with the arithmetic estimate of its batches."""
+    from omegaconf import OmegaConf
+    cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    prof = {k[len("profile_"):-2]: float(v) for k, v in h.items() if k.startswith("profile_") and k.endswith("_s")}
+    layers = sum(v for k, v in prof.items() if k.startswith("forward_") and k != "forward_rest")
+    prof["forward_rest"] = prof.pop("forward", 0.0) - layers - prof.get("gather", 0.0) - prof.get("project", 0.0)
+    prof["step"] = sum(prof.values())
+    num_classes = json.loads((run_dir / "results.json").read_text()).get("num_classes", 349)
+    gflop = matmul_gflop(cfg, h, num_classes)
+    return {"profile": prof, "matmul_gflop": gflop, "matmul_s": gflop / gflops,
+            "memory": {k: float(v) for k, v in h.items() if k.startswith("peak_rss_gb_batch_")},
+            "batch_sizes": {k: float(v) for k, v in h.items() if k.startswith("batch_")}}
+
+
+def sampling_lines(report: dict) -> list[str]:
+    rows = report.get("sampling_rates")
+    if not rows:
+        return []
+    lines = ["", "## Sampling alone (the loader, no model; trainer.sampling)", "",
+             "| sampling | threads | seeds/s | s per batch | vs deterministic |", "|---|---|---|---|---|"]
+    base = {r["threads"]: r["seeds_per_s"] for r in rows if r["sampling"] == "deterministic"}
+    for r in rows:
+        lines.append(f"| {r['sampling']} | {r['threads']} | {r['seeds_per_s']:.0f} | {r['s_per_batch']:.3f} | "
+                     f"{r['seeds_per_s'] / base[r['threads']]:.2f}x |")
+    return lines
 
 
 def markdown(report: dict) -> str:
@@ -101,13 +202,14 @@ def markdown(report: dict) -> str:
     lines += ["", f"Memory limit {report['memory_limit_gb']} GB (a watchdog stops a process above it). Batch size "
               f"{report['batch_size']}, fanouts {report['fanouts']}. The labels are generated (planted in the paper "
               "features), so accuracies here are no result."]
+    lines += profile_lines(report) + sampling_lines(report)
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of OGBN-MAG's node and edge counts")
-    ap.add_argument("--models", nargs="+", default=["re_gcn", "re_gat"])
+    ap.add_argument("--models", nargs="*", default=["re_gcn", "re_gat"], help="none: no training (see --sampling-rates)")
     ap.add_argument("--epochs", type=int, default=1, help="training epochs per model")
     ap.add_argument("--max-batches", type=int, default=None, help="training batches per epoch (default: all)")
     ap.add_argument("--batch-size", type=int, default=1024)
@@ -118,12 +220,22 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="output path without suffix")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--override", nargs="*", default=[], help="extra train.py overrides, e.g. trainer.eval=layerwise")
+    ap.add_argument("--profile", action="store_true", help="time every phase of a step (trainer.profile=true)")
+    ap.add_argument("--sampling", choices=["deterministic", "parallel"], default="deterministic",
+                    help="trainer.sampling of the training runs")
+    ap.add_argument("--sampling-rates", action="store_true", help="measure the loader alone per mode and threads")
     ap.add_argument("--load-only", help=argparse.SUPPRESS)
+    ap.add_argument("--sampling-only", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     import pandas as pd
     import psutil
     if a.load_only:
+        import torch
+        torch.set_num_threads(a.threads)
         load_only(a.load_only)
+        return 0
+    if a.sampling_only:
+        sampling_only(a.sampling_only, a.threads, a.fanouts, a.batch_size)
         return 0
     tag = "" if a.scale == 1 else f"_scale{a.scale:g}"
     data_dir = Path(a.data_dir or REPO / "outputs" / "scale_benchmark" / f"data{tag or '_full'}")
@@ -149,13 +261,25 @@ def main(argv=None) -> int:
         return 1
     first |= json.loads((logs / "load.log").read_text().strip().splitlines()[-1]) | {"raw": raw}
     print(f"first load: {first['wall_s']:.0f} s, peak {first['peak_rss_gb']:.2f} GB", file=sys.stderr)
+    rates = None
+    if a.sampling_rates:
+        print(f"sampling alone ({logs / 'sampling.log'}) ...", file=sys.stderr)
+        args = ["--sampling-only", str(data_dir), "--threads", str(a.threads), "--batch-size", str(a.batch_size),
+                "--fanouts", *map(str, a.fanouts)]
+        r = run_child([sys.executable, __file__, *args], logs / "sampling.log", a.memory_limit_gb, env)
+        if r["returncode"] != 0:
+            print((logs / "sampling.log").read_text()[-3000:], file=sys.stderr)
+            return 1
+        rates = json.loads((logs / "sampling.log").read_text().strip().splitlines()[-1])
+        print(f"sampling: {json.dumps(rates)}", file=sys.stderr)
     rows = []
     for m in a.models:
         run_dir = REPO / "outputs" / "scale_benchmark" / f"{m}{tag}_{time.strftime('%Y%m%d-%H%M%S')}"
         cmd = [sys.executable, str(REPO / "train.py"), "dataset=ogbn_mag", "trainer=minibatch", f"model={m}",
                f"dataset.dir={data_dir}", "runs=1", f"threads={a.threads}", f"trainer.max_epochs={a.epochs}",
                f"trainer.patience={a.epochs}", f"trainer.batch_size={a.batch_size}",
-               f"trainer.fanouts=[{','.join(map(str, a.fanouts))}]", f"hydra.run.dir={run_dir}", *a.override]
+               f"trainer.fanouts=[{','.join(map(str, a.fanouts))}]", f"hydra.run.dir={run_dir}",
+               f"trainer.sampling={a.sampling}", *(["trainer.profile=true"] if a.profile else []), *a.override]
         if a.max_batches:
             cmd.append(f"trainer.max_batches={a.max_batches}")
         print(f"{m}: training ({logs / (m + '.log')}) ...", file=sys.stderr)
@@ -175,9 +299,12 @@ def main(argv=None) -> int:
                     "train_s_per_epoch": (hist[0]["train_time_s"] if full else info["split"]["train"] / sps),
                     "eval_s": float(hist[0]["epoch_time_s"] - hist[0]["train_time_s"]),
                     "test_acc": res["metrics"]["test_acc"]["mean"], "run_dir": str(run_dir.relative_to(REPO))}
+            if a.profile:
+                row |= profile_of(hist[0], run_dir, first["matmul_gflops"])
         rows.append(row)
         print(f"{m}: {json.dumps({k: v for k, v in row.items() if k != 'command'})}", file=sys.stderr)
     report = {"scale": a.scale, "graph": info, "generate_s": generate_s, "first_load": first, "models": rows,
+              "sampling_rates": rates, "sampling": a.sampling,
               "batch_size": a.batch_size, "fanouts": a.fanouts, "epochs": a.epochs, "max_batches": a.max_batches,
               "threads": a.threads, "memory_limit_gb": a.memory_limit_gb,
               "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), {psutil.virtual_memory().total / 2**30:.0f} GB RAM",

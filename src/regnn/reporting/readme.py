@@ -53,7 +53,7 @@ PAGES = {
     "docs/scale.md": [
         Part("scale_benchmark.md", "Scale benchmark: full size, first batches of each model"),
         Part("scale_benchmark_scale0.05.md", "Scale benchmark: 5% size, one whole epoch per model"),
-        Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole RE-GAT epoch"),
+        Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole epoch per model, profiled"),
     ],
     "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/gpu_check.sh)")],
 }
