@@ -36,6 +36,16 @@ class NodeInputs(nn.Module):
         self._fixed = {t: (x.coalesce() if x.is_sparse else x) for t, x in features.items() if t not in learn}
         self.in_dims = {t: (embed_dim if t in learn else int(x.shape[1])) for t, x in features.items()}
 
+    def is_dense(self, ntype: str) -> bool:
+        """Whether `ntype` has fixed dense features (rows gathered by `rows`, projected by the caller)."""
+        x = self._fixed.get(ntype)
+        return x is not None and not x.is_sparse
+
+    def rows(self, ntype: str, local: torch.Tensor) -> torch.Tensor:
+        """The fixed dense features of the nodes `local` of `ntype`."""
+        x = self._fixed[ntype]
+        return x.index_select(0, local.to(x.device))
+
     def project(self, lin: nn.Linear, ntype: str, local: torch.Tensor) -> torch.Tensor:
         """lin(inputs of the nodes `local` of `ntype`), with sparse inputs multiplied as CSR."""
         dev = lin.weight.device
@@ -126,13 +136,12 @@ class SampledREGNN(nn.Module):
             pos = torch.nonzero(nt == i).view(-1)
             if not pos.numel():
                 continue
-            x = self.inputs._fixed.get(t)
-            (dense if x is not None and not x.is_sparse else other).append((i, t, pos))
+            (dense if self.inputs.is_dense(t) else other).append((i, t, pos))
         lins = self.regnn.proj.lins
         out = None
         if dense:
             with self.timer("gather"):
-                pieces = [(rows, self.inputs._fixed[t].index_select(0, ids[pos[sel]] - self._offsets[i]), k)
+                pieces = [(rows, self.inputs.rows(t, ids[pos[sel]] - self._offsets[i]), k)
                           for k, (i, t, pos) in enumerate(dense) for rows, sel in _runs(pos)]
             dev = lins[dense[0][1]].weight.device
             with self.timer("project"):
