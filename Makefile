@@ -118,5 +118,5 @@ reproduce: setup ## train every missing cell of the 9 experiments, then `make ta
 readme: venv ## regenerate the results sections of README.md and docs/ from results/ (no rendering of tables)
 	$(PY) -m regnn.reporting.readme
 
-scale-benchmark: setup ## mini-batch RE-GCN/RE-GAT on a generated graph of OGBN-MAG's size -> results/scale_benchmark.* (SCALE=0.05 for a quick one)
-	$(PY) scripts/scale_benchmark.py --scale $(or $(SCALE),1)
+scale-benchmark: setup ## mini-batch RE-GCN/RE-GAT on a generated graph of OGBN-MAG's size, one epoch each, profiled -> results/scale_benchmark_epoch.* (SCALE=0.05 for a quick one)
+	$(PY) scripts/scale_benchmark.py --scale $(or $(SCALE),1) --profile --sampling-rates

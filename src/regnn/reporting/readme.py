@@ -51,7 +51,6 @@ PAGES = {
         Part("benchmark_gcn_9/benchmark.md", "Benchmark: GCN vs RE-GCN, 9 processes per cell"),
     ],
     "docs/scale.md": [
-        Part("scale_benchmark.md", "Scale benchmark: full size, first batches of each model"),
         Part("scale_benchmark_scale0.05.md", "Scale benchmark: 5% size, one whole epoch per model"),
         Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole epoch per model, profiled"),
     ],
