@@ -38,5 +38,5 @@ def test_two_identical_minibatch_runs_give_identical_results(tmp_path):
         p = run_train(*args, f"hydra.run.dir={tmp_path}/{i}")  # threads left at its default (null)
         assert p.returncode == 0, p.stderr
         rec = json.loads((tmp_path / str(i) / "results.json").read_text())["per_run"][0]
-        runs.append({k: v for k, v in rec.items() if "time" not in k and k not in ("seeds_per_s", "peak_rss_gb", "pid")})
+        runs.append({k: v for k, v in rec.items() if "time" not in k and k not in ("seeds_per_s", "sampling_share", "peak_rss_gb", "pid")})
     assert runs[0] == runs[1]
