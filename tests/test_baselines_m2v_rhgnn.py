@@ -15,7 +15,8 @@ from regnn.training.seed import seed_everything
 from regnn.training.trainer import train_run
 
 # short walks keep the skip-gram tests at seconds; the code path is the one of the paper's settings
-FAST_WALKS = ["model.walk_length=20", "model.walks_per_node=3", "model.hidden=32", "model.window=3", "model.batch_size=8"]
+FAST_WALKS = ["model.walk_length=20", "model.walks_per_node=3", "model.hidden=32", "model.window=3",
+              "model.batch_size=8"]
 
 
 def cfg(*overrides):
