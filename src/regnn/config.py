@@ -56,7 +56,14 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     _check(not unknown, f"model.{unknown[0] if unknown else ''}", m.get(unknown[0]) if unknown else None,
            f"{m.name} has no such key (known: {', '.join(sorted(known))})")
     _num(cfg, "model.hidden", lo=1, integer=True)
-    _num(cfg, "model.num_layers", lo=1, integer=True)
+    if "num_layers" in m:  # Metapath2vec has none
+        _num(cfg, "model.num_layers", lo=1, integer=True)
+    for k in ("walk_length", "window", "negatives", "walks_per_node", "batch_size", "relation_dim"):
+        if k in m:
+            _num(cfg, f"model.{k}", lo=1, integer=True)
+    for k in ("lr", "classifier_c"):
+        if k in m:
+            _num(cfg, f"model.{k}", lo=0, lo_open=True)
     _num(cfg, "model.dropout", lo=0, hi=1, hi_open=True)
     if "heads" in m:
         _num(cfg, "model.heads", lo=1, integer=True)

@@ -33,6 +33,9 @@ BASELINE_KEYS = {  # the models outside the relation group (regnn.models.baselin
                    "negative_slope", "beta", "residual"),
     "han": ("name", "arch", "metapaths", "hidden", "heads", "num_layers", "dropout", "semantic_dim"),
     "gtn": ("name", "arch", "hidden", "num_channels", "num_layers", "dropout", "select_lr_scale"),
+    "metapath2vec": ("name", "arch", "metapaths", "metapath", "metapath_select_runs", "hidden", "walk_length",
+                     "window", "negatives", "walks_per_node", "batch_size", "lr", "classifier_c", "dropout"),
+    "rhgnn": ("name", "arch", "hidden", "heads", "relation_dim", "num_layers", "dropout", "residual", "norm"),
 }
 METAPATH_KEYS = ("arch", "metapaths", "metapath", "metapath_select_runs")  # GCN-M, GAT-M on a backbone's keys
 

@@ -52,10 +52,11 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
     model = build_model(cfg.model, data, job.inputs).to(job.device)
     logger.start_run(run, seed)
     try:
-        result = train_run(model, job.inputs, job.feats, job.labels, job.splits, seed=seed,
-                           optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
-                           max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
-                           precision=str(cfg.precision), on_epoch=logger.log_epoch, progress=progress)
+        fit = arch_of(cfg.model).train or train_run  # Metapath2vec: embeddings, then a classifier
+        result = fit(model, job.inputs, job.feats, job.labels, job.splits, seed=seed,
+                     optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
+                     max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
+                     precision=str(cfg.precision), on_epoch=logger.log_epoch, progress=progress)
     except Diverged as e:
         progress.close()
         return store.save_failed(failed_record(run, seed, e), logger, job.device), None

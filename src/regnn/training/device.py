@@ -15,7 +15,7 @@ from regnn.core.adjacency import Adjacency
 from regnn.errors import ConfigError
 
 # model.arch values whose forward pass runs DGL's nn modules on a DGL graph (RelGraphConv, HGTConv, GATConv)
-DGL_OPS_ARCHS = frozenset({"rgcn", "hgt", "han"})
+DGL_OPS_ARCHS = frozenset({"rgcn", "hgt", "han", "rhgnn"})
 
 
 @functools.lru_cache(maxsize=None)
