@@ -11,7 +11,8 @@ from regnn.reporting.cells import CELLS, CellPool, MissingCells
 
 # the models outside the relation group; regnn.catalog names the others (RE-GCN, GCN-S, ...)
 LABELS = {"rgcn": "R-GCN", "hgt": "HGT", "simple_hgn": "Simple-HGN", "han": "HAN", "gtn": "GTN", "gcn_m": "GCN-M",
-          "gat_m": "GAT-M", "mlp": "MLP"}
+          "gat_m": "GAT-M", "mlp": "MLP", "metapath2vec": "Metapath2vec", "magnn": "MAGNN", "magnn_ac": "MAGNN-AC",
+          "rhgnn": "R-HGNN"}
 
 
 def label(model: str) -> str:
