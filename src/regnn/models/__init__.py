@@ -54,6 +54,8 @@ ARCHS: dict[str, Arch | LazyArch] = {
     "gtn": LazyArch(f"{_BL}:SelfLoopGraph.build", f"{_BL}:GTN.from_inputs"),
     "han": LazyArch(f"{_BL}:MetapathGraphs.build", f"{_BL}:HAN.from_inputs"),
     "metapath_gnn": LazyArch(f"{_BL}:MetapathInputs.build", f"{_BL}:build_metapath_gnn"),  # GCN-M, GAT-M
+    "magnn": LazyArch(f"{_BL}.magnn:MetapathInstances.build", f"{_BL}.magnn:MAGNN.from_inputs"),
+    "magnn_ac": LazyArch(f"{_BL}.magnn_ac:CompletionInputs.build", f"{_BL}.magnn_ac:MAGNNAC.from_inputs"),
 }
 
 __all__ = ["ARCHS", "Arch", "BACKBONES", "LazyArch", "REGNN", "RelationInputs", "TypeProjection"]
