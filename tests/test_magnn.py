@@ -20,7 +20,7 @@ from test_baselines import cfg
 
 APA = ["author->paper", "paper->author"]
 APTPA = ["author->paper", "paper->term", "term->paper", "paper->author"]
-SMALL = ["model.hidden=16", "model.heads=2", "model.attn_vec_dim=16"]
+SMALL = ["model.hidden=16", "model.heads=2", "model.attn_vec_dim=16", "model.max_instances=20"]
 
 
 def hand_graph():
