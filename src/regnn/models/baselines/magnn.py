@@ -8,8 +8,8 @@ Per meta-path P of the target type (dataset.metapaths):
   rotated and on a symmetric path such as APA the first node is not either). The rotation of a position is the
   same for every instance, so each node type is rotated once per position and the instances gather rows;
 - intra-meta-path attention, per head k: e = LeakyReLU(a_k^T [h_v || h_P(v, u)]) over the instances ending at v,
-  softmax, attention dropout, sum of the instance encodings (each node's instances padded to the most any node
-  has, so the sums are batched matrix products); ELU; the heads concatenated;
+  softmax, attention dropout, sum of the instance encodings (the instances of nodes with similar counts padded
+  side by side, so the sums are batched matrix products); ELU; the heads concatenated;
 - inter-meta-path (semantic) attention as HAN's: beta_P = softmax_P(q^T mean_v tanh(M h_v^P + b)).
 Then a linear classifier; the representation for clustering is the fused vector before it, as the authors' code
 returns it. Every node type on a meta-path has its own input projection, with feature dropout after it.
