@@ -26,6 +26,8 @@ RELATION_KEYS = ("edge_embeddings", "self_loop_embeddings", "scale", "negative_s
 MODEL_KEYS = ("name", "backbone", "hidden", "num_layers", "dropout", "double_dropout")  # REGNN's own
 BUILDER_ARGS = ("hidden", "num_classes", "num_layers")  # given by REGNN, not by the config
 LAYOUT_KEYS = {"gcn": ("layout", "layer_norm"), "gat": ("layer_norm",)}  # only in conf/layout/ (the stack layout)
+MAGNN_KEYS = ("name", "arch", "metapaths", "max_instances", "sample_seed", "hidden", "heads", "num_layers",
+              "attn_vec_dim", "dropout", "encoder")
 BASELINE_KEYS = {  # the models outside the relation group (regnn.models.baselines)
     "rgcn": ("name", "arch", "hidden", "num_layers", "dropout", "num_bases"),
     "hgt": ("name", "arch", "hidden", "heads", "num_layers", "dropout", "use_norm"),
@@ -36,6 +38,8 @@ BASELINE_KEYS = {  # the models outside the relation group (regnn.models.baselin
     "metapath2vec": ("name", "arch", "metapaths", "metapath", "metapath_select_runs", "hidden", "walk_length",
                      "window", "negatives", "walks_per_node", "batch_size", "lr", "classifier_c", "dropout"),
     "rhgnn": ("name", "arch", "hidden", "heads", "relation_dim", "num_layers", "dropout", "residual", "norm"),
+    "magnn": MAGNN_KEYS,
+    "magnn_ac": MAGNN_KEYS + ("emb_dim", "feats_drop_rate", "loss_lambda"),
 }
 METAPATH_KEYS = ("arch", "metapaths", "metapath", "metapath_select_runs")  # GCN-M, GAT-M on a backbone's keys
 

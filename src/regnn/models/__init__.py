@@ -63,6 +63,8 @@ ARCHS: dict[str, Arch | LazyArch] = {
     "metapath2vec": LazyArch(f"{_BL}.metapath2vec:WalkInputs.build", f"{_BL}.metapath2vec:Metapath2Vec.from_inputs",
                              f"{_BL}.metapath2vec:fit"),  # skip-gram embeddings, then a classifier
     "rhgnn": LazyArch(f"{_BL}.rhgnn:RelationGraphs.build", f"{_BL}.rhgnn:RHGNN.from_inputs"),
+    "magnn": LazyArch(f"{_BL}.magnn:MetapathInstances.build", f"{_BL}.magnn:MAGNN.from_inputs"),
+    "magnn_ac": LazyArch(f"{_BL}.magnn_ac:CompletionInputs.build", f"{_BL}.magnn_ac:MAGNNAC.from_inputs"),
 }
 
 __all__ = ["ARCHS", "Arch", "BACKBONES", "LazyArch", "REGNN", "RelationInputs", "TypeProjection"]

@@ -14,8 +14,9 @@ import torch
 from regnn.core.adjacency import Adjacency
 from regnn.errors import ConfigError
 
-# model.arch values whose forward pass runs DGL's nn modules on a DGL graph (RelGraphConv, HGTConv, GATConv)
-DGL_OPS_ARCHS = frozenset({"rgcn", "hgt", "han", "rhgnn"})
+# model.arch values whose forward pass runs DGL's modules or ops on a DGL graph (RelGraphConv, HGTConv, GATConv,
+# MAGNN-AC's completion attention, R-HGNN's relation attention)
+DGL_OPS_ARCHS = frozenset({"rgcn", "hgt", "han", "rhgnn", "magnn_ac"})
 
 
 @functools.lru_cache(maxsize=None)

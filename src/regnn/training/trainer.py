@@ -77,6 +77,9 @@ def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: 
         with autocast(precision, labels.device):
             logits, _ = model(inputs, feats)
         loss = F.cross_entropy(at_least_fp32(logits[idx["train"]]), y["train"])
+        extra = getattr(model, "auxiliary_loss", lambda: None)()  # a model's own training term (MAGNN-AC's)
+        if extra is not None:
+            loss = loss + extra
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -1,0 +1,182 @@
+"""MAGNN-AC (Jin et al., WWW 2021: HGNN-AC, attribute completion, on MAGNN).
+
+Node types without features (one-hot ids or zero vectors: ACM's authors and subjects, IMDB's directors and
+actors, DBLP's venues) get their hidden vectors completed from their featured neighbours (the featured type with
+the most edges to them):  h_v = mean_k ELU(sum_u a^k_vu W_s x_u),  a^k_vu = softmax_u LeakyReLU_0.2(
+(e_v U_k) V_k (e_u U_k)^T),  over v's neighbours u, e the topological embeddings, edges dropped at the dropout rate
+before the softmax. The sum runs over projected vectors W_s x_u + b_s, as the HGNN-AC code completes
+the transformed features. MAGNN then runs on the completed vectors.
+
+Topological embeddings: the rank-emb_dim truncated SVD (randomised, seeded) of D^-1/2 A D^-1/2 over all nodes,
+U sqrt(S) (a spectral structural embedding; HGNN-AC pretrains metapath2vec, which would take minutes per job).
+
+HGNN-AC's extra training term: each training step hides the features of feats_drop_rate of the featured source
+nodes and rebuilds them with the same attention from their source-type neighbours through a completed type
+(e.g. movies sharing a director); the mean L2 distance, times loss_lambda, joins the loss (`auxiliary_loss`,
+read by the trainer).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dgl
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from regnn.errors import DataError
+from regnn.models.baselines.magnn import MAGNN, MetapathInstances
+from regnn.models.baselines.metapath_instances import metapath_instances
+
+
+def featureless(x: torch.Tensor) -> bool:
+    """All zeros, or one-hot ids (the sparse identity): what select_features gives a type without features."""
+    if not x.is_sparse:
+        return not bool(x.any())
+    x = x.coalesce()
+    i, v = x.indices(), x.values()
+    return x.shape[0] == x.shape[1] == v.numel() and bool((i[0] == i[1]).all() and (v == 1).all())
+
+
+def topological_embedding(g: dgl.DGLHeteroGraph, dim: int, seed: int) -> dict[str, torch.Tensor]:
+    """{node type: (n, dim)} rows of U sqrt(S), the truncated SVD of the normalised adjacency of all nodes."""
+    from sklearn.utils.extmath import randomized_svd
+    hg = dgl.to_homogeneous(g)
+    u, v = (x.numpy() for x in hg.edges())
+    n = hg.num_nodes()
+    a = sp.coo_matrix((np.ones(u.size), (u, v)), shape=(n, n)).tocsr()
+    a = ((a + a.T) > 0).astype(np.float64)
+    d = np.asarray(a.sum(1)).ravel()
+    inv = sp.diags(np.where(d > 0, 1.0 / np.sqrt(np.maximum(d, 1e-12)), 0.0))
+    k = min(dim, n - 1)
+    left, s, _ = randomized_svd(inv @ a @ inv, k, random_state=seed)
+    emb = np.zeros((n, dim), dtype=np.float32)
+    emb[:, :k] = left * np.sqrt(s)
+    ntype, nid = hg.ndata[dgl.NTYPE].numpy(), hg.ndata[dgl.NID].numpy()
+    out = {}
+    for i, t in enumerate(g.ntypes):
+        rows = np.flatnonzero(ntype == i)
+        out[t] = torch.from_numpy(emb[rows[np.argsort(nid[rows])]])
+    return out
+
+
+def completion_sources(g: dgl.DGLHeteroGraph, feats: dict[str, torch.Tensor], types) -> dict[str, str]:
+    """{featureless type: the featured type with the most edges into it} for the given types."""
+    featured = {t for t in g.ntypes if not featureless(feats[t])}
+    out = {}
+    for t in types:
+        edges = {}
+        for s, _, d in g.canonical_etypes:
+            if d == t and s in featured:
+                edges[s] = edges.get(s, 0) + g.num_edges((s, _, d))
+        if not edges:
+            raise DataError(f"node type {t!r} has no features and no neighbours of a type with features, so "
+                            "MAGNN-AC cannot complete it; give it features or use model=magnn")
+        out[t] = max(edges, key=edges.get)
+    return out
+
+
+def _pairs_graph(u, v, num_src: int, num_dst: int, src="s", dst="d") -> dgl.DGLHeteroGraph:
+    return dgl.heterograph({(src, "to", dst): (torch.as_tensor(u), torch.as_tensor(v))}, {src: num_src, dst: num_dst})
+
+
+@dataclass
+class CompletionInputs(MetapathInstances):
+    sources: dict[str, str] = None  # completed type -> its source type
+    graphs: dict[str, dgl.DGLHeteroGraph] = None  # completed type -> source -> completed neighbour graph
+    rebuild: dgl.DGLHeteroGraph | None = None  # source -> source pairs through a completed type (the extra loss)
+    rebuild_source: str | None = None
+    emb: dict[str, torch.Tensor] = None  # topological embeddings per node type
+
+    @classmethod
+    def build(cls, data, device="cpu", metapaths=None, max_instances=100, sample_seed=0, emb_dim=64,
+              **_model_options):
+        base = MetapathInstances.build(data, device, metapaths, max_instances, sample_seed)
+        g = data.graph
+        used = sorted({t for ts in base.ntypes.values() for t in ts})
+        sources = completion_sources(g, data.features, [t for t in used if featureless(data.features[t])])
+        graphs = {}
+        for t, s in sources.items():
+            u, v = [], []
+            for cet in g.canonical_etypes:
+                if cet[0] == s and cet[2] == t:
+                    a, b = g.edges(etype=cet)
+                    u.append(a), v.append(b)
+            pairs = np.unique(torch.stack([torch.cat(u), torch.cat(v)], 1).numpy(), axis=0)
+            graphs[t] = _pairs_graph(pairs[:, 0], pairs[:, 1], g.num_nodes(s), g.num_nodes(t)).to(device)
+        rebuild, rebuild_source = None, None
+        if sources:  # through the completed type with the fewest source-source pairs (IMDB: MDM, not MAM)
+            t = min(sources, key=lambda c: sum(int(x) ** 2 for x in graphs[c].in_degrees()))
+            rebuild_source = sources[t]
+            rel_in = next(c[1] for c in g.canonical_etypes if c[0] == rebuild_source and c[2] == t)
+            rel_out = next(c[1] for c in g.canonical_etypes if c[0] == t and c[2] == rebuild_source)
+            inst = metapath_instances(g, [rel_in, rel_out], max_instances, sample_seed)
+            inst = np.unique(inst[inst[:, 0] != inst[:, -1]][:, [0, -1]], axis=0)
+            n = g.num_nodes(rebuild_source)
+            rebuild = _pairs_graph(inst[:, 0], inst[:, 1], n, n).to(device)
+        emb = {t: e.to(device) for t, e in topological_embedding(g, emb_dim, sample_seed).items()}
+        return cls(**vars(base), sources=sources, graphs=graphs, rebuild=rebuild, rebuild_source=rebuild_source,
+                   emb=emb)
+
+    def projected_types(self) -> list[str]:
+        """The meta-paths' featured types and the completion sources (a completed type needs no projection)."""
+        return sorted(set(super().projected_types()) - set(self.sources) | set(self.sources.values()))
+
+
+class AttributeCompletion(nn.Module):
+    """HGNN-AC's attention: per head k, logits LeakyReLU((e_v U_k) V_k . (e_u U_k)), softmax over the edges into
+    v (edges dropped at `dropout` first), ELU of the weighted sum of source vectors, the heads averaged."""
+
+    def __init__(self, emb_dim: int, hidden: int, heads: int, dropout: float):
+        super().__init__()
+        self.u = nn.Parameter(torch.empty(heads, emb_dim, hidden))
+        self.v = nn.Parameter(torch.empty(heads, hidden, hidden))
+        for p in (self.u, self.v):
+            nn.init.xavier_normal_(p, gain=1.414)
+        self.dropout = dropout
+
+    def forward(self, graph, emb_src, emb_dst, x_src, edge_mask: torch.Tensor | None = None) -> torch.Tensor:
+        k_src = torch.einsum("nd,kdh->nkh", emb_src, self.u)
+        q_dst = torch.einsum("nkh,khj->nkj", torch.einsum("nd,kdh->nkh", emb_dst, self.u), self.v)
+        score = F.leaky_relu(dgl.ops.u_dot_v(graph, k_src, q_dst), 0.2)  # (E, heads, 1)
+        keep = torch.ones(score.shape[0], dtype=torch.bool, device=score.device) if edge_mask is None else edge_mask
+        if self.training and self.dropout > 0:
+            keep = keep & (torch.rand(score.shape[0], device=score.device) >= self.dropout)
+        # a node whose edges are all dropped falls back to equal weights, as the dense -9e15 mask of HGNN-AC does
+        score = torch.where(keep.view(-1, 1, 1), score, torch.full_like(score, -1e9))
+        a = dgl.ops.edge_softmax(graph, score)
+        if edge_mask is not None:
+            a = a * edge_mask.view(-1, 1, 1)
+        return F.elu(dgl.ops.u_mul_e_sum(graph, x_src.unsqueeze(1), a)).mean(1)
+
+
+class MAGNNAC(MAGNN):
+    def __init__(self, *, emb_dim: int = 64, feats_drop_rate: float = 0.3, loss_lambda: float = 0.5, **kwargs):
+        super().__init__(**kwargs)
+        if not 0 <= feats_drop_rate < 1:
+            raise ValueError(f"feats_drop_rate must be in [0, 1), got {feats_drop_rate}")
+        self.complete = AttributeCompletion(emb_dim, kwargs.get("attn_vec_dim", 128), kwargs.get("heads", 8),
+                                            kwargs.get("dropout", 0.5))
+        self.feats_drop_rate, self.loss_lambda = feats_drop_rate, loss_lambda
+        self._aux: torch.Tensor | None = None
+
+    def project(self, inputs: CompletionInputs, feats):
+        h = {t: self.proj.project(t, feats[t]) for t in self.proj.lins}
+        for t, s in inputs.sources.items():
+            h[t] = self.complete(inputs.graphs[t], inputs.emb[s], inputs.emb[t], h[s])
+        self._aux = None
+        if self.training and inputs.rebuild is not None and self.loss_lambda > 0 and self.feats_drop_rate > 0:
+            s, g = inputs.rebuild_source, inputs.rebuild
+            hidden = torch.rand(g.num_nodes("s"), device=h[s].device) < self.feats_drop_rate
+            src, dst = g.edges()
+            rebuilt = self.complete(g, inputs.emb[s], inputs.emb[s], h[s], edge_mask=~hidden[src])
+            has = torch.zeros_like(hidden).index_fill_(0, dst[~hidden[src]], True) & hidden
+            if has.any():
+                self._aux = self.loss_lambda * (h[s][has] - rebuilt[has]).norm(dim=1).mean()
+        return h
+
+    def auxiliary_loss(self) -> torch.Tensor | None:
+        """loss_lambda x the rebuild error of the last training forward pass (None outside training)."""
+        return self._aux
