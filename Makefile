@@ -62,11 +62,11 @@ fig-lambda: setup ## Figure 6: RE-GCN on DBLP, lambda in {0.001, 1, 100, 1000} -
 	$(call experiment,fig_lambda,lambda_study)
 fig-case-study: setup ## Figure 7: relation weights per layer of a 4-layer RE-GCN on DBLP -> results/fig_case_study.png
 	$(call experiment,fig_case_study,case_study)
-table-clustering: setup ## Table 3: NMI/ARI of GCN and RE-GCN on DBLP, ACM, IMDB (the Table 2 cells) -> results/table_clustering.*
+table-clustering: setup ## Table 3: NMI/ARI of the baselines, GCN and RE-GCN on DBLP, ACM, IMDB (the Table 2 cells) -> results/table_clustering.*
 	$(call experiment,table_clustering,clustering)
 fig-tsne: setup ## Figure 5: t-SNE of DBLP authors, GCN vs RE-GCN -> results/fig_tsne.png
 	$(call experiment,fig_tsne,tsne)
-table-baselines: setup ## Table 2 with every baseline measured here (MLP, R-GCN, HGT, Simple-HGN, HAN, GTN, GCN-M, GAT-M + GCN, GAT, RE-GCN, RE-GAT) -> results/table_baselines.*
+table-baselines: setup ## Table 2 with every baseline measured here (MLP, Metapath2vec, R-GCN, HGT, Simple-HGN, R-HGNN, HAN, GTN, MAGNN, MAGNN-AC, GCN-M, GAT-M + GCN, GAT, RE-GCN, RE-GAT) -> results/table_baselines.*
 	$(call experiment,table_baselines,baselines)
 
 .PHONY: table-classification-smoke table-ablation-smoke fig-backbones-smoke fig-lambda-smoke fig-case-study-smoke \
@@ -95,7 +95,8 @@ benchmark: setup ## seconds per epoch, peak memory, parameters per dataset x mod
 	$(PY) scripts/benchmark.py
 
 # every backbone of regnn.catalog plain and RE, then the baselines (evaluated only where used)
-EFFICIENCY_MODELS = $(shell $(PY) -m regnn.catalog models plain+re | tr , ' ') rgcn hgt simple_hgn han gtn gcn_m gat_m
+EFFICIENCY_MODELS = $(shell $(PY) -m regnn.catalog models plain+re | tr , ' ') rgcn hgt simple_hgn han gtn gcn_m gat_m \
+	metapath2vec magnn magnn_ac rhgnn
 # e.g. EFFICIENCY_OVERRIDES="trainer.max_epochs=20 trainer.patience=20" caps every run (the table says so)
 EFFICIENCY_OVERRIDES ?=
 .PHONY: fig-efficiency

@@ -52,8 +52,8 @@ def _lambda_rows(results):
 
 def _baseline_rows(results):
     base = pd.read_csv(results / "table_baselines.csv")  # every baseline beside the four Table 2 rows
-    assert set(base.model) == {"mlp", "rgcn", "hgt", "simple_hgn", "han", "gtn", "gcn_m", "gat_m", "gcn", "gat", "re_gcn",
-                               "re_gat"}
+    assert set(base.model) == {"mlp", "metapath2vec", "rgcn", "hgt", "simple_hgn", "rhgnn", "han", "gtn", "magnn",
+                               "magnn_ac", "gcn_m", "gat_m", "gcn", "gat", "re_gcn", "re_gat"}
     assert set(base.loc[base.model.isin(["gcn_m", "gat_m"]), "metapath"]) <= {"ISI", "INI"}
 
 

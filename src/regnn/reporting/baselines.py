@@ -9,7 +9,8 @@ from regnn.reporting.classification import MODELS as HOMOGENEOUS
 from regnn.reporting.classification import render as render_classification
 from regnn.reporting.common import cli
 
-BASELINES = ["mlp", "rgcn", "hgt", "simple_hgn", "han", "gtn", "gcn_m", "gat_m"]
+BASELINES = ["mlp", "metapath2vec", "rgcn", "hgt", "simple_hgn", "rhgnn", "han", "gtn", "magnn", "magnn_ac", "gcn_m",
+             "gat_m"]
 
 
 def render(source, out, datasets, **kw):
