@@ -47,13 +47,12 @@ class NodeInputs(nn.Module):
         return x.index_select(0, local.to(x.device))
 
     def project(self, lin: nn.Linear, ntype: str, local: torch.Tensor) -> torch.Tensor:
-        """lin(inputs of the nodes `local` of `ntype`), with sparse inputs multiplied as CSR."""
+        """lin(inputs of the nodes `local` of `ntype`) for learnable embeddings and sparse inputs (multiplied as
+        CSR); dense features are gathered by `rows` and projected by SampledREGNN's _Projection."""
         dev = lin.weight.device
         if ntype in self.embeddings:
             return lin(self.embeddings[ntype](local.to(dev)))
         x = self._fixed[ntype]
-        if not x.is_sparse:
-            return lin(x[local.to(x.device)].to(dev))
         rows = x.index_select(0, local.to(x.device)).coalesce().to(dev)
         return _SparseInputMM.apply(lin.weight.t(), rows.to_sparse_csr(), rows.t().coalesce().to_sparse_csr()) \
             + lin.bias
