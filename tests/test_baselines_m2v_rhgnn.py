@@ -110,6 +110,18 @@ def test_rhgnn_learns_the_planted_signal_of_the_synthetic_graph(synthetic):
     assert set(w) == {"source->item", "noise->item"} and sum(w.values()) == pytest.approx(1.0, abs=1e-5)
 
 
+def test_rhgnn_fusion_keeps_a_lone_relation_as_it_is():
+    # one relation into the target type (DBLP's authors): R-HGNN's fusion passes it on, with nothing to learn
+    from regnn.models.baselines.rhgnn import RelationFusion
+    lone, two = RelationFusion(["a"], 4, 2, 3, 0.5), RelationFusion(["a", "b"], 4, 2, 3, 0.5)
+    assert not list(lone.parameters()) and len(list(two.parameters())) == 2
+    h, rel = {"a": torch.randn(5, 8), "b": torch.randn(5, 8)}, {"a": torch.randn(6), "b": torch.randn(6)}
+    z, beta = lone.train()({"a": h["a"]}, {"a": rel["a"]})
+    assert torch.equal(z, h["a"]) and beta.tolist() == [1.0]
+    z, beta = two.eval()(h, rel)
+    assert z.shape == (5, 8) and beta.sum().item() == pytest.approx(1.0)
+
+
 def test_metapath2vec_through_the_pipeline_picks_a_metapath_and_clusters(tmp_path):
     c = cfg("dataset=synthetic", "model=metapath2vec", "runs=1", "workers=1", "threads=1", "clustering.enabled=true",
             "clustering.repeats=2", *FAST_WALKS)

@@ -136,18 +136,24 @@ def _source(inputs: RelationGraphs, r: str, h, base) -> torch.Tensor:
 
 
 class RelationFusion(nn.Module):
-    """beta_{v,r} = softmax_r(LeakyReLU((M_r h_{v,r}) . (N_r r))) per head; h_v = sum_r beta_{v,r} M_r h_{v,r}."""
+    """beta_{v,r} = softmax_r(LeakyReLU((M_r h_{v,r}) . (N_r r))) per head; h_v = sum_r beta_{v,r} M_r h_{v,r}.
+    A type with one relation into it (DBLP's authors) keeps that representation as it is, as R-HGNN's
+    RelationFusing does: no map, no dropout."""
 
     def __init__(self, rels: list[str], hidden: int, heads: int, rel_dim: int, dropout: float,
                  negative_slope: float = 0.2):
         super().__init__()
         self.rels, self.H, self.d, self.slope = rels, heads, hidden, negative_slope
-        self.feat = _per_head(len(rels), heads, hidden, hidden)
-        self.key = _per_head(len(rels), heads, rel_dim, hidden)
+        if len(rels) > 1:
+            self.feat = _per_head(len(rels), heads, hidden, hidden)
+            self.key = _per_head(len(rels), heads, rel_dim, hidden)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, h: dict[str, torch.Tensor], rel: dict[str, torch.Tensor]):
         H, d = self.H, self.d
+        if len(self.rels) == 1:
+            z = h[self.rels[0]]
+            return z, z.new_ones(1)
         feats = torch.stack([torch.einsum("nhi,hio->nho", h[r].view(-1, H, d), self.feat[i])
                              for i, r in enumerate(self.rels)], 1)  # (N, R, H, d)
         keys = torch.stack([torch.einsum("hi,hio->ho", rel[r].view(H, -1), self.key[i])
