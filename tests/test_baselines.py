@@ -1,6 +1,7 @@
 """Heterogeneous baselines: meta-path graphs against dense products, GTN's sparse chain against its dense form,
 every baseline learning the planted signal of the synthetic graph through its config, GCN-M's meta-path pick."""
 import json
+import shutil
 from pathlib import Path
 
 import dgl
@@ -255,6 +256,31 @@ def test_baselines_table_renders_paper_numbers_differences_and_the_picked_metapa
     assert "| DBLP | GAT-M (APA) | 2 |" in md and "91.15" in md and "-1.00" in md  # paper 91.15, diff -1.00
     assert "| ACM | R-GCN | 2 |" in md and "93.36" in md
     assert "dblp_rgcn" in missing and "acm_re_gat" in missing and "Not trained yet" in md and "dblp_rgcn" in md
+
+
+def test_cells_gone_from_the_pool_render_from_their_archived_summaries(tmp_path):
+    from regnn.reporting import cells as pool
+    from regnn.reporting.baselines import render
+    m = {k: {"mean": v, "std": 0.5, "n": 2} for k, v in {"test_micro_f1": 91.0, "test_macro_f1": 90.0,
+                                                         "epoch_time_s": 0.1, "train_time_s": 9.0}.items()}
+    for name in ("dblp_rgcn", "dblp_hgt"):
+        (tmp_path / "exp" / name).mkdir(parents=True)
+        (tmp_path / "exp" / name / "results.json").write_text(json.dumps(
+            {"dataset": "dblp", "model": name[5:], "runs": 2, "metrics": m, "num_parameters": 5}))
+    (tmp_path / "exp" / "dblp_rgcn" / "relation_weights.json").write_text('[{"layers": []}]')
+    first = pool.CellPool(tmp_path / "exp", allow_missing=True, archive=tmp_path / "out" / "cells")
+    render(first, tmp_path / "out", ["dblp"])
+    assert sorted(first.save_archive()) == ["dblp_hgt", "dblp_rgcn"] and first.save_archive() == []  # unchanged
+    table = (tmp_path / "out" / "table_baselines.csv").read_text()
+    shutil.rmtree(tmp_path / "exp" / "dblp_rgcn")  # the run folders are gone (another machine, a clean clone)
+    again = pool.CellPool(tmp_path / "exp", allow_missing=True, archive=tmp_path / "out" / "cells")
+    cell = again.load(["dblp_rgcn"])["dblp_rgcn"]
+    assert again.archived == ["dblp_rgcn"] and cell["relation_weights"] == [{"layers": []}] and cell["runs"] == 2
+    render(again, tmp_path / "out", ["dblp"])
+    assert (tmp_path / "out" / "table_baselines.csv").read_text() == table and again.save_archive() == []
+    without = pool.CellPool(tmp_path / "exp", allow_missing=True)  # no archive: the cell is missing
+    without.load(["dblp_rgcn", "dblp_hgt"])
+    assert without.missing == ["dblp_rgcn"]
 
 
 def test_search_listing_puts_the_best_validation_cell_first(tmp_path, capsys):

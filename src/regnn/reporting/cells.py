@@ -1,12 +1,13 @@
 """Read experiment cells (one folder per dataset x model [x setting], see conf/experiment/base_cells.yaml)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
 from regnn.config import REPO_ROOT
-from regnn.io_safe import read_json
+from regnn.io_safe import read_json, strict, write_text
 from regnn.pipeline.store import run_devices
 
 CELLS = REPO_ROOT / "outputs" / "experiments" / "cells"
@@ -16,14 +17,19 @@ class MissingCells(Exception):
     """Some cells a table needs have not been trained yet."""
 
 
-def load_cell(cells_dir: Path, name: str) -> dict:
+def load_cell(cells_dir: Path, name: str, archive: Path | None = None) -> dict:
+    """A cell's results.json (+ "relation_weights", "dir"). Where the pool has no readable one, the archived
+    summary archive/<name>.json (written by save_archive) stands in, with "archived": True."""
     d = Path(cells_dir) / name
     r = read_json(d / "results.json")  # missing, empty or cut short: not trained (a re-run trains it)
+    if r is None and archive is not None and (a := read_json(Path(archive) / f"{name}.json")) is not None:
+        r = a["results"] | {"relation_weights": a.get("relation_weights") or [], "archived": True}
+    elif r is not None:
+        r["relation_weights"] = read_json(d / "relation_weights.json") or []
     if r is None:
         raise MissingCells(f"{d} has no readable results.json (train it with the experiment's make target)")
     if r.get("failed_runs") and not r.get("metrics"):
         raise MissingCells(f"{d}: every run diverged, so it has no scores ({d}/runs/*/results.json say where)")
-    r["relation_weights"] = read_json(d / "relation_weights.json") or []
     r["dir"] = d
     return r
 
@@ -34,12 +40,16 @@ class CellPool:
     allow_missing=False: a table whose cells are not all trained is an error (MissingCells names them).
     allow_missing=True (--allow-missing): the cells that exist are returned and the missing ones collected in
     `missing`, which write_table lists in the table's notes.
+    archive: a folder of cell summaries (save_archive writes them); a cell the pool lacks is read from there.
     """
 
-    def __init__(self, cells_dir: Path | str = CELLS, allow_missing: bool = False):
+    def __init__(self, cells_dir: Path | str = CELLS, allow_missing: bool = False, archive: Path | str | None = None):
         self.dir = Path(cells_dir)
         self.allow_missing = allow_missing
+        self.archive = None if archive is None else Path(archive)
         self.missing: list[str] = []
+        self.archived: list[str] = []  # cells read from the archive (their run folders are not in the pool)
+        self.trained: dict[str, dict] = {}  # cells read from the pool itself, for save_archive
         self.devices: dict[str, dict[str, list[int]]] = {}  # cell -> {device: its runs}
 
     def load(self, names: list[str]) -> dict[str, dict]:
@@ -47,16 +57,39 @@ class CellPool:
         out, missing = {}, []
         for n in names:
             try:
-                out[n] = load_cell(self.dir, n)
+                out[n] = load_cell(self.dir, n, self.archive)
             except MissingCells:
                 missing.append(n)
                 continue
             self.devices[n] = cell_devices(out[n])
+            if out[n].get("archived"):
+                self.archived.extend([n] if n not in self.archived else [])
+            else:
+                self.trained[n] = out[n]
         if missing and not self.allow_missing:
             raise MissingCells(f"cells not trained yet under {self.dir}: {', '.join(missing)} (train them, or "
                                "render what exists with --allow-missing)")
         self.missing.extend(m for m in missing if m not in self.missing)
         return out
+
+
+    def save_archive(self) -> list[str]:
+        """Writes the summary of every cell read from the pool to archive/<name>.json (results.json and the
+        relation weights, no run folders), so that the tables render again where the pool is gone. Returns the
+        names whose summary changed."""
+        if self.archive is None:
+            return []
+        changed = []
+        for n, c in self.trained.items():
+            rec = {"results": {k: v for k, v in c.items() if k not in ("dir", "relation_weights", "archived")},
+                   "relation_weights": c["relation_weights"]}
+            path = self.archive / f"{n}.json"
+            text = json.dumps(strict(rec), separators=(",", ":"), allow_nan=False) + "\n"
+            if not path.exists() or path.read_text() != text:
+                self.archive.mkdir(parents=True, exist_ok=True)
+                write_text(path, text)
+                changed.append(n)
+        return changed
 
 
 def cell_devices(cell: dict) -> dict[str, list[int]]:

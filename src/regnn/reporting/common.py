@@ -25,7 +25,8 @@ def signed(d) -> str:
 
 def cli(doc: str, render, datasets: list[str]) -> int:
     """Parses --cells/--out/--datasets/--allow-missing and runs render(pool, out_dir, datasets); missing cells
-    -> exit 1 (unless --allow-missing)."""
+    -> exit 1 (unless --allow-missing). Cells absent from the pool are read from <out>/cells (the summaries of
+    earlier renderings), and the summaries of the pool's cells are written there."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cells", default=str(CELLS), help="the experiment cell pool")
     ap.add_argument("--out", default=str(REPO_ROOT / "results"))
@@ -34,10 +35,12 @@ def cli(doc: str, render, datasets: list[str]) -> int:
                     help="render the cells that exist and list the missing ones (default: missing cells are an error)")
     a = ap.parse_args()
     try:
-        written = render(CellPool(a.cells, allow_missing=a.allow_missing), Path(a.out), a.datasets)
+        pool = CellPool(a.cells, allow_missing=a.allow_missing, archive=Path(a.out) / "cells")
+        written = render(pool, Path(a.out), a.datasets)
     except MissingCells as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    written += [pool.archive / f"{n}.json" for n in pool.save_archive()]
     for w in written:
         print(f"wrote {w}", file=sys.stderr)
     return 0

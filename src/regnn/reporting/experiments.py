@@ -4,6 +4,8 @@
 
 Renders every table and figure of EXPERIMENTS from the trained cells (no training; seconds), names each one and
 what happened to it, then regenerates the results sections of README.md and docs/ (regnn.reporting.readme).
+A cell missing from the pool is read from results/cells/<cell>.json, the summary (results.json and relation
+weights) that an earlier rendering kept of it; every rendering writes there the summaries of the pool's cells.
 A table whose cells are not all trained is not rendered: its committed files in results/ stay as they are, and the
 line names the make target that trains the missing cells (`make reproduce` trains every missing cell).
 Figure 8 is a timing, not a set of cells: `make fig-efficiency` measures and renders it.
@@ -73,6 +75,7 @@ def render_one(e: Experiment, pool: CellPool, out: Path) -> str:
     except SystemExit as err:  # a renderer's one-line refusal, e.g. cells trained without what the table needs
         return head + f"kept {files}: {err} (`make {e.target}` trains what it needs)"
     partial = f" (cells missing, named in the notes: {', '.join(pool.missing)})" if pool.missing else ""
+    pool.save_archive()
     return head + f"rendered {files}{partial}"
 
 
@@ -89,7 +92,9 @@ def main(argv=None) -> int:
             print(f"{e.item:<20} make {e.target:<22} {e.what}")
         return 0
     for e in EXPERIMENTS:
-        pool = CellPool(a.cells, allow_missing=a.allow_missing)
+        # t-SNE reads the runs' embeddings, which only the pool has; the tables can read archived summaries
+        archive = None if e.renderer == "tsne" else Path(a.out) / "cells"
+        pool = CellPool(a.cells, allow_missing=a.allow_missing, archive=archive)
         print(render_one(e, pool, Path(a.out)))
     if Path(a.out).resolve() != (REPO_ROOT / "results").resolve():
         return 0  # README.md and docs/ show the committed results only
