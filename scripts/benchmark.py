@@ -69,8 +69,9 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
     n = warmup + epochs
     limits = (dict(max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience) if full
               else dict(max_epochs=n, patience=n + 1))
-    r = train_run(net, inputs, data.features, data.labels, data.splits, seed=0, optimizer=dict(cfg.optimizer),
-                  **limits)
+    from regnn.pipeline import arch_of
+    fit = arch_of(cfg.model).train or train_run  # as the pipeline trains it (Metapath2vec: walks, then a classifier)
+    r = fit(net, inputs, data.features, data.labels, data.splits, seed=0, optimizer=dict(cfg.optimizer), **limits)
     times = [h["epoch_time_s"] for h in r.history[warmup:]] or [h["epoch_time_s"] for h in r.history]
     return {"dataset": dataset, "model": model, "metapath": cfg.model.get("metapath"), "epochs_timed": len(times), "run_s": r.train_time_s,
             "run_epochs": r.epochs, "test_micro_f1": r.metrics["test_micro_f1"],

@@ -95,6 +95,9 @@ def write_efficiency(rows: list[dict], out: Path, overrides=()) -> None:
                  f"one after another on {os.cpu_count()} CPU cores (`make fig-efficiency`); s / epoch is the median "
                  "of one training step plus the validation pass; peak MB is the process's resident high-water mark.",
                  "Ratios are to RE-GCN, as the paper reports them."]
+                + (["Metapath2vec has no training epochs: its epoch is one pass of meta-path walks from every target "
+                    "node with its skip-gram steps (`model.walks_per_node` passes), its run those passes plus the "
+                    "logistic regression."] if (df.model == "metapath2vec").any() else [])
                 + ([f"Every run under `{' '.join(overrides)}`: s / run is the time of that (capped) run, not of a "
                     "full one; s / epoch is unaffected."] if overrides else []))
     fig, axes = subplots(1, 3, figsize=(15, 3.8))
