@@ -100,13 +100,15 @@ def write_efficiency(rows: list[dict], out: Path, overrides=()) -> None:
                     "logistic regression."] if (df.model == "metapath2vec").any() else [])
                 + ([f"Every run under `{' '.join(overrides)}`: s / run is the time of that (capped) run, not of a "
                     "full one; s / epoch is unaffected."] if overrides else []))
-    fig, axes = subplots(1, 3, figsize=(15, 3.8))
+    fig, axes = subplots(1, 3, figsize=(18, 4.2))
     colours = [RE if m.startswith("re_") else PLAIN for m in df.model]
     for ax, (c, title) in zip(axes, [("num_parameters", "parameters"), ("median_epoch_s", "seconds per epoch"),
                                       ("run_s", "seconds per training run")]):
         ax.bar(range(len(df)), df[c], color=colours)
+        ax.set_yscale("log")  # the models span three orders of magnitude
         for i, r in enumerate(df[f"{c}_vs_re_gcn"]):
-            ax.text(i, df[c].iloc[i], f"{r:.2f}×", ha="center", va="bottom", fontsize=7)
+            ax.text(i, df[c].iloc[i] * 1.1, f"{r:.2f}×", ha="center", va="bottom", fontsize=6, rotation=90)
+        ax.margins(y=0.25)
         ax.set_xticks(range(len(df)), [label(m) for m in df.model], rotation=45, ha="right", fontsize=8)
         ax.set_title(f"{title} ({df.dataset.iloc[0].upper()}; × RE-GCN)", fontsize=10)
     save(fig, out / "fig_efficiency.png")
