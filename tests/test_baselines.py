@@ -281,6 +281,13 @@ def test_cells_gone_from_the_pool_render_from_their_archived_summaries(tmp_path)
     without = pool.CellPool(tmp_path / "exp", allow_missing=True)  # no archive: the cell is missing
     without.load(["dblp_rgcn", "dblp_hgt"])
     assert without.missing == ["dblp_rgcn"]
+    # a table still waiting for cells is not rendered, but the trained cells' summaries are kept
+    from regnn.reporting.experiments import EXPERIMENTS, render_one
+    (tmp_path / "out" / "cells" / "dblp_hgt.json").unlink()
+    strict = pool.CellPool(tmp_path / "exp", archive=tmp_path / "out" / "cells")
+    line = render_one(next(e for e in EXPERIMENTS if e.renderer == "baselines"), strict, tmp_path / "out2")
+    assert "kept" in line and (tmp_path / "out" / "cells" / "dblp_hgt.json").exists()
+    assert not (tmp_path / "out2" / "table_baselines.csv").exists()
 
 
 def test_search_listing_puts_the_best_validation_cell_first(tmp_path, capsys):

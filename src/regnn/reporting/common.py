@@ -34,13 +34,15 @@ def cli(doc: str, render, datasets: list[str]) -> int:
     ap.add_argument("--allow-missing", action="store_true",
                     help="render the cells that exist and list the missing ones (default: missing cells are an error)")
     a = ap.parse_args()
+    pool = CellPool(a.cells, allow_missing=a.allow_missing, archive=Path(a.out) / "cells")
     try:
-        pool = CellPool(a.cells, allow_missing=a.allow_missing, archive=Path(a.out) / "cells")
         written = render(pool, Path(a.out), a.datasets)
     except MissingCells as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    written += [pool.archive / f"{n}.json" for n in pool.save_archive()]
+    finally:  # the cells that are trained are kept even when their table waits for others
+        saved = pool.save_archive()
+    written += [pool.archive / f"{n}.json" for n in saved]
     for w in written:
         print(f"wrote {w}", file=sys.stderr)
     return 0

@@ -74,8 +74,9 @@ def render_one(e: Experiment, pool: CellPool, out: Path) -> str:
         return head + f"kept {files}: {err} (`make {e.target}` trains them)"
     except SystemExit as err:  # a renderer's one-line refusal, e.g. cells trained without what the table needs
         return head + f"kept {files}: {err} (`make {e.target}` trains what it needs)"
+    finally:  # the cells that are trained are kept even when their table waits for others
+        pool.save_archive()
     partial = f" (cells missing, named in the notes: {', '.join(pool.missing)})" if pool.missing else ""
-    pool.save_archive()
     return head + f"rendered {files}{partial}"
 
 
