@@ -63,7 +63,8 @@ class CellPool:
                 continue
             self.devices[n] = cell_devices(out[n])
             if out[n].get("archived"):
-                self.archived.extend([n] if n not in self.archived else [])
+                if n not in self.archived:
+                    self.archived.append(n)
             else:
                 self.trained[n] = out[n]
         if missing and not self.allow_missing:
@@ -71,7 +72,6 @@ class CellPool:
                                "render what exists with --allow-missing)")
         self.missing.extend(m for m in missing if m not in self.missing)
         return out
-
 
     def save_archive(self) -> list[str]:
         """Writes the summary of every cell read from the pool to archive/<name>.json (results.json and the
