@@ -185,6 +185,22 @@ def test_simple_hgn_outputs_unit_norm_scores(synthetic):
     torch.testing.assert_close(logits.norm(dim=1), torch.ones(logits.shape[0]))
 
 
+@pytest.mark.parametrize("model", ["rgcn", "simple_hgn"])
+def test_baselines_whose_last_layer_propagates_represent_nodes_by_its_output(model, synthetic):
+    """Clustering and t-SNE see what the last hop made of a node: with one R-GCN layer, the representation of a
+    target moves when only its neighbours' features move (the layer's input would not)."""
+    extra = ["model.num_layers=1"] if model == "rgcn" else []
+    c = cfg("dataset=synthetic", f"model={model}", *extra)
+    inputs = arch_of(c.model).prepare(synthetic, "cpu")
+    seed_everything(0)
+    net = build_model(c.model, synthetic, inputs).eval()
+    logits, emb = net(inputs, synthetic.features, embed=True)
+    torch.testing.assert_close(emb, logits, rtol=0, atol=0)
+    others = {t: (x if t == synthetic.target else x + 1.0) for t, x in synthetic.features.items()}
+    _, moved = net(inputs, others, embed=True)
+    assert (moved - emb).abs().max() > 1e-4
+
+
 def test_simple_hgn_mixes_attention_of_the_layer_before_in_hidden_layers_only(synthetic):
     """HGB's residual attention: hidden layers from the second on get the previous layer's attention; the one-head
     output layer gets none (mixing 8-head attention into it broadcast it to 8 heads)."""

@@ -4,6 +4,11 @@ h_v' = act(W_0 h_v + sum_r sum_{u in N_r(v)} 1/c_{v,r} W_r h_u): one weight matr
 of a relation is its own type, as for RE-GNN), a self-connection weight W_0, and the mean over the neighbours
 of each relation (c_{v,r} = in-edges of v in relation r). Node features first pass the per-type projection
 (R-GCN itself has no input features; every heterogeneous baseline here starts from the same projection).
+
+The representation for clustering and t-SNE is the last layer's output. R-GCN has no classifier apart from its
+layers, so that output is the only one that has taken in the last hop of neighbours (RE-GCN's representation is
+likewise taken after its last propagation). The input of the last layer (the author's own state before it hears
+from its papers) clusters far worse (docs/baselines.md, Table 3).
 """
 from __future__ import annotations
 
@@ -39,12 +44,9 @@ class RGCN(nn.Module):
     def forward(self, inputs: TypedGraph, feats: dict[str, torch.Tensor], embed: bool = False):
         h = self.proj(feats, inputs.ntypes)
         last = len(self.convs) - 1
-        emb = None
         for i, conv in enumerate(self.convs):
-            h = self.dropout(h)
-            if i == last and embed:
-                emb = h[inputs.target_nodes]
-            h = conv(inputs.graph, h, inputs.etype, inputs.rel_norm, presorted=True)
+            h = conv(inputs.graph, self.dropout(h), inputs.etype, inputs.rel_norm, presorted=True)
             if i < last:
                 h = F.relu(h)
-        return h[inputs.target_nodes], emb
+        out = h[inputs.target_nodes]
+        return out, (out if embed else None)

@@ -89,8 +89,9 @@ class SimpleHGN(nn.Module):
         for conv in self.convs:
             h, attn = conv(inputs.adj, self.dropout(h), attn)
             h = F.elu(h.flatten(1))
-        t = inputs.target_nodes
-        emb = h[t] if embed else None
         logits, _ = self.out(inputs.adj, self.dropout(h))  # HGB's output layer takes no residual attention
-        logits = logits.mean(1)[t]
-        return logits / logits.norm(dim=1, keepdim=True).clamp(min=1e-12), emb
+        logits = logits.mean(1)[inputs.target_nodes]
+        out = logits / logits.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        # the representation is the output, as for R-GCN: the output layer propagates too, and HGB's model
+        # returns nothing else
+        return out, (out if embed else None)
