@@ -39,8 +39,9 @@ def render(source, out, datasets):
     write_table(df, md, out, "table_clustering", "Node clustering (Table 3): K-Means on test-node representations",
                 ["Per trained model K-Means (K = classes) runs 10 times with seeds 0-9; the mean per model, then "
                  "mean ± std over the 10 models (runs) of each cell.",
-                 "Representations: the input of the output layer (RE-GCN: after the last propagation step; "
-                 "Metapath2vec: its embeddings)."],
+                 "Representations: what the classifier sees where it is a separate linear layer (GCN, RE-GCN: "
+                 "after the last propagation step; HAN, MAGNN, R-HGNN: the fused vector); the last layer's output "
+                 "where that layer propagates (R-GCN, Simple-HGN); Metapath2vec: its skip-gram embeddings."],
                 missing=pool.missing, devices=pool.devices)
     return [out / "table_clustering.csv", out / "table_clustering.md"]
 

@@ -24,7 +24,7 @@ class RunResult:
     history: list[dict] = field(default_factory=list)  # one row per epoch
     relation_weights: list[dict] = field(default_factory=list)  # per layer {relation: weight}
     train_time_s: float = 0.0
-    embeddings: torch.Tensor | None = None  # representations fed to the output layer, every target node
+    embeddings: torch.Tensor | None = None  # the model's representations of every target node (clustering, t-SNE)
 
 
 def make_optimizer(params, name: str = "adam", lr: float = 1e-3, weight_decay: float = 0.0, momentum: float = 0.0):
