@@ -138,3 +138,19 @@ def test_a_table_names_the_runs_trained_on_a_gpu():
                         "acm_gat": {"cuda (H)": [0, 1]}})
     assert "dblp_gat (runs 0-2 on cuda (H))" in note and "acm_gat (all runs on cuda (H))" in note
     assert "dblp_gcn" not in note
+
+
+def test_allow_missing_renders_on_past_a_figure_that_needs_every_cell(tmp_path):
+    """The lambda study is one figure over every lambda: with cells missing it is kept as it was, named in the
+    listing, and the experiments after it still render."""
+    from regnn.reporting import experiments
+    from regnn.reporting.cells import CellPool, MissingCells
+    from regnn.reporting.lambda_study import render
+
+    pool = CellPool(tmp_path / "cells", allow_missing=True)
+    with pytest.raises(MissingCells) as err:
+        render(pool, tmp_path, ["dblp"])
+    assert "every lambda" in str(err.value) and "dblp_re_gcn_lambda0.001" in str(err.value)
+    lam = next(e for e in experiments.EXPERIMENTS if e.renderer == "lambda_study")
+    line = experiments.render_one(lam, CellPool(tmp_path / "cells", allow_missing=True), tmp_path)
+    assert "kept results/table_lambda.csv" in line and not (tmp_path / "table_lambda.csv").exists()
