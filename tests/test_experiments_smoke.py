@@ -141,8 +141,8 @@ def test_a_table_names_the_runs_trained_on_a_gpu():
 
 
 def test_allow_missing_renders_on_past_a_figure_that_needs_every_cell(tmp_path):
-    """The lambda study is one figure over every lambda: with cells missing it is kept as it was, named in the
-    listing, and the experiments after it still render."""
+    """The lambda study (one figure over every lambda) and the case study (one cell): with cells missing each is
+    kept as it was, named in the listing, and the experiments after it still render."""
     from regnn.reporting import experiments
     from regnn.reporting.cells import CellPool, MissingCells
     from regnn.reporting.lambda_study import render
@@ -154,3 +154,6 @@ def test_allow_missing_renders_on_past_a_figure_that_needs_every_cell(tmp_path):
     lam = next(e for e in experiments.EXPERIMENTS if e.renderer == "lambda_study")
     line = experiments.render_one(lam, CellPool(tmp_path / "cells", allow_missing=True), tmp_path)
     assert "kept results/table_lambda.csv" in line and not (tmp_path / "table_lambda.csv").exists()
+    case = next(e for e in experiments.EXPERIMENTS if e.renderer == "case_study")
+    line = experiments.render_one(case, CellPool(tmp_path / "cells", allow_missing=True), tmp_path)
+    assert "kept results/case_study_weights.csv" in line and "draws this one cell" in line

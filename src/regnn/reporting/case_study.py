@@ -21,7 +21,7 @@ HIDE_BELOW = 0.4
 def render(source, out, datasets):
     pool = as_pool(source)
     d = datasets[0]
-    cell = pool.load([f"{d}_re_gcn"])[f"{d}_re_gcn"]
+    cell = pool.load([f"{d}_re_gcn"], whole="the case study draws this one cell")[f"{d}_re_gcn"]
     layers = len(cell["relation_weights"][0]["layers"])
     rows = [mean_weights(cell, i) for i in range(layers)]
     names = rows[0][0]

@@ -52,8 +52,9 @@ class CellPool:
         self.trained: dict[str, dict] = {}  # cells read from the pool itself, for save_archive
         self.devices: dict[str, dict[str, list[int]]] = {}  # cell -> {device: its runs}
 
-    def load(self, names: list[str]) -> dict[str, dict]:
-        """{cell name: results} of the named cells."""
+    def load(self, names: list[str], whole: str | None = None) -> dict[str, dict]:
+        """{cell name: results} of the named cells. whole: why the figure is one piece that needs every cell;
+        then a missing cell raises MissingCells even with allow_missing (the committed figure is kept)."""
         out, missing = {}, []
         for n in names:
             try:
@@ -67,6 +68,8 @@ class CellPool:
                     self.archived.append(n)
             else:
                 self.trained[n] = out[n]
+        if missing and whole:
+            raise MissingCells(f"{whole}; not trained yet: {', '.join(missing)}")
         if missing and not self.allow_missing:
             raise MissingCells(f"cells not trained yet under {self.dir}: {', '.join(missing)} (train them, or "
                                "render what exists with --allow-missing)")
