@@ -67,7 +67,8 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
     keep_freed_memory(every_size=True)
     cfg, data, inputs, net = _build(dataset, model, overrides)
     n = warmup + epochs
-    limits = (dict(max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience) if full
+    limits = (dict(max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
+                   stop_on=list(cfg.trainer.stop_on), lr_schedule=str(cfg.trainer.lr_schedule)) if full
               else dict(max_epochs=n, patience=n + 1))
     from regnn.pipeline import arch_of
     fit = arch_of(cfg.model).train or train_run  # as the pipeline trains it (Metapath2vec: walks, then a classifier)

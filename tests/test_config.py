@@ -1,6 +1,7 @@
 """Every dataset x model config composes; tuned settings are picked up; bad keys and values are refused."""
 import inspect
 import itertools
+import re
 import shutil
 import subprocess
 import sys
@@ -116,9 +117,12 @@ def test_an_appended_model_key_is_refused_at_validation(model):
     ("workers=0", "workers=0 is not valid: use auto or a whole number >= 1"),
     ("workers=many", "workers='many' is not valid"),
     ("workers=2 logger=csv", "workers=2 is not valid: the csv logger follows one process"),
+    ("trainer.stop_on=[val_acc]", "trainer.stop_on=['val_acc'] is not valid: must be a list of one or more of"),
+    ("trainer.stop_on=[]", "trainer.stop_on=[] is not valid"),
+    ("trainer.lr_schedule=step", "trainer.lr_schedule='step' is not valid: use one of ['constant', 'cosine']"),
 ])
 def test_bad_values_are_refused_with_the_rule(override, message):
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         validate(cfg(*override.split()), BACKBONES, FEATS_TYPES)
 
 

@@ -73,3 +73,16 @@ def test_a_resumed_cell_names_the_device_of_each_run(tmp_path):
     (out / "results.json").unlink()
     again = train(cfg(*full, "runs=2", "resume=true"), out)
     assert again["environment"]["run_devices"] == {"cuda (GPU X)": [0], "cpu": [1]}
+
+
+def test_cells_written_before_the_stopping_options_resume_as_the_defaults():
+    """A config.yaml without trainer.stop_on / lr_schedule computed what the defaults compute; other values differ."""
+    from omegaconf import OmegaConf
+
+    from regnn.pipeline.store import computation
+    now = OmegaConf.to_container(cfg("dataset=synthetic"), resolve=True)
+    old = {**now, "trainer": {k: v for k, v in now["trainer"].items() if k not in ("stop_on", "lr_schedule")}}
+    assert computation(old) == computation(now)
+    rhgnn = OmegaConf.to_container(cfg("dataset=synthetic", "trainer.stop_on=[val_micro_f1,val_macro_f1]",
+                                       "trainer.lr_schedule=cosine"), resolve=True)
+    assert computation(rhgnn)["trainer"] != computation(old)["trainer"]

@@ -68,10 +68,42 @@ def test_early_stopping_unit():
     for epoch, loss in enumerate([3.0, 2.0, 2.5, 1.0, 1.5, 1.2]):
         with torch.no_grad():
             m.w.fill_(epoch)
-        stops.append(es.step(loss, epoch, m))
+        stops.append(es.step({"val_loss": loss}, epoch, m))
     assert stops == [False, False, False, False, False, True] and es.best_epoch == 3
     es.restore(m)
     assert m.w.item() == 3.0
+
+
+def test_early_stopping_on_several_scores_needs_all_to_improve():
+    """R-HGNN's released rule: an epoch is the best only when validation accuracy and Macro-F1 both improve."""
+    m, es = torch.nn.Linear(1, 1), EarlyStopping(patience=2, monitor=("val_micro_f1", "val_macro_f1"))
+    rows = [(50, 40), (55, 39), (56, 45), (57, 45), (58, 44)]  # micro up each epoch; macro up at 0 and 2 only
+    stops = [es.step({"val_micro_f1": a, "val_macro_f1": b, "val_loss": 0.0}, e, m) for e, (a, b) in enumerate(rows)]
+    assert es.best_epoch == 2 and es.best == {"val_micro_f1": 56, "val_macro_f1": 45}
+    assert stops == [False, False, False, False, True]
+    with pytest.raises(ValueError, match="can monitor"):
+        EarlyStopping(monitor=("val_accuracy",))
+
+
+def test_cosine_schedule_anneals_to_a_hundredth(syn):
+    """trainer.lr_schedule=cosine: R-HGNN's CosineAnnealingLR from lr to lr/100 over max_epochs."""
+    from regnn.training.trainer import make_schedule
+    opt = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.01)
+    sched = make_schedule(opt, "cosine", 10)
+    lrs = []
+    for _ in range(10):
+        opt.step()
+        sched.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    assert lrs[4] == pytest.approx(0.0001 + (0.01 - 0.0001) / 2) and lrs[-1] == pytest.approx(0.0001)
+    assert make_schedule(opt, "constant", 10) is None
+    data, inputs = syn
+    seed_everything(0)
+    m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=8, num_layers=2)
+    r = train_run(m, inputs, data.features, data.labels, data.splits, seed=0, max_epochs=5, patience=10,
+                  optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0}, lr_schedule="cosine",
+                  stop_on=("val_micro_f1", "val_macro_f1"))
+    assert r.epochs == 5 and 0 <= r.best_epoch < 5
 
 
 def test_f1_matches_sklearn():

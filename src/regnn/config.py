@@ -78,6 +78,15 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     _num(cfg, "optimizer.weight_decay", lo=0)
     _num(cfg, "trainer.max_epochs", lo=1, integer=True)
     _num(cfg, "trainer.patience", lo=1, integer=True)
+    if "stop_on" in cfg.trainer:  # the full-batch trainer's
+        from regnn.training.early_stopping import MONITORS
+        from regnn.training.trainer import LR_SCHEDULES
+        known = [m for m in MONITORS if m != "val_acc"]  # accuracy is Micro-F1 here
+        stop = OmegaConf.to_container(cfg.trainer.stop_on) if OmegaConf.is_list(cfg.trainer.stop_on) else cfg.trainer.stop_on
+        _check(isinstance(stop, list) and stop and all(m in known for m in stop), "trainer.stop_on", stop,
+               f"must be a list of one or more of {known} (each must improve for an epoch to count as the best)")
+        _check(cfg.trainer.lr_schedule in LR_SCHEDULES, "trainer.lr_schedule", cfg.trainer.lr_schedule,
+               f"use one of {list(LR_SCHEDULES)}")
     if "feats_type" in cfg.dataset:
         ft = str(cfg.dataset.feats_type)
         _check(ft in feats_types or ft in ("0", "1", "2"), "dataset.feats_type", ft,

@@ -56,6 +56,7 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
         result = fit(model, job.inputs, job.feats, job.labels, job.splits, seed=seed,
                      optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
                      max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
+                     stop_on=list(cfg.trainer.stop_on), lr_schedule=str(cfg.trainer.lr_schedule),
                      precision=str(cfg.precision), on_epoch=logger.log_epoch, progress=progress)
     except Diverged as e:
         progress.close()

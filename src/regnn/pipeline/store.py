@@ -45,6 +45,13 @@ def computation(cfg) -> dict:
     c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify", "metapaths")}  # meta-paths: in model.metapaths where used
     if c["dataset"].get("feature_norm", "none") == "none":  # the default computes what configs without the key did
         c["dataset"].pop("feature_norm", None)
+    if isinstance(c["trainer"], dict):  # the defaults compute what configs without these keys did
+        t = dict(c["trainer"])
+        if list(t.get("stop_on", ["val_loss"])) == ["val_loss"]:
+            t.pop("stop_on", None)
+        if t.get("lr_schedule", "constant") == "constant":
+            t.pop("lr_schedule", None)
+        c["trainer"] = t
     if isinstance(c["model"], dict) and c["model"].get("metapath_select_runs", 0) is None:
         c["model"] = {k: v for k, v in c["model"].items() if k != "metapath_select_runs"}  # unset = before it existed
     return c

@@ -1,24 +1,41 @@
-"""Early stopping on validation loss that keeps a copy of the best weights."""
+"""Early stopping on validation scores that keeps a copy of the best weights."""
 from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping, Sequence
+
+# what early stopping can watch: name -> whether higher is better
+MONITORS = {"val_loss": False, "val_micro_f1": True, "val_macro_f1": True, "val_acc": True}
 
 
 class EarlyStopping:
-    """Stops after `patience` epochs without a validation loss below the best by more than `min_delta`."""
+    """An epoch is the new best when every monitored score beats its best so far by more than `min_delta`;
+    training stops after `patience` epochs without one.
 
-    def __init__(self, patience: int = 50, min_delta: float = 0.0):
-        self.patience, self.min_delta = patience, min_delta
-        self.best_loss = math.inf
+    monitor=("val_loss",) is the RE-GNN protocol; ("val_micro_f1", "val_macro_f1") is R-HGNN's released rule
+    (validation accuracy and Macro-F1 must both improve).
+    """
+
+    def __init__(self, patience: int = 50, min_delta: float = 0.0, monitor: Sequence[str] = ("val_loss",)):
+        unknown = [m for m in monitor if m not in MONITORS]
+        if not monitor or unknown:
+            raise ValueError(f"early stopping can monitor {sorted(MONITORS)}, got {list(monitor)}")
+        self.patience, self.min_delta, self.monitor = patience, min_delta, tuple(monitor)
+        self.best = {m: -math.inf if MONITORS[m] else math.inf for m in self.monitor}
         self.best_epoch = -1
         self.best_state: dict | None = None
         self.bad_epochs = 0
 
-    def step(self, loss: float, epoch: int, model) -> bool:
-        """Records this epoch; returns True when training should stop."""
-        if loss < self.best_loss - self.min_delta:
-            self.best_loss, self.best_epoch, self.bad_epochs = loss, epoch, 0
+    def improves(self, scores: Mapping[str, float]) -> bool:
+        return all(scores[m] > self.best[m] + self.min_delta if MONITORS[m] else scores[m] < self.best[m] - self.min_delta
+                   for m in self.monitor)
+
+    def step(self, scores: Mapping[str, float], epoch: int, model) -> bool:
+        """Records this epoch's scores (a mapping with every monitored name); True when training should stop."""
+        if self.improves(scores):
+            self.best = {m: float(scores[m]) for m in self.monitor}
+            self.best_epoch, self.bad_epochs = epoch, 0
             self.best_state = copy.deepcopy(model.state_dict())
         else:
             self.bad_epochs += 1

@@ -96,7 +96,7 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
                             use_ddp=dist.enabled, num_workers=num_workers, sampling=sampling)
     score = Scorer(model, sg, labels, num_classes, eval, eval_fanouts or fanouts, eval_batch_size, device, dist,
                    evaluator, sampling)
-    stopper, history = EarlyStopping(patience=patience), []
+    stopper, history = EarlyStopping(patience=patience, monitor=("val_acc",)), []
     n_batches = len(loader) if not max_batches else min(len(loader), max_batches)
     timer = model.timer = StepTimer(False, device)  # on for training steps only, not evaluation
     timer.layers({f"forward layer {i}": conv for i, conv in enumerate(model.regnn.convs)}
@@ -167,8 +167,8 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
             on_epoch(row)
         log.info("epoch %d: train loss %.4f acc %.2f | val acc %.2f | %.0f seeds/s, %.1fs (best epoch %d)", epoch,
                  row["train_loss"], row["train_acc"], row["val_acc"], row["seeds_per_s"], row["epoch_time_s"],
-                 epoch if row["val_acc"] > -stopper.best_loss else stopper.best_epoch)
-        if stopper.step(-val["acc"], epoch, model):
+                 epoch if stopper.improves(row) else stopper.best_epoch)
+        if stopper.step(row, epoch, model):
             break
     train_time = time.perf_counter() - t_run
     timer.remove()

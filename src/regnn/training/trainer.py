@@ -1,9 +1,11 @@
-"""Full-batch training of one run: Adam/SGD, early stopping on validation loss, test at the best epoch."""
+"""Full-batch training of one run: Adam/SGD, early stopping on validation loss (or the scores a model's
+released code stops on), test at the best epoch."""
 from __future__ import annotations
 
 import itertools
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -64,13 +66,30 @@ def autocast(precision: str, device) -> torch.autocast:
     return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
-def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: str = "fp32"):
+LR_SCHEDULES = ("constant", "cosine")
+
+
+def make_schedule(opt, name: str, epochs: int):
+    """constant, or cosine: annealed from the optimizer's lr to lr/100 over `epochs` steps, one per epoch
+    (R-HGNN's released schedule, CosineAnnealingLR with eta_min = lr / 100)."""
+    if name == "constant":
+        return None
+    if name == "cosine":
+        lr = opt.param_groups[0]["lr"]
+        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs, eta_min=lr / 100)
+    raise ValueError(f"unknown lr schedule {name!r} ({', '.join(LR_SCHEDULES)})")
+
+
+def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: str = "fp32",
+           lr_schedule: str = "constant", max_epochs: int = 200):
     """Trains `model` one epoch per step of the generator, without end: yields each epoch's history row
     (losses, validation F1, epoch_time_s = one training step plus the validation pass). train_run stops it;
-    a benchmark can step two models in turn so both see the same machine conditions."""
+    a benchmark can step two models in turn so both see the same machine conditions. A cosine lr_schedule
+    anneals over max_epochs."""
     idx = splits
     y = {s: labels[i] for s, i in splits.items()}
     opt = make_optimizer(model.parameters(), **optimizer)
+    schedule = make_schedule(opt, lr_schedule, max_epochs)
     for epoch in itertools.count():
         t = time.perf_counter()
         model.train()
@@ -83,6 +102,8 @@ def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: 
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if schedule is not None:
+            schedule.step()
         model.eval()
         with torch.no_grad(), autocast(precision, labels.device):
             logits, _ = model(inputs, feats)
@@ -94,8 +115,10 @@ def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: 
 
 
 def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dict, max_epochs: int = 200,
-              patience: int = 50, on_epoch=None, progress: Progress | None = None, precision: str = "fp32") -> RunResult:
-    """Trains `model` and returns the scores of its best-validation-loss weights.
+              patience: int = 50, on_epoch=None, progress: Progress | None = None, precision: str = "fp32",
+              stop_on: Sequence[str] = ("val_loss",), lr_schedule: str = "constant") -> RunResult:
+    """Trains `model` and returns the scores of its best-validation weights: those of the last epoch where
+    every score in `stop_on` improved (the protocol: validation loss alone).
 
     model(inputs, feats, embed) gives the class scores of the target nodes; labels and splits index them.
     on_epoch(row) is called with each history row (for loggers). A non-finite loss or parameter raises
@@ -103,10 +126,11 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
     """
     idx = splits
     y = {s: labels[i] for s, i in splits.items()}
-    stopper = EarlyStopping(patience=patience)
+    stopper = EarlyStopping(patience=patience, monitor=stop_on)
     history = []
     t0 = time.perf_counter()
-    steps = epochs(model, inputs, feats, labels, splits, optimizer=optimizer, precision=precision)
+    steps = epochs(model, inputs, feats, labels, splits, optimizer=optimizer, precision=precision,
+                   lr_schedule=lr_schedule, max_epochs=max_epochs)
     for row in itertools.islice(steps, max_epochs):
         epoch, val_loss = row["epoch"], row["val_loss"]
         lr = optimizer.get("lr")
@@ -119,7 +143,7 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
         if progress:
             progress.update(f"epoch {epoch:3d} train {row['train_loss']:.4f} val {val_loss:.4f} "
                             f"val micro-F1 {row['val_micro_f1']:.2f} (best epoch {max(stopper.best_epoch, 0)})")
-        if stopper.step(val_loss, epoch, model):
+        if stopper.step(row, epoch, model):
             break
     steps.close()
     train_time = time.perf_counter() - t0

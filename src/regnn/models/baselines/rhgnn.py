@@ -61,9 +61,11 @@ class RelationGraphs:
 
 
 def _per_head(n: int, heads: int, d_in: int, d_out: int) -> nn.Parameter:
+    """n maps (heads, d_in, d_out), each Xavier-initialised as one 3-d tensor, as R_HGNN initialises its per-relation
+    fusion weights (fan in d_in * d_out, fan out heads * d_out)."""
     w = torch.empty(n, heads, d_in, d_out)
     for i in range(n):
-        nn.init.xavier_normal_(w[i].view(heads * d_in, d_out), GAIN)
+        nn.init.xavier_normal_(w[i], GAIN)
     return nn.Parameter(w)
 
 
