@@ -131,6 +131,36 @@ def test_magnn_ac_completes_the_removed_target_features_from_the_sources(synthet
     assert net.auxiliary_loss() is None
 
 
+def test_magnn_ac_rebuild_term_is_the_dense_attention_over_visible_neighbours(synthetic):
+    data = replace(synthetic, features={**synthetic.features, "item": torch.zeros(synthetic.labels.numel(), 8)})
+    c = cfg("dataset=synthetic", "model=magnn_ac", *SMALL, "model.dropout=0")
+    inputs = arch_of(c.model).prepare(data, "cpu", **model_kwargs(c.model))
+    seed_everything(0)
+    net = build_model(c.model, data, inputs).train()
+    torch.manual_seed(3)
+    h = net.project(inputs, data.features)
+    s, g = inputs.rebuild_source, inputs.rebuild
+    n = g.num_nodes("s")
+    torch.manual_seed(3)  # the same draw of hidden nodes as project's
+    hidden = torch.rand(n) < net.feats_drop_rate
+    adj = torch.zeros(n, n, dtype=torch.bool)
+    src, dst = g.edges()
+    adj[dst, src] = True
+    adj &= ~hidden.view(1, -1)  # hidden features are never read
+    e = inputs.emb[s]
+    heads = []
+    for k in range(net.complete.u.shape[0]):
+        q, kk = e @ net.complete.u[k], e @ net.complete.u[k]
+        score = torch.nn.functional.leaky_relu(q @ net.complete.v[k] @ kk.T, 0.2)
+        a = torch.softmax(score.masked_fill(~adj, float("-inf")), 1).nan_to_num(0.0)
+        heads.append(torch.nn.functional.elu(a @ h[s]))
+    rebuilt = torch.stack(heads).mean(0)
+    rows = hidden & adj.any(1)
+    assert 0 < rows.sum() < n
+    want = net.loss_lambda * (h[s][rows] - rebuilt[rows]).norm(dim=1).mean()
+    assert torch.allclose(net.auxiliary_loss(), want, atol=1e-5), (net.auxiliary_loss(), want)
+
+
 def test_one_hot_ids_and_zeros_count_as_featureless():
     from regnn.data.features import one_hot_ids
     assert featureless(one_hot_ids(5)) and featureless(torch.zeros(4, 10))

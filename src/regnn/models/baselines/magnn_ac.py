@@ -137,18 +137,15 @@ class AttributeCompletion(nn.Module):
             nn.init.xavier_normal_(p, gain=1.414)
         self.dropout = dropout
 
-    def forward(self, graph, emb_src, emb_dst, x_src, edge_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, graph, emb_src, emb_dst, x_src) -> torch.Tensor:
         k_src = torch.einsum("nd,kdh->nkh", emb_src, self.u)
         q_dst = torch.einsum("nkh,khj->nkj", torch.einsum("nd,kdh->nkh", emb_dst, self.u), self.v)
         score = F.leaky_relu(dgl.ops.u_dot_v(graph, k_src, q_dst), 0.2)  # (E, heads, 1)
-        keep = torch.ones(score.shape[0], dtype=torch.bool, device=score.device) if edge_mask is None else edge_mask
         if self.training and self.dropout > 0:
-            keep = keep & (torch.rand(score.shape[0], device=score.device) >= self.dropout)
-        # a node whose edges are all dropped falls back to equal weights, as the dense -9e15 mask of HGNN-AC does
-        score = torch.where(keep.view(-1, 1, 1), score, torch.full_like(score, -1e9))
+            keep = torch.rand(score.shape[0], device=score.device) >= self.dropout
+            # a node whose edges are all dropped falls back to equal weights, as the dense -9e15 mask of HGNN-AC does
+            score = torch.where(keep.view(-1, 1, 1), score, torch.full_like(score, -1e9))
         a = dgl.ops.edge_softmax(graph, score)
-        if edge_mask is not None:
-            a = a * edge_mask.view(-1, 1, 1)
         return F.elu(dgl.ops.u_mul_e_sum(graph, x_src.unsqueeze(1), a)).mean(1)
 
 
@@ -169,10 +166,15 @@ class MAGNNAC(MAGNN):
         self._aux = None
         if self.training and inputs.rebuild is not None and self.loss_lambda > 0 and self.feats_drop_rate > 0:
             s, g = inputs.rebuild_source, inputs.rebuild
-            hidden = torch.rand(g.num_nodes("s"), device=h[s].device) < self.feats_drop_rate
+            n = g.num_nodes("s")
+            hidden = torch.rand(n, device=h[s].device) < self.feats_drop_rate
             src, dst = g.edges()
-            rebuilt = self.complete(g, inputs.emb[s], inputs.emb[s], h[s], edge_mask=~hidden[src])
-            has = torch.zeros_like(hidden).index_fill_(0, dst[~hidden[src]], True) & hidden
+            # only the pairs from a visible source to a hidden node enter the loss: rebuilding on them alone
+            # gives the same vectors at a fifth of the cost (DBLP: 1.3M paper-venue-paper pairs)
+            use = ~hidden[src] & hidden[dst]
+            sub = _pairs_graph(src[use], dst[use], n, n).to(h[s].device)
+            rebuilt = self.complete(sub, inputs.emb[s], inputs.emb[s], h[s])
+            has = sub.in_degrees() > 0
             if has.any():
                 self._aux = self.loss_lambda * (h[s][has] - rebuilt[has]).norm(dim=1).mean()
         return h
