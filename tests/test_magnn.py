@@ -150,8 +150,8 @@ def test_magnn_ac_rebuild_term_is_the_dense_attention_over_visible_neighbours(sy
     e = inputs.emb[s]
     heads = []
     for k in range(net.complete.u.shape[0]):
-        q, kk = e @ net.complete.u[k], e @ net.complete.u[k]
-        score = torch.nn.functional.leaky_relu(q @ net.complete.v[k] @ kk.T, 0.2)
+        z = e @ net.complete.u[k]  # source and destination are the same nodes here
+        score = torch.nn.functional.leaky_relu(z @ net.complete.v[k] @ z.T, 0.2)
         a = torch.softmax(score.masked_fill(~adj, float("-inf")), 1).nan_to_num(0.0)
         heads.append(torch.nn.functional.elu(a @ h[s]))
     rebuilt = torch.stack(heads).mean(0)
