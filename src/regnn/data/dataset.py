@@ -1,11 +1,11 @@
-"""The in-memory form every loader produces: a DGL heterograph plus features, labels and splits."""
+"""The in-memory form every loader produces: a heterograph (arrays) plus features, labels and splits."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import dgl
 import torch
 
+from regnn.data.hetero import HeteroGraph
 from regnn.errors import DataError
 
 SPLITS = ("train", "val", "test")
@@ -14,7 +14,7 @@ SPLITS = ("train", "val", "test")
 @dataclass
 class HeteroDataset:
     name: str
-    graph: dgl.DGLHeteroGraph  # named node types; every relation direction is its own canonical edge type
+    graph: HeteroGraph  # named node types; every relation direction is its own canonical edge type
     features: dict[str, torch.Tensor]  # node type -> (num_nodes, dim) float32, dense or sparse COO
     target: str  # the labelled node type
     labels: torch.Tensor  # (num target nodes,) int64

@@ -8,7 +8,6 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-import dgl
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -16,6 +15,7 @@ import torch
 from regnn.data.custom_schema import exact_ints, unlabelled_outside_splits
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
+from regnn.data.hetero import HeteroGraph
 from regnn.data.specs import MagnnSpec
 from regnn.errors import DataError
 
@@ -105,7 +105,7 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
         raise DataError(f"{root / 'adjM.npz'}: {(~covered).sum()} edges join node types "
                         f"{spec.node_types[rt[bad]]!r} and {spec.node_types[ct[bad]]!r}, which no relation of the "
                         f"{spec.name} schema covers; add the relation to the schema")
-    graph = dgl.heterograph(data, num_nodes_dict=num_nodes)
+    graph = HeteroGraph(data, num_nodes)
 
     raw = {}
     for t in spec.node_types:

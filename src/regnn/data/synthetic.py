@@ -9,12 +9,12 @@ source nodes and carries no signal.
 """
 from __future__ import annotations
 
-import dgl
 import numpy as np
 import torch
 
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import one_hot_ids
+from regnn.data.hetero import HeteroGraph
 
 
 def make_synthetic(num_items: int = 300, num_sources: int = 150, num_tags: int = 20, num_classes: int = 3,
@@ -31,14 +31,14 @@ def make_synthetic(num_items: int = 300, num_sources: int = 150, num_tags: int =
     g_u = np.arange(num_sources)
     g_v = rng.integers(0, num_tags, num_sources)
     t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
-    graph = dgl.heterograph({
+    graph = HeteroGraph({
         ("item", "item->source", "source"): (t(t_u), t(t_v)),
         ("source", "source->item", "item"): (t(t_v), t(t_u)),
         ("item", "item->noise", "source"): (t(r_u), t(r_v)),
         ("source", "noise->item", "item"): (t(r_v), t(r_u)),
         ("source", "source->tag", "tag"): (t(g_u), t(g_v)),
         ("tag", "tag->source", "source"): (t(g_v), t(g_u)),
-    }, num_nodes_dict={"item": num_items, "source": num_sources, "tag": num_tags})
+    }, {"item": num_items, "source": num_sources, "tag": num_tags})
     src_x = rng.normal(0, 1, (num_sources, feat_dim)).astype(np.float32)
     src_x[np.arange(num_sources), src_y] += 2.0 * signal
     features = {"item": torch.from_numpy(rng.normal(0, 1, (num_items, feat_dim)).astype(np.float32)),
@@ -82,12 +82,12 @@ def make_count_graph(num_items: int = 800, num_users: int = 400, num_tags: int =
     t_item = np.repeat(np.arange(num_items), tag_degree)
     t_tag = rng.integers(0, num_tags, t_item.size)
     t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
-    graph = dgl.heterograph({
+    graph = HeteroGraph({
         ("item", "item->user", "user"): (t(u_item), t(u_user)),
         ("user", "user->item", "item"): (t(u_user), t(u_item)),
         ("item", "item->tag", "tag"): (t(t_item), t(t_tag)),
         ("tag", "tag->item", "item"): (t(t_tag), t(t_item)),
-    }, num_nodes_dict={"item": num_items, "user": num_users, "tag": num_tags})
+    }, {"item": num_items, "user": num_users, "tag": num_tags})
     features = {"item": torch.from_numpy(x), "user": one_hot_ids(num_users), "tag": one_hot_ids(num_tags)}
     return HeteroDataset(name="counts", graph=graph, features=features, target="item", labels=t(y),
                          splits=random_split(rng, num_items, 0.3, 0.3), num_classes=num_classes)
