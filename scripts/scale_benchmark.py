@@ -258,13 +258,12 @@ def main(argv=None) -> int:
         marker.write_text(json.dumps(info, indent=2))
     print(f"graph: {info['num_nodes']:,} nodes, {info['num_edges']:,} edges", file=sys.stderr)
     logs = REPO / "outputs" / "scale_benchmark" / f"logs{tag}"
-    raw = not (data_dir / "ogbn_mag" / "processed" / "dgl_data_processed").exists()
     first = run_child([sys.executable, __file__, "--load-only", str(data_dir)], logs / "load.log",
                       a.memory_limit_gb, env)
     if first["returncode"] != 0:
         print((logs / "load.log").read_text()[-3000:], file=sys.stderr)
         return 1
-    first |= json.loads((logs / "load.log").read_text().strip().splitlines()[-1]) | {"raw": raw}
+    first |= json.loads((logs / "load.log").read_text().strip().splitlines()[-1])
     print(f"first load: {first['wall_s']:.0f} s, peak {first['peak_rss_gb']:.2f} GB", file=sys.stderr)
     rates = None
     if a.sampling_rates:

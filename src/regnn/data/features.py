@@ -27,7 +27,8 @@ def to_tensor(x) -> torch.Tensor:
     if sp.issparse(x):
         coo = x.tocoo()
         idx = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
-        return torch.sparse_coo_tensor(idx, torch.from_numpy(coo.data.astype(np.float32)), coo.shape).coalesce()
+        return torch.sparse_coo_tensor(idx, torch.from_numpy(coo.data.astype(np.float32)), coo.shape,
+                                       check_invariants=False).coalesce()
     if isinstance(x, torch.Tensor):
         return x.float()
     return torch.from_numpy(np.asarray(x, dtype=np.float32))
@@ -35,7 +36,7 @@ def to_tensor(x) -> torch.Tensor:
 
 def one_hot_ids(n: int) -> torch.Tensor:
     idx = torch.arange(n).repeat(2, 1)
-    return torch.sparse_coo_tensor(idx, torch.ones(n), (n, n)).coalesce()
+    return torch.sparse_coo_tensor(idx, torch.ones(n), (n, n), check_invariants=False).coalesce()
 
 
 def select_features(raw: dict, num_nodes: dict[str, int], target: str, feats_type: str) -> dict[str, torch.Tensor]:

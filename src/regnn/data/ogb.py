@@ -1,4 +1,4 @@
-"""OGB heterogeneous node-property datasets (ogbn-mag) through ogb's own DGL loader, with the official split.
+"""OGB heterogeneous node-property datasets (ogbn-mag) through ogb's own raw-file readers, with the official split.
 
 Only the labelled type (ogbn-mag: paper, 128-d word2vec features) has input features. The others get theirs by
 `featureless`:
@@ -16,14 +16,14 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-import dgl
 import numpy as np
 import torch
 
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import one_hot_ids
+from regnn.data.hetero import HeteroGraph
 from regnn.errors import DataError
-from regnn.io_safe import torch_load, weights_only_torch_load
+from regnn.io_safe import torch_load
 
 FEATURELESS = ("mean", "file", "learnable")
 
@@ -33,45 +33,68 @@ def _dataset_dir(name: str, root: Path) -> Path:
     return d.with_name(d.name + "_dgl") if d.with_name(d.name + "_dgl").exists() else d
 
 
-def _open(name: str, root: Path):
-    """ogb's DglNodePropPredDataset, with plain errors where it would prompt or fail on a missing network."""
-    from ogb.nodeproppred import DglNodePropPredDataset
-    import pandas as pd
+def _meta(name: str):
     import ogb.nodeproppred as onp
+    import pandas as pd
 
     master = pd.read_csv(Path(onp.__file__).parent / "master.csv", index_col=0, keep_default_na=False)
     if name not in master:
         raise DataError(f"{name!r} is not an OGB node-property dataset; known: {sorted(master.columns)}")
-    d, version = _dataset_dir(name, root), master[name]["version"]
+    return master[name]
+
+
+def _files(meta, key: str) -> list[str]:
+    return [] if meta[key] == "None" else meta[key].split(",")
+
+
+def _open(name: str, root: Path):
+    """The graph dict, label dict and split dict of an OGB heterogeneous dataset, read from its raw files by ogb's
+    own readers (ogb's processed cache is a pickle; the raw CSVs are plain data). A folder without raw files is
+    downloaded by ogb's NodePropPredDataset first, with plain errors where it would prompt or fail on a missing
+    network."""
+    from ogb.io.read_graph_raw import (read_csv_heterograph_raw, read_node_label_hetero,
+                                       read_nodesplitidx_split_hetero)
+
+    meta = _meta(name)
+    d, version = _dataset_dir(name, root), meta["version"]
+    if meta["is hetero"] != "True" or meta["binary"] == "True":
+        raise DataError(f"{name} is not a heterogeneous OGB dataset in CSV form; regnn reads those (ogbn-mag)")
     if d.is_dir() and not (d / f"RELEASE_v{version}.txt").exists():
         raise DataError(f"{d} exists but has no RELEASE_v{version}.txt, so ogb would ask on the terminal whether to "
                         "download it again; delete the folder to download it afresh, or add the file if the data "
                         "is current")
-    has_data = (d / "processed" / "dgl_data_processed").exists() or (d / "raw" / "triplet-type-list.csv.gz").exists()
+    raw = d / "raw"
+    if not (raw / "triplet-type-list.csv.gz").exists():
+        from ogb.nodeproppred import NodePropPredDataset
+        try:
+            NodePropPredDataset(name=name, root=str(root))
+        except (OSError, RuntimeError, ValueError) as e:  # URLError is an OSError
+            raise DataError(f"{name} is not under {root} and could not be downloaded ({type(e).__name__}: {e}); "
+                            f"download it on a machine with network (ogb.nodeproppred.NodePropPredDataset("
+                            f"'{name}', root=...)) and copy the {d.name}/ folder to {root} (dataset.dir)") from e
     try:
-        with warnings.catch_warnings():  # ogb wraps read-only numpy arrays; harmless, as it copies them later
+        with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            return DglNodePropPredDataset(name=name, root=str(root))
-    except (OSError, RuntimeError, ValueError) as e:  # URLError is an OSError
-        if has_data:
-            raise DataError(f"{d}: ogb could not read the dataset ({type(e).__name__}: {e}); a file is missing or "
-                            "corrupt: delete the folder and download it again") from e
-        raise DataError(f"{name} is not under {root} and could not be downloaded ({type(e).__name__}: {e}); "
-                        f"download it on a machine with network (ogb.nodeproppred.DglNodePropPredDataset("
-                        f"'{name}', root=...)) and copy the {d.name}/ folder to {root} (dataset.dir)") from e
+            graph = read_csv_heterograph_raw(str(raw), add_inverse_edge=meta["add_inverse_edge"] == "True",
+                                             additional_node_files=_files(meta, "additional node files"),
+                                             additional_edge_files=_files(meta, "additional edge files"))[0]
+            labels = read_node_label_hetero(str(raw))
+            split_dir = d / "split" / meta["split"]
+            # ogb takes a split_dict.pt where one exists (read here without unpickling), else the CSVs
+            split = (torch_load(split_dir / "split_dict.pt") if (split_dir / "split_dict.pt").is_file() else
+                     dict(zip(("train", "valid", "test"), read_nodesplitidx_split_hetero(str(split_dir)))))
+    except (OSError, ValueError, KeyError, IndexError) as e:  # pandas' parser errors are ValueErrors
+        raise DataError(f"{d}: ogb could not read the dataset ({type(e).__name__}: {str(e)[:160]}); a file is missing "
+                        "or corrupt: delete the folder and download it again") from e
+    return graph, labels, split, int(meta["num classes"])
 
 
-def with_reverse_relations(g: dgl.DGLHeteroGraph) -> dgl.DGLHeteroGraph:
+def with_reverse_relations(g: HeteroGraph) -> HeteroGraph:
     """The graph with every relation also in the reverse direction, named rev_<name> (structure only)."""
-    data = {}
-    for s, e, t in g.canonical_etypes:
-        u, v = g.edges(etype=(s, e, t))
-        data[(s, e, t)] = (u, v)
-        data[(t, f"rev_{e}", s)] = (v, u)
-    return dgl.heterograph(data, num_nodes_dict={t: g.num_nodes(t) for t in g.ntypes})
+    return g.with_reverse(lambda e: f"rev_{e}")
 
 
-def mean_neighbour_features(g: dgl.DGLHeteroGraph, feats: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def mean_neighbour_features(g: HeteroGraph, feats: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Feature-less types take the mean of their featured in-neighbours, in rounds outward from featured types."""
     feats = dict(feats)
     while missing := [t for t in g.ntypes if t not in feats]:
@@ -80,7 +103,11 @@ def mean_neighbour_features(g: dgl.DGLHeteroGraph, feats: dict[str, torch.Tensor
             rels = [c for c in g.canonical_etypes if c[2] == t and c[0] in feats and g.num_edges(c)]
             if not rels:
                 continue
-            total = sum(dgl.ops.copy_u_sum(g[c], feats[c[0]]) for c in rels)
+            x = feats[rels[0][0]]
+            total = torch.zeros(g.num_nodes(t), x.shape[1], dtype=x.dtype)
+            for c in rels:
+                u, v = g.edges(etype=c)
+                total.index_add_(0, v, feats[c[0]].index_select(0, u))
             count = sum(g.in_degrees(etype=c) for c in rels).clamp(min=1).to(total.dtype)
             done[t] = total / count.unsqueeze(-1)
         if not done:
@@ -125,19 +152,17 @@ def load_ogb(name: str = "ogbn-mag", root: str | Path | None = None, featureless
         raise DataError(f"featureless={featureless!r} is not one of {list(FEATURELESS)}")
     if featureless == "file" and not feature_file:
         raise DataError("featureless=file needs dataset.feature_file=/path/to/embeddings.npz")
-    ds = _open(name, Path(root))
-    g, label_dict = ds[0]
+    raw, label_dict, split, num_classes = _open(name, Path(root))
     if len(label_dict) != 1:
         raise DataError(f"{name}: labels for {sorted(label_dict)}; one labelled node type is supported")
     target, labels = next(iter(label_dict.items()))
-    # ogb reads split/<name>/split_dict.pt, where present, with a plain torch.load, which unpickles whatever the
-    # file holds; a copied dataset folder is data from elsewhere, so its torch.load is made weights-only here
-    with warnings.catch_warnings(), weights_only_torch_load():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        split = ds.get_idx_split()
-    splits = {ours: torch.as_tensor(split[theirs][target]).long().sort().values
+    labels = torch.from_numpy(np.array(labels))
+    splits = {ours: torch.as_tensor(np.array(split[theirs][target])).long().sort().values
               for ours, theirs in (("train", "train"), ("val", "valid"), ("test", "test"))}
-    featured = {t: g.nodes[t].data["feat"].float() for t in g.ntypes if "feat" in g.nodes[t].data}
+    g = HeteroGraph({cet: (torch.from_numpy(np.ascontiguousarray(e[0])), torch.from_numpy(np.ascontiguousarray(e[1])))
+                     for cet, e in raw["edge_index_dict"].items()}, raw["num_nodes_dict"])
+    featured = {t: torch.from_numpy(np.asarray(x)).float() for t, x in raw["node_feat_dict"].items()
+                if x is not None}
     graph = with_reverse_relations(g)
     num_nodes = {t: graph.num_nodes(t) for t in graph.ntypes}
     rest = [t for t in graph.ntypes if t not in featured]
@@ -148,4 +173,4 @@ def load_ogb(name: str = "ogbn-mag", root: str | Path | None = None, featureless
     else:
         feats = featured | {t: one_hot_ids(num_nodes[t]) for t in rest}
     return HeteroDataset(name=display_name or name, graph=graph, features=feats, target=target,
-                         labels=labels.view(-1).long(), splits=splits, num_classes=int(ds.num_classes))
+                         labels=labels.view(-1).long(), splits=splits, num_classes=num_classes)
