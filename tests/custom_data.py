@@ -1,12 +1,12 @@
-"""Writers of a user's own dataset in both custom formats, with node types and relations unlike DBLP/ACM/IMDB.
+"""Writers of a user's own dataset in the custom formats, with node types and relations unlike DBLP/ACM/IMDB.
 
 The graph is the synthetic one (class signal planted in the relations and in the `shop` features), renamed:
 customer (target) -buys-> shop -trusted/noise-, shop -located_in-> city (and for MAGNN a fourth type, region).
 """
 from pathlib import Path
 
-import dgl
 import numpy as np
+import pytest
 import scipy.sparse as sp
 import torch
 import yaml
@@ -21,8 +21,47 @@ def synthetic(num_items=240, seed=0):
     return make_synthetic(num_items=num_items, num_sources=120, num_tags=12, seed=seed)
 
 
+def npz_arrays(seed=0) -> dict[str, np.ndarray]:
+    """The arrays of the npz format for the shops graph (one direction per relation; cities without features)."""
+    d = synthetic(seed=seed)
+    z = {}
+    for s, e, t in d.graph.canonical_etypes:
+        if e in RELS:
+            z[f"edges:{TYPES[s]}:{RELS[e]}:{TYPES[t]}"] = np.stack([x.numpy() for x in d.graph.edges(etype=(s, e, t))])
+    z["features:customer"], z["features:shop"] = d.features["item"].numpy(), d.features["source"].numpy()
+    z["num_nodes:city"] = np.array(d.graph.num_nodes("tag"))
+    z["labels"] = d.labels.numpy()
+    z["train"] = d.splits["train"].numpy()  # ids
+    for s in ("val", "test"):  # masks
+        m = np.zeros(d.graph.num_nodes("item"), dtype=bool)
+        m[d.splits[s].numpy()] = True
+        z[s] = m
+    return z
+
+
+def write_npz(root: Path, meta_overrides: dict | None = None, seed=0, change=None) -> Path:
+    """graph.npz + dataset.yaml (format: npz); change(arrays) may edit the arrays first; returns the yaml path."""
+    z = npz_arrays(seed)
+    if change is not None:
+        change(z)
+    root.mkdir(parents=True, exist_ok=True)
+    np.savez(root / "graph.npz", **z)
+    meta = {"format": "npz", "graph": "graph.npz", "target": "customer", **(meta_overrides or {})}
+    (root / "dataset.yaml").write_text(yaml.safe_dump(meta))
+    return root / "dataset.yaml"
+
+
+def edit_npz(root: Path, change) -> None:
+    with np.load(root / "graph.npz") as f:
+        z = dict(f)
+    change(z)
+    np.savez(root / "graph.npz", **z)
+
+
 def write_dgl(root: Path, meta_overrides: dict | None = None, seed=0) -> Path:
-    """A dgl.save_graphs file (one direction per relation) + dataset.yaml; returns the yaml path."""
+    """A dgl.save_graphs file (one direction per relation) + dataset.yaml; returns the yaml path. Skips the calling
+    test where DGL is not installed (format: dgl is the one part of regnn that needs it)."""
+    dgl = pytest.importorskip("dgl", reason="format: dgl reads dgl.save_graphs files, which needs DGL (not installed)")
     d = synthetic(seed=seed)
     data = {}
     for s, e, t in d.graph.canonical_etypes:

@@ -1,4 +1,5 @@
-"""dataset=custom: a dgl.save_graphs file or MAGNN-style files described by a small YAML/JSON, any names."""
+"""dataset=custom: an .npz of arrays, a dgl.save_graphs file or MAGNN-style files described by a small YAML/JSON,
+any names."""
 import json
 
 import pytest
@@ -6,7 +7,7 @@ import torch
 import yaml
 
 from conftest import run_train
-from custom_data import write_dgl, write_magnn
+from custom_data import edit_npz, write_dgl, write_magnn, write_npz
 from regnn.data import build_relation_graph, load_dataset
 from regnn.errors import DataError
 
@@ -15,8 +16,9 @@ def load(path, **kw):
     return load_dataset("custom", format="custom", path=None if path is None else str(path), **kw)
 
 
-def test_dgl_format_loads_with_reverse_relations_masks_and_features(tmp_path):
-    d = load(write_dgl(tmp_path / "shops"))
+@pytest.mark.parametrize("write", [write_npz, write_dgl], ids=["npz", "dgl"])
+def test_npz_and_dgl_formats_load_with_reverse_relations_masks_and_features(tmp_path, write):
+    d = load(write(tmp_path / "shops"))
     g = d.graph
     assert sorted(g.ntypes) == ["city", "customer", "shop"] and d.target == "customer" and d.num_classes == 3
     assert sorted(g.etypes) == ["located_in", "rev_located_in", "rev_trusts", "rev_visits", "trusts", "visits"]
@@ -30,7 +32,7 @@ def test_dgl_format_loads_with_reverse_relations_masks_and_features(tmp_path):
 
 
 def test_folder_json_and_keep_reverse(tmp_path):
-    meta_path = write_dgl(tmp_path / "shops", {"reverse": "keep"})
+    meta_path = write_npz(tmp_path / "shops", {"reverse": "keep"})
     meta = yaml.safe_load(meta_path.read_text())
     meta_path.unlink()
     (tmp_path / "shops" / "dataset.json").write_text(json.dumps(meta))
@@ -62,6 +64,47 @@ def test_bad_descriptions_name_the_problem(tmp_path, overrides, message):
         load(write_dgl(tmp_path / "shops", overrides))
 
 
+@pytest.mark.parametrize("overrides,change,message", [
+    ({"target": "person"}, None, r"target 'person' is not a node type of graph.npz"),
+    ({"graph": "nothing.npz"}, None, "nothing.npz does not exist; write it with numpy.savez"),
+    ({"label": "y"}, None, "unknown key 'label'"),
+    ({}, lambda z: z.pop("num_nodes:city"), "node type 'city' has neither num_nodes:city nor features:city"),
+    ({}, lambda z: z.pop("test"), r"lacks the arrays \['test'\]"),
+    ({}, lambda z: z.update({"edges:customer:trusts": z["labels"]}), "must be named edges:<src type>:<relation>"),
+    ({}, lambda z: z.update({"edges:customer:x:shop": z["labels"]}), r"has shape \(240,\); it must be \(2, edges\)"),
+    ({}, lambda z: z.update({"weights": z["labels"]}), "unknown array 'weights'"),
+    ({}, lambda z: z.update({"labels": z["labels"][:-1]}), "labels has 239 entries but there are 240 customer"),
+    ({}, lambda z: z.update({"val": z["val"][:-1]}), "val is a boolean mask of 239 entries"),
+    ({}, lambda z: z.update({"features:shop": z["features:shop"][:5], "num_nodes:shop": 120}),
+     "features:shop has 5 rows but num_nodes:shop is 120"),
+    ({}, lambda z: z.update({"features:shop": z["features:shop"][:5]}),
+     r"graph.npz: edge type \('customer', 'trusts', 'shop'\): node ids in \[0, 119\] but there are 5 shop nodes"),
+    ({}, lambda z: z.update({"edges:customer:trusts:shop": z["edges:customer:trusts:shop"] + 1000}),
+     r"node ids in \[1000, 1239\] but there are 240 customer nodes"),
+])
+def test_bad_npz_files_name_the_problem(tmp_path, overrides, change, message):
+    with pytest.raises(DataError, match=message) as e:
+        load(write_npz(tmp_path / "shops", overrides, change=change))
+    assert "\n" not in str(e.value)
+
+
+def test_dgl_format_without_dgl_names_what_to_install(tmp_path, monkeypatch):
+    import builtins
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump({"format": "dgl", "graph": "g.bin", "target": "a", "label": "y",
+                                                     "splits": {"train": "a", "val": "b", "test": "c"}}))
+    (tmp_path / "g.bin").write_bytes(b"x")
+    real_import = builtins.__import__
+
+    def no_dgl(name, *args, **kwargs):
+        if name == "dgl" or name.startswith("dgl."):
+            raise ImportError("No module named 'dgl'")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_dgl)
+    with pytest.raises(DataError, match=r"format: dgl .* needs DGL \(pip install dgl\).*format: npz") as e:
+        load(tmp_path / "d.yaml")
+    assert "\n" not in str(e.value)
+
+
 def test_missing_path_and_folder_without_description(tmp_path):
     with pytest.raises(DataError, match="dataset=custom needs dataset.path="):
         load(None)
@@ -79,12 +122,11 @@ def test_missing_path_and_folder_without_description(tmp_path):
 
 
 def test_unlabelled_nodes_in_a_split_are_refused(tmp_path):
-    import dgl
-    path = write_dgl(tmp_path / "shops")
-    (g,), _ = dgl.load_graphs(str(tmp_path / "shops" / "shops.bin"))
-    y = g.nodes["customer"].data["y"]
-    y[g.nodes["customer"].data["val_mask"].nonzero()[0]] = -1
-    dgl.save_graphs(str(tmp_path / "shops" / "shops.bin"), [g])
+    path = write_npz(tmp_path / "shops")
+
+    def unlabel_first_val(z):
+        z["labels"][z["val"].nonzero()[0][0]] = -1
+    edit_npz(tmp_path / "shops", unlabel_first_val)
     with pytest.raises(DataError, match="1 nodes of split 'val' have no label"):
         load(path)
 
@@ -95,7 +137,7 @@ def test_train_py_trains_on_each_format(tmp_path):
     fast = ["dataset=custom", "runs=1", "threads=1", "trainer.max_epochs=60", "trainer.patience=60",
             "optimizer.lr=0.01", "model.dropout=0.2", "model.num_layers=3", "model.hidden=16"]
     re = ["model.relation.scale=10"]
-    p = run_train(*fast, *re, f"dataset.path={write_dgl(tmp_path / 'dgl')}", "model=re_gcn", f"hydra.run.dir={tmp_path}/a")
+    p = run_train(*fast, *re, f"dataset.path={write_npz(tmp_path / 'npz')}", "model=re_gcn", f"hydra.run.dir={tmp_path}/a")
     assert p.returncode == 0, p.stderr
     r = json.loads((tmp_path / "a" / "results.json").read_text())
     assert r["metrics"]["test_micro_f1"]["mean"] > 80  # the planted relation signal is learnt
@@ -109,7 +151,7 @@ def test_train_py_trains_on_each_format(tmp_path):
 
 
 def test_train_py_minibatch_on_custom_data(tmp_path):
-    p = run_train("dataset=custom", f"dataset.path={write_dgl(tmp_path / 'dgl')}", "trainer=minibatch",
+    p = run_train("dataset=custom", f"dataset.path={write_npz(tmp_path / 'npz')}", "trainer=minibatch",
                   "model=re_gcn", "model.hidden=32", "trainer.fanouts=[10,10]", "trainer.batch_size=32",
                   "trainer.max_epochs=15", "trainer.patience=15", "optimizer.lr=0.01", "runs=1", "threads=1",
                   f"hydra.run.dir={tmp_path}/mb")

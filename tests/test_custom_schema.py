@@ -1,13 +1,12 @@
 """A user's dataset description is checked up front, integer arrays exactly; messages name the user's file and
-the fix (never `make data`), and both formats treat unlabelled nodes alike."""
-import dgl
+the fix (never `make data`), and every format treats unlabelled nodes alike."""
 import numpy as np
 import pytest
 import torch
 import yaml
 
 from conftest import run_train
-from custom_data import write_dgl, write_magnn
+from custom_data import edit_npz, write_dgl, write_magnn, write_npz
 from regnn.data import load_dataset
 from regnn.errors import DataError
 
@@ -24,6 +23,7 @@ def edit_yaml(path, change):
 
 
 def edit_graph(root, change):
+    import dgl  # write_dgl, called first, skipped the test where DGL is absent
     (g,), extra = dgl.load_graphs(str(root / "shops.bin"))
     change(g)
     dgl.save_graphs(str(root / "shops.bin"), [g])
@@ -59,8 +59,22 @@ def test_float_labels_with_fractions_are_refused_whole_ones_kept(tmp_path):
         load(path)
 
 
+def test_npz_float_labels_and_ids_with_fractions_are_refused_whole_ones_kept(tmp_path):
+    path = write_npz(tmp_path / "shops", change=lambda z: z.update(labels=z["labels"].astype(float),
+                                                                   train=z["train"].astype(float)))
+    d = load(path)
+    assert d.labels.dtype == torch.int64 and d.num_classes == 3 and d.splits["train"].dtype == torch.int64
+    edit_npz(tmp_path / "shops", lambda z: z["labels"].__setitem__(5, 1.5))
+    with pytest.raises(DataError, match=r"graph.npz: labels holds non-integer values \(e.g. 1.5 at position 5\)"):
+        load(path)
+    edit_npz(tmp_path / "shops", lambda z: z.update(labels=z["labels"].round(), train=z["train"] + 0.5))
+    with pytest.raises(DataError, match=r"graph.npz: train holds non-integer values"):
+        load(path)
+
+
 def test_split_ids_given_as_floats_are_refused(tmp_path):
     path = write_dgl(tmp_path / "shops", {"splits": {"train": "tr", "val": "val_mask", "test": "test_mask"}})
+    import dgl
     (g,), _ = dgl.load_graphs(str(tmp_path / "shops" / "shops.bin"))
     dgl.save_graphs(str(tmp_path / "shops" / "shops.bin"), [g], {"tr": torch.tensor([0.0, 1.5, 2.0])})
     with pytest.raises(DataError, match="split 'tr' holds floats"):
@@ -132,6 +146,14 @@ def test_both_formats_take_unlabelled_nodes_outside_the_splits(tmp_path):
     np.save(tmp_path / "m" / "labels.npy", labels)
     with pytest.raises(DataError, match="1 nodes of split 'val' have no label"):
         load(path)
+    # npz: the same rule
+    path = write_npz(tmp_path / "n")
+
+    def unlabel_npz(z):
+        i = int(z["test"].nonzero()[0][0])
+        z["test"][i], z["labels"][i] = False, -1
+    edit_npz(tmp_path / "n", unlabel_npz)
+    assert load(path).labels.min() == 0
     # dgl: the same rule
     path = write_dgl(tmp_path / "shops")
 

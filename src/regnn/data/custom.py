@@ -1,9 +1,21 @@
 """The user's own heterogeneous graph: `dataset=custom dataset.path=<file or folder>` (docs/custom_data.md).
 
 `path` is a small YAML or JSON description (or a folder holding `dataset.yaml`, `dataset.yml` or
-`dataset.json`). Relative file names in it are relative to its folder. Two formats:
+`dataset.json`). Relative file names in it are relative to its folder. Three formats:
 
-format: dgl      a heterograph written by `dgl.save_graphs`:
+format: npz      one .npz file of named arrays (numpy.savez), no DGL needed:
+    graph: graph.npz        # the file; its arrays:
+                            #   edges:<src>:<relation>:<dst>  (2, E) ints: source and destination ids, local to
+                            #                                 their node types; one array per relation
+                            #   num_nodes:<type>              node count of a type (optional where features:<type>
+                            #                                 gives it by its rows)
+                            #   features:<type>               (nodes, dim) input features (types without: one-hot)
+                            #   labels                        class id per target node (-1: unlabelled)
+                            #   train, val, test              target node ids, or boolean masks over them
+    target: paper           # labelled node type
+    reverse: add            # as for format: dgl
+    num_classes: 5          # optional (default: largest label + 1)
+format: dgl      a heterograph written by `dgl.save_graphs` (needs DGL installed):
     graph: graph.bin        # the file
     target: paper           # labelled node type
     label: label            # ndata key on the target type holding class ids (or a key of the saved labels dict)
@@ -23,14 +35,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import dgl
+import numpy as np
 import torch
 import yaml
 
 from regnn.data.custom_schema import USER_FIX, check_description, exact_ints, unlabelled_outside_splits
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
-from regnn.data.magnn import load_magnn
+from regnn.data.hetero import HeteroGraph
+from regnn.data.magnn import load_magnn, read_array
 from regnn.data.specs import MagnnSpec
 from regnn.errors import DataError
 
@@ -74,10 +87,12 @@ def load_custom(path: str | Path | None = None, name: str = "custom", feats_type
         schema = _need(meta, "schema", desc, "node_types, target, relations and features of the MAGNN files")
         spec = MagnnSpec.from_dict({"name": meta.get("name", name), **schema})
         return load_magnn(base / meta.get("dir", "."), spec, feats_type or spec.default_feats_type, fix=USER_FIX)
+    if fmt == "npz":
+        return _load_npz(meta, desc, meta.get("name", name), feats_type or "raw")
     return _load_dgl(meta, desc, meta.get("name", name), feats_type or "raw")
 
 
-def _unique_relations(g: dgl.DGLHeteroGraph, reverse: str, where: Path) -> dgl.DGLHeteroGraph:
+def _unique_relations(g: HeteroGraph, reverse: str, where: Path) -> HeteroGraph:
     """Every relation direction its own uniquely named edge type (names repeated across types get src-/->dst)."""
     if reverse not in ("add", "keep"):
         raise DataError(f"{where}: reverse={reverse!r}; use add (reverse every relation) or keep")
@@ -93,7 +108,7 @@ def _unique_relations(g: dgl.DGLHeteroGraph, reverse: str, where: Path) -> dgl.D
     if len(set(out)) != len(out):
         raise DataError(f"{where}: relation names repeat after adding reverses ({sorted(out)}); rename relations "
                         "or set reverse: keep if the graph already holds both directions")
-    return dgl.heterograph(data, num_nodes_dict={t: g.num_nodes(t) for t in g.ntypes})
+    return HeteroGraph(data, {t: g.num_nodes(t) for t in g.ntypes})
 
 
 def _ids(key: str, g, target: str, extra: dict, n: int, where: Path) -> torch.Tensor:
@@ -114,8 +129,25 @@ def _ids(key: str, g, target: str, extra: dict, n: int, where: Path) -> torch.Te
     return torch.from_numpy(exact_ints(x, f"{where}: split {key!r}")).sort().values
 
 
+def _import_dgl(where: Path):
+    try:
+        import dgl
+    except ImportError as e:
+        raise DataError(f"{where}: format: dgl reads a dgl.save_graphs file, which needs DGL (pip install dgl), and "
+                        f"DGL is not installed here ({e}); install it, or write the graph as format: npz, which "
+                        f"needs nothing ({_DOC})") from e
+    return dgl
+
+
+def _as_arrays(g) -> HeteroGraph:
+    """A DGL heterograph's structure as a HeteroGraph (same types, same edge order)."""
+    return HeteroGraph({cet: g.edges(etype=cet) for cet in g.canonical_etypes},
+                       {t: g.num_nodes(t) for t in g.ntypes})
+
+
 def _load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
     gfile = where.parent / _need(meta, "graph", where, "the file written by dgl.save_graphs")
+    dgl = _import_dgl(where)
     if not gfile.is_file():
         raise DataError(f"{gfile} does not exist; save your graph with dgl.save_graphs('{gfile.name}', [g])")
     try:
@@ -160,8 +192,79 @@ def _load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     for t, x in raw.items():
         if x is not None and x.dim() != 2:
             raise DataError(f"{where}: features {fkey!r} of {t!r} have shape {tuple(x.shape)}; need (nodes, dim)")
-    graph = _unique_relations(g, str(meta.get("reverse", "add")), where)
+    graph = _unique_relations(_as_arrays(g), str(meta.get("reverse", "add")), where)
     feats = select_features(raw, {t: graph.num_nodes(t) for t in graph.ntypes}, target, feats_type)
+    num_classes = meta.get("num_classes") or int(labels.max()) + 1
+    return HeteroDataset(name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
+                         num_classes=num_classes)
+
+
+def _npz_ids(x: np.ndarray, n: int, what: str) -> torch.Tensor:
+    """Sorted target ids from an id array or a boolean mask over the n target nodes."""
+    x = x.reshape(-1)
+    if x.dtype == bool:
+        if x.size != n:
+            raise DataError(f"{what} is a boolean mask of {x.size} entries but there are {n} target nodes")
+        return torch.from_numpy(np.flatnonzero(x)).long()
+    return torch.from_numpy(np.sort(exact_ints(x, what)))
+
+
+def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
+    gfile = where.parent / _need(meta, "graph", where, "the .npz file of edge, feature, label and split arrays")
+    if not gfile.is_file():
+        raise DataError(f"{gfile} does not exist; write it with numpy.savez('{gfile.name}', **arrays) ({_DOC})")
+    z = read_array(gfile, USER_FIX)
+    if not isinstance(z, dict):
+        raise DataError(f"{gfile} is a scipy sparse matrix, not a file of named arrays; write it with numpy.savez "
+                        f"({_DOC})")
+    target = _need(meta, "target", where, "the labelled node type")
+    edges, counts, raw = {}, {}, {}
+    for key, a in z.items():
+        kind, _, rest = key.partition(":")
+        if kind == "edges":
+            cet = tuple(rest.split(":"))
+            if len(cet) != 3 or not all(cet):
+                raise DataError(f"{gfile}: array {key!r} must be named edges:<src type>:<relation>:<dst type>")
+            if a.ndim != 2 or a.shape[0] != 2:
+                raise DataError(f"{gfile}: {key} has shape {a.shape}; it must be (2, edges): sources, destinations")
+            ids = exact_ints(a, f"{gfile}: {key}")
+            edges[cet] = (torch.from_numpy(ids[0].copy()), torch.from_numpy(ids[1].copy()))
+        elif kind == "num_nodes" and rest:
+            counts[rest] = int(exact_ints(a.reshape(-1)[:1], f"{gfile}: {key}")[0]) if a.size == 1 else -1
+            if counts[rest] < 0:
+                raise DataError(f"{gfile}: {key} must be one non-negative whole number")
+        elif kind == "features" and rest:
+            if a.ndim != 2:
+                raise DataError(f"{gfile}: {key} has shape {a.shape}; features must be (nodes, dim)")
+            raw[rest] = a
+        elif key not in ("labels", "train", "val", "test"):
+            raise DataError(f"{gfile}: unknown array {key!r}; arrays are edges:<src>:<relation>:<dst>, "
+                            f"num_nodes:<type>, features:<type>, labels, train, val, test ({_DOC})")
+    if not edges:
+        raise DataError(f"{gfile} holds no edges:<src>:<relation>:<dst> array; the graph needs at least one relation")
+    types = sorted({t for s, _, d in edges for t in (s, d)} | set(counts) | set(raw))
+    for t in types:
+        if t in raw and counts.setdefault(t, raw[t].shape[0]) != raw[t].shape[0]:
+            raise DataError(f"{gfile}: features:{t} has {raw[t].shape[0]} rows but num_nodes:{t} is {counts[t]}")
+        if t not in counts:
+            raise DataError(f"{gfile}: node type {t!r} has neither num_nodes:{t} nor features:{t}; add its count")
+    if target not in counts:
+        raise DataError(f"{where}: target {target!r} is not a node type of {gfile.name} ({types})")
+    try:
+        g = HeteroGraph(edges, counts)
+    except DataError as e:
+        raise DataError(f"{gfile}: {e}") from e
+    n = counts[target]
+    missing = [k for k in ("labels", "train", "val", "test") if k not in z]
+    if missing:
+        raise DataError(f"{gfile} lacks the arrays {missing}: labels per target node and train/val/test ids or masks")
+    labels = torch.from_numpy(exact_ints(z["labels"].reshape(-1), f"{gfile}: labels"))
+    if labels.shape[0] != n:
+        raise DataError(f"{gfile}: labels has {labels.shape[0]} entries but there are {n} {target} nodes")
+    splits = {s: _npz_ids(z[s], n, f"{gfile}: {s}") for s in ("train", "val", "test")}
+    labels = unlabelled_outside_splits(labels, splits, str(gfile))
+    graph = _unique_relations(g, str(meta.get("reverse", "add")), where)
+    feats = select_features(raw, counts, target, feats_type)
     num_classes = meta.get("num_classes") or int(labels.max()) + 1
     return HeteroDataset(name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
                          num_classes=num_classes)

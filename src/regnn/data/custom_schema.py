@@ -12,9 +12,10 @@ import torch
 from regnn.errors import DataError
 
 DOC = "see docs/custom_data.md"
-FORMATS = ("dgl", "magnn")
+FORMATS = ("npz", "dgl", "magnn")
 DGL_KEYS = ("format", "name", "graph", "graph_index", "target", "label", "features", "splits", "reverse",
             "num_classes")
+NPZ_KEYS = ("format", "name", "graph", "target", "reverse", "num_classes")
 MAGNN_KEYS = ("format", "name", "dir", "schema")
 SCHEMA_KEYS = ("name", "node_types", "target", "features", "relations", "num_classes", "default_feats_type")
 SPLIT_KEYS = ("train", "val", "test")
@@ -47,12 +48,14 @@ def _whole(d: dict, key: str, where: str, lo: int) -> None:
 def check_description(meta: dict, path: Path) -> str:
     """Validates a description's keys, types and ranges; returns its format."""
     where = str(path)
-    fmt = meta.get("format") or ("magnn" if "schema" in meta else "dgl" if "graph" in meta else None)
+    fmt = meta.get("format") or ("magnn" if "schema" in meta else None if "graph" not in meta
+                                 else "npz" if str(meta["graph"]).endswith(".npz") else "dgl")
     if fmt not in FORMATS:
-        raise DataError(f"{where}: format {fmt!r} is not known; set format: dgl (a dgl.save_graphs file) or format: "
-                        f"magnn (MAGNN-style processed files); {did_you_mean(fmt, FORMATS)}({DOC})")
-    if fmt == "dgl":
-        _unknown(meta, DGL_KEYS, where, "key")
+        raise DataError(f"{where}: format {fmt!r} is not known; set format: npz (one numpy .npz of arrays), format: "
+                        f"dgl (a dgl.save_graphs file) or format: magnn (MAGNN-style processed files); "
+                        f"{did_you_mean(fmt, FORMATS)}({DOC})")
+    if fmt in ("dgl", "npz"):
+        _unknown(meta, DGL_KEYS if fmt == "dgl" else NPZ_KEYS, where, "key")
         for k in ("name", "graph", "target", "label", "features"):
             _text(meta, k, where)
         _whole(meta, "graph_index", where, 0)
@@ -111,7 +114,7 @@ def exact_ints(x, what: str) -> np.ndarray:
     bad = ~np.isfinite(a) | (a != np.round(a))
     if bad.any():
         i = int(np.flatnonzero(bad.ravel())[0])
-        raise DataError(f"{what} holds non-integer values (e.g. {a.ravel()[i]!r} at position {i}); it must hold "
+        raise DataError(f"{what} holds non-integer values (e.g. {a.ravel()[i].item()!r} at position {i}); it must hold "
                         "integers: store it as an integer array")
     return a.astype(np.int64)
 
