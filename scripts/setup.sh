@@ -8,18 +8,34 @@ cd "$(dirname "$0")/.."
 # this machine's pip config names local index folders that may not exist; hide those warnings only
 quiet_pip() { "$@" 2> >(grep -v "^WARNING: Location 'file://" >&2); }
 
-PY=${PYTHON:-python3.11}
-command -v "$PY" >/dev/null || PY=python3
-"$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' 2>/dev/null || {
-  echo "setup: Python 3.11 is needed (DGL 2.1.0 wheels); set PYTHON=/path/to/python3.11" >&2; exit 1; }
-
+# the Python: $PYTHON if set, else the newest supported one on PATH (3.13, 3.12, 3.11, then plain python3)
+supported() { "$1" -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' 2>/dev/null; }
+if [ -n "${PYTHON:-}" ]; then
+  PY=$PYTHON
+  supported "$PY" || { echo "setup: PYTHON=$PY is not Python 3.11, 3.12 or 3.13 (or does not run); regnn supports those" >&2; exit 1; }
+else
+  PY=
+  for c in python3.13 python3.12 python3.11 python3; do
+    if command -v "$c" >/dev/null && supported "$c"; then PY=$c; break; fi
+  done
+  [ -n "$PY" ] || { echo "setup: no Python 3.11, 3.12 or 3.13 found on PATH; install one, or set PYTHON=/path/to/python3.x" >&2; exit 1; }
+fi
+pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 lock_hash=$(sha256sum requirements.lock | cut -c1-16)
+# the lock is the whole constraint: a site-wide pip constraint file that caps a locked version would stop the install
+export PIP_CONSTRAINT="$PWD/requirements.lock"
 venv=.venv
 site_of() { "$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 
+if [ -x "$venv/bin/python" ] && [ "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$pyver" ]; then
+  echo "setup: $venv was made with another Python; making it again with $PY ($pyver)"
+  rm -rf "$venv"
+fi
 if [ ! -x "$venv/bin/python" ]; then
-  echo "setup: creating $venv"
+  echo "setup: creating $venv with $PY (Python $pyver)"
   "$PY" -m venv "$venv"
+else
+  echo "setup: $venv uses Python $pyver"
 fi
 
 if [ "${REGNN_VENV_CACHE:-}" = "none" ]; then
@@ -29,7 +45,7 @@ if [ "${REGNN_VENV_CACHE:-}" = "none" ]; then
     echo "$lock_hash" > "$venv/.lock-hash"
   fi
 else
-  deps=${REGNN_VENV_CACHE:-$HOME/.cache/regnn}/deps-$lock_hash
+  deps=${REGNN_VENV_CACHE:-$HOME/.cache/regnn}/deps-py$pyver-$lock_hash
   if [ ! -f "$deps/.complete" ]; then
     echo "setup: installing requirements.lock into the shared cache $deps (a few minutes, once per machine)"
     rm -rf "$deps"
@@ -37,7 +53,7 @@ else
     "$PY" -m venv "$deps"
     # a changed lock starts from the newest complete cache (hard links: no copy, no download), so pip fetches
     # only the packages that differ; without one (or across filesystems) it installs everything
-    seed=$(ls -dt "$(dirname "$deps")"/deps-* 2>/dev/null | while read -r d; do
+    seed=$(ls -dt "$(dirname "$deps")"/deps-py$pyver-* 2>/dev/null | while read -r d; do
       [ -f "$d/.complete" ] && [ "$d" != "$deps" ] && { echo "$d"; break; }; done || true)
     if [ -n "$seed" ] && ! cp -alf "$(site_of "$seed")/." "$(site_of "$deps")/" 2>/dev/null; then
       rm -rf "$deps" && "$PY" -m venv "$deps"
@@ -59,6 +75,7 @@ if ! "$venv/bin/python" -c 'import regnn' 2>/dev/null || [ ! -f "$venv/.editable
 fi
 # the stack imports, and the fused aggregation kernels load (C++, built once per machine into
 # ~/.cache/torch_extensions; a missing compiler only means the slower pure-torch path); one process for both
-"$venv/bin/python" -c 'import regnn, torch, dgl, hydra
-print(f"setup: ok (torch {torch.__version__}, dgl {dgl.__version__}, hydra {hydra.__version__})", flush=True)
+"$venv/bin/python" -c 'import sys, regnn, torch, numpy, hydra
+print(f"setup: ok (Python {sys.version.split()[0]}, torch {torch.__version__}, numpy {numpy.__version__}, "
+      f"hydra {hydra.__version__})", flush=True)
 from regnn.core.kernels import main; main()' 2> >(grep -v "No CUDA runtime is found" >&2)

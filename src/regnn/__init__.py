@@ -1,9 +1,10 @@
 """regnn: relation embeddings (RE-GNN) that let homogeneous GNNs learn on heterogeneous graphs."""
 import os as _os
 
-# DGL picks its backend from the environment and otherwise writes ~/.dgl/config.json; never let it guess.
+# DGL (optional: format: dgl custom graphs) picks its backend from the environment and otherwise writes
+# ~/.dgl/config.json; never let it guess.
 _os.environ.setdefault("DGLBACKEND", "pytorch")
-# `import dgl` imports ogb, which starts a thread asking PyPI whether ogb is outdated, and importing the
+# Importing ogb (dataset=ogbn_mag) starts a thread asking PyPI whether ogb is outdated, and importing the
 # `outdated` package starts one more, about `outdated` itself. Runs must not reach for the network (where there is
 # none, every process waited ~2 s at exit for those threads and warned), so unless something imported it
 # already, `outdated` is replaced, for the whole process, by a stand-in whose checks report "up to date" without
