@@ -47,6 +47,245 @@ def arrays(**named) -> dict[str, np.ndarray]:
     return out
 
 
+# -- typed layers (R-GCN, HGT) and the compute core's GAT layer and edge ops ---------------------------------------
+
+TYPED_NODES = {"a": 4, "b": 5, "c": 3}
+# node a3 is the destination of no edge, node c2 is on no edge at all; "bb" joins a type to itself
+TYPED_RELATIONS = [("b", "ba", "a"), ("a", "ab", "b"), ("b", "bb", "b"), ("c", "cb", "b"), ("b", "bc", "c")]
+
+
+def typed_graph_arrays() -> dict:
+    """A small heterograph (three node types, five relations, a repeated edge, edges in no sorted order) and DGL's
+    `to_homogeneous` of it: `nodes.<type>`, `edges.<src>.<rel>.<dst>.src/.dst`, `homo.*`. Also returns the DGL
+    graphs for the makers."""
+    import dgl
+    g = torch.Generator().manual_seed(7)
+    limit = {"a": 3, "b": 5, "c": 2}  # a3 and c2 excluded as destinations, c2 as a source
+    edges = {}
+    for s, e, d in TYPED_RELATIONS:
+        n = 7
+        u = torch.randint(0, limit[s], (n,), generator=g)
+        v = torch.randint(0, limit[d], (n,), generator=g)
+        u, v = torch.cat([u, u[:1]]), torch.cat([v, v[:1]])  # one edge twice
+        order = torch.randperm(n + 1, generator=g)
+        edges[(s, e, d)] = (u[order], v[order])
+    hg = dgl.heterograph(edges, num_nodes_dict=TYPED_NODES)
+    if list(hg.ntypes) != sorted(TYPED_NODES) or list(hg.canonical_etypes) != sorted(edges):
+        raise SystemExit("DGL no longer sorts node and edge types by name: the fixtures' ids would differ")
+    homo = dgl.to_homogeneous(hg)
+    out = {f"nodes.{t}": n for t, n in TYPED_NODES.items()}
+    for (s, e, d), (u, v) in edges.items():
+        out[f"edges.{s}.{e}.{d}.src"], out[f"edges.{s}.{e}.{d}.dst"] = u, v
+    hs, hd = homo.edges()
+    out.update({"homo.src": hs, "homo.dst": hd, "homo.ntype": homo.ndata[dgl.NTYPE], "homo.nid": homo.ndata[dgl.NID],
+                "homo.etype": homo.edata[dgl.ETYPE], "homo.eid": homo.edata[dgl.EID]})
+    key = hd * len(edges) + homo.edata[dgl.ETYPE]
+    out["homo.norm"] = (1.0 / torch.bincount(key)[key].to(torch.float32)).unsqueeze(1)  # R-GCN's 1/c_{v,r}
+    return out, hg, homo
+
+
+def float32_init(build) -> dict:
+    """The state dict of the module build() makes under torch.manual_seed(0) with float32 parameters."""
+    torch.set_default_dtype(torch.float32)
+    try:
+        torch.manual_seed(0)
+        module = build()
+    finally:
+        torch.set_default_dtype(torch.float64)
+    return module, {f"init.{k}": v for k, v in module.state_dict().items()}
+
+
+def module_check(module, run, inputs: dict, seed: int) -> dict:
+    """Every parameter of the (float64) module set to seeded normal values; run(**inputs) and the gradients of
+    sum(out * G) with respect to every input and parameter."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.5 + (1.0 if p.dim() == 1 else 0.0))
+    inputs = {k: v.clone().requires_grad_() for k, v in inputs.items()}
+    out = run(**inputs)
+    G = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+    (out * G).sum().backward()
+    res = {"out": out, "G": G}
+    for k, v in inputs.items():
+        res[f"in.{k}"], res[f"grad.{k}"] = v, v.grad
+    for k, p in module.named_parameters():
+        res[f"param.{k}"], res[f"grad.param.{k}"] = p, p.grad
+    return res
+
+
+def _rgcn_layer(num_bases):
+    import dgl
+    from dgl.nn import RelGraphConv
+    graph, _, homo = typed_graph_arrays()
+    reg = None if num_bases is None else "basis"
+    conv, init = float32_init(lambda: RelGraphConv(4, 3, len(TYPED_RELATIONS), regularizer=reg, num_bases=num_bases,
+                                                   self_loop=True))
+    conv = conv.double()
+    norm = graph["homo.norm"].double()
+    x = torch.randn(homo.num_nodes(), 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    res = module_check(conv, lambda x: conv(homo, x, homo.edata[dgl.ETYPE], norm, presorted=True), {"x": x}, 2)
+    return arrays(**graph, **init, **res)
+
+
+@maker
+def make_typed_graph():
+    """The small heterograph and DGL's to_homogeneous of it (node and edge ids, types, R-GCN's norm)."""
+    return arrays(**typed_graph_arrays()[0])
+
+
+@maker
+def make_rgcn_layer():
+    """DGL's RelGraphConv (a full matrix per relation, self-loop, bias) on the small typed graph."""
+    return _rgcn_layer(None)
+
+
+@maker
+def make_rgcn_layer_basis():
+    """DGL's RelGraphConv with the basis decomposition (2 bases for 5 relations)."""
+    return _rgcn_layer(2)
+
+
+def _hgt_layer(in_size, use_norm):
+    import dgl
+    from dgl.nn import HGTConv
+    graph, _, homo = typed_graph_arrays()
+    conv, init = float32_init(lambda: HGTConv(in_size, 3, 2, len(TYPED_NODES), len(TYPED_RELATIONS), dropout=0.2,
+                                              use_norm=use_norm))
+    conv = conv.double().eval()
+    x = torch.randn(homo.num_nodes(), in_size, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    res = module_check(conv, lambda x: conv(homo, x, homo.ndata[dgl.NTYPE], homo.edata[dgl.ETYPE], presorted=True),
+                       {"x": x}, 2)
+    return arrays(**graph, **init, **res)
+
+
+@maker
+def make_hgt_layer():
+    """DGL's HGTConv (2 heads of 3, input size 6: the skip connection adds the input) on the small typed graph."""
+    return _hgt_layer(6, False)
+
+
+@maker
+def make_hgt_layer_norm():
+    """DGL's HGTConv with layer norm and an input size (5) other than heads * head size (its residual_w)."""
+    return _hgt_layer(5, True)
+
+
+def _typed_model(kind: str):
+    """The R-GCN or HGT baseline as regnn built it on DGL's modules, on the small typed graph: its initial
+    weights under seed 0 (float32) and its eval-mode logits in float64."""
+    import dgl
+    import torch.nn.functional as F
+    from dgl.nn import HGTConv, RelGraphConv
+    from torch import nn
+
+    from regnn.models.regnn import TypeProjection
+    graph, hg, homo = typed_graph_arrays()
+    ntypes, num_rel = list(hg.ntypes), len(hg.canonical_etypes)
+    dims = {"a": 3, "b": 4, "c": 2}
+    nt = homo.ndata[dgl.NTYPE]
+    target = torch.nonzero(nt == ntypes.index("b")).squeeze(1)
+    target = target[torch.argsort(homo.ndata[dgl.NID][target])]
+    norm = graph["homo.norm"].double()
+
+    class DGLRGCN(nn.Module):
+        def __init__(self, hidden=8, num_classes=3):
+            super().__init__()
+            self.proj = TypeProjection(dims, hidden)
+            self.convs = nn.ModuleList(RelGraphConv(hidden, num_classes if i == 1 else hidden, num_rel, self_loop=True)
+                                       for i in range(2))
+            self.dropout = nn.Dropout(0.5)
+
+        def forward(self, feats):
+            h = self.proj(feats, ntypes)
+            for i, conv in enumerate(self.convs):
+                h = conv(homo, self.dropout(h), homo.edata[dgl.ETYPE], norm, presorted=True)
+                h = F.relu(h) if i == 0 else h
+            return h[target]
+
+    class DGLHGT(nn.Module):
+        def __init__(self, hidden=8, heads=2, num_classes=3):
+            super().__init__()
+            self.proj = TypeProjection(dims, hidden)
+            self.convs = nn.ModuleList(HGTConv(hidden, hidden // heads, heads, len(ntypes), num_rel, dropout=0.2,
+                                               use_norm=True) for _ in range(2))
+            self.dropout = nn.Dropout(0.2)
+            self.head = nn.Linear(hidden, num_classes)
+
+        def forward(self, feats):
+            h = self.dropout(F.gelu(self.proj(feats, ntypes)))
+            for conv in self.convs:
+                h = F.gelu(conv(homo, h, nt, homo.edata[dgl.ETYPE], presorted=True))
+            return self.head(h[target])
+
+    model, init = float32_init(DGLRGCN if kind == "rgcn" else DGLHGT)
+    model = model.double().eval()
+    gen = torch.Generator().manual_seed(3)
+    feats = {t: torch.randn(TYPED_NODES[t], d, generator=gen, dtype=torch.float64) for t, d in dims.items()}
+    with torch.no_grad():
+        logits = model(feats)
+    return arrays(**graph, **init, **{f"feat.{t}": x for t, x in feats.items()}, logits=logits, target=target)
+
+
+@maker
+def make_rgcn_model():
+    """regnn's R-GCN baseline on DGL's RelGraphConv (hidden 8, 2 layers, 3 classes, target type b)."""
+    return _typed_model("rgcn")
+
+
+@maker
+def make_hgt_model():
+    """regnn's HGT baseline on DGL's HGTConv (hidden 8, 2 heads, 2 layers with layer norm, 3 classes)."""
+    return _typed_model("hgt")
+
+
+def core_graph(n, e, num_rel, seed, shuffle=True):
+    """tests/test_layers.py's random multigraph: (src, dst, rel), sorted by (dst, src) unless shuffle."""
+    g_ = torch.Generator().manual_seed(seed)
+    src, dst = torch.randint(0, n, (e,), generator=g_), torch.randint(0, n, (e,), generator=g_)
+    rel = torch.randint(0, num_rel, (e,), generator=g_)
+    if not shuffle:
+        order = torch.argsort(dst * n + src)
+        src, dst, rel = src[order], dst[order], rel[order]
+    return src, dst, rel
+
+
+@maker
+def make_gatconv():
+    """DGL's GATConv (3 heads of 5, no bias, zero in-degree allowed) on a random multigraph of 15 nodes."""
+    import dgl
+    from dgl.nn import GATConv
+    src, dst, rel = core_graph(15, 60, 2, seed=6)
+    g = dgl.graph((src, dst), num_nodes=15)
+    conv = GATConv(7, 5, num_heads=3, negative_slope=0.2, bias=False, allow_zero_in_degree=True).double()
+    h = torch.randn(15, 7, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    res = module_check(conv, lambda h: conv(g, h), {"h": h}, 2)
+    return arrays(src=src, dst=dst, rel=rel, **res)
+
+
+@maker
+def make_edge_ops():
+    """dgl.ops.u_add_v and edge_softmax (of 3 * the sum), with 1 and 3 heads, on a multigraph sorted by destination
+    whose last node (13) has no in-edges; gradients of sum(softmax * go)."""
+    import dgl
+    from dgl.nn.functional import edge_softmax
+    src, dst, _ = core_graph(14, 50, 4, seed=12, shuffle=False)
+    keep = dst != 13
+    src, dst = src[keep], dst[keep]
+    g = dgl.graph((src, dst), num_nodes=14)
+    out = {"src": src, "dst": dst}
+    gen = torch.Generator().manual_seed(1)
+    for heads in (1, 3):
+        el, er = (torch.randn(14, heads, dtype=torch.float64, generator=gen).requires_grad_() for _ in range(2))
+        go = torch.randn(g.num_edges(), heads, dtype=torch.float64, generator=gen)
+        s = dgl.ops.u_add_v(g, el, er)
+        a = edge_softmax(g, 3 * s)
+        (a * go).sum().backward()
+        out.update({f"h{heads}.el": el, f"h{heads}.er": er, f"h{heads}.go": go, f"h{heads}.s": s, f"h{heads}.a": a,
+                    f"h{heads}.grad_el": el.grad, f"h{heads}.grad_er": er.grad})
+    return arrays(**out)
+
+
 def main(names: list[str]) -> None:
     import dgl  # noqa: F401  (fail here, with a plain ImportError, where DGL is absent)
     torch.set_default_dtype(torch.float64)

@@ -4,7 +4,6 @@ import json
 import shutil
 from pathlib import Path
 
-import dgl
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +13,7 @@ from omegaconf import OmegaConf
 
 from conftest import REPO
 from regnn.core.adjacency import Adjacency
+from regnn.data.hetero import HeteroGraph
 from regnn.errors import ConfigError
 from regnn.models.baselines import metapath_adjacency, metapath_graph, metapath_graphs
 from regnn.models.baselines.gtn import composite_propagate
@@ -41,14 +41,14 @@ def tiny_academic(seed=0):
     pt = [(p, t) for p in range(6) for t in range(3) if rng.random() < 0.5]
     pv = [(p, int(rng.integers(0, 2))) for p in range(5)]  # paper 5 has no venue
     t = lambda pairs, i: torch.tensor([x[i] for x in pairs])  # noqa: E731
-    return dgl.heterograph({
+    return HeteroGraph({
         ("author", "author->paper", "paper"): (t(ap, 0), t(ap, 1)),
         ("paper", "paper->author", "author"): (t(ap, 1), t(ap, 0)),
         ("paper", "paper->term", "term"): (t(pt, 0), t(pt, 1)),
         ("term", "term->paper", "paper"): (t(pt, 1), t(pt, 0)),
         ("paper", "paper->venue", "venue"): (t(pv, 0), t(pv, 1)),
         ("venue", "venue->paper", "paper"): (t(pv, 1), t(pv, 0)),
-    }, num_nodes_dict={"author": 5, "paper": 6, "term": 3, "venue": 2})  # author 4 has no paper
+    }, {"author": 5, "paper": 6, "term": 3, "venue": 2})  # author 4 has no paper
 
 
 def dense(g, rel):
@@ -120,8 +120,8 @@ def test_gtn_sparse_chain_equals_the_dense_composite_adjacency():
     gen = torch.Generator().manual_seed(0)
     src, dst = torch.randint(0, n, (e,), generator=gen), torch.randint(0, n, (e,), generator=gen)
     order = torch.argsort(dst * n + src)
-    adj = Adjacency(dgl.graph((src[order], dst[order]), num_nodes=n))
     src, dst = src[order], dst[order]
+    adj = Adjacency.from_edges(src, dst, None, n)
     ws = [torch.rand(e, generator=gen, dtype=torch.float64, requires_grad=True) for _ in range(3)]
     y = torch.randn(n, 4, generator=gen, dtype=torch.float64, requires_grad=True)
 
@@ -147,11 +147,11 @@ def test_typed_graph_keeps_target_order_and_rgcn_normaliser():
     tg = TypedGraph.build(data)
     assert (tg.ntype[tg.target_nodes] == tg.ntypes.index("item")).all()
     assert torch.equal(tg.target_nodes, torch.arange(40) + tg.target_nodes.min())  # local order kept
-    _, dst = tg.graph.edges()
+    dst = tg.dst
     for r in range(len(tg.relation_names)):  # 1/c_{v,r}: the in-edges of v in relation r sum to 1
-        sums = torch.zeros(tg.graph.num_nodes()).index_add_(0, dst[tg.etype == r], tg.rel_norm[tg.etype == r, 0])
+        sums = torch.zeros(tg.num_nodes).index_add_(0, dst[tg.etype == r], tg.rel_norm[tg.etype == r, 0])
         assert torch.allclose(sums[sums > 0], torch.ones(int((sums > 0).sum())))
-    assert (tg.etype.diff() >= 0).all()  # edges grouped by relation (DGL's presorted fast path)
+    assert (tg.etype.diff() >= 0).all()  # edges grouped by relation, as DGL's to_homogeneous groups them
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,10 @@
-"""The RE layers against dense hand computations and DGL's own GATConv."""
-import dgl
+"""The RE layers against dense hand computations, and the compute core against float64 fixtures written from
+DGL's GATConv and edge ops (scripts/dgl_fixtures.py)."""
+import numpy as np
 import pytest
 import torch
-from dgl.nn import GATConv
 
+from dgl_fixtures import assert_close, load_fixture
 from regnn.core.adjacency import Adjacency
 from regnn.core.backend import TORCH, Backend, choose_backend
 from regnn.core.attention import REGATConv
@@ -11,21 +12,35 @@ from regnn.core.conv import REGraphConv
 
 
 def random_graph(n=12, e=40, num_rel=4, seed=0, shuffle=True):
+    """(src, dst, rel) of a random multigraph of n nodes; sorted by (destination, source) unless shuffle."""
     g_ = torch.Generator().manual_seed(seed)
     src, dst = torch.randint(0, n, (e,), generator=g_), torch.randint(0, n, (e,), generator=g_)
     rel = torch.randint(0, num_rel, (e,), generator=g_)
     if not shuffle:
         order = torch.argsort(dst * n + src)
         src, dst, rel = src[order], dst[order], rel[order]
-    g = dgl.graph((src, dst), num_nodes=n)
-    g.edata["rel"] = rel
-    return g, src, dst, rel
+    return src, dst, rel
 
 
-def adjacency_from_arrays(g, backend=None):
-    """The Adjacency of DGL graph g built from its CSC/CSR arrays."""
-    arrays = [*g.adj_tensors("csc"), *g.adj_tensors("csr")]
-    return Adjacency.from_arrays(g.num_dst_nodes(), g.num_src_nodes(), *arrays, g.edata["rel"], backend=backend)
+def without_in_edges_of(node, src, dst, rel):
+    keep = dst != node
+    return src[keep], dst[keep], rel[keep]
+
+
+def csc_csr_arrays(src, dst, num_src, num_dst):
+    """CSC (in-edges of every destination) and CSR (out-edges of every source) arrays with edge ids, each node's
+    edges by increasing id, computed apart from Adjacency.from_edges (numpy's lexsort)."""
+    out = []
+    for key, other, n in ((dst, src, num_dst), (src, dst, num_src)):
+        eid = torch.from_numpy(np.lexsort((np.arange(key.numel()), key.numpy())))
+        indptr = torch.cat([torch.zeros(1, dtype=torch.long), torch.bincount(key, minlength=n).cumsum(0)])
+        out += [indptr, other[eid], eid]
+    return out
+
+
+def adjacency_from_arrays(src, dst, rel, n, backend=None):
+    """The Adjacency of the graph (src, dst, rel) on n nodes built from its CSC/CSR arrays."""
+    return Adjacency.from_arrays(n, n, *csc_csr_arrays(src, dst, n, n), rel, backend=backend)
 
 
 def dense(n, src, dst, w):
@@ -46,13 +61,13 @@ def path(request) -> Backend:
     return backend
 
 
-@pytest.mark.parametrize("dim", [3, 5, 16, 64])  # torch path: DGL's SDDMM below 8 columns, torch's from 8;
+@pytest.mark.parametrize("dim", [3, 5, 16, 64])  # torch path: gathered rows below 8 columns, an SDDMM from 8;
 @pytest.mark.parametrize("shuffle", [False, True])  # kernels: compile-time widths (3, 16, 64), runtime width (5)
 @pytest.mark.parametrize("norm", ["both", "right", "none"])
 def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim, path):
     n = 12
-    g, src, dst, rel = random_graph(n=n, shuffle=shuffle)
-    adj = Adjacency(g, backend=path)
+    src, dst, rel = random_graph(n=n, shuffle=shuffle)
+    adj = Adjacency.from_edges(src, dst, rel, n, backend=path)
     # weights below and above 1 so that some degrees fall under the clamp at 1
     alpha = torch.tensor([[0.05], [0.3], [1.7], [2.5]], dtype=torch.float64, requires_grad=True)
     h = torch.randn(n, dim, dtype=torch.float64, requires_grad=True)
@@ -81,15 +96,14 @@ def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim, pa
 
 
 def test_unweighted_path_equals_all_ones_weights(path):
-    g, *_ = random_graph(seed=4)
-    adj = Adjacency(g, backend=path)
+    adj = Adjacency.from_edges(*random_graph(seed=4), 12, backend=path)
     h = torch.randn(12, 3)
     torch.testing.assert_close(adj.normalized_spmm(h, None), adj.normalized_spmm(h, torch.ones(4, 1)))
 
 
 def test_gcn_layer_with_weight_matches_dense(path):
     n = 10
-    g, src, dst, rel = random_graph(n=n, e=30, num_rel=3, seed=5)
+    src, dst, rel = random_graph(n=n, e=30, num_rel=3, seed=5)
     layer = REGraphConv(6, 4, activation="elu")
     torch.nn.init.normal_(layer.bias)
     alpha = torch.rand(3, 1) + 0.5
@@ -97,28 +111,35 @@ def test_gcn_layer_with_weight_matches_dense(path):
     a = dense(n, src, dst, alpha[rel, 0])
     d = a.sum(1).clamp(min=1).pow(-0.5)[:, None]
     want = torch.nn.functional.elu(d * (a @ (d * h)) @ layer.weight + layer.bias)
-    torch.testing.assert_close(layer(Adjacency(g, backend=path), h, alpha), want)
+    torch.testing.assert_close(layer(Adjacency.from_edges(src, dst, rel, n, backend=path), h, alpha), want)
 
 
 def test_gat_layer_with_zero_relation_weights_equals_dgl_gatconv(path):
-    g, *_ = random_graph(n=15, e=60, num_rel=2, seed=6)
-    ours = REGATConv(7, 5, heads=3, negative_slope=0.2)
-    ref = GATConv(7, 5, num_heads=3, negative_slope=0.2, bias=False, allow_zero_in_degree=True)
+    """With every relation weight 0 the RE-GAT layer is DGL's GATConv (no bias, zero in-degree allowed): output
+    and gradients (features and every parameter) in float64, from the gatconv fixture."""
+    fx = load_fixture("gatconv")
+    adj = Adjacency.from_edges(fx["src"], fx["dst"], fx["rel"], 15, backend=path)
+    ours = REGATConv(7, 5, heads=3, negative_slope=0.2).double()
     with torch.no_grad():
-        ref.fc.weight.copy_(ours.fc.weight)
-        ref.attn_l.copy_(ours.attn_l)
-        ref.attn_r.copy_(ours.attn_r)
-    h = torch.randn(15, 7)
-    adj = Adjacency(g, backend=path)
-    torch.testing.assert_close(ours(adj, h, torch.zeros(2, 3)), ref(g, h), rtol=1e-5, atol=1e-6)
+        for name, p in ours.named_parameters():
+            p.copy_(fx[f"param.{name}"])
+    h = fx["in.h"].clone().requires_grad_()
+    out = ours(adj, h, torch.zeros(2, 3, dtype=torch.float64))
+    assert_close(out, fx["out"], "output")
+    (out * fx["G"]).sum().backward()
+    assert_close(h.grad, fx["grad.h"], "gradient of h")
+    for name, p in ours.named_parameters():
+        assert_close(p.grad, fx[f"grad.param.{name}"], f"gradient of {name}")
     # the plain layer (no weights) holds every weight at 1, as the authors' --no_re: + 1 before the LeakyReLU
-    torch.testing.assert_close(ours(adj, h), ours(adj, h, torch.ones(2, 3)))
-    assert not torch.allclose(ours(adj, h), ref(g, h), rtol=1e-3, atol=1e-4)
+    with torch.no_grad():
+        plain = ours(adj, h)
+        torch.testing.assert_close(plain, ours(adj, h, torch.ones(2, 3, dtype=torch.float64)))
+    assert not torch.allclose(plain, fx["out"], rtol=1e-3, atol=1e-4)
 
 
 def test_gat_relation_weights_are_added_to_the_logits(path):
     n = 8
-    g, src, dst, rel = random_graph(n=n, e=30, num_rel=2, seed=7, shuffle=False)
+    src, dst, rel = random_graph(n=n, e=30, num_rel=2, seed=7, shuffle=False)
     conv = REGATConv(4, 3, heads=2, negative_slope=0.2)
     h = torch.randn(n, 4)
     alpha = torch.tensor([[0.5, 2.0], [3.0, 0.1]])
@@ -131,7 +152,8 @@ def test_gat_relation_weights_are_added_to_the_logits(path):
         if m.any():
             a = torch.softmax(s[m], 0)  # (in-edges, heads)
             want[v] = (a[:, :, None] * z[src[m]]).sum(0)
-    torch.testing.assert_close(conv(Adjacency(g, backend=path), h, alpha), want, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(conv(Adjacency.from_edges(src, dst, rel, n, backend=path), h, alpha), want,
+                               rtol=1e-5, atol=1e-6)
 
 
 def kernels_or_skip():
@@ -146,9 +168,7 @@ def random_graph_or_block(block: bool, seed: int, n_src=20, e=90):
     g_ = torch.Generator().manual_seed(seed)
     n_dst = 8 if block else n_src
     src, dst = torch.randint(0, n_src, (e,), generator=g_), torch.randint(0, n_dst, (e,), generator=g_)
-    g = (dgl.create_block((src, dst), num_src_nodes=n_src, num_dst_nodes=n_dst) if block
-         else dgl.graph((src, dst), num_nodes=n_src))
-    return Adjacency(g, torch.zeros(e, dtype=torch.long)), n_dst, g_
+    return Adjacency.from_edges(src, dst, torch.zeros(e, dtype=torch.long), n_src, n_dst), n_dst, g_
 
 
 @pytest.mark.parametrize("dim,learn_alpha", [(64, True), (5, True), (64, False)])  # compile-time/runtime width
@@ -232,12 +252,7 @@ def test_gatv2_score_kernels_match_the_torch_path(dim, block):
     torch.testing.assert_close(results[0][0][:5], (t * a0).sum(-1))
 
 
-def test_adjacencies_from_arrays_from_edges_and_from_a_dgl_graph_agree(path):
-    """from_arrays (CSC/CSR arrays), from_edges (edge arrays in any order) and a DGL graph give the same
-    aggregation and gradients, including the narrow SDDMM of the torch path."""
-    g, src, dst, rel = random_graph(n=14, e=50, seed=11)
-    adjs = (Adjacency(g, backend=path), adjacency_from_arrays(g, path),
-            Adjacency.from_edges(src, dst, rel, 14, backend=path))
+def aggregation_results(adjs):
     results = []
     for a in adjs:
         h = torch.randn(14, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0)).requires_grad_()
@@ -250,28 +265,37 @@ def test_adjacencies_from_arrays_from_edges_and_from_a_dgl_graph_agree(path):
             torch.testing.assert_close(got, want)
 
 
+def test_adjacencies_from_arrays_and_from_edges_agree(path):
+    """from_arrays (CSC/CSR arrays) and from_edges (edge arrays in any order) give the same aggregation and
+    gradients, including the narrow SDDMM of the torch path."""
+    src, dst, rel = random_graph(n=14, e=50, seed=11)
+    aggregation_results((Adjacency.from_edges(src, dst, rel, 14, backend=path),
+                         adjacency_from_arrays(src, dst, rel, 14, path)))
+
+
+def test_an_adjacency_from_a_dgl_graph_agrees_with_one_from_edges(path):
+    """An Adjacency still takes a DGL graph (custom graphs in DGL's format): the same as from its edge arrays."""
+    dgl = pytest.importorskip("dgl", reason="builds an Adjacency from a DGL graph; DGL is optional")
+    src, dst, rel = random_graph(n=14, e=50, seed=11)
+    g = dgl.graph((src, dst), num_nodes=14)
+    g.edata["rel"] = rel
+    aggregation_results((Adjacency.from_edges(src, dst, rel, 14, backend=path), Adjacency(g, backend=path)))
+
+
 @pytest.mark.parametrize("heads", [1, 3])
 def test_edge_ops_equal_dgls(heads, path):
-    """u_add_v and edge_softmax (torch's segment ops or the fused kernels) equal DGL's ops, values and gradients,
-    in float64, on a multigraph with a node that has no in-edges (its softmax row is empty)."""
-    from dgl.nn.functional import edge_softmax
-    g, *_ = random_graph(n=14, e=50, seed=12, shuffle=False)
-    g = dgl.remove_edges(g, g.in_edges(13, form="eid"))
-    adj = Adjacency(g, backend=path)
+    """u_add_v and edge_softmax (torch's segment ops or the fused kernels) equal DGL's ops (the edge_ops fixture),
+    values and gradients, in float64, on a multigraph with a node that has no in-edges (its softmax row is empty)."""
+    fx = load_fixture("edge_ops")
+    adj = Adjacency.from_edges(fx["src"], fx["dst"], None, 14, backend=path)
     assert adj.perm is None  # edges sorted by destination: DGL's edge order is the CSR order
-    gen = torch.Generator().manual_seed(1)
-    el0, er0 = (torch.randn(14, heads, dtype=torch.float64, generator=gen) for _ in range(2))
-    go = torch.randn(g.num_edges(), heads, dtype=torch.float64, generator=gen)
-    results = []
-    for ours in (True, False):
-        el, er = el0.clone().requires_grad_(), er0.clone().requires_grad_()
-        s = adj.u_add_v(el, er) if ours else dgl.ops.u_add_v(g, el, er)
-        a = adj.edge_softmax(3 * s) if ours else edge_softmax(g, 3 * s)
-        (a * go).sum().backward()
-        results.append((s.detach(), a.detach(), el.grad, er.grad))
-    for got, want in zip(*results):
-        torch.testing.assert_close(got, want)
-    total = torch.zeros(14, heads, dtype=torch.float64).index_add_(0, adj.dst_of, results[0][1])
+    el, er = (fx[f"h{heads}.{k}"].clone().requires_grad_() for k in ("el", "er"))
+    s = adj.u_add_v(el, er)
+    a = adj.edge_softmax(3 * s)
+    (a * fx[f"h{heads}.go"]).sum().backward()
+    for got, what in ((s, "s"), (a, "a"), (el.grad, "grad_el"), (er.grad, "grad_er")):
+        assert_close(got, fx[f"h{heads}.{what}"], what)
+    total = torch.zeros(14, heads, dtype=torch.float64).index_add_(0, adj.dst_of, a.detach())
     torch.testing.assert_close(total[:13], torch.ones(13, heads, dtype=torch.float64))
 
 
@@ -281,11 +305,10 @@ def test_attention_layers_agree_on_kernels_and_torch(layer):
     the fused kernels and on torch alone, in float64, on a multigraph with a node that has no in-edges."""
     from regnn.core.attention import REGATv2Conv
     kernels = kernels_or_skip()
-    g, *_ = random_graph(n=14, e=50, seed=12)
-    g = dgl.remove_edges(g, g.in_edges(13, form="eid"))  # node 13: no in-edges (its row of the softmax is empty)
+    graph = without_in_edges_of(13, *random_graph(n=14, e=50, seed=12))  # its row of the softmax is empty
     results = []
     for backend in (Backend(kernels), TORCH):
-        adj = adjacency_from_arrays(g, backend)
+        adj = adjacency_from_arrays(*graph, 14, backend)
         torch.manual_seed(3)
         conv = (REGATConv(6, 5, heads=3) if layer == "gat" else REGATv2Conv(6, 5, heads=3)).double()
         h = torch.randn(14, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).requires_grad_()
@@ -304,10 +327,9 @@ def test_sorted_segment_sums_equal_index_add_and_the_kernels():
     deterministic index_add_ is very slow), on CPU by index_add_ or the fused kernels' sums: the backends give the
     same, alone and inside the gradients of the weighted GCN aggregation and of an RE-GAT layer, with a relation
     id that no edge has and a node without in-edges."""
-    g, *_ = random_graph(n=14, e=60, seed=14)
-    g = dgl.remove_edges(g, g.in_edges(13, form="eid"))
+    graph = without_in_edges_of(13, *random_graph(n=14, e=60, seed=14))
     gen = torch.Generator().manual_seed(4)
-    vals = torch.randn(g.num_edges(), 3, dtype=torch.float64, generator=gen)
+    vals = torch.randn(graph[0].numel(), 3, dtype=torch.float64, generator=gen)
     h0 = torch.randn(14, 6, dtype=torch.float64, generator=gen)
     alpha0 = torch.rand(5, 1, dtype=torch.float64, generator=gen) + 0.5  # relation 4: on no edge
     att_alpha0 = torch.rand(5, 2, dtype=torch.float64, generator=gen) + 0.5
@@ -317,7 +339,7 @@ def test_sorted_segment_sums_equal_index_add_and_the_kernels():
         backends.append(Backend(kernels))
     results = []
     for backend in backends:
-        adj = adjacency_from_arrays(g, backend)
+        adj = adjacency_from_arrays(*graph, 14, backend)
         sums = [adj.segment_sum(vals, by, n) for by, n in (("dst", 14), ("src", 14), ("rel", 5), ("rel", 7))]
         h, alpha = h0.clone().requires_grad_(), alpha0.clone().requires_grad_()
         adj.normalized_spmm(h, alpha, "both").pow(2).sum().backward()
@@ -341,7 +363,8 @@ def test_sorted_segment_sums_on_blocks_and_empty_graphs(case):
         adj, n_dst, g_ = random_graph_or_block(True, seed=15)
         adj.rel = torch.randint(0, 3, adj.indices.shape, generator=g_)
     else:
-        adj = Adjacency(dgl.graph(([], []), num_nodes=4), torch.zeros(0, dtype=torch.long))
+        none = torch.zeros(0, dtype=torch.long)
+        adj = Adjacency.from_edges(none, none, none, 4)
     vals = torch.randn(adj.indices.shape[0], 2, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
     wanted = [("dst", adj.num_dst), ("dst", adj.num_dst + 3), ("src", adj.num_src), ("src", adj.num_src + 2),
               ("rel", 4)]
@@ -360,8 +383,7 @@ def test_sorted_segment_sums_on_blocks_and_empty_graphs(case):
 def test_an_adjacency_from_arrays_moves_to_a_device(path):
     """Adjacency.to keeps its arrays and aggregates as before, on the backend chosen there (the kernels stay off
     where they were off)."""
-    g, *_ = random_graph(n=14, e=50, seed=16)
-    adj = adjacency_from_arrays(g, path)
+    adj = adjacency_from_arrays(*random_graph(n=14, e=50, seed=16), 14, path)
     h = torch.randn(14, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
     alpha = torch.tensor([[0.5], [2.0], [1.5], [0.3]], dtype=torch.float64)
     want = adj.normalized_spmm(h, alpha, "both")
@@ -372,8 +394,8 @@ def test_an_adjacency_from_arrays_moves_to_a_device(path):
 
 def test_sparse_products_keep_float64_and_lift_bfloat16():
     """The bf16 path lifts low-precision inputs to float32; float64 (the gradient checks) must stay float64."""
-    g = dgl.graph((torch.tensor([0, 1, 2, 2]), torch.tensor([0, 0, 1, 2])), num_nodes=3)
-    adj = Adjacency(g, torch.zeros(4, dtype=torch.long))
+    src, dst = torch.tensor([0, 1, 2, 2]), torch.tensor([0, 0, 1, 2])
+    adj = Adjacency.from_edges(src, dst, torch.zeros(4, dtype=torch.long), 3)
     h64 = torch.randn(3, 5, dtype=torch.float64)
     assert adj.spmm(h64).dtype == torch.float64
     assert adj.normalized_spmm(h64, torch.ones(4, 1, dtype=torch.float64)).dtype == torch.float64
@@ -458,8 +480,8 @@ def test_a_failed_kernel_build_falls_back_with_one_warning(monkeypatch, caplog):
 
 
 def test_one_adjacency_serves_float32_and_float64(path):
-    g, src, dst, rel = random_graph(seed=9)
-    adj = Adjacency(g, backend=path)
+    src, dst, rel = random_graph(seed=9)
+    adj = Adjacency.from_edges(src, dst, rel, 12, backend=path)
     for dtype in (torch.float32, torch.float64, torch.float32):
         alpha = torch.tensor([[0.5], [1.5], [2.0], [0.2]], dtype=dtype)
         h = torch.randn(12, 8, dtype=dtype)

@@ -1,4 +1,4 @@
-"""R-GCN (Schlichtkrull et al., 2018) on DGL's RelGraphConv.
+"""R-GCN (Schlichtkrull et al., 2018): RelGraphConv layers (regnn.models.baselines.typed_layers).
 
 h_v' = act(W_0 h_v + sum_r sum_{u in N_r(v)} 1/c_{v,r} W_r h_u): one weight matrix per relation (each direction
 of a relation is its own type, as for RE-GNN), a self-connection weight W_0, and the mean over the neighbours
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from dgl.nn import RelGraphConv
 from torch import nn
 
 from regnn.models.baselines.inputs import TypedGraph
+from regnn.models.baselines.typed_layers import RelGraphConv
 from regnn.models.regnn import TypeProjection
 
 
@@ -30,10 +30,9 @@ class RGCN(nn.Module):
         if num_bases is not None and not 1 <= num_bases <= num_relations:
             raise ValueError(f"num_bases must be in [1, {num_relations}] (the relation count) or None, got {num_bases}")
         self.proj = TypeProjection(in_dims, hidden)
-        reg = "basis" if num_bases is not None and num_bases < num_relations else None
+        bases = num_bases if num_bases is not None and num_bases < num_relations else None
         self.convs = nn.ModuleList(
-            RelGraphConv(hidden, num_classes if i == num_layers - 1 else hidden, num_relations, regularizer=reg,
-                         num_bases=num_bases if reg else None, self_loop=True)
+            RelGraphConv(hidden, num_classes if i == num_layers - 1 else hidden, num_relations, num_bases=bases)
             for i in range(num_layers))
         self.dropout = nn.Dropout(dropout)
 
@@ -45,7 +44,7 @@ class RGCN(nn.Module):
         h = self.proj(feats, inputs.ntypes)
         last = len(self.convs) - 1
         for i, conv in enumerate(self.convs):
-            h = conv(inputs.graph, self.dropout(h), inputs.etype, inputs.rel_norm, presorted=True)
+            h = conv(inputs, self.dropout(h), inputs.rel_norm)
             if i < last:
                 h = F.relu(h)
         out = h[inputs.target_nodes]
