@@ -345,6 +345,9 @@ def test_failed_trials_are_told_as_failed(app, tmp_path):
     assert [t.state.name for t in trials] == ["FAIL"]
     r, trials = app(tmp_path / "g", "hydra.sweeper.n_trials=3", "fail_above=-1", "hydra.sweeper.max_failure_rate=1")
     assert r.returncode == 0 and [t.state.name for t in trials] == ["FAIL"] * 3
+    # an override no trial can compose: the sweep stops before launching, its trial told as failed, not left running
+    r, trials = app(tmp_path / "h", "hydra.sweeper.n_trials=3", "nokey=choice(1,2)")
+    assert r.returncode != 0 and "nokey" in r.stdout + r.stderr and [t.state.name for t in trials] == ["FAIL"]
 
 
 @pytest.mark.slow
