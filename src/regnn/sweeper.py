@@ -190,7 +190,8 @@ def _readable(storage: str):
                 f"it is: upgrade it in place with `optuna storage upgrade --storage {storage}` (copy it first to "
                 "keep the old one), or set hydra.sweep.dir to a new folder for a new study") from None
         raise ConfigError(f"{where} was written by Optuna {found.group(1)}, newer than this Optuna "
-                          f"{optuna.__version__}: install that version, or set hydra.sweep.dir to a new folder") from None
+                          f"{optuna.__version__}: install that version, or set hydra.sweep.dir to a new "
+                          "folder") from None
 
 
 def open_study(storage: str, name: str, *, create: bool = False, direction: str | None = None, sampler=None):
