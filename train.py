@@ -14,7 +14,6 @@ import hydra
 from omegaconf import DictConfig
 
 import regnn.config  # noqa: F401  (registers the ${repo_root:} resolver used by conf/paths)
-import regnn.tuning  # noqa: F401  (registers ${tune_trial:}, the trial folders of experiment=tune)
 from regnn.errors import CellBusy, RegnnError
 
 

@@ -1,5 +1,5 @@
-"""Validation-based tuning: Hydra's Optuna sweeper (TPE, seeded) over conf/experiment/tune.yaml, made resumable,
-and a best setting that train.py takes back.
+"""Validation-based tuning: regnn's Optuna sweeper (regnn.sweeper; TPE, seeded) over conf/experiment/tune.yaml,
+made resumable, and a best setting that train.py takes back.
 
     python train.py -m experiment=tune dataset=counts model=re_gcn dataset.feature_norm=standard
     python -m regnn.tuning outputs/tune/counts_re_gcn --out results/tune_counts_re_gcn   (the listing, again)
@@ -9,9 +9,11 @@ scores are only read back for the listing, never by the search. The study lives 
 
 - on start (TuneCallback.on_multirun_start), trials a killed tune left running are marked failed, and the sweeper
   is asked only for the trials still missing (tune.trials counts the study's finished ones); the settings of a
-  study are fixed by its first tune (a resumed one with other overrides is refused, nothing is mixed);
-- trial 0 is the configured setting (what train.py would run without the tune), then TPE's; trial k trains in
-  <sweep dir>/trial_k (k: Optuna's trial number, the ${tune_trial:} resolver);
+  study are fixed by its first tune (a resumed one with other overrides or another search space is refused,
+  nothing is mixed);
+- trial 0 is the configured setting (what train.py would run without the tune; a key whose configured value lies
+  outside its searched range is drawn instead), then TPE's; trial k trains in <sweep dir>/trial_k (k: Optuna's
+  trial number, which the sweeper gives the trial's job as hydra.job.num);
 - at the end (on_multirun_end) the best trial's setting is written to <sweep dir>/tuned/best.yaml, a
   conf/tuned-style file (`python train.py --config-dir <sweep dir> tuned=best dataset=... model=...`), then
   `tune.final_runs` runs are trained with it in <sweep dir>/final_trial_<k> (k: the best trial), and
@@ -24,7 +26,6 @@ import json
 import logging
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -37,33 +38,18 @@ from regnn.config import REPO_ROOT
 from regnn.errors import ConfigError
 from regnn.io_safe import write_text
 from regnn.reporting.collect import refuse_existing, write_table
+from regnn.sweeper import matching, open_study, search_space, study_names
 
 log = logging.getLogger("regnn")
 # overrides that may change between a tune and its resumption (how long and where it runs, not what it computes)
 _FREE = ("experiment=", "tune.trials=", "tune.final_runs=", "hydra.", "threads=", "workers=", "device=")
 
 
-def _study(storage: str, name: str):
-    import optuna  # imported on use: train.py registers the resolver below on every start
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna.load_study(study_name=name, storage=storage)
-
-
-def _trial_number(storage: str, name: str) -> int:
-    """The number of the trial being launched: the study's newest (the sweeper asks for one trial at a time)."""
-    return max(t.number for t in _study(storage, name).get_trials(deepcopy=False))
-
-
-if not OmegaConf.has_resolver("tune_trial"):
-    OmegaConf.register_new_resolver("tune_trial", _trial_number)
-
-
 def _nested(flat: dict) -> dict:
-    """{"optimizer.lr": 0.01} -> {"optimizer": {"lr": 0.01}}."""
+    """{"optimizer.lr": 0.01} -> {"optimizer": {"lr": 0.01}} (a searched key's +/++ prefix dropped)."""
     out: dict = {}
     for key, value in flat.items():
-        *parents, leaf = key.split(".")
+        *parents, leaf = key.lstrip("+").split(".")
         node = out
         for p in parents:
             node = node.setdefault(p, {})
@@ -89,6 +75,22 @@ def tuned_settings(name: str, tuned_dir: Path = REPO_ROOT / "conf" / "tuned") ->
 
 def _plain(v):
     return v.item() if hasattr(v, "item") else v
+
+
+def _configured(config: DictConfig, name: str):
+    """The value a searched key has without the tune (a config group: its chosen option), or None."""
+    key = name.lstrip("+~")
+    choices = config.hydra.runtime.choices
+    if key in choices:
+        return choices[key]
+    value = OmegaConf.select(config, key, default=None)
+    return value if isinstance(value, (str, int, float, bool)) else None
+
+
+def _space_json(space: dict) -> dict:
+    from optuna.distributions import distribution_to_json
+
+    return {k: distribution_to_json(d) for k, d in space.items()}
 
 
 class TuneCallback(Callback):
@@ -117,28 +119,39 @@ class TuneCallback(Callback):
         sweep.mkdir(parents=True, exist_ok=True)
         claim.acquire(sweep, CLAIM, "tuned", "wait for it to finish, or set hydra.sweep.dir to another folder")
         s = config.hydra.sweeper
-        study = optuna.create_study(study_name=s.study_name, storage=s.storage, direction="maximize",
-                                    load_if_exists=True)
+        study = open_study(s.storage, s.study_name, create=True, direction=s.direction)
         fixed = sorted(o for o in config.hydra.overrides.task if not o.startswith(_FREE))
+        space, _ = search_space(s.params, list(config.hydra.overrides.task))
         stored = study.user_attrs.get("overrides")
         if stored is None:
             for key, value in {"overrides": fixed, "seeds": int(config.tune.seeds),
-                               "sampler_seed": s.sampler.get("seed")}.items():
+                               "sampler_seed": s.sampler.get("seed"), "search_space": _space_json(space)}.items():
                 study.set_user_attr(key, value)
             OmegaConf.save(config, sweep / "multirun.yaml")
             # trial 0 is the configured setting (conf/tuned, conf/protocol, the model's defaults): the search
             # starts from it, so its best is never below the starting point on validation
-            start = {k: OmegaConf.select(config, k) for k in (s.params or {})}
-            if not study.trials and all(v is not None for v in start.values()):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                    study.enqueue_trial(start)
+            start, drawn = {}, []
+            for name, dist in space.items():
+                inside, value = matching(dist, _configured(config, name))
+                start.update({name: value} if inside else {})
+                drawn += [] if inside else [name]
+            if not study.trials and start:
+                study.enqueue_trial(start)
+                if drawn:
+                    log.warning("tune: trial 0 draws %s (no configured value in the searched range)",
+                                ", ".join(drawn))
         elif stored != fixed:
             raise ConfigError(f"{sweep} holds a study tuned with other overrides ({' '.join(stored)}; now "
                               f"{' '.join(fixed)}); resume it with the same ones, or set hydra.sweep.dir to a new "
                               "folder for a new study")
+        elif study.user_attrs.get("search_space", _space_json(space)) != _space_json(space):
+            old = study.user_attrs["search_space"]
+            changed = sorted(k for k in {*old, *space} if old.get(k) != _space_json(space).get(k))
+            raise ConfigError(f"{sweep} holds a study with another search space (changed: {', '.join(changed)}); "
+                              "resume it with the same hydra.sweeper.params, or set hydra.sweep.dir to a new folder "
+                              "for a new study")
         for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-            study._storage.set_trial_state(t._trial_id, optuna.trial.TrialState.FAIL)  # left by a killed tune
+            study.tell(t.number, state=optuna.trial.TrialState.FAIL)  # left by a killed tune
             log.warning("tune: trial %d was interrupted (marked failed); it is not repeated as such", t.number)
         done = len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
         todo = max(0, int(config.tune.trials) - done)
@@ -153,7 +166,7 @@ class TuneCallback(Callback):
     def _finish(config: DictConfig) -> None:
         sweep = Path(config.hydra.sweep.dir)
         s = config.hydra.sweeper
-        best = _study(s.storage, s.study_name).best_trial
+        best = open_study(s.storage, s.study_name).best_trial
         choices = config.hydra.runtime.choices
         base: dict = {}
         for group in ("tuned/backbone", "tuned/relation", "tuned"):  # the order of conf/train.yaml
@@ -169,8 +182,9 @@ class TuneCallback(Callback):
         runs = int(config.tune.final_runs)
         if runs > 0:
             # searched keys come from best.yaml (a search range given on the command line must not reach train.py)
+            searched = {k.lstrip("+~") for k in best.params}
             keep = [o for o in config.hydra.overrides.task if not o.startswith(("experiment=", "tune.", "runs="))
-                    and o.split("=", 1)[0].lstrip("+~") not in best.params]  # threads, device: as the trials
+                    and o.split("=", 1)[0].lstrip("+~") not in searched]  # threads, device: as the trials
             cmd = [sys.executable, str(REPO_ROOT / "train.py"), "--config-dir", str(sweep), "tuned=best", *keep,
                    f"runs={runs}", "resume=true", f"hydra.run.dir={sweep / f'final_trial_{best.number}'}"]
             log.info("tune: training %d runs with the best setting: %s", runs, " ".join(cmd[1:]))
@@ -200,13 +214,11 @@ def write_best(sweep: Path, params: dict, base: dict, value: float, number: int,
 
 def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
     """Every trial of the study (best validation first) and notes with the final runs' scores."""
-    import optuna
-
     storage = f"sqlite:///{(sweep / 'study.db').resolve()}"
-    names = [st.study_name for st in optuna.get_all_study_summaries(storage)]
+    names = study_names(storage)
     if len(names) != 1:
         raise ConfigError(f"{sweep / 'study.db'} holds {len(names)} studies; expected the one of its tune")
-    study = _study(storage, names[0])
+    study = open_study(storage, names[0])
     rows = []
     for t in study.get_trials(deepcopy=False):
         res = sweep / f"trial_{t.number}" / "results.json"
@@ -248,7 +260,11 @@ def main(argv=None) -> int:
     if not (sweep / "study.db").exists():
         print(f"error: {sweep} holds no tune (study.db missing); run python train.py -m experiment=tune ...")
         return 1
-    df, notes = listing(sweep)
+    try:
+        df, notes = listing(sweep)
+    except ConfigError as e:
+        print(f"error: {e}")
+        return 1
     if a.out:
         out = Path(a.out)
         error = refuse_existing(out)
