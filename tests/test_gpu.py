@@ -2,16 +2,11 @@
 
 Every test runs on the CPU in the fast suite, and on CUDA where torch sees it (those variants are marked `gpu`:
 `pytest -m gpu`; scripts/gpu_check.sh runs them on a lent GPU). On the CPU the model side is built as a GPU gets
-it: the graph's arrays without the DGL graph (an `Adjacency` of its arrays: torch's edge-wise ops) and the pure-torch
-aggregation (REGNN_KERNELS=0; the fused kernels are CPU code). The stack pinned here is a CUDA torch with PyPI's
-CPU-only DGL, so regnn's code must never move a DGL graph: `dgl_stays_on_cpu` makes that fail, even to the CPU.
+it: the graph's arrays (an `Adjacency`: torch's edge-wise ops) and the pure-torch aggregation (REGNN_KERNELS=0;
+the fused kernels are CPU code).
 """
 import json
-import os
-import subprocess
-import sys
 
-import dgl
 import pytest
 import torch
 import torch.nn.functional as F
@@ -23,7 +18,6 @@ from regnn.data import build_relation_graph, load_dataset
 from regnn.pipeline import train
 from regnn.errors import ConfigError
 from regnn.models import REGNN, RelationInputs
-from regnn.training import device as device_mod
 from regnn.training.device import select_device
 from regnn.training.minibatch import train_minibatch_run
 from regnn.training.node_inputs import NodeInputs, SampledREGNN
@@ -42,22 +36,6 @@ def torch_backend(monkeypatch):
     monkeypatch.setenv("REGNN_KERNELS", "0")
 
 
-@pytest.fixture
-def dgl_stays_on_cpu(monkeypatch):
-    """regnn's code moving a DGL graph fails (here even to the CPU), as a move to a GPU fails with PyPI's DGL."""
-    monkeypatch.setattr(dgl.DGLGraph, "to", _refuse_moves(dgl.DGLGraph.to))
-
-
-def _refuse_moves(to):
-    """DGLGraph.to that fails when regnn's code calls it; DGL's own calls (to(None) in its constructors, its
-    DataLoader's to("cpu")) keep the graph on the CPU and go through."""
-    def refuse(self, device, **kwargs):
-        if sys._getframe(1).f_globals.get("__name__", "").startswith("dgl"):
-            return to(self, device, **kwargs)
-        raise AssertionError(f"a DGL graph was moved (DGLGraph.to({device!r})): PyPI's DGL cannot put one on a GPU")
-    return refuse
-
-
 @pytest.fixture(scope="module")
 def synthetic():
     return load_dataset("synthetic", format="synthetic", num_items=300, num_sources=150, num_tags=20,
@@ -68,8 +46,8 @@ def synthetic():
 def _random_graph(n, e, num_rel, seed=0):
     g = torch.Generator().manual_seed(seed)
     src, dst = torch.randint(0, n, (e,), generator=g), torch.randint(0, n, (e,), generator=g)
-    graph = dgl.graph((src, dst), num_nodes=n)  # edge ids in random order: the Adjacency permutes them
-    return graph, torch.randint(0, num_rel, (e,), generator=g)
+    rel = torch.randint(0, num_rel, (e,), generator=g)
+    return Adjacency.from_edges(src, dst, rel, n), rel  # edges in random order: the Adjacency permutes them
 
 
 def _dense(n, adj, w, h, norm):
@@ -85,10 +63,10 @@ def _rel_err(got, want):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_aggregation_and_gradients_match_a_dense_reference(device, torch_backend, dgl_stays_on_cpu):
+def test_aggregation_and_gradients_match_a_dense_reference(device, torch_backend):
     n, e, r = 120, 900, 4
-    g, rel = _random_graph(n, e, r, seed=1)
-    adj = Adjacency(g, rel).to(device)
+    adj, rel = _random_graph(n, e, r, seed=1)
+    adj = adj.to(device)
     assert all(t.device.type == device for t in (adj.indptr, adj.indices, adj.rel))
     for dim in (5, 16):  # both SDDMM paths of the relation-weight gradient
         for norm in ("both", "right", "none"):
@@ -126,7 +104,7 @@ MODELS = {
 def _relation_inputs(data, device):
     """RE-GNN's inputs as a GPU gets them: the relation graph built on the CPU, its arrays on `device`."""
     rg = build_relation_graph(data)
-    return RelationInputs(Adjacency(rg.graph).to(device), rg.ntypes, rg.nodes_of(data.target).to(device), rg)
+    return RelationInputs(rg.adjacency().to(device), rg.ntypes, rg.nodes_of(data.target).to(device), rg)
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))
@@ -167,7 +145,7 @@ def test_float64_steps_on_the_device_match_the_cpu(device, model, synthetic, mon
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_configured_trainer_runs_on_the_device(device, synthetic, torch_backend, dgl_stays_on_cpu):
+def test_configured_trainer_runs_on_the_device(device, synthetic, torch_backend):
     """train_run, float32 and deterministic as the pipeline runs it: scores, history and weights on `device`."""
     seed_everything(0)
     inputs = _relation_inputs(synthetic, device)
@@ -183,7 +161,7 @@ def test_configured_trainer_runs_on_the_device(device, synthetic, torch_backend,
 
 # -- mini-batch: blocks sampled on the CPU, their arrays on the device -----------------------------------------------
 @pytest.mark.parametrize("device", DEVICES)
-def test_sampled_blocks_move_as_arrays(device, synthetic, dgl_stays_on_cpu):
+def test_sampled_blocks_move_as_arrays(device, synthetic):
     sg = SampledGraph(synthetic)
     _, _, blocks = next(iter(sampled_loader(sg, sg.seeds(synthetic.splits["train"][:32]), [4, 3], 32, False)))
     for b in blocks:
@@ -203,7 +181,7 @@ def test_sampled_blocks_move_as_arrays(device, synthetic, dgl_stays_on_cpu):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_minibatch_training_runs_on_the_device(device, synthetic, torch_backend, dgl_stays_on_cpu):
+def test_minibatch_training_runs_on_the_device(device, synthetic, torch_backend):
     sg = SampledGraph(synthetic)
     seed_everything(0)
     inputs = NodeInputs(synthetic.features, embed_dim=16)
@@ -218,29 +196,16 @@ def test_minibatch_training_runs_on_the_device(device, synthetic, torch_backend,
     assert 0 < r.metrics["test_acc"] <= 100 and r.history[-1]["train_loss"] < r.history[0]["train_loss"]
 
 
-# -- the refusal: DGL's own modules on a GPU with a CPU-only DGL -------------------------------------------------------
+# -- every model on a GPU: all of them run on arrays -----------------------------------------------------------------
 @pytest.fixture
-def cuda_without_dgl_cuda(monkeypatch):
-    """What the pinned stack looks like on a GPU machine: torch sees CUDA, DGL has none."""
+def cuda_seen(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "a test GPU")
-    monkeypatch.setattr(device_mod, "dgl_has_cuda", lambda: False)
 
 
-@pytest.mark.parametrize("arch", sorted(device_mod.DGL_OPS_ARCHS))
-def test_dgl_module_baselines_are_refused_on_a_gpu_without_dgl_cuda(arch, cuda_without_dgl_cuda):
-    with pytest.raises(ConfigError) as e:
-        select_device("cuda", arch)
-    msg = str(e.value)
-    assert "\n" not in msg and f"model.arch={arch}" in msg and "no CUDA support" in msg and "device=cpu" in msg
-    dev, why = select_device("auto", arch)  # auto: the CPU, saying why
-    assert dev.type == "cpu" and "no CUDA support" in why
-
-
-@pytest.mark.parametrize("arch", ["regnn", "simple_hgn", "gtn", "metapath_gnn"])
-def test_array_models_use_the_gpu_without_dgl_cuda(arch, cuda_without_dgl_cuda):
+def test_every_model_uses_the_gpu_torch_sees(cuda_seen):
     for requested in ("auto", "cuda", "cuda:0"):
-        dev, why = select_device(requested, arch)
+        dev, why = select_device(requested)
         assert dev.type == "cuda" and "a test GPU" in why
 
 
@@ -257,31 +222,9 @@ def _cfg(*overrides):
         return compose("train", overrides=list(overrides))
 
 
-def test_pipeline_refuses_rgcn_on_a_gpu_without_dgl_cuda(tmp_path, cuda_without_dgl_cuda):
-    with pytest.raises(ConfigError, match=r"model.arch=rgcn runs DGL's own modules.*use device=cpu"):
-        train(_cfg("dataset=synthetic", "model=rgcn", "device=cuda", "runs=1"), tmp_path)
-    assert not (tmp_path / "results.json").exists() and not list(tmp_path.glob("runs/*"))
-
-
-def test_train_py_refuses_rgcn_on_a_gpu_without_dgl_cuda(tmp_path):
-    """train.py end to end, torch and DGL patched in its process as above: exit 2, the reason in one line."""
-    code = ("import sys, runpy, torch, regnn.training.device as d\n"
-            "torch.cuda.is_available = lambda: True\n"
-            "d.dgl_has_cuda = lambda: False\n"
-            f"sys.argv = ['train.py', 'dataset=synthetic', 'model=rgcn', 'device=cuda', 'hydra.run.dir={tmp_path}']\n"
-            f"runpy.run_path({str(REPO / 'train.py')!r}, run_name='__main__')\n")
-    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "HYDRA_FULL_ERROR": "0"})
-    assert p.returncode == 2, p.stderr[-2000:]
-    out = p.stdout + p.stderr
-    errors = [line for line in out.splitlines() if "model.arch=rgcn" in line]
-    assert len(errors) == 1 and "use device=cpu" in errors[0] and "Traceback" not in out
-
-
-@pytest.mark.parametrize("model", ["re_gcn", "simple_hgn", "gcn_m"])
+@pytest.mark.parametrize("model", ["re_gcn", "simple_hgn", "gcn_m", "rgcn", "hgt", "han", "rhgnn", "magnn_ac"])
 @pytest.mark.parametrize("device", DEVICES)
-def test_pipeline_trains_on_the_device_without_moving_a_dgl_graph(tmp_path, device, model, torch_backend,
-                                                                  dgl_stays_on_cpu, set_threads):
+def test_pipeline_trains_on_the_device(tmp_path, device, model, torch_backend, set_threads):
     """The pipeline's full-batch path, as `train.py device=...` runs it: the device is in results.json."""
     set_threads(torch.get_num_threads())  # restored after the test: the pipeline sets its own
     extra = {"gcn_m": ["model.metapath=ISI"], "simple_hgn": ["model.hidden=16", "model.heads=2",

@@ -81,7 +81,7 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
     threads = int(cfg.threads) if cfg.threads else DEFAULT_THREADS  # the job's CPU budget
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
-    device, why = select_device(str(cfg.device), cfg.model.get("arch", "regnn"))
+    device, why = select_device(str(cfg.device))
     label = f"{cfg.model.name} on {cfg.dataset.name}"
     log.info("%s: device %s, %d threads, %d runs from seed %d", label, why, torch.get_num_threads(), cfg.runs, cfg.seed)
 
@@ -138,7 +138,7 @@ _WORKER: dict = {}
 
 def _worker_setup(plain_cfg: dict, out_dir: str) -> None:
     cfg = OmegaConf.create(plain_cfg)
-    device, _ = select_device(str(cfg.device), cfg.model.get("arch", "regnn"))
+    device, _ = select_device(str(cfg.device))
     _WORKER.update(job=Job(cfg, device), store=CellStore(cfg, Path(out_dir)))
 
 

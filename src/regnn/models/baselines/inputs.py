@@ -17,7 +17,6 @@ import torch
 from regnn.core.adjacency import Adjacency
 from regnn.data.relation_graph import build_relation_graph
 from regnn.errors import DataError
-from regnn.training.device import to_device_adjacency
 
 
 @dataclass
@@ -112,6 +111,6 @@ class SelfLoopGraph:
     def build(cls, data, device="cpu", **_model_options) -> "SelfLoopGraph":
         rg = build_relation_graph(data, self_loops=True)
         r = rg.num_edge_relations
-        adj = to_device_adjacency(rg.graph, device, rel=rg.rel.clamp(max=r))  # every self-loop: relation r
+        adj = Adjacency.from_edges(rg.src, rg.dst, rg.rel.clamp(max=r), rg.num_nodes).to(device)  # self-loops: r
         return cls(adj, rg.ntypes, rg.nodes_of(data.target).to(device),
                    rg.relation_names[:r] + ["self"])
