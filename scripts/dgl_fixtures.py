@@ -47,6 +47,110 @@ def arrays(**named) -> dict[str, np.ndarray]:
     return out
 
 
+# -- meta-path baselines: HAN's GAT layer and model ------------------------------------------------------------
+
+def _han_dgl_gatconv(in_dim, out_dim, heads, **options):
+    """DGL's GATConv with HAN's options (han.py builds its own GATConv with the same arguments)."""
+    import torch.nn.functional as F
+    from dgl.nn import GATConv
+    return GATConv(in_dim, out_dim, heads, **{"activation": F.elu, **options}, allow_zero_in_degree=True)
+
+
+def _float32_init(build):
+    """build() with seed 0 and weights drawn as in training (float32; DGL's GATConv makes attn_l and attn_r
+    float32 whatever the default), so that they are the initial weights the trainer gets; the fixtures then
+    compute in float64."""
+    torch.set_default_dtype(torch.float32)
+    try:
+        torch.manual_seed(0)
+        return build()
+    finally:
+        torch.set_default_dtype(torch.float64)
+
+
+@maker
+def make_han_gatconv():
+    """DGL's GATConv as HAN uses it: the float32 initial weights of seed 0; in float64, the output and the
+    gradients of a fixed loss with other fixed weights (a random graph with a node without in-edges and a
+    parallel edge)."""
+    import dgl
+    u, v = random_graph(7, 7, 18, seed=11)
+    u, v = torch.cat([u, u[:1]]), torch.cat([v, v[:1]])  # a parallel edge
+    g = dgl.graph((u, v), num_nodes=7)
+    in_dim, out_dim, heads = 6, 4, 3
+    conv = _float32_init(lambda: _han_dgl_gatconv(in_dim, out_dim, heads))
+    init = {f"init_{k.replace('.', '_')}": w.clone() for k, w in conv.state_dict().items()}
+    conv.double()
+    gen = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for p in conv.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen))
+    h = torch.randn(7, in_dim, generator=gen).requires_grad_()
+    out = conv(g, h)
+    r = torch.randn(out.shape, generator=gen)
+    (out * r).sum().backward()
+    return arrays(src=u, dst=v, h=h, r=r, out=out, grad_h=h.grad, **init,
+                  **{k.replace(".", "_"): w for k, w in conv.state_dict().items()},
+                  **{f"grad_{k.replace('.', '_')}": w.grad for k, w in conv.named_parameters()})
+
+
+def _academic_edges() -> dict:
+    """A small academic heterograph: 6 authors (author 5 without papers), 7 papers, 2 venues, with a parallel
+    author-paper edge."""
+    gen = torch.Generator().manual_seed(3)
+    ap = [(a, p) for a in range(5) for p in range(7) if torch.rand((), generator=gen) < 0.35] + [(0, 0), (0, 0)]
+    pv = [(p, int(torch.randint(0, 2, (), generator=gen))) for p in range(7)]
+    t = lambda pairs, i: torch.tensor([x[i] for x in pairs])  # noqa: E731
+    return {("author", "author->paper", "paper"): (t(ap, 0), t(ap, 1)),
+            ("paper", "paper->author", "author"): (t(ap, 1), t(ap, 0)),
+            ("paper", "paper->venue", "venue"): (t(pv, 0), t(pv, 1)),
+            ("venue", "venue->paper", "paper"): (t(pv, 1), t(pv, 0))}
+
+
+HAN_METAPATHS = {"APA": ["author->paper", "paper->author"],
+                 "APVPA": ["author->paper", "paper->venue", "venue->paper", "paper->author"]}
+
+
+@maker
+def make_han_model():
+    """The HAN model as committed (regnn's HAN with DGL's GATConv on DGL graphs of the same meta-path edges),
+    two layers: the float32 initial weights of seed 0; in float64, the logits, embeddings, semantic attention and the
+    gradients of a fixed loss with other fixed weights (evaluation mode)."""
+    import dgl
+
+    from regnn.data.hetero import HeteroGraph
+    from regnn.models.baselines import han as han_module
+    from regnn.models.baselines.metapath import metapath_edges
+    edges = _academic_edges()
+    num_nodes = {"author": 6, "paper": 7, "venue": 2}
+    hg = HeteroGraph(edges, num_nodes)
+    graphs = {m: dgl.graph(metapath_edges(hg, rels, m), num_nodes=6) for m, rels in HAN_METAPATHS.items()}
+    ours = han_module.GATConv
+    han_module.GATConv = _han_dgl_gatconv  # the committed construction: DGL's layer, same arguments
+    try:
+        net = _float32_init(lambda: han_module.HAN(in_dim=5, target="author", num_classes=3, hidden=3, heads=2,
+                                                   metapath_names=list(HAN_METAPATHS), num_layers=2, dropout=0.6,
+                                                   semantic_dim=4))
+    finally:
+        han_module.GATConv = ours
+    init = {f"init.{k}": w.clone() for k, w in net.state_dict().items()}
+    net.double()
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
+    x = torch.randn(6, 5, generator=gen).requires_grad_()
+    net.eval()
+    logits, emb = net(han_module.MetapathGraphs(graphs, "author"), {"author": x}, embed=True)
+    r1, r2 = torch.randn(logits.shape, generator=gen), torch.randn(emb.shape, generator=gen)
+    ((logits * r1).sum() + (emb * r2).sum()).backward()
+    beta = torch.stack([b for b in net._beta])
+    named = dict(net.named_parameters())
+    return arrays(**{f"edges.{c[1]}.{i}": e[i] for c, e in edges.items() for i in (0, 1)}, x=x, r1=r1, r2=r2,
+                  logits=logits, emb=emb, beta=beta, grad_x=x.grad, **init,
+                  **{f"param.{k}": w for k, w in named.items()}, **{f"grad.{k}": w.grad for k, w in named.items()})
+
+
 def main(names: list[str]) -> None:
     import dgl  # noqa: F401  (fail here, with a plain ImportError, where DGL is absent)
     torch.set_default_dtype(torch.float64)
