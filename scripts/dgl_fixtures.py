@@ -47,7 +47,7 @@ def arrays(**named) -> dict[str, np.ndarray]:
     return out
 
 
-# -- meta-path baselines: HAN's GAT layer and model ------------------------------------------------------------
+# -- meta-path baselines: HAN's GAT layer and model, Metapath2vec's skip-gram and walks -------------------------
 
 def _han_dgl_gatconv(in_dim, out_dim, heads, **options):
     """DGL's GATConv with HAN's options (han.py builds its own GATConv with the same arguments)."""
@@ -149,6 +149,82 @@ def make_han_model():
     return arrays(**{f"edges.{c[1]}.{i}": e[i] for c, e in edges.items() for i in (0, 1)}, x=x, r1=r1, r2=r2,
                   logits=logits, emb=emb, beta=beta, grad_x=x.grad, **init,
                   **{f"param.{k}": w for k, w in named.items()}, **{f"grad.{k}": w.grad for k, w in named.items()})
+
+
+M2V_WALK = ["author->paper", "paper->venue", "venue->paper", "paper->author"] * 2
+
+
+def _dgl_hetero(edges, num_nodes):
+    import dgl
+    return dgl.heterograph(edges, num_nodes)
+
+
+@maker
+def make_metapath2vec_loss():
+    """DGL's MetaPath2Vec, float64: the initial tables of seed 0; the walks its constructor took (one from every
+    author, DGL seed 0, one thread) and the negative-sampling distribution it made of them; its loss and the
+    gradients of both tables for fixed weights (some scores beyond the clamp at +-10) and the pairs and
+    negatives of one of its own `sample` batches."""
+    import contextlib
+    import io
+
+    import dgl
+    from dgl.nn import MetaPath2Vec
+    edges, num_nodes = _academic_edges(), {"author": 6, "paper": 7, "venue": 2}
+    g = _dgl_hetero(edges, num_nodes)
+    dgl.utils.set_num_threads(1)
+    dgl.seed(0)
+    torch.manual_seed(0)
+    with contextlib.redirect_stderr(io.StringIO()):
+        m2v = MetaPath2Vec(g, M2V_WALK, window_size=3, emb_dim=4, negative_size=2)
+    init_node, init_context = m2v.node_embed.weight.detach().clone(), m2v.context_embed.weight.detach().clone()
+    dgl.seed(0)  # the constructor's walks again: one per author, in order
+    traces = torch.cat([dgl.sampling.random_walk(m2v.hg, [i], metapath=M2V_WALK)[0]
+                        for i in range(num_nodes["author"])])
+    freq = torch.zeros(sum(num_nodes.values()))
+    for tr in traces.numpy():  # DGL's own count, to make sure these are the walks it counted
+        freq[torch.LongTensor([m2v.local_to_global_nid[m2v.node_metapath[i]][x] for i, x in enumerate(tr)])] += 1
+    assert torch.equal(freq.pow(0.75) / freq.pow(0.75).sum(), m2v.neg_prob), "the constructor's walks differ"
+    assert (traces < 0).any(), "the fixture graph should have a walk that ends early"
+    pos_u, pos_v, neg_v = m2v.sample(torch.arange(num_nodes["author"]))
+    gen = torch.Generator().manual_seed(9)
+    with torch.no_grad():
+        m2v.node_embed.weight.copy_(torch.randn(m2v.node_embed.weight.shape, generator=gen))
+        m2v.context_embed.weight.copy_(torch.randn(m2v.context_embed.weight.shape, generator=gen))
+        m2v.node_embed.weight[:3] *= 6.0  # scores past the clamp
+    loss = m2v(pos_u, pos_v, neg_v)
+    loss.backward()
+    return arrays(init_node=init_node, init_context=init_context, traces=traces, neg_prob=m2v.neg_prob,
+                  offsets=torch.tensor([int(m2v.local_to_global_nid[t][0]) for t in g.ntypes]),
+                  node=m2v.node_embed.weight, context=m2v.context_embed.weight, pos_u=pos_u, pos_v=pos_v,
+                  neg_v=torch.as_tensor(neg_v), loss=loss, grad_node=m2v.node_embed.weight.grad.to_dense(),
+                  grad_context=m2v.context_embed.weight.grad.to_dense(),
+                  **{f"edges.{c[1]}.{i}": e[i] for c, e in edges.items() for i in (0, 1)})
+
+
+@maker
+def make_metapath_walk():
+    """DGL's random_walk along APVPA twice: on a graph where every node has at most one out-edge per relation
+    (the walks are determined; author 3's ends at a paper without venue, author 4 has no paper), every author's
+    trace; on one where author 0 has out-edges to papers 0, 1 and 1 again, the first steps of 30000 walks from
+    it (one thread, DGL seed 0)."""
+    import dgl
+    t = torch.tensor
+    fixed = {("author", "author->paper", "paper"): (t([0, 1, 2, 3, 5]), t([0, 1, 2, 3, 4])),
+             ("paper", "paper->author", "author"): (t([0, 1, 2, 3, 4]), t([0, 1, 2, 3, 5])),
+             ("paper", "paper->venue", "venue"): (t([0, 1, 2, 4]), t([0, 1, 0, 1])),
+             ("venue", "venue->paper", "paper"): (t([0, 1]), t([2, 4]))}
+    num_nodes = {"author": 6, "paper": 5, "venue": 2}
+    dgl.utils.set_num_threads(1)
+    dgl.seed(0)
+    traces, _ = dgl.sampling.random_walk(_dgl_hetero(fixed, num_nodes), torch.arange(6), metapath=M2V_WALK)
+    branching = dict(fixed)
+    branching[("author", "author->paper", "paper")] = (t([0, 0, 0, 1, 2, 3, 5]), t([0, 1, 1, 1, 2, 3, 4]))
+    many, _ = dgl.sampling.random_walk(_dgl_hetero(branching, num_nodes), torch.zeros(30000, dtype=torch.int64),
+                                       metapath=M2V_WALK[:1])
+    return arrays(traces=traces, first_steps=torch.bincount(many[:, 1], minlength=num_nodes["paper"]),
+                  **{f"fixed.{c[1]}.{i}": e[i] for c, e in fixed.items() for i in (0, 1)},
+                  **{f"branching.{c[1]}.{i}": e[i] for c, e in branching.items() for i in (0, 1)})
 
 
 def main(names: list[str]) -> None:

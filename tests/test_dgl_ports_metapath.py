@@ -14,10 +14,13 @@ from regnn.core.adjacency import Adjacency
 from regnn.core.backend import TORCH, choose_backend
 from regnn.data.hetero import HeteroGraph
 from regnn.models.baselines.han import HAN, GATConv, MetapathGraphs
+from regnn.models.baselines.metapath2vec import (SkipGram, WalkInputs, context_pairs, metapath_walk,
+                                                 negative_distribution, relation_csr)
 
 BACKENDS = [TORCH] + [b for b in [choose_backend("cpu")] if b.kernels is not None]
 HAN_METAPATHS = {"APA": ["author->paper", "paper->author"],
                  "APVPA": ["author->paper", "paper->venue", "venue->paper", "paper->author"]}
+M2V_WALK = ["author->paper", "paper->venue", "venue->paper", "paper->author"] * 2
 
 
 @contextmanager
@@ -129,3 +132,138 @@ def test_han_outputs_and_gradients_equal_the_committed_models(backend):
     assert_close(x.grad, fx["grad_x"], "gradient of the features")
     for k, p in net.named_parameters():
         assert_close(p.grad, fx[f"grad.{k}"], f"gradient of {k}")
+
+
+# -- Metapath2vec ------------------------------------------------------------------------------------------------
+
+def _m2v_inputs(fx, prefix="edges", num_nodes=None):
+    num_nodes = num_nodes or {"author": 6, "paper": 7, "venue": 2}
+    data = SimpleNamespace(graph=hetero(fx, prefix, num_nodes), target="author")
+    return WalkInputs.build(data, metapaths={"APVPA": M2V_WALK[:4]}, metapath="APVPA", walk_length=8)
+
+
+def test_skipgram_draws_dgls_initial_tables_and_numbers_nodes_as_dgl():
+    fx = load_fixture("metapath2vec_loss")
+    inputs = _m2v_inputs(fx)
+    assert inputs.walk == M2V_WALK and inputs.node_types == ["author", "paper", "venue", "paper"] * 2 + ["author"]
+    with float64():
+        torch.manual_seed(0)
+        sg = SkipGram(inputs, 3, 4, 2)
+    assert list(sg.offsets.values()) == fx["offsets"].tolist()
+    assert list(sg.state_dict()) == ["node_embed.weight", "context_embed.weight"]
+    assert_close(sg.node_embed.weight, fx["init_node"], "initial node_embed", tol=0.0)
+    assert_close(sg.context_embed.weight, fx["init_context"], "initial context_embed", tol=0.0)
+    assert sg.neg_prob.dtype == torch.float64 and sg.neg_prob.sum().item() == pytest.approx(1.0)
+
+
+def test_negative_distribution_of_dgls_walks_equals_dgls():
+    """The constructor's walks (one from every author, one of them ending at once) give DGL's distribution."""
+    fx = load_fixture("metapath2vec_loss")
+    inputs = _m2v_inputs(fx)
+    with float64():
+        sg = SkipGram(inputs, 3, 4, 2)
+    last = torch.tensor([inputs.num_nodes[t] - 1 for t in inputs.node_types])
+    assert (fx["traces"] < 0).any()
+    prob = negative_distribution(fx["traces"], sg.walk_offset, last, 15, torch.float64)
+    assert_close(prob, fx["neg_prob"], "negative-sampling distribution")
+
+
+def test_skipgram_loss_and_gradients_equal_dgls():
+    """Fixed tables (some scores past the +-10 clamp), DGL's own pairs and negatives: loss and both gradients."""
+    fx = load_fixture("metapath2vec_loss")
+    with float64():
+        sg = SkipGram(_m2v_inputs(fx), 3, 4, 2)
+    with torch.no_grad():
+        sg.node_embed.weight.copy_(fx["node"])
+        sg.context_embed.weight.copy_(fx["context"])
+    loss = sg(fx["pos_u"], fx["pos_v"], fx["neg_v"])
+    assert_close(loss, fx["loss"], "loss")
+    loss.backward()
+    assert sg.node_embed.weight.grad.is_sparse  # SparseAdam's input, as DGL's sparse=True
+    assert_close(sg.node_embed.weight.grad.to_dense(), fx["grad_node"], "gradient of node_embed")
+    assert_close(sg.context_embed.weight.grad.to_dense(), fx["grad_context"], "gradient of context_embed")
+
+
+def test_context_pairs_are_every_pair_of_valid_walk_nodes_within_the_window():
+    traces = load_fixture("metapath2vec_loss")["traces"]  # DGL's walks, one ending at its start
+    for window in (1, 3, 8):
+        u, v = context_pairs(traces, traces >= 0, window)
+        want = sorted((int(t[i]), int(t[j])) for t in traces for i in range(len(t)) for j in range(len(t))
+                      if i != j and abs(i - j) <= window and t[i] >= 0 and t[j] >= 0)
+        assert sorted(zip(u.tolist(), v.tolist())) == want
+
+
+def test_skipgram_negatives_follow_the_negative_distribution():
+    fx = load_fixture("metapath2vec_loss")
+    torch.manual_seed(0)
+    sg = SkipGram(_m2v_inputs(fx), 3, 4, 2)
+    u, v, neg = sg.sample(torch.arange(6).repeat(400))
+    assert neg.shape == (u.numel(), 2) and u.shape == v.shape
+    freq = torch.bincount(neg.flatten(), minlength=15).double() / neg.numel()
+    p = sg.neg_prob.double()
+    assert (freq[p == 0] == 0).all()
+    assert ((freq - p).abs() <= 5 * (p * (1 - p) / neg.numel()).sqrt() + 1e-12).all()
+
+
+# -- the meta-path walk ------------------------------------------------------------------------------------------
+
+def test_determined_walks_and_dead_ends_equal_dgls():
+    """At most one out-edge per node and relation: every trace is determined, and must be DGL's, -1 padding
+    after a paper without venue (author 3) and from an author without paper (author 4) included."""
+    fx = load_fixture("metapath_walk")
+    inputs = _m2v_inputs(fx, "fixed", {"author": 6, "paper": 5, "venue": 2})
+    for seed in (0, 1):
+        traces = metapath_walk(inputs.steps, torch.arange(6), torch.Generator().manual_seed(seed))
+        assert torch.equal(traces, fx["traces"])
+    assert (fx["traces"][3, 2:] == -1).all() and (fx["traces"][4, 1:] == -1).all()
+
+
+def test_walk_steps_are_uniform_over_out_edges_as_dgls():
+    """Author 0's out-edges go to papers 0, 1 and 1 again: paper 1 is drawn twice as often, as by DGL."""
+    fx = load_fixture("metapath_walk")
+    inputs = _m2v_inputs(fx, "branching", {"author": 6, "paper": 5, "venue": 2})
+    n = 30000
+    ours = torch.bincount(metapath_walk(inputs.steps[:1], torch.zeros(n, dtype=torch.int64),
+                                        torch.Generator().manual_seed(0))[:, 1], minlength=5)
+    theirs = fx["first_steps"]
+    assert ours[2:].sum() == 0 and theirs[2:].sum() == 0 and ours.sum() == theirs.sum() == n
+    p_ours, p_theirs = ours[1].item() / n, theirs[1].item() / n
+    sd = (2 / 3 * 1 / 3 / n) ** 0.5
+    assert abs(p_ours - 2 / 3) < 5 * sd and abs(p_theirs - 2 / 3) < 5 * sd and abs(p_ours - p_theirs) < 7 * sd
+
+
+def test_walks_follow_edges_of_each_steps_relation_and_end_only_at_dead_ends():
+    fx = load_fixture("metapath2vec_loss")
+    inputs = _m2v_inputs(fx)
+    traces = metapath_walk(inputs.steps, torch.arange(6).repeat(50), torch.Generator().manual_seed(3))
+    g = inputs_graph = hetero(fx, "edges", {"author": 6, "paper": 7, "venue": 2})
+    assert traces.shape == (300, len(M2V_WALK) + 1)
+    for i, rel in enumerate(M2V_WALK):
+        here, there = traces[:, i], traces[:, i + 1]
+        edges = set(zip(*(x.tolist() for x in inputs_graph.edges(etype=rel))))
+        alive = here >= 0
+        assert (there[~alive] == -1).all()  # once ended, always ended
+        steps = set(zip(here[alive & (there >= 0)].tolist(), there[alive & (there >= 0)].tolist()))
+        assert steps <= edges
+        degree = g.out_degrees(rel)
+        assert torch.equal(there[alive] < 0, degree[here[alive]] == 0)  # it ends exactly at dead ends
+    assert (traces[:, 1:] == -1).any() and (traces[:, -1] >= 0).any()
+
+
+def test_walks_repeat_for_a_seed_and_differ_between_seeds():
+    inputs = _m2v_inputs(load_fixture("metapath2vec_loss"))
+    starts = torch.arange(6).repeat(20)
+    walk = lambda seed: metapath_walk(inputs.steps, starts, torch.Generator().manual_seed(seed))  # noqa: E731
+    assert torch.equal(walk(5), walk(5)) and not torch.equal(walk(5), walk(6))
+    torch.manual_seed(2)
+    a = SkipGram(inputs, 3, 4, 2)
+    torch.manual_seed(2)
+    b = SkipGram(inputs, 3, 4, 2)
+    assert torch.equal(a.neg_prob, b.neg_prob)
+    assert all(torch.equal(x, y) for x, y in zip(a.sample(starts), b.sample(starts)))
+
+
+def test_relation_csr_keeps_parallel_edges():
+    g = HeteroGraph({("a", "ab", "b"): (torch.tensor([2, 0, 2, 2]), torch.tensor([1, 0, 1, 0]))}, {"a": 4, "b": 2})
+    indptr, indices = relation_csr(g, "ab")
+    assert indptr.tolist() == [0, 1, 1, 4, 4] and indices.tolist() == [0, 1, 1, 0]
