@@ -140,9 +140,17 @@ class SkipGram(nn.Module):
         last = torch.tensor([inputs.num_nodes[t] - 1 for t in inputs.node_types])
         self.neg_prob = negative_distribution(traces, self.walk_offset, last, num_nodes)
 
+    def walks(self, starts: torch.Tensor) -> torch.Tensor:
+        """One walk from each start (metapath_walk's traces). A pass walks from all its starts in one call and
+        batches the traces: a walk's steps are a few small tensor operations each, too slow batch by batch."""
+        return metapath_walk(self.steps, starts, self.generator)
+
     def sample(self, indices: torch.Tensor):
         """(centres, contexts, negatives (pairs, negative_size)) of one walk from each of `indices`."""
-        traces = metapath_walk(self.steps, indices, self.generator)
+        return self.pairs(self.walks(indices))
+
+    def pairs(self, traces: torch.Tensor):
+        """(centres, contexts, negatives (pairs, negative_size)) of the given walks."""
         u, v = context_pairs(traces + self.walk_offset, traces >= 0, self.window_size)
         neg = (torch.multinomial(self.neg_prob, u.numel() * self.negative_size, replacement=True,
                                  generator=self.generator) if u.numel() else u.new_zeros(0))
@@ -202,8 +210,8 @@ def fit(model: Metapath2Vec, inputs, feats, labels, splits, *, seed: int, on_epo
     for epoch in range(walks_per_node):
         t, total, n = time.perf_counter(), 0.0, 0
         model.train()
-        for batch in torch.split(starts[torch.randperm(starts.numel())], batch_size):
-            u, v, neg = sg.sample(batch)
+        for traces in torch.split(sg.walks(starts[torch.randperm(starts.numel())]), batch_size):
+            u, v, neg = sg.pairs(traces)
             if u.numel() == 0:  # every walk of the batch ended at its start
                 continue
             loss = sg(u, v, neg)
