@@ -236,11 +236,11 @@ def test_walks_follow_edges_of_each_steps_relation_and_end_only_at_dead_ends():
     fx = load_fixture("metapath2vec_loss")
     inputs = _m2v_inputs(fx)
     traces = metapath_walk(inputs.steps, torch.arange(6).repeat(50), torch.Generator().manual_seed(3))
-    g = inputs_graph = hetero(fx, "edges", {"author": 6, "paper": 7, "venue": 2})
+    g = hetero(fx, "edges", {"author": 6, "paper": 7, "venue": 2})
     assert traces.shape == (300, len(M2V_WALK) + 1)
     for i, rel in enumerate(M2V_WALK):
         here, there = traces[:, i], traces[:, i + 1]
-        edges = set(zip(*(x.tolist() for x in inputs_graph.edges(etype=rel))))
+        edges = set(zip(*(x.tolist() for x in g.edges(etype=rel))))
         alive = here >= 0
         assert (there[~alive] == -1).all()  # once ended, always ended
         steps = set(zip(here[alive & (there >= 0)].tolist(), there[alive & (there >= 0)].tolist()))
