@@ -285,6 +285,185 @@ def make_edge_ops():
                     f"h{heads}.grad_el": el.grad, f"h{heads}.grad_er": er.grad})
     return arrays(**out)
 
+# -- meta-path baselines: HAN's GAT layer and model, Metapath2vec's skip-gram and walks -------------------------
+
+def _han_dgl_gatconv(in_dim, out_dim, heads, **options):
+    """DGL's GATConv with HAN's options (han.py builds its own GATConv with the same arguments)."""
+    import torch.nn.functional as F
+    from dgl.nn import GATConv
+    return GATConv(in_dim, out_dim, heads, **{"activation": F.elu, **options}, allow_zero_in_degree=True)
+
+
+def _float32_init(build):
+    """build() with seed 0 and weights drawn as in training (float32; DGL's GATConv makes attn_l and attn_r
+    float32 whatever the default), so that they are the initial weights the trainer gets; the fixtures then
+    compute in float64."""
+    torch.set_default_dtype(torch.float32)
+    try:
+        torch.manual_seed(0)
+        return build()
+    finally:
+        torch.set_default_dtype(torch.float64)
+
+
+@maker
+def make_han_gatconv():
+    """DGL's GATConv as HAN uses it: the float32 initial weights of seed 0; in float64, the output and the
+    gradients of a fixed loss with other fixed weights (a random graph with a node without in-edges and a
+    parallel edge)."""
+    import dgl
+    u, v = random_graph(7, 7, 18, seed=11)
+    u, v = torch.cat([u, u[:1]]), torch.cat([v, v[:1]])  # a parallel edge
+    g = dgl.graph((u, v), num_nodes=7)
+    in_dim, out_dim, heads = 6, 4, 3
+    conv = _float32_init(lambda: _han_dgl_gatconv(in_dim, out_dim, heads))
+    init = {f"init_{k.replace('.', '_')}": w.clone() for k, w in conv.state_dict().items()}
+    conv.double()
+    gen = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for p in conv.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen))
+    h = torch.randn(7, in_dim, generator=gen).requires_grad_()
+    out = conv(g, h)
+    r = torch.randn(out.shape, generator=gen)
+    (out * r).sum().backward()
+    return arrays(src=u, dst=v, h=h, r=r, out=out, grad_h=h.grad, **init,
+                  **{k.replace(".", "_"): w for k, w in conv.state_dict().items()},
+                  **{f"grad_{k.replace('.', '_')}": w.grad for k, w in conv.named_parameters()})
+
+
+def _academic_edges() -> dict:
+    """A small academic heterograph: 6 authors (author 5 without papers), 7 papers, 2 venues, with a parallel
+    author-paper edge."""
+    gen = torch.Generator().manual_seed(3)
+    ap = [(a, p) for a in range(5) for p in range(7) if torch.rand((), generator=gen) < 0.35] + [(0, 0), (0, 0)]
+    pv = [(p, int(torch.randint(0, 2, (), generator=gen))) for p in range(7)]
+    t = lambda pairs, i: torch.tensor([x[i] for x in pairs])  # noqa: E731
+    return {("author", "author->paper", "paper"): (t(ap, 0), t(ap, 1)),
+            ("paper", "paper->author", "author"): (t(ap, 1), t(ap, 0)),
+            ("paper", "paper->venue", "venue"): (t(pv, 0), t(pv, 1)),
+            ("venue", "venue->paper", "paper"): (t(pv, 1), t(pv, 0))}
+
+
+HAN_METAPATHS = {"APA": ["author->paper", "paper->author"],
+                 "APVPA": ["author->paper", "paper->venue", "venue->paper", "paper->author"]}
+
+
+@maker
+def make_han_model():
+    """The HAN model as committed (regnn's HAN with DGL's GATConv on DGL graphs of the same meta-path edges),
+    two layers: the float32 initial weights of seed 0; in float64, the logits, embeddings, semantic attention and the
+    gradients of a fixed loss with other fixed weights (evaluation mode)."""
+    import dgl
+
+    from regnn.data.hetero import HeteroGraph
+    from regnn.models.baselines import han as han_module
+    from regnn.models.baselines.metapath import metapath_edges
+    edges = _academic_edges()
+    num_nodes = {"author": 6, "paper": 7, "venue": 2}
+    hg = HeteroGraph(edges, num_nodes)
+    graphs = {m: dgl.graph(metapath_edges(hg, rels, m), num_nodes=6) for m, rels in HAN_METAPATHS.items()}
+    ours = han_module.GATConv
+    han_module.GATConv = _han_dgl_gatconv  # the committed construction: DGL's layer, same arguments
+    try:
+        net = _float32_init(lambda: han_module.HAN(in_dim=5, target="author", num_classes=3, hidden=3, heads=2,
+                                                   metapath_names=list(HAN_METAPATHS), num_layers=2, dropout=0.6,
+                                                   semantic_dim=4))
+    finally:
+        han_module.GATConv = ours
+    init = {f"init.{k}": w.clone() for k, w in net.state_dict().items()}
+    net.double()
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
+    x = torch.randn(6, 5, generator=gen).requires_grad_()
+    net.eval()
+    logits, emb = net(han_module.MetapathGraphs(graphs, "author"), {"author": x}, embed=True)
+    r1, r2 = torch.randn(logits.shape, generator=gen), torch.randn(emb.shape, generator=gen)
+    ((logits * r1).sum() + (emb * r2).sum()).backward()
+    beta = torch.stack([b for b in net._beta])
+    named = dict(net.named_parameters())
+    return arrays(**{f"edges.{c[1]}.{i}": e[i] for c, e in edges.items() for i in (0, 1)}, x=x, r1=r1, r2=r2,
+                  logits=logits, emb=emb, beta=beta, grad_x=x.grad, **init,
+                  **{f"param.{k}": w for k, w in named.items()}, **{f"grad.{k}": w.grad for k, w in named.items()})
+
+
+M2V_WALK = ["author->paper", "paper->venue", "venue->paper", "paper->author"] * 2
+
+
+def _dgl_hetero(edges, num_nodes):
+    import dgl
+    return dgl.heterograph(edges, num_nodes)
+
+
+@maker
+def make_metapath2vec_loss():
+    """DGL's MetaPath2Vec, float64: the initial tables of seed 0; the walks its constructor took (one from every
+    author, DGL seed 0, one thread) and the negative-sampling distribution it made of them; its loss and the
+    gradients of both tables for fixed weights (some scores beyond the clamp at +-10) and the pairs and
+    negatives of one of its own `sample` batches."""
+    import contextlib
+    import io
+
+    import dgl
+    from dgl.nn import MetaPath2Vec
+    edges, num_nodes = _academic_edges(), {"author": 6, "paper": 7, "venue": 2}
+    g = _dgl_hetero(edges, num_nodes)
+    dgl.utils.set_num_threads(1)
+    dgl.seed(0)
+    torch.manual_seed(0)
+    with contextlib.redirect_stderr(io.StringIO()):
+        m2v = MetaPath2Vec(g, M2V_WALK, window_size=3, emb_dim=4, negative_size=2)
+    init_node, init_context = m2v.node_embed.weight.detach().clone(), m2v.context_embed.weight.detach().clone()
+    dgl.seed(0)  # the constructor's walks again: one per author, in order
+    traces = torch.cat([dgl.sampling.random_walk(m2v.hg, [i], metapath=M2V_WALK)[0]
+                        for i in range(num_nodes["author"])])
+    freq = torch.zeros(sum(num_nodes.values()))
+    for tr in traces.numpy():  # DGL's own count, to make sure these are the walks it counted
+        freq[torch.LongTensor([m2v.local_to_global_nid[m2v.node_metapath[i]][x] for i, x in enumerate(tr)])] += 1
+    assert torch.equal(freq.pow(0.75) / freq.pow(0.75).sum(), m2v.neg_prob), "the constructor's walks differ"
+    assert (traces < 0).any(), "the fixture graph should have a walk that ends early"
+    pos_u, pos_v, neg_v = m2v.sample(torch.arange(num_nodes["author"]))
+    gen = torch.Generator().manual_seed(9)
+    with torch.no_grad():
+        m2v.node_embed.weight.copy_(torch.randn(m2v.node_embed.weight.shape, generator=gen))
+        m2v.context_embed.weight.copy_(torch.randn(m2v.context_embed.weight.shape, generator=gen))
+        m2v.node_embed.weight[:3] *= 6.0  # scores past the clamp
+    loss = m2v(pos_u, pos_v, neg_v)
+    loss.backward()
+    return arrays(init_node=init_node, init_context=init_context, traces=traces, neg_prob=m2v.neg_prob,
+                  offsets=torch.tensor([int(m2v.local_to_global_nid[t][0]) for t in g.ntypes]),
+                  node=m2v.node_embed.weight, context=m2v.context_embed.weight, pos_u=pos_u, pos_v=pos_v,
+                  neg_v=torch.as_tensor(neg_v), loss=loss, grad_node=m2v.node_embed.weight.grad.to_dense(),
+                  grad_context=m2v.context_embed.weight.grad.to_dense(),
+                  **{f"edges.{c[1]}.{i}": e[i] for c, e in edges.items() for i in (0, 1)})
+
+
+@maker
+def make_metapath_walk():
+    """DGL's random_walk along APVPA twice: on a graph where every node has at most one out-edge per relation
+    (the walks are determined; author 3's ends at a paper without venue, author 4 has no paper), every author's
+    trace; on one where author 0 has out-edges to papers 0, 1 and 1 again, the first steps of 30000 walks from
+    it (one thread, DGL seed 0)."""
+    import dgl
+    t = torch.tensor
+    fixed = {("author", "author->paper", "paper"): (t([0, 1, 2, 3, 5]), t([0, 1, 2, 3, 4])),
+             ("paper", "paper->author", "author"): (t([0, 1, 2, 3, 4]), t([0, 1, 2, 3, 5])),
+             ("paper", "paper->venue", "venue"): (t([0, 1, 2, 4]), t([0, 1, 0, 1])),
+             ("venue", "venue->paper", "paper"): (t([0, 1]), t([2, 4]))}
+    num_nodes = {"author": 6, "paper": 5, "venue": 2}
+    dgl.utils.set_num_threads(1)
+    dgl.seed(0)
+    traces, _ = dgl.sampling.random_walk(_dgl_hetero(fixed, num_nodes), torch.arange(6), metapath=M2V_WALK)
+    branching = dict(fixed)
+    branching[("author", "author->paper", "paper")] = (t([0, 0, 0, 1, 2, 3, 5]), t([0, 1, 1, 1, 2, 3, 4]))
+    many, _ = dgl.sampling.random_walk(_dgl_hetero(branching, num_nodes), torch.zeros(30000, dtype=torch.int64),
+                                       metapath=M2V_WALK[:1])
+    return arrays(traces=traces, first_steps=torch.bincount(many[:, 1], minlength=num_nodes["paper"]),
+                  **{f"fixed.{c[1]}.{i}": e[i] for c, e in fixed.items() for i in (0, 1)},
+                  **{f"branching.{c[1]}.{i}": e[i] for c, e in branching.items() for i in (0, 1)})
+
 
 def main(names: list[str]) -> None:
     import dgl  # noqa: F401  (fail here, with a plain ImportError, where DGL is absent)

@@ -1,6 +1,7 @@
 """Metapath2vec and R-HGNN: configs for the paper's datasets, the skip-gram pairs, both models learning the
 planted signal of the synthetic graph, and Metapath2vec through the pipeline (its own trainer, meta-path pick)."""
-import dgl
+from types import SimpleNamespace
+
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -8,6 +9,7 @@ from omegaconf import OmegaConf
 
 from conftest import REPO
 from regnn import io_safe
+from regnn.data.hetero import HeteroGraph
 from regnn.errors import ConfigError
 from regnn.pipeline import arch_of, build_model, load_data, model_kwargs, train
 from regnn.pipeline import check as check_config
@@ -64,15 +66,17 @@ def test_bad_metapath2vec_settings_are_refused(override, message, synthetic, tmp
 def test_skipgram_pairs_join_nodes_of_one_walk_only():
     """Window 1: every pair is an edge of the graph; a node without a meta-path neighbour never appears (DGL's
     own sample maps a walk's -1 to the last node of the type)."""
-    from regnn.models.baselines.metapath2vec import SkipGram
+    from regnn.models.baselines.metapath2vec import SkipGram, WalkInputs
     ap = torch.tensor([[0, 0], [1, 0], [1, 1], [2, 2], [3, 2]])  # author 4 has no paper; paper 3 no author
-    g = dgl.heterograph({("author", "author->paper", "paper"): (ap[:, 0], ap[:, 1]),
-                         ("paper", "paper->author", "author"): (ap[:, 1], ap[:, 0])},
-                        {"author": 5, "paper": 4})
+    g = HeteroGraph({("author", "author->paper", "paper"): (ap[:, 0], ap[:, 1]),
+                     ("paper", "paper->author", "author"): (ap[:, 1], ap[:, 0])}, {"author": 5, "paper": 4})
+    data = SimpleNamespace(graph=g, target="author")
+    inputs = WalkInputs.build(data, metapaths={"APA": ["author->paper", "paper->author"]}, metapath="APA",
+                              walk_length=6)
     seed_everything(0)
-    sg = SkipGram(g, ["author->paper", "paper->author"] * 3, 1, 8, 2)
+    sg = SkipGram(inputs, 1, 8, 2)
     u, v, neg = sg.sample(torch.arange(5))
-    gid = {t: torch.tensor(sg.local_to_global_nid[t]) for t in ("author", "paper")}
+    gid = {t: sg.offsets[t] + torch.arange(g.num_nodes(t)) for t in ("author", "paper")}
     edges = {(int(gid["author"][a]), int(gid["paper"][p])) for a, p in ap.tolist()}
     edges |= {(b, a) for a, b in edges}
     assert u.numel() > 0 and {(int(a), int(b)) for a, b in zip(u, v)} <= edges

@@ -1,5 +1,8 @@
 """Meta-path graphs from a heterograph by sparse products, for HAN, GCN-M and GAT-M.
 
+The heterograph `g` is a regnn.data.hetero.HeteroGraph (or anything with its interface, a DGL heterograph too);
+the meta-path graphs are edge arrays, or an `Adjacency` to compute on.
+
 A meta-path is a list of relation names (etype names of the heterograph) that chain: the destination type of
 each relation is the source type of the next. Its composite adjacency A_P = A_r1 A_r2 ... A_rl (rows: sources,
 columns: destinations) counts the path instances between two nodes; the meta-path graph joins every pair with
@@ -11,16 +14,16 @@ x author one instead of building the author x paper or paper x paper intermediat
 """
 from __future__ import annotations
 
-import dgl
 import numpy as np
 import scipy.sparse as sp
 import torch
 
+from regnn.core.adjacency import Adjacency
 from regnn.data.relation_graph import RelationGraph, sorted_by_destination
 from regnn.errors import ConfigError
 
 
-def relation_matrix(g: dgl.DGLHeteroGraph, relation: str) -> sp.csr_matrix:
+def relation_matrix(g, relation: str) -> sp.csr_matrix:
     """(num src nodes, num dst nodes) 0/1 matrix of one relation (parallel edges count once)."""
     src_t, _, dst_t = g.to_canonical_etype(relation)
     u, v = (x.numpy() for x in g.edges(etype=relation))
@@ -29,7 +32,7 @@ def relation_matrix(g: dgl.DGLHeteroGraph, relation: str) -> sp.csr_matrix:
     return m
 
 
-def check_metapath(g: dgl.DGLHeteroGraph, name: str, relations, endpoint: str | None = None) -> list[tuple]:
+def check_metapath(g, name: str, relations, endpoint: str | None = None) -> list[tuple]:
     """The canonical etypes of a meta-path; ConfigError naming the problem when it does not chain."""
     rels = list(relations) if isinstance(relations, (list, tuple)) else None
     if not rels:
@@ -50,7 +53,7 @@ def check_metapath(g: dgl.DGLHeteroGraph, name: str, relations, endpoint: str | 
     return cets
 
 
-def metapath_adjacency(g: dgl.DGLHeteroGraph, relations, name: str = "meta-path") -> sp.csr_matrix:
+def metapath_adjacency(g, relations, name: str = "meta-path") -> sp.csr_matrix:
     """A_P = A_r1 ... A_rl as a sparse matrix of path-instance counts (rows: first type, columns: last type)."""
     check_metapath(g, name, relations)
     mats = [relation_matrix(g, r) for r in relations]
@@ -66,9 +69,10 @@ def metapath_adjacency(g: dgl.DGLHeteroGraph, relations, name: str = "meta-path"
     return (left @ right).tocsr()
 
 
-def metapath_graph(g: dgl.DGLHeteroGraph, relations, name: str = "meta-path",
-                   self_loops: bool = True) -> dgl.DGLGraph:
-    """Homogeneous graph of the endpoint type: u -> v for every pair with a path instance u ... v.
+def metapath_edges(g, relations, name: str = "meta-path",
+                   self_loops: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """(src, dst) int64 edges of the endpoint type's meta-path graph: u -> v for every pair with a path instance
+    u ... v, destination-major (then by source), so that edge positions are CSR positions.
 
     self_loops=True puts exactly one self-loop on every node (nodes without any path instance, which would
     otherwise have no in-edge, keep their own features); False drops them all.
@@ -83,11 +87,25 @@ def metapath_graph(g: dgl.DGLHeteroGraph, relations, name: str = "meta-path",
     if self_loops:
         src, dst = np.concatenate([src, np.arange(n)]), np.concatenate([dst, np.arange(n)])
     order = np.argsort(dst * n + src, kind="stable")  # destination-major, as the relation graph (CSR order)
-    return dgl.graph((torch.from_numpy(src[order]), torch.from_numpy(dst[order])), num_nodes=n)
+    return torch.from_numpy(src[order]), torch.from_numpy(dst[order])
 
 
-def metapath_graphs(data, metapaths: dict, names=None, self_loops: bool = True) -> dict[str, dgl.DGLGraph]:
+def metapath_graph(g, relations, name: str = "meta-path", self_loops: bool = True) -> Adjacency:
+    """The meta-path graph (metapath_edges) as an Adjacency over the endpoint type's nodes, on the CPU."""
+    src, dst = metapath_edges(g, relations, name, self_loops)
+    n = g.num_nodes(check_metapath(g, name, relations)[0][0])
+    return Adjacency.from_edges(src, dst, None, n)
+
+
+def metapath_graphs(data, metapaths: dict, names=None, self_loops: bool = True) -> dict[str, Adjacency]:
     """{name: meta-path graph of the target type} for the given names (all when None), in config order."""
+    return {n: metapath_graph(data.graph, rels, n, self_loops=self_loops)
+            for n, rels in _target_metapaths(data, metapaths, names).items()}
+
+
+def _target_metapaths(data, metapaths: dict, names=None) -> dict[str, list]:
+    """{name: relations} of the named meta-paths (all when None), each checked to run from the target type back
+    to it."""
     if not isinstance(metapaths, dict) or not metapaths:
         raise ConfigError("model.metapaths must map meta-path names to relation lists (set dataset.metapaths, "
                           f"e.g. APA: [author->paper, paper->author]); got {metapaths!r}")
@@ -95,22 +113,19 @@ def metapath_graphs(data, metapaths: dict, names=None, self_loops: bool = True) 
     unknown = [n for n in names if n not in metapaths]
     if unknown:
         raise ConfigError(f"meta-paths {unknown} are not defined; dataset.metapaths defines {list(metapaths)}")
-    out = {}
     for n in names:
         check_metapath(data.graph, n, metapaths[n], endpoint=data.target)
-        out[n] = metapath_graph(data.graph, metapaths[n], n, self_loops=self_loops)
-    return out
+    return {n: metapaths[n] for n in names}
 
 
 def metapath_relation_graph(data, name: str, relations) -> RelationGraph:
     """One meta-path graph as a RelationGraph of the target type: relation 0 the meta-path edges, relation 1
     the self-loop of every node, so the RE-GNN layers (with relation weights switched off) run on it as-is."""
-    g = metapath_graphs(data, {name: relations}, self_loops=False)[name]
-    n = g.num_nodes()
-    src, dst = g.edges()
+    _target_metapaths(data, {name: relations})
+    src, dst = metapath_edges(data.graph, relations, name, self_loops=False)
+    n = data.graph.num_nodes(data.target)
     ids = torch.arange(n)
-    src, dst = torch.cat([src, ids]), torch.cat([dst, ids])
-    rel = torch.cat([torch.zeros(g.num_edges(), dtype=torch.int64), torch.ones(n, dtype=torch.int64)])
-    src, dst, rel = sorted_by_destination(src, dst, rel, n)
+    rel = torch.cat([torch.zeros(src.numel(), dtype=torch.int64), torch.ones(n, dtype=torch.int64)])
+    src, dst, rel = sorted_by_destination(torch.cat([src, ids]), torch.cat([dst, ids]), rel, n)
     return RelationGraph(src, dst, rel, [name, f"self:{data.target}"], 1, [data.target], {data.target: 0},
                          torch.zeros(n, dtype=torch.int64))

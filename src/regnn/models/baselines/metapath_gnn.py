@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from regnn.errors import ConfigError
 from regnn.models.baselines.metapath import metapath_relation_graph
 from regnn.models.regnn import REGNN, RelationInputs
-from regnn.training.device import to_device_adjacency
 
 
 @dataclass
@@ -26,9 +25,8 @@ class MetapathInputs(RelationInputs):
         if metapath not in metapaths:
             hint = " ('best' is resolved by regnn.pipeline.train, one job per meta-path)" if metapath == "best" else ""
             raise ConfigError(f"model.metapath={metapath!r} is not valid: use one of {list(metapaths)} or best{hint}")
-        rg = metapath_relation_graph(data, metapath, metapaths[metapath])  # on the CPU: its arrays move
-        return cls(to_device_adjacency(rg.graph, device), rg.ntypes, rg.nodes_of(data.target).to(device), rg,
-                   metapath)
+        rg = metapath_relation_graph(data, metapath, metapaths[metapath]).to(device)
+        return cls(rg.adjacency(), rg.ntypes, rg.nodes_of(data.target).to(device), rg, metapath)
 
 
 def build_metapath_gnn(inputs: MetapathInputs, in_dims: dict[str, int], num_classes: int, metapaths=None,
