@@ -285,6 +285,7 @@ def make_edge_ops():
                     f"h{heads}.grad_el": el.grad, f"h{heads}.grad_er": er.grad})
     return arrays(**out)
 
+
 # -- meta-path baselines: HAN's GAT layer and model, Metapath2vec's skip-gram and walks -------------------------
 
 def _han_dgl_gatconv(in_dim, out_dim, heads, **options):
