@@ -225,11 +225,11 @@ def test_auto_workers_split_the_thread_budget(overrides, pending, edges, expect)
     assert plan_workers(c, "cuda", pending, int(c.threads), edges)[0] == (expect[0] if c.workers != "auto" else 1)
 
 
-def test_importing_regnn_and_dgl_starts_no_pypi_version_check():
-    """ogb (imported by dgl) and the `outdated` package each start a thread that asks PyPI for versions; with
+def test_importing_regnn_and_ogb_starts_no_pypi_version_check():
+    """ogb (dataset=ogbn_mag) and the `outdated` package each start a thread that asks PyPI for versions; with
     regnn imported first, `outdated` is an offline stand-in: ogb's thread gets "up to date" at once and no thread
     is left waiting on the network. The stand-in keeps the package's public names."""
-    code = ("import regnn, dgl, ogb, threading, sys, importlib.util; import outdated; "
+    code = ("import regnn, ogb, threading, sys, importlib.util; import outdated; "
             "from outdated import OutdatedPackageWarning, warn_if_outdated; "
             "assert importlib.util.find_spec('outdated') is not None and issubclass(OutdatedPackageWarning, Warning); "
             "print(len(threading.enumerate()), outdated.check_outdated('ogb', '1.3.6'))")

@@ -39,12 +39,12 @@ def test_real_dataset_shapes_and_relations(name):
         assert sorted(zip(u.tolist(), v.tolist())) == sorted(zip(rv.tolist(), ru.tolist()))
     rg = build_relation_graph(data)
     assert rg.num_relations == 2 * len(edges) + len(nodes)
-    assert rg.graph.num_nodes() == sum(nodes.values())
+    assert rg.num_nodes == sum(nodes.values())
     # every node has exactly one self-loop, typed by its node type
     self_ids = torch.arange(rg.num_edge_relations, rg.num_relations)
     is_self = torch.isin(rg.rel, self_ids)
-    u, v = rg.graph.edges()
-    assert torch.equal(u[is_self], v[is_self]) and is_self.sum() == rg.graph.num_nodes()
+    u, v = rg.src, rg.dst
+    assert torch.equal(u[is_self], v[is_self]) and is_self.sum() == rg.num_nodes
     assert torch.equal(rg.rel[is_self] - rg.num_edge_relations, rg.node_type[u[is_self]])
 
 
