@@ -62,7 +62,8 @@ MAGNN_METAPATHS = {"APA": ["author->paper", "paper->author"],
 def magnn_edges() -> dict:
     """Authors -> papers (the last paper has no author), each paper at one venue, and both reversed."""
     u, v = random_graph(MAGNN_COUNTS["author"], MAGNN_COUNTS["paper"], 18, seed=11)
-    venue = torch.randint(0, MAGNN_COUNTS["venue"], (MAGNN_COUNTS["paper"],), generator=torch.Generator().manual_seed(12))
+    gen = torch.Generator().manual_seed(12)
+    venue = torch.randint(0, MAGNN_COUNTS["venue"], (MAGNN_COUNTS["paper"],), generator=gen)
     papers = torch.arange(MAGNN_COUNTS["paper"])
     return {("author", "author->paper", "paper"): (u, v), ("paper", "paper->author", "author"): (v, u),
             ("paper", "paper->venue", "venue"): (papers, venue), ("venue", "venue->paper", "paper"): (venue, papers)}
@@ -229,7 +230,8 @@ def make_magnn_ac_model():
     through venues). Eval mode: logits, representation, gradients; training mode after torch.manual_seed(5):
     the same and the rebuild term (aux), with the edge dropout at 0.3 and the nn.Dropout layers off (their
     masks come from torch's bernoulli, which draws other masks from the same seed on later torch versions; the
-    completion's draws are torch.rand's, which do not change). Weights p{i} in named_parameters order, topological embeddings emb_<type>."""
+    completion's draws are torch.rand's, which do not change). Weights p{i} in named_parameters order,
+    topological embeddings emb_<type>."""
     from types import SimpleNamespace
 
     from regnn.data.hetero import HeteroGraph
