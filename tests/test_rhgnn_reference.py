@@ -40,7 +40,10 @@ def both_models(ds, *, layers: int, residual: bool, pairing: str):
     from model.R_HGNN import R_HGNN
     from utils.Classifier import Classifier
 
-    g, hidden, heads, rel = ds.graph, 4, 2, 3
+    import dgl  # the authors' model runs on a DGL graph: regnn's heterograph, its edges in their order
+    g = dgl.heterograph({cet: ds.graph.edges(etype=cet) for cet in ds.graph.canonical_etypes},
+                        {t: ds.graph.num_nodes(t) for t in ds.graph.ntypes})
+    hidden, heads, rel = 4, 2, 3
     feats = {t: (x.to_dense() if x.is_sparse else x).double() for t, x in ds.features.items()}
     inputs = RelationGraphs.build(ds)
     if pairing == "authors":

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import dgl
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from regnn.data.hetero import HeteroGraph
 from regnn.errors import ConfigError
 from regnn.models.baselines.han import SemanticAttention
 from regnn.models.baselines.metapath import check_metapath
@@ -36,7 +36,7 @@ from regnn.models.baselines.metapath_instances import metapath_instances
 from regnn.models.regnn import TypeProjection
 
 
-def reverse_pairs(g: dgl.DGLHeteroGraph) -> dict[str, tuple[int, bool]]:
+def reverse_pairs(g: HeteroGraph) -> dict[str, tuple[int, bool]]:
     """relation name -> (rotation index, conjugated): a relation and its reverse (the same edges, turned
     round) share an index; the reverse, the later name in sorted order, is conjugated."""
     def keys(cet, flip):

@@ -14,18 +14,25 @@ HGNN-AC's extra training term: each training step hides the features of feats_dr
 nodes and rebuilds them with the same attention from their source-type neighbours through a completed type
 (e.g. movies sharing a director); the mean L2 distance, times loss_lambda, joins the loss (`auxiliary_loss`,
 read by the trainer).
+
+The attention runs on regnn.core's Adjacency of the (source -> completed) pairs; its per-edge arrays are in
+destination-sorted order, the edge dropout is drawn in the pairs' own order (the numbering DGL gave them), and
+float64 fixtures pin the completion and the rebuild term to DGL's ops (tests/test_dgl_ports_magnn.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import dgl
 import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from regnn.core.adjacency import Adjacency, at_least_fp32, full_precision
+from regnn.core.attention import aggregate_heads
+from regnn.core.edge_ops import csr_mm, edge_dots
+from regnn.data.hetero import HeteroGraph
 from regnn.errors import DataError
 from regnn.models.baselines.magnn import MAGNN, MetapathInstances
 from regnn.models.baselines.metapath_instances import metapath_instances
@@ -40,12 +47,26 @@ def featureless(x: torch.Tensor) -> bool:
     return x.shape[0] == x.shape[1] == v.numel() and bool((i[0] == i[1]).all() and (v == 1).all())
 
 
-def topological_embedding(g: dgl.DGLHeteroGraph, dim: int, seed: int) -> dict[str, torch.Tensor]:
+def homogeneous_edges(g: HeteroGraph) -> tuple[torch.Tensor, torch.Tensor, dict[str, int]]:
+    """Every edge of g on one numbering of all nodes, as dgl.to_homogeneous numbers them: the node types one block
+    after another in g.ntypes order, local ids within; the edges by canonical edge type in g's order, each type's
+    in its own order. Returns (sources, destinations, {node type: first id of its block})."""
+    offsets, n = {}, 0
+    for t in g.ntypes:
+        offsets[t], n = n, n + g.num_nodes(t)
+    parts = [(u + offsets[s], v + offsets[d]) for (s, _, d), (u, v) in
+             ((cet, g.edges(etype=cet)) for cet in g.canonical_etypes)]
+    empty = torch.zeros(0, dtype=torch.int64)
+    return (torch.cat([u for u, _ in parts]) if parts else empty,
+            torch.cat([v for _, v in parts]) if parts else empty, offsets)
+
+
+def topological_embedding(g: HeteroGraph, dim: int, seed: int) -> dict[str, torch.Tensor]:
     """{node type: (n, dim)} rows of U sqrt(S), the truncated SVD of the normalised adjacency of all nodes."""
     from sklearn.utils.extmath import randomized_svd
-    hg = dgl.to_homogeneous(g)
-    u, v = (x.numpy() for x in hg.edges())
-    n = hg.num_nodes()
+    u, v, offsets = homogeneous_edges(g)
+    u, v = u.numpy(), v.numpy()
+    n = g.num_nodes()
     a = sp.coo_matrix((np.ones(u.size), (u, v)), shape=(n, n)).tocsr()
     a = ((a + a.T) > 0).astype(np.float64)
     d = np.asarray(a.sum(1)).ravel()
@@ -54,15 +75,10 @@ def topological_embedding(g: dgl.DGLHeteroGraph, dim: int, seed: int) -> dict[st
     left, s, _ = randomized_svd(inv @ a @ inv, k, random_state=seed)
     emb = np.zeros((n, dim), dtype=np.float32)
     emb[:, :k] = left * np.sqrt(s)
-    ntype, nid = hg.ndata[dgl.NTYPE].numpy(), hg.ndata[dgl.NID].numpy()
-    out = {}
-    for i, t in enumerate(g.ntypes):
-        rows = np.flatnonzero(ntype == i)
-        out[t] = torch.from_numpy(emb[rows[np.argsort(nid[rows])]])
-    return out
+    return {t: torch.from_numpy(emb[offsets[t]:offsets[t] + g.num_nodes(t)]) for t in g.ntypes}
 
 
-def completion_sources(g: dgl.DGLHeteroGraph, feats: dict[str, torch.Tensor], types) -> dict[str, str]:
+def completion_sources(g: HeteroGraph, feats: dict[str, torch.Tensor], types) -> dict[str, str]:
     """{featureless type: the featured type with the most edges into it} for the given types."""
     featured = {t for t in g.ntypes if not featureless(feats[t])}
     out = {}
@@ -78,15 +94,55 @@ def completion_sources(g: dgl.DGLHeteroGraph, feats: dict[str, torch.Tensor], ty
     return out
 
 
-def _pairs_graph(u, v, num_src: int, num_dst: int, src="s", dst="d") -> dgl.DGLHeteroGraph:
-    return dgl.heterograph({(src, "to", dst): (torch.as_tensor(u), torch.as_tensor(v))}, {src: num_src, dst: num_dst})
+def pairs_adjacency(u, v, num_src: int, num_dst: int) -> Adjacency:
+    """The graph of the pairs u[i] -> v[i] (edge i, the numbering DGL gives them)."""
+    return Adjacency.from_edges(torch.as_tensor(u, dtype=torch.int64), torch.as_tensor(v, dtype=torch.int64), None,
+                                num_src, num_dst)
+
+
+class _HeadDots(torch.autograd.Function):
+    """<q[v, k], k[u, k]> for every edge u -> v (CSR order) and head k, one sampled product per head: the
+    (E, heads, dim) products of the gathered rows are never held (DBLP's rebuild pairs: about 1 GB in float32).
+    Backward: grad q[:, k] = G_k k[:, k], grad k[:, k] = G_k^T q[:, k], with G_k the graph carrying grad[:, k]."""
+
+    @staticmethod
+    def forward(ctx, k_src, q_dst, adj: Adjacency):
+        ctx.adj = adj
+        ctx.save_for_backward(k_src, q_dst)
+        if adj.indices.numel() == 0:
+            return k_src.new_zeros(0, k_src.shape[1])
+        return torch.stack([edge_dots(adj, q_dst[:, h].contiguous(), k_src[:, h].contiguous())
+                            for h in range(k_src.shape[1])], 1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        k_src, q_dst = ctx.saved_tensors
+        adj = ctx.adj
+        gk = gq = None
+        grad = grad.t().contiguous()  # (heads, E)
+        if ctx.needs_input_grad[0]:
+            gk = torch.stack([csr_mm(adj.t_indptr, adj.t_indices, grad[h].index_select(0, adj.t_pos),
+                                     (adj.num_src, adj.num_dst), q_dst[:, h].contiguous())
+                              for h in range(grad.shape[0])], 1)
+        if ctx.needs_input_grad[1]:
+            gq = torch.stack([csr_mm(adj.indptr, adj.indices, grad[h], (adj.num_dst, adj.num_src),
+                                     k_src[:, h].contiguous()) for h in range(grad.shape[0])], 1)
+        return gk, gq, None
+
+
+def head_dots(adj: Adjacency, k_src: torch.Tensor, q_dst: torch.Tensor) -> torch.Tensor:
+    """(E, heads) dot products k_src[u, h] . q_dst[v, h] over the edges u -> v in CSR order; k_src (N_s, heads, dim),
+    q_dst (N_t, heads, dim). In float32 at least (the sampled products have no bf16 kernels)."""
+    with full_precision(k_src):
+        return _HeadDots.apply(at_least_fp32(k_src), at_least_fp32(q_dst), adj)
 
 
 @dataclass
 class CompletionInputs(MetapathInstances):
     sources: dict[str, str] = None  # completed type -> its source type
-    graphs: dict[str, dgl.DGLHeteroGraph] = None  # completed type -> source -> completed neighbour graph
-    rebuild: dgl.DGLHeteroGraph | None = None  # source -> source pairs through a completed type (the extra loss)
+    graphs: dict[str, Adjacency] = None  # completed type -> source -> completed neighbour graph
+    rebuild: tuple[torch.Tensor, torch.Tensor] | None = None  # source -> source pairs through a completed type
+    # (the extra loss), as (sources, destinations) sorted by source, then destination
     rebuild_source: str | None = None
     emb: dict[str, torch.Tensor] = None  # topological embeddings per node type
 
@@ -105,17 +161,16 @@ class CompletionInputs(MetapathInstances):
                     a, b = g.edges(etype=cet)
                     u.append(a), v.append(b)
             pairs = np.unique(torch.stack([torch.cat(u), torch.cat(v)], 1).numpy(), axis=0)
-            graphs[t] = _pairs_graph(pairs[:, 0], pairs[:, 1], g.num_nodes(s), g.num_nodes(t)).to(device)
+            graphs[t] = pairs_adjacency(pairs[:, 0], pairs[:, 1], g.num_nodes(s), g.num_nodes(t)).to(device)
         rebuild, rebuild_source = None, None
         if sources:  # through the completed type with the fewest source-source pairs (IMDB: MDM, not MAM)
-            t = min(sources, key=lambda c: sum(int(x) ** 2 for x in graphs[c].in_degrees()))
+            t = min(sources, key=lambda c: sum(int(x) ** 2 for x in graphs[c].indptr.diff()))
             rebuild_source = sources[t]
             rel_in = next(c[1] for c in g.canonical_etypes if c[0] == rebuild_source and c[2] == t)
             rel_out = next(c[1] for c in g.canonical_etypes if c[0] == t and c[2] == rebuild_source)
             inst = metapath_instances(g, [rel_in, rel_out], max_instances, sample_seed)
             inst = np.unique(inst[inst[:, 0] != inst[:, -1]][:, [0, -1]], axis=0)
-            n = g.num_nodes(rebuild_source)
-            rebuild = _pairs_graph(inst[:, 0], inst[:, 1], n, n).to(device)
+            rebuild = tuple(torch.from_numpy(inst[:, i].copy()).to(device) for i in (0, 1))
         emb = {t: e.to(device) for t, e in topological_embedding(g, emb_dim, sample_seed).items()}
         return cls(**vars(base), sources=sources, graphs=graphs, rebuild=rebuild, rebuild_source=rebuild_source,
                    emb=emb)
@@ -137,16 +192,18 @@ class AttributeCompletion(nn.Module):
             nn.init.xavier_normal_(p, gain=1.414)
         self.dropout = dropout
 
-    def forward(self, graph, emb_src, emb_dst, x_src) -> torch.Tensor:
+    def forward(self, graph: Adjacency, emb_src, emb_dst, x_src) -> torch.Tensor:
         k_src = torch.einsum("nd,kdh->nkh", emb_src, self.u)
         q_dst = torch.einsum("nkh,khj->nkj", torch.einsum("nd,kdh->nkh", emb_dst, self.u), self.v)
-        score = F.leaky_relu(dgl.ops.u_dot_v(graph, k_src, q_dst), 0.2)  # (E, heads, 1)
+        score = F.leaky_relu(head_dots(graph, k_src, q_dst), 0.2)  # (E, heads), CSR order
         if self.training and self.dropout > 0:
+            # drawn in the pairs' own order, so that each edge gets the number DGL's graph of them gave it
             keep = torch.rand(score.shape[0], device=score.device) >= self.dropout
+            keep = keep if graph.perm is None else keep.index_select(0, graph.perm)
             # a node whose edges are all dropped falls back to equal weights, as the dense -9e15 mask of HGNN-AC does
-            score = torch.where(keep.view(-1, 1, 1), score, torch.full_like(score, -1e9))
-        a = dgl.ops.edge_softmax(graph, score)
-        return F.elu(dgl.ops.u_mul_e_sum(graph, x_src.unsqueeze(1), a)).mean(1)
+            score = torch.where(keep.view(-1, 1), score, torch.full_like(score, -1e9))
+        a = graph.edge_softmax(score)
+        return F.elu(aggregate_heads(graph, x_src.unsqueeze(1), a)).mean(1)
 
 
 class MAGNNAC(MAGNN):
@@ -165,14 +222,15 @@ class MAGNNAC(MAGNN):
             h[t] = self.complete(inputs.graphs[t], inputs.emb[s], inputs.emb[t], h[s])
         self._aux = None
         if self.training and inputs.rebuild is not None and self.loss_lambda > 0 and self.feats_drop_rate > 0:
-            s, g = inputs.rebuild_source, inputs.rebuild
-            hidden = torch.rand(g.num_nodes("s"), device=h[s].device) < self.feats_drop_rate
-            src, dst = g.edges()
+            s, (src, dst) = inputs.rebuild_source, inputs.rebuild
+            n = h[s].shape[0]
+            hidden = torch.rand(n, device=h[s].device) < self.feats_drop_rate
             # only the pairs from a visible source to a hidden node enter the loss: rebuilding on them alone
             # gives the same vectors at a fifth of the cost (DBLP: 1.3M paper-venue-paper pairs)
-            sub = dgl.edge_subgraph(g, ~hidden[src] & hidden[dst], relabel_nodes=False)
+            kept = torch.nonzero(~hidden[src] & hidden[dst]).squeeze(1)
+            sub = pairs_adjacency(src[kept], dst[kept], n, n)
             rebuilt = self.complete(sub, inputs.emb[s], inputs.emb[s], h[s])
-            has = sub.in_degrees() > 0
+            has = sub.indptr.diff() > 0
             if has.any():
                 self._aux = self.loss_lambda * (h[s][has] - rebuilt[has]).norm(dim=1).mean()
         return h

@@ -15,23 +15,27 @@ After the layers the target node's relation-aware representations are fused by r
 attention, beta_{v,r} = softmax_r(LeakyReLU((M_r h_{v,r}) . (N_r r))), h_v = sum_r beta_{v,r} M_r h_{v,r}, and a linear
 classifier follows. Every map and attention vector is per head (heads x hidden). The inputs pass the per-type
 projection every baseline here starts from. The layout follows the paper and its authors' released code.
+
+Each relation's graph is an Adjacency (regnn.core) of its bipartite edges, source type -> destination type: the
+attention logits, their softmax over a node's in-edges and the weighted sum run on its arrays (float64 fixtures
+pin them to DGL's u_add_v, edge_softmax and u_mul_e_sum, tests/test_dgl_ports_magnn.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import dgl
 import torch
 import torch.nn.functional as F
-from dgl.nn.functional import edge_softmax
 from torch import nn
 
+from regnn.core.adjacency import Adjacency
+from regnn.core.attention import aggregate_heads
 from regnn.models.regnn import TypeProjection
 
 
 @dataclass
 class RelationGraphs:
-    graphs: dict[str, dgl.DGLGraph]  # relation name -> its bipartite graph (source type -> destination type)
+    graphs: dict[str, Adjacency]  # relation name -> its bipartite graph (source type -> destination type)
     ends: dict[str, tuple[str, str]]  # relation name -> (source type, destination type)
     source_key: dict[str, str | None]  # relation -> the relation whose representation its sources send (reverse)
     ntypes: list[str]
@@ -43,9 +47,8 @@ class RelationGraphs:
         graphs, ends = {}, {}
         for s, r, t in g.canonical_etypes:
             u, v = g.edges(etype=(s, r, t))
-            bg = dgl.heterograph({(s, r, t): (u, v)}, {s: g.num_nodes(s), t: g.num_nodes(t)})
-            bg.create_formats_()
-            graphs[r], ends[r] = bg.to(device), (s, t)
+            graphs[r] = Adjacency.from_edges(u, v, None, g.num_nodes(s), g.num_nodes(t)).to(device)
+            ends[r] = (s, t)
         # the reverse relation t -> s ends at the source type: its representation is what a source node sends
         # along r; without one, the source type's mean over its relations (or its projected features) is sent
         # ("a->b" reverses "b->a"; other names: the first relation t -> s, as the authors' code pairs them)
@@ -98,9 +101,8 @@ class RHGNNLayer(nn.Module):
             ws = self.w[s](self.drop(_source(inputs, r, h, base))).view(-1, H, d)
             wd = self.w[t](self.drop(h[r])).view(-1, H, d)
             a = self.att[r](rel[r]).view(H, 2, d)
-            el, er = (ws * a[:, 1]).sum(-1, keepdim=True), (wd * a[:, 0]).sum(-1, keepdim=True)  # (N, H, 1)
-            alpha = edge_softmax(g, F.leaky_relu(dgl.ops.u_add_v(g, el, er), self.slope))
-            z[r] = F.relu(dgl.ops.u_mul_e_sum(g, ws, alpha)).flatten(1)  # (N_t, H * d)
+            el, er = (ws * a[:, 1]).sum(-1), (wd * a[:, 0]).sum(-1)  # (N_s, H), (N_t, H)
+            z[r] = F.relu(relation_attention(g, ws, el, er, self.slope)).flatten(1)  # (N_t, H * d)
             if self.residual:
                 g_t = torch.sigmoid(self.gate[t])
                 z[r] = g_t * z[r] + (1 - g_t) * self.res[t](h[r])
@@ -121,6 +123,14 @@ class RHGNNLayer(nn.Module):
 
 
 GAIN = nn.init.calculate_gain("relu")
+
+
+def relation_attention(g: Adjacency, ws: torch.Tensor, el: torch.Tensor, er: torch.Tensor,
+                       negative_slope: float) -> torch.Tensor:
+    """sum over the in-edges u -> v of softmax_u(LeakyReLU(el[u] + er[v])) ws[u], per head: ws (N_s, H, d),
+    el (N_s, H), er (N_t, H) -> (N_t, H, d); a node without in-edges gets zeros."""
+    alpha = g.edge_softmax(F.leaky_relu(g.u_add_v(el, er), negative_slope))  # (E, H), CSR order
+    return aggregate_heads(g, ws, alpha)
 
 
 def _xavier(lin: nn.Linear) -> nn.Linear:
