@@ -464,6 +464,8 @@ def make_metapath_walk():
     return arrays(traces=traces, first_steps=torch.bincount(many[:, 1], minlength=num_nodes["paper"]),
                   **{f"fixed.{c[1]}.{i}": e[i] for c, e in fixed.items() for i in (0, 1)},
                   **{f"branching.{c[1]}.{i}": e[i] for c, e in branching.items() for i in (0, 1)})
+
+
 # -- MAGNN-AC and R-HGNN (regnn.models.baselines.magnn_ac, .rhgnn) ------------------------------------------------
 # The small heterographs below are restated in tests/test_dgl_ports_magnn.py, which rebuilds them from the saved
 # edge arrays (e{i}_src, e{i}_dst, in the order of the relation list).
