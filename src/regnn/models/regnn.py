@@ -10,6 +10,7 @@ from torch import nn
 
 from regnn.core.adjacency import Adjacency, full_precision
 from regnn.core.backend import Backend
+from regnn.core.dropout import HashDropout
 from regnn.core.relation import RelationWeights
 from regnn.models.backbones import BACKBONES
 
@@ -112,8 +113,10 @@ class REGNN(nn.Module):
         # The authors' RE-GCN drops features twice before every layer after the first (once in the model, once
         # in the layer): two independent masks keep a feature with probability (1-p)^2, which is one dropout
         # with rate 1-(1-p)^2 (0.84 for p=0.6).
-        self.input_dropout = nn.Dropout(dropout)
-        self.dropout = nn.Dropout(1 - (1 - dropout) ** 2) if double_dropout else self.input_dropout
+        # hashed masks (regnn.core.dropout): one pass forward and back, no stored mask; torch's CPU dropout
+        # (bernoulli_) is several times slower in current torch than the rest of a GCN layer's elementwise work
+        self.input_dropout = HashDropout(dropout)
+        self.dropout = HashDropout(1 - (1 - dropout) ** 2) if double_dropout else self.input_dropout
 
     @classmethod
     def from_inputs(cls, inputs: RelationInputs, in_dims: dict[str, int], num_classes: int, **kwargs) -> "REGNN":
