@@ -724,6 +724,35 @@ def make_magnn_ac_homogeneous():
                   nid=hg.ndata[dgl.NID], **per_type)
 
 
+# -- sampler_blocks: whole-neighbourhood blocks (regnn.training.neighbour_sampler) ------------------------------------
+@maker
+def make_sampler_blocks():
+    """DGL's blocks of every in-edge (in_subgraph + to_block, what layer-wise inference ran on) for two layers
+    over a small relation-typed graph whose edges are sorted by destination, some node pairs joined by two
+    relations: per layer the source ids (destinations first), the block's edges (compact ids) and edge ids."""
+    import dgl
+    n, g = 40, torch.Generator().manual_seed(3)
+    u, v = torch.randint(0, n, (160,), generator=g), torch.randint(0, n, (160,), generator=g)
+    u, v = torch.cat([u, u[:12]]), torch.cat([v, v[:12]])  # 12 pairs again, with another relation
+    rel = torch.cat([torch.randint(0, 3, (160,), generator=g), torch.full((12,), 3)])
+    keep = u != v
+    u, v, rel = u[keep], v[keep], rel[keep]
+    order = torch.sort(v * n + u, stable=True).indices
+    u, v, rel = u[order], v[order], rel[order]
+    graph = dgl.graph((u, v), num_nodes=n)
+    seeds = torch.tensor([17, 3, 29, 8, 0, 35])
+    out = {"src": u, "dst": v, "rel": rel, "num_nodes": n, "seeds": seeds}
+    dst = seeds
+    for layer in (1, 0):  # the seeds' layer first, as sampling goes
+        frontier = dgl.in_subgraph(graph, dst)
+        block = dgl.to_block(frontier, dst_nodes=dst)
+        bu, bv = block.edges()
+        out |= {f"src_nodes_{layer}": block.srcdata[dgl.NID], f"edge_src_{layer}": bu, f"edge_dst_{layer}": bv,
+                f"eid_{layer}": frontier.edata[dgl.EID][block.edata[dgl.EID]]}
+        dst = block.srcdata[dgl.NID]
+    return arrays(**out)
+
+
 def main(names: list[str]) -> None:
     import dgl  # noqa: F401  (fail here, with a plain ImportError, where DGL is absent)
     torch.set_default_dtype(torch.float64)

@@ -79,7 +79,7 @@ def load_only(root: str) -> None:
     t2 = time.perf_counter()
     print(json.dumps({"dataset_s": t1 - t0, "sampling_graph_s": t2 - t1, "nodes": data.graph.num_nodes(),
                       "matmul_gflops": matmul_rate(),
-                      "edges_with_reverse": data.graph.num_edges(), "relation_graph_edges": sg.graph.num_edges(),
+                      "edges_with_reverse": data.graph.num_edges(), "relation_graph_edges": sg.num_edges,
                       "feature_bytes": int(sum(x.numel() * x.element_size() for x in data.features.values())),
                       "threads": torch.get_num_threads()}))
 
@@ -127,7 +127,7 @@ def matmul_gflop(cfg, p: dict, num_classes: int, in_dim: int = 128) -> float:
     return flop / 1e9
 
 
-PHASES = [("sample", "sampling (waiting for the loader)"), ("blocks", "blocks -> adjacencies"),
+PHASES = [("sample", "sampling (waiting for the loader)"), ("blocks", "adjacencies to the device"),
           ("gather", "feature gather"), ("project", "input projection"), ("forward_layer_0", "forward layer 0"),
           ("forward_layer_1", "forward layer 1"), ("forward_output_layer", "forward output layer"),
           ("forward_rest", "forward, rest (dropout, loss)"), ("backward", "backward"),
@@ -174,11 +174,13 @@ def sampling_lines(report: dict) -> list[str]:
     rows = report.get("sampling_rates")
     if not rows:
         return []
-    lines = ["", "## Sampling alone (the loader, no model; trainer.sampling)", "",
-             "| sampling | threads | seeds/s | s per batch | vs deterministic |", "|---|---|---|---|---|"]
+    lines = ["", "## Sampling alone (the loader: blocks and their adjacencies, no model; trainer.sampling)", "",
+             "| sampling | threads | sampling threads | seeds/s | batches/s | s per batch | vs deterministic |",
+             "|---|---|---|---|---|---|---|"]
     base = {r["threads"]: r["seeds_per_s"] for r in rows if r["sampling"] == "deterministic"}
     for r in rows:
-        lines.append(f"| {r['sampling']} | {r['threads']} | {r['seeds_per_s']:.0f} | {r['s_per_batch']:.3f} | "
+        lines.append(f"| {r['sampling']} | {r['threads']} | {r.get('num_workers', 0) or '-'} | {r['seeds_per_s']:.0f} | "
+                     f"{r.get('batches_per_s', 1 / r['s_per_batch']):.1f} | {r['s_per_batch']:.3f} | "
                      f"{r['seeds_per_s'] / base[r['threads']]:.2f}x |")
     return lines
 

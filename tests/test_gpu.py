@@ -163,20 +163,20 @@ def test_configured_trainer_runs_on_the_device(device, synthetic, torch_backend)
 @pytest.mark.parametrize("device", DEVICES)
 def test_sampled_blocks_move_as_arrays(device, synthetic):
     sg = SampledGraph(synthetic)
-    _, _, blocks = next(iter(sampled_loader(sg, sg.seeds(synthetic.splits["train"][:32]), [4, 3], 32, False)))
+    blocks = next(iter(sampled_loader(sg, sg.seeds(synthetic.splits["train"][:32]), [4, 3], 32, False))).blocks
     for b in blocks:
-        assert b.device.type == "cpu"
+        assert b.src_nodes.device.type == "cpu"
         adj, cpu = sg.adjacency(b, device), sg.adjacency(b)
-        assert (adj.num_dst, adj.num_src) == (b.num_dst_nodes(), b.num_src_nodes())
+        assert (adj.num_dst, adj.num_src) == (b.num_dst, b.num_src)
         for name in ("indptr", "indices", "t_indptr", "t_indices", "t_pos", "dst_of", "rel"):
             assert getattr(adj, name).device.type == device and torch.equal(getattr(adj, name).cpu(),
                                                                              getattr(cpu, name)), name
         # the block's sampled edges plus one typed self-loop per destination, nothing else
         loops = cpu.rel >= sg.num_edge_relations
-        u, v = b.edges()
+        u, v = b.edge_src, b.edge_dst
         assert sorted(zip(cpu.indices[~loops].tolist(), cpu.dst_of[~loops].tolist())) == sorted(zip(u.tolist(),
                                                                                                   v.tolist()))
-        assert torch.equal(cpu.dst_of[loops], torch.arange(b.num_dst_nodes()))
+        assert torch.equal(cpu.dst_of[loops], torch.arange(b.num_dst))
         assert torch.equal(cpu.indices[loops], cpu.dst_of[loops])
 
 

@@ -1,18 +1,16 @@
 """Mini-batch training: sampled blocks, exact layer-wise inference, sparse embeddings, train.py end to end."""
 import json
+from collections import Counter
 
-import dgl
 import pytest
 import torch
 
 from conftest import run_train
-from regnn.core.adjacency import Adjacency
-from regnn.data import build_relation_graph, load_dataset
+from regnn.data import build_relation_graph, load_dataset, make_synthetic
 from regnn.models import REGNN
 from regnn.training.minibatch import Scorer, train_minibatch_run
 from regnn.training.node_inputs import NodeInputs, SampledREGNN
-from regnn.training.sampling import (RepeatableNeighborSampler, SampledGraph, layerwise_logits, sampled_loader,
-                                     sampled_logits)
+from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits
 from regnn.training.seed import seed_everything
 
 
@@ -31,44 +29,41 @@ def model_for(d, sg, backbone="gcn", features=None, **kw):
     return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type)
 
 
-def test_blocks_get_one_typed_self_loop_per_destination(mag):
-    d, sg = mag
-    _, out, blocks = next(iter(sampled_loader(sg, sg.seeds(d.splits["train"][:64]), [3, 2], 64, shuffle=False)))
-    for b in blocks:
-        adj = sg.adjacency(b)
-        u, v = adj.indices, adj.dst_of  # source and destination of every edge, CSR order
-        loops = adj.rel >= sg.num_edge_relations
-        assert loops.sum() == b.num_dst_nodes() and torch.equal(u[loops], v[loops])
-        dst_types = sg.node_type[b.dstdata[dgl.NID]]
-        assert torch.equal(adj.rel[loops] - sg.num_edge_relations, dst_types[v[loops]])
-        assert (torch.bincount(v[~loops], minlength=b.num_dst_nodes()) <= max(3, 2)).all()  # the fanout holds
-        # sampled edges keep the relation of the same edge in the whole graph
-        src_nid, dst_nid = b.srcdata[dgl.NID][u[~loops]], b.dstdata[dgl.NID][v[~loops]]
-        eids = sg.graph.edge_ids(src_nid, dst_nid, return_uv=True)
-        assert set(zip(src_nid.tolist(), dst_nid.tolist(), adj.rel[~loops].tolist())) <= \
-            set(zip(eids[0].tolist(), eids[1].tolist(), sg.rel[eids[2]].tolist()))
+@pytest.fixture(scope="module")
+def synthetic_sg():
+    return SampledGraph(make_synthetic(num_items=300, num_sources=150, num_tags=20, random_degree=12, seed=0))
 
 
-def test_sampling_with_two_threads_repeats_for_a_seed(set_threads):
-    """With several threads DGL's sampler gives other blocks for the same seed (one random stream per thread, a
-    concurrent id map); ours samples in one thread, gives the same blocks every time and restores the count."""
-    n, e = 50000, 1000000
-    g_ = torch.Generator().manual_seed(0)
-    g = dgl.graph((torch.randint(0, n, (e,), generator=g_), torch.randint(0, n, (e,), generator=g_)),
-                  num_nodes=n).formats(["csc"])
-    seeds = torch.arange(4096)
-
-    def blocks(sampler):
-        dgl.seed(0)
-        inputs, _, bs = sampler.sample_blocks(g, seeds)
-        return [inputs] + [t for b in bs for t in b.edges()]
-
-    def same(a, b):
-        return all(torch.equal(x, y) for x, y in zip(a, b))
-
-    set_threads(2)
-    assert same(blocks(RepeatableNeighborSampler([25, 20])), blocks(RepeatableNeighborSampler([25, 20])))
-    assert torch.get_num_threads() == 2
+def test_sampled_blocks_hold_graph_edges_within_the_fanout_and_one_typed_self_loop_per_destination(synthetic_sg):
+    sg, fanouts = synthetic_sg, [15, 10]  # degrees below, between and above 1 and 2 fanouts
+    rg = build_relation_graph(make_synthetic(num_items=300, num_sources=150, num_tags=20, random_degree=12, seed=0),
+                              self_loops=False)
+    in_edges = {}  # destination -> its in-edges of the whole graph as (source, relation) multiset
+    for u, v, r in zip(rg.src.tolist(), rg.dst.tolist(), rg.rel.tolist()):
+        in_edges.setdefault(v, []).append((u, r))
+    batch = next(iter(sampled_loader(sg, sg.seeds(torch.arange(64)), fanouts, 64, shuffle=False)))
+    assert batch.blocks[-1].num_dst == 64 and torch.equal(batch.seeds, sg.seeds(torch.arange(64)))
+    for layer, (b, adj) in enumerate(zip(batch.blocks, batch.adjs)):
+        assert torch.equal(b.src_nodes[:b.num_dst], b.dst_nodes) and b.src_nodes.unique().numel() == b.num_src
+        if layer:  # a block's destinations are the sources of the block below
+            assert torch.equal(b.dst_nodes, batch.blocks[layer - 1].src_nodes[:b.num_dst])
+        src_ids = batch.input_nodes if layer == 0 else b.src_nodes  # the adjacency's source order
+        u, v, rel = src_ids[adj.indices], b.dst_nodes[adj.dst_of], adj.rel  # graph ids of every edge, CSR order
+        loops = rel >= sg.num_edge_relations
+        assert loops.sum() == b.num_dst and torch.equal(u[loops], v[loops])  # one self-loop per destination
+        assert torch.equal(rel[loops] - sg.num_edge_relations, sg.node_type[v[loops]])  # typed by its node
+        got: dict = {}
+        for x, y, r in zip(u[~loops].tolist(), v[~loops].tolist(), rel[~loops].tolist()):
+            got.setdefault(y, []).append((x, r))
+        for node in b.dst_nodes.tolist():
+            have, want = sorted(got.get(node, [])), sorted(in_edges.get(node, []))
+            if len(want) <= fanouts[layer]:
+                assert have == want  # every in-edge kept, with its relation
+            else:
+                assert len(have) == fanouts[layer] and not (Counter(have) - Counter(want))  # a sub-multiset
+        eid = b.eid  # and the edges themselves: distinct edges of the graph, source and destination as sampled
+        assert eid.unique().numel() == eid.numel()
+        assert torch.equal(rg.src[eid], b.src_nodes[b.edge_src]) and torch.equal(rg.dst[eid], b.dst_nodes[b.edge_dst])
 
 
 @pytest.mark.parametrize("backbone", ["gcn", "gat"])
@@ -82,7 +77,7 @@ def test_layerwise_and_full_fanout_inference_equal_the_full_graph(mag, backbone)
     m.eval()
     rg = build_relation_graph(d)
     with torch.no_grad():
-        full, _ = m.regnn.propagate(Adjacency(rg.graph), m.input_rows(torch.arange(rg.graph.num_nodes())))
+        full, _ = m.regnn.propagate(rg.adjacency(), m.input_rows(torch.arange(rg.num_nodes)))
     seeds = sg.seeds(d.splits["val"][:40])
     assert torch.allclose(layerwise_logits(m, sg, seeds, batch_size=17), full[seeds], atol=1e-4)
     assert torch.allclose(sampled_logits(m, sg, seeds, [-1, -1], 13), full[seeds], atol=1e-4)

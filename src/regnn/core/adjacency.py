@@ -56,9 +56,12 @@ class Adjacency:
         self.backend = backend if backend is not None else choose_backend(indptr.device)
         e = indices.shape[0]
         self.perm = None if torch.equal(eid, torch.arange(e, device=eid.device)) else eid  # csr position -> edge id
-        pos = torch.empty_like(eid)
-        pos[eid] = torch.arange(e, device=eid.device)
-        self.t_pos = pos[t_eid]  # csc position -> csr position
+        if self.perm is None:  # edge ids are CSR positions (sampled blocks, sorted graphs): no inverse to take
+            self.t_pos = t_eid  # csc position -> csr position
+        else:
+            pos = torch.empty_like(eid)
+            pos[eid] = torch.arange(e, device=eid.device)
+            self.t_pos = pos[t_eid]
         self.dst_of = torch.repeat_interleave(torch.arange(self.num_dst, device=indptr.device), indptr.diff())
         self.in_degree = indptr.diff().to(torch.float32).unsqueeze(-1)
         self.rel = None if rel is None else (rel if self.perm is None else rel[self.perm])  # csr order

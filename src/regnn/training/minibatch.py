@@ -21,7 +21,7 @@ from regnn.training.distributed import Dist
 from regnn.training.divergence import check_loss, check_parameters
 from regnn.training.early_stopping import EarlyStopping
 from regnn.training.perf import StepTimer, peak_rss_gb
-from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits
+from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits, to_device
 from regnn.training.trainer import RunResult, make_optimizer
 
 log = logging.getLogger("regnn")
@@ -34,14 +34,14 @@ class Scorer:
 
     def __init__(self, model, sg: SampledGraph, labels: torch.Tensor, num_classes: int, mode: str = "sampled",
                  fanouts=(25, 20), batch_size: int = 4096, device="cpu", dist: Dist | None = None,
-                 evaluator: str = "ogbn-mag", sampling: str = "deterministic"):
+                 evaluator: str = "ogbn-mag", sampling: str = "deterministic", seed: int = 0):
         from ogb.nodeproppred import Evaluator
 
         if mode not in EVAL_MODES:
             raise ValueError(f"evaluation mode must be one of {EVAL_MODES}, got {mode!r}")
         self.model, self.sg, self.labels, self.num_classes = model, sg, labels, num_classes
         self.mode, self.fanouts, self.batch_size, self.device = mode, list(fanouts), batch_size, device
-        self.sampling = sampling
+        self.sampling, self.seed = sampling, seed  # sampled evaluation draws the same neighbours every call
         self.dist = dist or Dist()
         self.evaluator = Evaluator(evaluator)
 
@@ -55,7 +55,7 @@ class Scorer:
             logits = layerwise_logits(self.model, self.sg, seeds, self.batch_size, self.device)
         else:
             logits = sampled_logits(self.model, self.sg, seeds, self.fanouts, self.batch_size, self.device,
-                                    self.sampling)
+                                    self.sampling, self.seed)
         y = self.labels[ids]
         pred = torch.zeros(ids.numel(), dtype=torch.int64)
         pred[mine] = logits.argmax(-1)
@@ -76,8 +76,9 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
                         profile: bool = False) -> RunResult:
     """Trains `model` (a SampledREGNN) and returns the scores of its best-validation-accuracy weights.
 
-    Every epoch's history row has the time spent waiting for sampled batches (sample_s) and the rest (compute_s);
-    profile=True adds the seconds per batch of every phase of a step (profile_*_s: blocks, feature gather, input
+    Every epoch's history row has the time spent waiting for sampled batches (sample_s: sampling and building the
+    batch's adjacencies, or waiting for the sampling threads) and the rest (compute_s); profile=True adds the
+    seconds per batch of every phase of a step (profile_*_s: blocks (the adjacencies to the device), feature gather, input
     projection, the forward of every layer, backward, optimizer step) and the process's memory high-water mark
     at batches 50 and 300 and the epoch's last (peak_rss_gb_batch_*)."""
     dist = dist or Dist()
@@ -93,9 +94,9 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
     dense = [p for n, p in model.named_parameters() if not n.startswith("inputs.embeddings.")]
     opts = [make_optimizer(dense, **optimizer)] + ([torch.optim.SparseAdam(sparse, lr=embed_lr)] if sparse else [])
     loader = sampled_loader(sg, sg.seeds(splits["train"]), fanouts, batch_size, shuffle=True,
-                            use_ddp=dist.enabled, num_workers=num_workers, sampling=sampling)
+                            use_ddp=dist.enabled, num_workers=num_workers, sampling=sampling, seed=seed)
     score = Scorer(model, sg, labels, num_classes, eval, eval_fanouts or fanouts, eval_batch_size, device, dist,
-                   evaluator, sampling)
+                   evaluator, sampling, seed)
     stopper, history = EarlyStopping(patience=patience, monitor=("val_acc",)), []
     n_batches = len(loader) if not max_batches else min(len(loader), max_batches)
     timer = model.timer = StepTimer(False, device)  # on for training steps only, not evaluation
@@ -110,12 +111,12 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
         memory, sizes = {}, torch.zeros(5, dtype=torch.float64)
         timer.enabled = profile
         t_ask = time.perf_counter()
-        for b, (input_nodes, output_nodes, blocks) in enumerate(loader):
+        for b, (input_nodes, output_nodes, adjs, _) in enumerate(loader):
             if b >= n_batches:
                 break
-            sample_s += time.perf_counter() - t_ask  # waiting for the loader: sampling (or its workers falling behind)
+            sample_s += time.perf_counter() - t_ask  # waiting for the loader: sampling (or its threads falling behind)
             with timer("blocks"):
-                input_nodes, adjs = sg.batch(input_nodes, blocks, device)
+                adjs = to_device(adjs, device)
             y = labels[output_nodes - sg.target_offset].to(device)
             with timer("forward"):
                 logits = net(input_nodes, adjs)

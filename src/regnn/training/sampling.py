@@ -1,8 +1,13 @@
 """Neighbour sampling on the relation-typed homogeneous graph, and the blocks RE-GNN layers run on.
 
 Sampling runs on the relation graph *without* self-loops (uniform over a node's in-edges of every relation, as a
-homogeneous GNN sees them); every sampled block then gets one self-loop per destination node, typed by its node
-type, so a node always keeps its own representation, whatever the fanout.
+homogeneous GNN sees them; regnn.training.neighbour_sampler); every sampled block then gets one self-loop per
+destination node, typed by its node type, so a node always keeps its own representation, whatever the fanout.
+
+Every batch draws from its own torch.Generator, seeded from (the run's seed, training or evaluation, epoch,
+process rank, batch number): a seed gives the same blocks in every process, on any number of threads, and
+whether batches are prepared in the training thread (sampling=deterministic) or ahead of it in worker threads
+(sampling=parallel).
 
 Normalisation on blocks: the mini-batch layouts use RE-GCN with norm="right", the weighted mean over the sampled
 in-edges (plus the self-loop), D^-1 A_w. Sampling `k` of a node's in-edges gives an estimate of the same mean the
@@ -12,29 +17,32 @@ rescaling of the sampled sum; it is refused on blocks (Adjacency.normalized_spmm
 """
 from __future__ import annotations
 
-import contextlib
+import collections
+import ctypes
+import functools
+import hashlib
+import math
 import time
-import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
 
-import dgl
 import torch
 
-from regnn.core.adjacency import Adjacency
+from regnn.core.adjacency import Adjacency, _offsets
+from regnn.core.backend import choose_backend
 from regnn.data.dataset import HeteroDataset
 from regnn.data.relation_graph import build_relation_graph
-from regnn.training.device import to_device_adjacency
-
-# DGL suggests pinning sampler threads to cores (enable_cpu_affinity); with worker processes only, not here
-warnings.filterwarnings("ignore", message="Dataloader CPU affinity opt is not enabled")
+from regnn.training.neighbour_sampler import Block, CscGraph
 
 
 class SampledGraph:
-    """The relation graph of a dataset for sampling: homogeneous ids, relation id per edge, node type per node."""
+    """The relation graph of a dataset for sampling: homogeneous ids, CSC arrays, relation id per edge, node type
+    per node."""
 
     def __init__(self, data: HeteroDataset):
-        rg = build_relation_graph(data, self_loops=False)
-        self.graph = rg.graph.formats(["csc"])  # in-edge sampling needs CSC only
-        self.graph.create_formats_()
+        rg = build_relation_graph(data, self_loops=False)  # sorted by destination: CSC positions are edge ids
+        self.csc = CscGraph.from_sorted_edges(rg.src, rg.dst, rg.num_nodes)
         self.rel = rg.rel
         self.node_type = rg.node_type
         self.ntypes, self.offsets = rg.ntypes, rg.offsets
@@ -44,75 +52,59 @@ class SampledGraph:
 
     @property
     def num_nodes(self) -> int:
-        return self.graph.num_nodes()
+        return self.csc.num_nodes
+
+    @property
+    def num_edges(self) -> int:
+        return self.csc.num_edges
 
     def seeds(self, local_ids: torch.Tensor) -> torch.Tensor:
         """Homogeneous ids of target nodes given by their target-local ids."""
         return local_ids + self.target_offset
 
-    def batch(self, input_nodes: torch.Tensor, blocks: list, device="cpu") -> tuple[torch.Tensor, list[Adjacency]]:
+    def sample_blocks(self, seeds: torch.Tensor, fanouts: list[int], generator: torch.Generator | None
+                      ) -> list[Block]:
+        """The sampled blocks of `seeds`, input layer first (fanouts: input layer first; -1 = all)."""
+        return self.csc.sample_blocks(seeds, fanouts, generator)
+
+    def batch(self, blocks: list[Block], device="cpu") -> tuple[torch.Tensor, list[Adjacency]]:
         """(input node ids, one Adjacency per block) of a sampled batch, the first block's sources after its
-        destinations grouped by node type (a stable sort): the input projection then writes and reads each type's
-        rows as one slice (node_inputs._Projection)."""
-        nd = blocks[0].num_dst_nodes()
-        order = torch.cat([torch.arange(nd), nd + torch.sort(self.node_type[input_nodes[nd:]], stable=True).indices])
-        pos = torch.empty_like(order)
-        pos[order] = torch.arange(order.numel())
+        destinations grouped by node type (in their order within a type): the input projection then writes and
+        reads each type's rows as one slice (node_inputs._Projection)."""
+        input_nodes, nd = blocks[0].src_nodes, blocks[0].num_dst
+        types = self.node_type.index_select(0, input_nodes[nd:])
+        order = torch.cat([torch.arange(nd)] + [nd + torch.nonzero(types == t).view(-1) for t in range(len(self.ntypes))])
+        pos = torch.empty_like(order).index_copy_(0, order, torch.arange(order.numel()))
         adjs = [self.adjacency(blocks[0], device, pos)] + [self.adjacency(b, device) for b in blocks[1:]]
-        return input_nodes[order], adjs
+        return input_nodes.index_select(0, order), adjs
 
-    def adjacency(self, block: dgl.DGLGraph, device="cpu", src_pos: torch.Tensor | None = None) -> Adjacency:
-        """A sampled block (on the CPU) with typed self-loops on its destinations, in CSR order, as an Adjacency
-        on `device`: the block's arrays move there, not the block (a CPU-only DGL cannot move it). src_pos: the
-        new position of every source (its destinations keep theirs)."""
-        u, v = block.edges()
-        if src_pos is not None:
-            u = src_pos[u]
-        rel = self.rel[block.edata[dgl.EID]]
-        n_dst, n_src = block.num_dst_nodes(), block.num_src_nodes()
+    def adjacency(self, block: Block, device="cpu", src_pos: torch.Tensor | None = None) -> Adjacency:
+        """A sampled block with a typed self-loop on every destination, as an Adjacency on `device`: in CSR order
+        every destination's self-loop, then its sampled in-edges in the block's order. src_pos: the new position
+        of every source (its destinations keep theirs)."""
+        n_dst, n_src, e = block.num_dst, block.num_src, block.eid.numel()
+        u = block.edge_src if src_pos is None else src_pos.index_select(0, block.edge_src)
         loop = torch.arange(n_dst)
-        loop_rel = self.num_edge_relations + self.node_type[block.dstdata[dgl.NID]]
-        u, v = torch.cat([u, loop]), torch.cat([v, loop])
-        rel = torch.cat([rel, loop_rel])
-        order = torch.argsort(v * n_src + u)  # destination-major: the Adjacency needs no edge permutation
-        b = dgl.create_block((u[order], v[order]), num_src_nodes=n_src, num_dst_nodes=n_dst)
-        return to_device_adjacency(b, device, rel[order])
+        counts = torch.bincount(block.edge_dst, minlength=n_dst) + 1
+        indptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+        at_loop, at_edge = indptr[:-1], torch.arange(e) + block.edge_dst + 1  # CSR positions
+        src = torch.empty(e + n_dst, dtype=torch.int64).index_copy_(0, at_loop, loop).index_copy_(0, at_edge, u)
+        rel = torch.empty(e + n_dst, dtype=torch.int64)
+        rel.index_copy_(0, at_loop, self.num_edge_relations + self.node_type.index_select(0, block.dst_nodes))
+        rel.index_copy_(0, at_edge, self.rel.index_select(0, block.eid))
+        dst = torch.repeat_interleave(loop, counts, output_size=e + n_dst)
+        by_src = torch.sort(src.to(torch.int32), stable=True).indices  # the CSC view: per source, in CSR order
+        adj = Adjacency.from_arrays(n_dst, n_src, indptr, src, torch.arange(e + n_dst), _offsets(src, n_src),
+                                    dst.index_select(0, by_src), by_src, rel)
+        return adj if torch.device(device).type == "cpu" else adj.to(device)
 
-    def full_block(self, dst: torch.Tensor) -> dgl.DGLGraph:
+    def full_block(self, dst: torch.Tensor) -> Block:
         """Every in-edge of the nodes `dst` as a block (destinations first among the sources)."""
-        with one_thread():  # to_block numbers the sources through a concurrent map (see one_thread)
-            frontier = dgl.in_subgraph(self.graph, dst)
-            block = dgl.to_block(frontier, dst_nodes=dst)
-        block.edata[dgl.EID] = frontier.edata[dgl.EID][block.edata[dgl.EID]]  # ids in the whole graph
-        return block
+        return self.csc.block(dst, -1)
 
-
-@contextlib.contextmanager
-def one_thread():
-    """Runs the block with DGL's OpenMP thread count at 1 and restores it after.
-
-    DGL's CPU neighbour sampling draws from one random stream per OpenMP thread and numbers the sampled nodes
-    through a concurrent map, so with several threads the same seed gives other blocks in every run (and other
-    trained weights). Sampling is a small part of a step. (Where torch and DGL share one OpenMP runtime, as with
-    the wheels pinned here, torch's count follows for the duration.)
-    """
-    before = dgl.utils.get_num_threads()
-    if before == 1:
-        yield
-        return
-    dgl.utils.set_num_threads(1)
-    try:
-        yield
-    finally:
-        dgl.utils.set_num_threads(before)
-
-
-class RepeatableNeighborSampler(dgl.dataloading.NeighborSampler):
-    """DGL's uniform neighbour sampler, sampling in one thread so that a seed gives the same blocks every run."""
-
-    def sample_blocks(self, g, seed_nodes, exclude_eids=None):
-        with one_thread():
-            return super().sample_blocks(g, seed_nodes, exclude_eids)
+    def in_neighbours(self, nodes: torch.Tensor) -> torch.Tensor:
+        """The sources of every in-edge of `nodes` (with repeats)."""
+        return self.csc.indices.index_select(0, self.csc.in_edges(nodes)[0])
 
 
 def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor, alphas: list | None = None) -> torch.Tensor:
@@ -134,8 +126,7 @@ def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: i
     num_layers = len(regnn.convs)
     needed = [seeds]
     for _ in range(num_layers - 1):  # needed[k]: nodes whose output of layer L-k is used
-        u, _ = sg.graph.in_edges(needed[-1])
-        needed.append(torch.unique(torch.cat([needed[-1], u])))
+        needed.append(torch.unique(torch.cat([needed[-1], sg.in_neighbours(needed[-1])])))
     needed = needed[::-1]  # needed[l]: nodes whose layer-l output is computed (l = 0 .. L-1)
     prev, pos = None, torch.full((sg.num_nodes,), -1, dtype=torch.int64)
     alphas = regnn.layer_alphas()
@@ -144,7 +135,7 @@ def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: i
         for start in range(0, nodes.numel(), batch_size):
             dst = nodes[start:start + batch_size]
             block = sg.full_block(dst)
-            src = block.srcdata[dgl.NID]
+            src = block.src_nodes
             h = model.input_rows(src.to(device)) if layer == 0 else prev[pos[src]].to(device)
             y = layer_step(regnn, layer, sg.adjacency(block, device), h, alphas)
             if out is None:
@@ -160,59 +151,172 @@ def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: i
 SAMPLING_MODES = ("deterministic", "parallel")
 
 
-def sampled_loader(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, shuffle: bool,
-                   use_ddp: bool = False, num_workers: int = 0, sampling: str = "deterministic"):
-    """DGL's DataLoader over `seeds` with uniform neighbour sampling (fanouts: input layer first; -1 = all). Its
-    blocks stay on the CPU on every device: SampledGraph.adjacency moves their arrays.
+class SampledBatch(NamedTuple):
+    input_nodes: torch.Tensor  # graph ids of the first block's sources: its destinations, then the rest by node type
+    seeds: torch.Tensor  # the batch's output nodes (the last block's destinations)
+    adjs: list  # one Adjacency per layer, input layer first, on the CPU (sources in input_nodes' order)
+    blocks: list  # the sampled Blocks behind them
 
-    sampling: deterministic (one thread: a seed gives the same blocks every run) or parallel (DGL's sampler on all
-    of its OpenMP threads: faster, but the blocks, and so the trained weights, differ from run to run)."""
+
+def stream_seed(*parts) -> int:
+    """A 63-bit generator seed from integers and names: the same parts give the same seed in every process."""
+    return int.from_bytes(hashlib.blake2b(repr(parts).encode(), digest_size=8).digest(), "little") >> 1
+
+
+class NeighbourLoader:
+    """Batches of `seeds` (shuffled every epoch when shuffle=True) with their sampled blocks and adjacencies.
+
+    Each iteration is one epoch. Batch i of epoch e samples with a generator seeded from (seed, stream, e, rank,
+    i), so its blocks do not depend on what ran before it, on which thread samples it, or on the thread count.
+    workers=0 samples each batch in the iterating thread when it is asked for; workers > 0 samples up to
+    2 x workers batches ahead in that many threads (torch releases the GIL in its ops), the same batches.
+
+    rank/world_size (torch.distributed): each process takes a contiguous shard of the seeds, ceil(n / world_size)
+    long, the last one padded with its own first seeds of the epoch, so every process steps equally often.
+    """
+
+    def __init__(self, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, shuffle: bool,
+                 seed: int = 0, stream: str = "train", rank: int = 0, world_size: int = 1, workers: int = 0):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.sg, self.fanouts, self.batch_size, self.shuffle = sg, [int(f) for f in fanouts], batch_size, shuffle
+        self.seed, self.stream, self.rank, self.workers = int(seed), stream, rank, workers
+        per = math.ceil(seeds.numel() / world_size)
+        self.shard_size = per
+        self.mine = seeds[rank * per:(rank + 1) * per]
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        return math.ceil(self.shard_size / self.batch_size)
+
+    def order(self, epoch: int) -> torch.Tensor:
+        """This process's seeds in epoch `epoch`'s order, padded to the shard size."""
+        mine = self.mine
+        if self.shuffle:
+            g = torch.Generator().manual_seed(stream_seed(self.seed, self.stream, "order", epoch, self.rank))
+            mine = mine[torch.randperm(mine.numel(), generator=g)]
+        pad = self.shard_size - mine.numel()
+        return torch.cat([mine, mine[:pad]]) if pad and mine.numel() else mine
+
+    def generator(self, epoch: int, index: int) -> torch.Generator:
+        return torch.Generator().manual_seed(stream_seed(self.seed, self.stream, epoch, self.rank, index))
+
+    def make(self, seeds: torch.Tensor, generator: torch.Generator) -> SampledBatch:
+        if self.shard_size != self.mine.numel():  # padding may repeat a seed within the (only) batch
+            seeds = seeds[_first_occurrences(seeds)]
+        blocks = self.sg.sample_blocks(seeds, self.fanouts, generator)
+        input_nodes, adjs = self.sg.batch(blocks)
+        return SampledBatch(input_nodes, seeds, adjs, blocks)
+
+    def __iter__(self):
+        epoch, self.epoch = self.epoch, self.epoch + 1
+        chunks = self.order(epoch).split(self.batch_size)
+        choose_backend("cpu")  # the fused kernels load (or build) here, once, not in a worker thread
+        if not self.workers:
+            for i, c in enumerate(chunks):
+                yield self.make(c, self.generator(epoch, i))
+            return
+        ahead = collections.deque()
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="sampler", initializer=one_openmp_thread) as pool:
+            try:
+                for i in range(len(chunks)):
+                    while len(ahead) < 2 * self.workers and i + len(ahead) < len(chunks):
+                        j = i + len(ahead)
+                        ahead.append(pool.submit(self.make, chunks[j], self.generator(epoch, j)))
+                    yield ahead.popleft().result()
+            finally:  # a consumer that stops early (max_batches) leaves no batch running behind it
+                for f in ahead:
+                    f.cancel()
+
+
+@functools.lru_cache(maxsize=None)
+def _openmp_runtimes() -> tuple:
+    """The OpenMP runtimes loaded in this process (ctypes), torch's among them; none where none can be found."""
+    try:
+        maps = Path("/proc/self/maps").read_text().split("\n")
+    except OSError:  # not Linux: leave the thread count alone
+        return ()
+    paths = dict.fromkeys(line.split(" ")[-1] for line in maps
+                          if any(n in Path(line.split(" ")[-1]).name for n in ("libgomp", "libiomp5", "libomp.")))
+    libs = []
+    for path in paths:
+        try:
+            libs.append(ctypes.CDLL(path))
+        except OSError:
+            pass
+    return tuple(lib for lib in libs if hasattr(lib, "omp_set_num_threads"))
+
+
+def one_openmp_thread() -> None:
+    """Runs torch's ops in this (a sampling worker) thread on this thread alone: the training thread's ops keep
+    their OpenMP threads, and the workers do not add a team each on the same cores. OpenMP's thread count is
+    per thread; torch sets this thread's count on its first use here, so that comes first."""
+    torch.get_num_threads()
+    for lib in _openmp_runtimes():
+        lib.omp_set_num_threads(1)
+
+
+def _first_occurrences(x: torch.Tensor) -> torch.Tensor:
+    """Positions of the first occurrence of every value of x, in order."""
+    s = torch.sort(x, stable=True)
+    first = torch.ones(x.numel(), dtype=torch.bool)
+    first[1:] = s.values[1:] != s.values[:-1]
+    return s.indices[first].sort().values
+
+
+def sampled_loader(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, shuffle: bool,
+                   use_ddp: bool = False, num_workers: int = 0, sampling: str = "deterministic", seed: int = 0,
+                   stream: str = "train") -> NeighbourLoader:
+    """A NeighbourLoader over `seeds` with uniform neighbour sampling (fanouts: input layer first; -1 = all). Its
+    adjacencies are on the CPU: the trainer moves them to its device.
+
+    sampling: deterministic (each batch sampled in the training thread when it is asked for) or parallel
+    (batches sampled ahead in num_workers threads, default the torch thread count). Both give the same blocks
+    for a seed. use_ddp: this process's shard of the seeds (torch.distributed's rank and world size)."""
     if sampling not in SAMPLING_MODES:
         raise ValueError(f"sampling must be one of {SAMPLING_MODES}, got {sampling!r}")
-    cls = RepeatableNeighborSampler if sampling == "deterministic" else dgl.dataloading.NeighborSampler
-    sampler = cls([int(f) for f in fanouts])
-    extra = {"worker_init_fn": _seed_worker, "persistent_workers": True} if num_workers else {}
-    return dgl.dataloading.DataLoader(sg.graph, seeds, sampler, batch_size=batch_size, shuffle=shuffle,
-                                      drop_last=False, use_ddp=use_ddp, num_workers=num_workers, device="cpu",
-                                      **extra)
-
-
-def _seed_worker(worker_id: int) -> None:
-    """DGL's random stream of a loader worker from torch's seed of that worker (the main process's seed plus the
-    worker's number): the forked workers would otherwise all continue one copied stream."""
-    dgl.seed(torch.initial_seed() % 2**31)
+    rank, world = 0, 1
+    if use_ddp:
+        import torch.distributed as tdist
+        rank, world = tdist.get_rank(), tdist.get_world_size()
+    workers = 0 if sampling == "deterministic" else (num_workers or torch.get_num_threads())
+    return NeighbourLoader(sg, seeds, fanouts, batch_size, shuffle, seed=seed, stream=stream, rank=rank,
+                           world_size=world, workers=workers)
 
 
 @torch.no_grad()
 def sampled_logits(model, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int,
-                   device="cpu", sampling: str = "deterministic") -> torch.Tensor:
-    """Class scores of `seeds` (in their order) with sampled neighbourhoods."""
+                   device="cpu", sampling: str = "deterministic", seed: int = 0) -> torch.Tensor:
+    """Class scores of `seeds` (in their order) with sampled neighbourhoods (the same ones for the same seed)."""
     out = []
-    for input_nodes, _, blocks in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False, sampling=sampling):
-        out.append(model(*sg.batch(input_nodes, blocks, device)).cpu())
+    for b in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False, sampling=sampling, seed=seed,
+                            stream="eval"):
+        out.append(model(b.input_nodes.to(device), to_device(b.adjs, device)).cpu())
     return torch.cat(out)
+
+
+def to_device(adjs: list[Adjacency], device) -> list[Adjacency]:
+    return adjs if torch.device(device).type == "cpu" else [a.to(device) for a in adjs]
 
 
 def sampling_rate(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, sampling: str,
                   threads: int, batches: int = 20, num_workers: int = 0) -> dict:
-    """Seeds per second of the loader alone (DGL's sampling and blocks: what a training step waits for, see
-    trainer.sampling) with `threads` threads, over `batches` batches after one warm-up batch."""
-    before = (torch.get_num_threads(), dgl.utils.get_num_threads())
+    """Seeds per second of the loader alone (sampling, blocks and their adjacencies: what a training step waits
+    for, see trainer.sampling) with `threads` torch threads, over `batches` batches from the start of an epoch,
+    after a warm-up epoch of one batch."""
+    before = torch.get_num_threads()
     torch.set_num_threads(threads)
-    dgl.utils.set_num_threads(threads)
     try:
-        it = iter(sampled_loader(sg, seeds, fanouts, batch_size, shuffle=True, sampling=sampling,
-                                 num_workers=num_workers))
-        for _ in range(max(1, num_workers)):  # warm-up: the workers' first batches
-            next(it)
+        loader = sampled_loader(sg, seeds, fanouts, batch_size, shuffle=True, sampling=sampling,
+                                num_workers=num_workers)
+        next(iter(loader))  # warm-up: kernels loaded, scratch arrays allocated
         t0, n, done = time.perf_counter(), 0, 0
-        for _, out, _ in it:
-            n, done = n + out.numel(), done + 1
+        for b in loader:
+            n, done = n + b.seeds.numel(), done + 1
             if done == batches:
                 break
         dt = time.perf_counter() - t0
     finally:
-        torch.set_num_threads(before[0])
-        dgl.utils.set_num_threads(before[1])
-    return {"sampling": sampling, "threads": threads, "num_workers": num_workers, "batches": done, "seeds_per_s": n / dt,
-            "s_per_batch": dt / max(1, done)}
+        torch.set_num_threads(before)
+    return {"sampling": sampling, "threads": threads, "num_workers": loader.workers, "batches": done,
+            "seeds_per_s": n / dt, "batches_per_s": done / dt, "s_per_batch": dt / max(1, done)}
