@@ -5,13 +5,11 @@ ids [R, R + F) the node-type-specific self-loops (one per node, typed by the nod
 are dropped first, as in the authors' code, so every node has exactly one self-loop.
 
 The graph is held as arrays (source, destination, relation id per edge, sorted by destination), from which
-the models' `Adjacency` is built; `graph` gives it as a DGL graph for what needs DGL (neighbour sampling, the
-baselines built on DGL's modules). DGL is imported only there and in build_relation_graph, which reads the
-heterograph.
+the models' `Adjacency` and the neighbour sampler's CSC arrays are built.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -32,7 +30,6 @@ class RelationGraph:
     ntypes: list[str]  # node blocks in the homogeneous id space, in this order
     offsets: dict[str, int]  # first homogeneous id of each node type
     node_type: torch.Tensor  # (N,) index into ntypes
-    _dgl: object = field(default=None, repr=False, compare=False)
 
     @property
     def num_nodes(self) -> int:
@@ -45,17 +42,6 @@ class RelationGraph:
     @property
     def num_relations(self) -> int:
         return len(self.relation_names)
-
-    @property
-    def graph(self):
-        """The same graph as a DGL graph (edata["rel"]: the relation ids), built on first use."""
-        if self._dgl is None:
-            import dgl
-            g = dgl.graph((self.src, self.dst), num_nodes=self.num_nodes)
-            g.edata["rel"] = self.rel
-            g.create_formats_()  # build the sparse formats once, not in the first training step
-            self._dgl = g
-        return self._dgl
 
     def adjacency(self, backend: Backend | None = None) -> Adjacency:
         """The models' view of this graph (its CSR and CSC arrays), on the backend given or the one chosen for

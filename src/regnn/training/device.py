@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import torch
 
-from regnn.core.adjacency import Adjacency
 from regnn.errors import ConfigError
 
 
@@ -26,9 +25,3 @@ def select_device(requested: str = "auto") -> tuple[torch.device, str]:
     if requested != "auto":
         raise ConfigError(f"device={requested} requested but {why}; use device=cpu or device=auto")
     return torch.device("cpu"), f"cpu ({why})"
-
-
-def to_device_adjacency(g, device, rel: torch.Tensor | None = None) -> Adjacency:
-    """The DGL graph or block `g` (on the CPU) as an Adjacency on `device`: its arrays move, the DGL graph stays.
-    rel: relation id per edge in `g`'s edge order (default g.edata["rel"] where present)."""
-    return Adjacency(g, rel).to(device)
