@@ -291,11 +291,12 @@ def sampled_logits(model, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[i
     out = []
     for b in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False, sampling=sampling, seed=seed,
                             stream="eval"):
-        out.append(model(b.input_nodes.to(device), to_device(b.adjs, device)).cpu())
+        out.append(model(b.input_nodes, to_device(b.adjs, device)).cpu())
     return torch.cat(out)
 
 
 def to_device(adjs: list[Adjacency], device) -> list[Adjacency]:
+    """A batch's adjacencies (built on the CPU by the loader) on `device`."""
     return adjs if torch.device(device).type == "cpu" else [a.to(device) for a in adjs]
 
 
