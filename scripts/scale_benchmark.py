@@ -175,7 +175,7 @@ def sampling_lines(report: dict) -> list[str]:
     if not rows:
         return []
     lines = ["", "## Sampling alone (the loader: blocks and their adjacencies, no model; trainer.sampling)", "",
-             "| sampling | threads | sampling threads | seeds/s | batches/s | s per batch | vs deterministic |",
+             "| sampling | threads | threads sampling ahead | seeds/s | batches/s | s per batch | vs deterministic |",
              "|---|---|---|---|---|---|---|"]
     base = {r["threads"]: r["seeds_per_s"] for r in rows if r["sampling"] == "deterministic"}
     for r in rows:

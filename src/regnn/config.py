@@ -135,7 +135,7 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     _num(cfg, "trainer.embed_lr", lo=0, lo_open=True)
     _check(t.eval in eval_modes, "trainer.eval", t.eval, f"use one of {list(eval_modes)}")
     _check(t.sampling in ("deterministic", "parallel"), "trainer.sampling", t.sampling,
-           "use deterministic (sampled in the training thread) or parallel (sampled ahead in threads)")
+           "use deterministic (each batch sampled when needed) or parallel (sampled ahead in threads)")
     _check(isinstance(t.profile, bool), "trainer.profile", t.profile, "use true or false")
     _check(t.ddp_backend in ("auto", "gloo", "nccl"), "trainer.ddp_backend", t.ddp_backend, "use auto, gloo or nccl")
     _check(m.get("norm", "right") != "both", "model.norm", m.get("norm"),

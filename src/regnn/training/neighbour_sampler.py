@@ -3,13 +3,15 @@
 For every destination of a layer: all of its in-edges when it has at most `fanout` of them (or fanout is -1),
 otherwise `fanout` distinct in-edges drawn uniformly (a uniformly random subset of that size, without
 replacement). A layer gives a `Block`: its sources numbered compactly, the destinations first (in the order
-given) and then every other source in the order it first appears among the edges, the edges listed per
-destination (in CSC order where all are kept). That is the layout of DGL's `to_block` over `in_subgraph` (tests/test_sampler.py pins
-the whole-neighbourhood case to it), and what the model relies on: a block's destinations are the first rows of
-its sources.
+given) and then every other source in the order it first appears among the edges; the edges grouped by
+destination, in CSC order where all are kept. That is the layout of DGL's `to_block` over `in_subgraph`
+(tests/test_sampler.py pins the whole-neighbourhood case to it), and what the model relies on: a block's
+destinations are the first rows of its sources.
 
-Every draw comes from the torch.Generator handed in, and every operation is on integers, so a generator seeded
-the same way gives the same blocks in any process, on any number of threads.
+Every draw comes from the torch.Generator handed in, and no operation's result depends on how torch splits it
+among threads (elementwise, per row, or on integers), so a generator seeded the same way gives the same blocks
+in any process, on any number of threads. Nothing loops over nodes in Python: a layer is a few dozen tensor
+operations whatever its size.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ class Block:
 
     src_nodes: torch.Tensor  # (num_src,) graph ids of the sources; the first num_dst are the destinations
     num_dst: int
-    edge_src: torch.Tensor  # (E,) compact source id of every sampled edge, grouped by destination (CSC order)
+    edge_src: torch.Tensor  # (E,) compact source id of every sampled edge, grouped by destination
     edge_dst: torch.Tensor  # (E,) compact destination id
     eid: torch.Tensor  # (E,) edge id in the sampled graph (position in its CSC arrays)
 

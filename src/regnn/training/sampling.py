@@ -6,8 +6,8 @@ destination node, typed by its node type, so a node always keeps its own represe
 
 Every batch draws from its own torch.Generator, seeded from (the run's seed, training or evaluation, epoch,
 process rank, batch number): a seed gives the same blocks in every process, on any number of threads, and
-whether batches are prepared in the training thread (sampling=deterministic) or ahead of it in worker threads
-(sampling=parallel).
+whether each batch is sampled when the step asks for it (sampling=deterministic) or ahead of it in worker
+threads (sampling=parallel).
 
 Normalisation on blocks: the mini-batch layouts use RE-GCN with norm="right", the weighted mean over the sampled
 in-edges (plus the self-loop), D^-1 A_w. Sampling `k` of a node's in-edges gives an estimate of the same mean the
@@ -168,8 +168,9 @@ class NeighbourLoader:
 
     Each iteration is one epoch. Batch i of epoch e samples with a generator seeded from (seed, stream, e, rank,
     i), so its blocks do not depend on what ran before it, on which thread samples it, or on the thread count.
-    workers=0 samples each batch in the iterating thread when it is asked for; workers > 0 samples up to
-    2 x workers batches ahead in that many threads (torch releases the GIL in its ops), the same batches.
+    Batches are sampled in threads whose torch ops run on one OpenMP thread (one_openmp_thread): workers=0 in one
+    such thread, each batch when it is asked for; workers > 0 up to 2 x workers batches ahead in that many
+    threads (torch releases the GIL in its ops), the same batches.
 
     rank/world_size (torch.distributed): each process takes a contiguous shard of the seeds, ceil(n / world_size)
     long, the last one padded with its own first seeds of the epoch, so every process steps equally often.
@@ -211,16 +212,13 @@ class NeighbourLoader:
     def __iter__(self):
         epoch, self.epoch = self.epoch, self.epoch + 1
         chunks = self.order(epoch).split(self.batch_size)
-        choose_backend("cpu")  # the fused kernels load (or build) here, once, not in a worker thread
-        if not self.workers:
-            for i, c in enumerate(chunks):
-                yield self.make(c, self.generator(epoch, i))
-            return
-        ahead = collections.deque()
-        with ThreadPoolExecutor(self.workers, thread_name_prefix="sampler", initializer=one_openmp_thread) as pool:
+        choose_backend("cpu")  # the fused kernels load (or build) here, once, not in a sampling thread
+        ahead, most = collections.deque(), max(1, 2 * self.workers)  # 1: the batch asked for, nothing ahead
+        with ThreadPoolExecutor(max(1, self.workers), thread_name_prefix="sampler",
+                                initializer=one_openmp_thread) as pool:
             try:
                 for i in range(len(chunks)):
-                    while len(ahead) < 2 * self.workers and i + len(ahead) < len(chunks):
+                    while len(ahead) < most and i + len(ahead) < len(chunks):
                         j = i + len(ahead)
                         ahead.append(pool.submit(self.make, chunks[j], self.generator(epoch, j)))
                     yield ahead.popleft().result()
@@ -248,9 +246,11 @@ def _openmp_runtimes() -> tuple:
 
 
 def one_openmp_thread() -> None:
-    """Runs torch's ops in this (a sampling worker) thread on this thread alone: the training thread's ops keep
-    their OpenMP threads, and the workers do not add a team each on the same cores. OpenMP's thread count is
-    per thread; torch sets this thread's count on its first use here, so that comes first."""
+    """Runs torch's ops in this (a sampling) thread on this thread alone: the training thread's ops keep their
+    OpenMP threads, and sampling threads add no team of their own on the same cores. Sampling is many short
+    operations, which gain little from a team and lose much where its threads wait for a busy core (a team of
+    2 on 2 shared cores sampled several times slower than one thread). OpenMP's thread count is per thread;
+    torch sets this thread's count on its first use here, so that comes first."""
     torch.get_num_threads()
     for lib in _openmp_runtimes():
         lib.omp_set_num_threads(1)
@@ -270,9 +270,9 @@ def sampled_loader(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], ba
     """A NeighbourLoader over `seeds` with uniform neighbour sampling (fanouts: input layer first; -1 = all). Its
     adjacencies are on the CPU: the trainer moves them to its device.
 
-    sampling: deterministic (each batch sampled in the training thread when it is asked for) or parallel
-    (batches sampled ahead in num_workers threads, default the torch thread count). Both give the same blocks
-    for a seed. use_ddp: this process's shard of the seeds (torch.distributed's rank and world size)."""
+    sampling: deterministic (each batch sampled when it is asked for, on one thread) or parallel (batches sampled
+    ahead in num_workers threads, default the torch thread count). Both give the same blocks for a seed.
+    use_ddp: this process's shard of the seeds (torch.distributed's rank and world size)."""
     if sampling not in SAMPLING_MODES:
         raise ValueError(f"sampling must be one of {SAMPLING_MODES}, got {sampling!r}")
     rank, world = 0, 1
@@ -291,11 +291,12 @@ def sampled_logits(model, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[i
     out = []
     for b in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False, sampling=sampling, seed=seed,
                             stream="eval"):
-        out.append(model(b.input_nodes.to(device), to_device(b.adjs, device)).cpu())
+        out.append(model(b.input_nodes, to_device(b.adjs, device)).cpu())
     return torch.cat(out)
 
 
 def to_device(adjs: list[Adjacency], device) -> list[Adjacency]:
+    """A batch's adjacencies (built on the CPU by the loader) on `device`."""
     return adjs if torch.device(device).type == "cpu" else [a.to(device) for a in adjs]
 
 
