@@ -1,4 +1,4 @@
-"""Writes the float64 fixtures that pin regnn's array ports to DGL's own modules (tests/fixtures/dgl/*.npz).
+"""Writes the float64 fixtures that pin regnn's array ports to DGL's own modules (tests/fixtures/dgl_*.npz).
 
 Run it where DGL is installed (DGL 2.1 on Python 3.11 with torch 2.2 and numpy < 2; `pip install dgl==2.1.0
 torch==2.2.1 "numpy<2" scipy`):
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "dgl"
+OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 MAKERS: dict = {}  # name -> function returning {array name: array}
 
 
@@ -762,8 +762,8 @@ def main(names: list[str]) -> None:
             raise SystemExit(f"no fixture {name!r}; known: {sorted(MAKERS)}")
         torch.manual_seed(0)
         data = MAKERS[name]()
-        np.savez(OUT / f"{name}.npz", **data)
-        print(f"{OUT / name}.npz: {len(data)} arrays (dgl {sys.modules['dgl'].__version__})")
+        np.savez(OUT / f"dgl_{name}.npz", **data)
+        print(f"{OUT}/dgl_{name}.npz: {len(data)} arrays (dgl {sys.modules['dgl'].__version__})")
 
 
 if __name__ == "__main__":
