@@ -30,7 +30,7 @@ train: setup ## the main job: RE-GCN on DBLP, 10 runs, mean ± std Macro/Micro-F
 TEST_WORKERS ?= $(shell $(PY) -c 'import os; print(min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))' 2>/dev/null || echo 0)
 
 # tests marked serial (multi-process DDP) run afterwards, alone
-test: setup ## the fast test suite (about 3 minutes on 2 cores)
+test: setup ## the fast test suite (CPU only; every test runs without DGL)
 	$(PY) -m pytest -m "not slow and not serial" -q -n $(TEST_WORKERS) --dist worksteal
 	$(PY) -m pytest -m "serial and not slow" -q
 
