@@ -11,7 +11,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from regnn.core.dropout import HashDropout
 from regnn.models.regnn import REGNN, _SparseInputMM
 from regnn.training.perf import StepTimer
 
@@ -111,11 +110,6 @@ class SampledREGNN(nn.Module):
     def __init__(self, regnn: REGNN, inputs: NodeInputs, ntypes: list[str], offsets: dict[str, int],
                  node_type: torch.Tensor):
         super().__init__()
-        # hashed dropout masks (regnn.core.dropout): on a sampled step the dropped tensors are (sampled sources x
-        # hidden), hundreds of MB, where drawing, storing and reading back torch's masks cost a third of the step
-        same = regnn.dropout is regnn.input_dropout
-        regnn.input_dropout = HashDropout(regnn.input_dropout.p)
-        regnn.dropout = regnn.input_dropout if same else HashDropout(regnn.dropout.p)
         self.regnn, self.inputs = regnn, inputs
         self.timer = StepTimer()  # the trainer's, when it profiles
         self.ntypes = list(ntypes)
