@@ -6,7 +6,7 @@
 #
 #   scripts/gpu_check.sh
 #
-# Settings by environment: PY (the python; default .venv/bin/python, else python3), RUNS (10), OUT (results/gpu_dblp),
+# Settings by environment: PY (the python; default .venv/bin/python, else python3), RUNS (10), REPORT (results/gpu_dblp: the report's path without .json/.md),
 # DEVICE (cuda; cpu tries the script on a machine without a GPU) and EXTRA (more train.py overrides).
 #
 # It needs what train.py needs (docs/gpu.md): torch with CUDA, hydra-core, omegaconf, pytest, numpy, scipy, pandas,
@@ -16,12 +16,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 RUNS=${RUNS:-10}
-OUT=${OUT:-results/gpu_dblp}
+REPORT=${REPORT:-results/gpu_dblp}
 DEVICE=${DEVICE:-cuda}
 WORK=outputs/gpu_check/$(date -u +%Y%m%dT%H%M%SZ)
 
-if [ -e "$OUT.json" ] || [ -e "$OUT.md" ]; then
-    echo "gpu_check: $OUT.json or $OUT.md exists; move it away first (nothing is overwritten)" >&2
+if [ -e "$REPORT.json" ] || [ -e "$REPORT.md" ]; then
+    echo "gpu_check: $REPORT.json or $REPORT.md exists; move it away first (nothing is overwritten)" >&2
     exit 2
 fi
 DEVICE=$DEVICE "$PY" - <<'EOF' || exit 2
@@ -61,7 +61,7 @@ for model in re_gcn re_gat; do
 done
 set -e
 
-EXTRA=${EXTRA:-} "$PY" - "$WORK" "$OUT" "$tests_rc" <<'EOF'
+EXTRA=${EXTRA:-} "$PY" - "$WORK" "$REPORT" "$tests_rc" <<'EOF'
 import csv, json, os, pathlib, sys
 work, out, tests_rc = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 LABELS = {"re_gcn": "RE-GCN", "re_gat": "RE-GAT"}
