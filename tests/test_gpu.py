@@ -222,12 +222,15 @@ def _cfg(*overrides):
         return compose("train", overrides=list(overrides))
 
 
-@pytest.mark.parametrize("model", ["re_gcn", "simple_hgn", "gcn_m", "rgcn", "hgt", "han", "rhgnn", "magnn_ac"])
+@pytest.mark.parametrize("model", ["re_gcn", "simple_hgn", "gcn_m", "rgcn", "hgt", "han", "rhgnn", "magnn_ac",
+                                   "metapath2vec"])
 @pytest.mark.parametrize("device", DEVICES)
 def test_pipeline_trains_on_the_device(tmp_path, device, model, torch_backend, set_threads):
     """The pipeline's full-batch path, as `train.py device=...` runs it: the device is in results.json."""
     set_threads(torch.get_num_threads())  # restored after the test: the pipeline sets its own
-    extra = {"gcn_m": ["model.metapath=ISI"], "simple_hgn": ["model.hidden=16", "model.heads=2",
+    extra = {"gcn_m": ["model.metapath=ISI"], "metapath2vec": ["model.metapath=ISI", "model.walk_length=8",
+                                                                "model.walks_per_node=1", "model.hidden=8"],
+             "simple_hgn": ["model.hidden=16", "model.heads=2",
                                                             "model.edge_dim=8", "model.num_layers=1"]}
     summary = train(_cfg("dataset=synthetic", f"model={model}", f"device={device}", "runs=1", "trainer.max_epochs=3",
                          "logger=none", *extra.get(model, [])), tmp_path)

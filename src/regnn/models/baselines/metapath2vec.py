@@ -232,12 +232,13 @@ def fit(model: Metapath2Vec, inputs, feats, labels, splits, *, seed: int, on_epo
     y = labels.cpu()
     clf = LogisticRegression(C=o["classifier_c"], max_iter=1000, random_state=seed)
     clf.fit(emb[splits["train"].cpu()].numpy(), y[splits["train"].cpu()].numpy())
-    classes = torch.as_tensor(clf.classes_)
+    dev = model.head.weight.device
+    classes = torch.as_tensor(clf.classes_, device=dev)
     with torch.no_grad():  # classes absent from the training nodes keep -inf scores
         model.head.weight.zero_()
         model.head.bias.fill_(-torch.inf)
-        coef = torch.as_tensor(clf.coef_, dtype=torch.float32)
-        bias = torch.as_tensor(clf.intercept_, dtype=torch.float32)
+        coef = torch.as_tensor(clf.coef_, dtype=torch.float32, device=dev)
+        bias = torch.as_tensor(clf.intercept_, dtype=torch.float32, device=dev)
         if len(classes) == 2:  # sklearn's binary form: one score for the second class
             coef, bias = torch.cat([torch.zeros_like(coef), coef]), torch.cat([torch.zeros_like(bias), bias])
         model.head.weight[classes] = coef
