@@ -20,6 +20,8 @@ import numpy as np
 import torch
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+sys.path.insert(0, str(OUT.parent))  # the tests' random multigraph, so fixtures and tests build the same graphs
+from dgl_fixtures import random_multigraph  # noqa: E402
 MAKERS: dict = {}  # name -> function returning {array name: array}
 
 
@@ -239,23 +241,12 @@ def make_hgt_model():
     return _typed_model("hgt")
 
 
-def core_graph(n, e, num_rel, seed, shuffle=True):
-    """tests/test_layers.py's random multigraph: (src, dst, rel), sorted by (dst, src) unless shuffle."""
-    g_ = torch.Generator().manual_seed(seed)
-    src, dst = torch.randint(0, n, (e,), generator=g_), torch.randint(0, n, (e,), generator=g_)
-    rel = torch.randint(0, num_rel, (e,), generator=g_)
-    if not shuffle:
-        order = torch.argsort(dst * n + src)
-        src, dst, rel = src[order], dst[order], rel[order]
-    return src, dst, rel
-
-
 @maker
 def make_gatconv():
     """DGL's GATConv (3 heads of 5, no bias, zero in-degree allowed) on a random multigraph of 15 nodes."""
     import dgl
     from dgl.nn import GATConv
-    src, dst, rel = core_graph(15, 60, 2, seed=6)
+    src, dst, rel = random_multigraph(15, 60, 2, seed=6)
     g = dgl.graph((src, dst), num_nodes=15)
     conv = GATConv(7, 5, num_heads=3, negative_slope=0.2, bias=False, allow_zero_in_degree=True).double()
     h = torch.randn(15, 7, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
@@ -269,7 +260,7 @@ def make_edge_ops():
     whose last node (13) has no in-edges; gradients of sum(softmax * go)."""
     import dgl
     from dgl.nn.functional import edge_softmax
-    src, dst, _ = core_graph(14, 50, 4, seed=12, shuffle=False)
+    src, dst, _ = random_multigraph(14, 50, 4, seed=12, shuffle=False)
     keep = dst != 13
     src, dst = src[keep], dst[keep]
     g = dgl.graph((src, dst), num_nodes=14)

@@ -9,6 +9,18 @@ import torch
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def random_multigraph(n=12, e=40, num_rel=4, seed=0, shuffle=True):
+    """(src, dst, rel) of a random multigraph of n nodes; sorted by (destination, source) unless shuffle. The core's
+    fixtures are written on these graphs, and tests/test_layers.py builds its own with it."""
+    g_ = torch.Generator().manual_seed(seed)
+    src, dst = torch.randint(0, n, (e,), generator=g_), torch.randint(0, n, (e,), generator=g_)
+    rel = torch.randint(0, num_rel, (e,), generator=g_)
+    if not shuffle:
+        order = torch.argsort(dst * n + src)
+        src, dst, rel = src[order], dst[order], rel[order]
+    return src, dst, rel
+
+
 def load_fixture(name: str) -> dict[str, torch.Tensor]:
     """The fixture's arrays as torch tensors (float64 / int64). A missing file is a failure, not a skip: the
     fixtures are committed, and `python scripts/dgl_fixtures.py NAME` writes one where DGL is installed."""

@@ -5,21 +5,11 @@ import pytest
 import torch
 
 from dgl_fixtures import assert_close, load_fixture
+from dgl_fixtures import random_multigraph as random_graph
 from regnn.core.adjacency import Adjacency
 from regnn.core.backend import TORCH, Backend, choose_backend
 from regnn.core.attention import REGATConv
 from regnn.core.conv import REGraphConv
-
-
-def random_graph(n=12, e=40, num_rel=4, seed=0, shuffle=True):
-    """(src, dst, rel) of a random multigraph of n nodes; sorted by (destination, source) unless shuffle."""
-    g_ = torch.Generator().manual_seed(seed)
-    src, dst = torch.randint(0, n, (e,), generator=g_), torch.randint(0, n, (e,), generator=g_)
-    rel = torch.randint(0, num_rel, (e,), generator=g_)
-    if not shuffle:
-        order = torch.argsort(dst * n + src)
-        src, dst, rel = src[order], dst[order], rel[order]
-    return src, dst, rel
 
 
 def without_in_edges_of(node, src, dst, rel):
