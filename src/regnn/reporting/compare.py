@@ -96,7 +96,7 @@ def render_frame(df: pd.DataFrame) -> pd.DataFrame:
 def figure(df: pd.DataFrame, path: Path, title: str) -> None:
     """Validation and test Micro-F1, mean ± std per model; the winner's label in bold."""
     from regnn.reporting.figures import save, subplots
-    fig, ax = subplots(figsize=(7, 0.45 * len(df) + 1.4))
+    fig, ax = subplots(figsize=(8, 0.45 * len(df) + 1.4))
     y = np.arange(len(df))[::-1]
     for k, off, color, marker, name in (("val_micro_f1", 0.12, "#1f77b4", "o", "validation"),
                                         ("test_micro_f1", -0.12, "#d62728", "s", "test")):
@@ -108,7 +108,7 @@ def figure(df: pd.DataFrame, path: Path, title: str) -> None:
     ax.set_xlabel("Micro-F1 (mean ± std over runs)")
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # outside: never over a point
     save(fig, path)
 
 
