@@ -10,7 +10,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 import regnn.schema  # noqa: F401  (also registers the model schemas and names in Hydra's ConfigStore)
-from regnn.errors import ConfigError, Unsupported
+from regnn.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,9 +52,6 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
         _check(cfg.trainer.name != "minibatch", "workers", w, "the mini-batch trainer runs one process per device "
                "under torchrun (docs/scale.md, multi-process training): use workers=1 with it")
     m = cfg.model
-    if "metapaths" in m and OmegaConf.select(cfg, "dataset.metapaths", default=None) is None:
-        raise Unsupported(f"{m.name} needs meta-paths, and dataset {cfg.dataset.name} defines none: add "
-                          "dataset.metapaths (name -> relation list), or leave this model out on this graph")
     if "backbone" in m or m.get("arch", "regnn") == "regnn":  # the heterogeneous baselines have none
         _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
     known = regnn.schema.model_keys(OmegaConf.to_container(m))
