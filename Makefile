@@ -70,7 +70,7 @@ table-baselines: setup ## Table 2 with every baseline measured here (MLP, Metapa
 	$(call experiment,table_baselines,baselines)
 
 .PHONY: table-classification-smoke table-ablation-smoke fig-backbones-smoke fig-lambda-smoke fig-case-study-smoke \
-	table-clustering-smoke fig-tsne-smoke fig-efficiency-smoke table-baselines-smoke
+	table-clustering-smoke fig-tsne-smoke fig-efficiency-smoke table-baselines-smoke compare-smoke
 table-classification-smoke: venv ## the same path on the synthetic graph in seconds (likewise every *-smoke target)
 	$(call smoke,table_classification,classification)
 table-ablation-smoke: venv
@@ -87,6 +87,8 @@ fig-tsne-smoke: venv
 	$(call smoke,fig_tsne,tsne)
 table-baselines-smoke: venv
 	$(call smoke,table_baselines,baselines)
+compare-smoke: venv ## experiment=compare (docs/custom_data.md) on the synthetic graph -> $(SMOKE)/compare/compare.{csv,md,png}
+	$(PY) train.py experiment=compare dataset=synthetic debug=smoke hydra.sweep.dir=$(SMOKE)/compare $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER))
 fig-efficiency-smoke: venv
 	$(PY) scripts/benchmark.py --efficiency --datasets synthetic --models $(EFFICIENCY_MODELS) --warmup 1 \
 		--overrides trainer.max_epochs=4 trainer.patience=4 --out $(SMOKE)/results

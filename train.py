@@ -9,12 +9,13 @@ directory printed at the end. See conf/train.yaml for every option.
 """
 import logging
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
 import regnn.config  # noqa: F401  (registers the ${repo_root:} resolver used by conf/paths)
-from regnn.errors import CellBusy, RegnnError
+from regnn.errors import CellBusy, RegnnError, Unsupported
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
@@ -25,7 +26,19 @@ def main(cfg: DictConfig) -> float:
     from regnn.pipeline import train
 
     try:
-        summary = train(cfg, HydraConfig.get().runtime.output_dir)
+        out_dir = HydraConfig.get().runtime.output_dir
+        if cfg.get("compare") and cfg.compare.tune:  # experiment=compare compare.tune=true: tune, then train
+            from regnn.compare import tuned_cell
+            summary = tuned_cell(cfg, out_dir, list(HydraConfig.get().overrides.task))
+        else:
+            summary = train(cfg, out_dir)
+    except Unsupported as e:  # a model this graph cannot train: a sweep names it and goes on with the others
+        logging.getLogger("regnn").error("refused: %s", e)
+        if HydraConfig.get().mode != RunMode.MULTIRUN:
+            sys.exit(2)
+        from regnn.io_safe import write_text
+        write_text(Path(HydraConfig.get().runtime.output_dir) / "refused.txt", f"{e}\n")  # for the sweep's table
+        return float("nan")
     except CellBusy as e:
         if cfg.resume:  # a sweep beside another sweep over the same cells: leave this cell to the other process
             logging.getLogger("regnn").warning("skipped: %s", e)

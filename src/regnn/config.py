@@ -16,6 +16,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 if not OmegaConf.has_resolver("repo_root"):
     OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))
+# ${regnn.pick:flag,a,b}: a where flag is true, else b (experiment=compare: tuned cells go to a folder of their own)
+if not OmegaConf.has_resolver("regnn.pick"):
+    OmegaConf.register_new_resolver("regnn.pick", lambda flag, yes, no: yes if flag else no)
 
 
 def _check(ok: bool, key: str, value, rule: str) -> None:

@@ -15,3 +15,8 @@ class ConfigError(RegnnError):
 
 class CellBusy(RegnnError):
     """Another live process is training into the same output directory."""
+
+
+class Unsupported(ConfigError):
+    """A valid model that cannot train on this graph (e.g. a meta-path model on a graph without meta-paths): a sweep
+    over several models names it in one line and goes on with the others."""

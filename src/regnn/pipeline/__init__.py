@@ -15,10 +15,11 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from regnn.config import validate, validate_minibatch
 from regnn.data.features import FEATS_TYPES
+from regnn.errors import Unsupported
 from regnn.models import BACKBONES
 from regnn.pipeline import fullbatch, metapath, minibatch
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
@@ -38,6 +39,11 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
 def check(cfg: DictConfig) -> None:
     """Raises ConfigError (one line: the value, the reason, the fix) for a config that cannot train."""
     validate(cfg, BACKBONES, FEATS_TYPES)
+    m = cfg.model
+    if "metapaths" in m and OmegaConf.select(cfg, "dataset.metapaths", default=None) is None:  # a valid config,
+        # but not for this graph: a sweep over models names it in one line and goes on (train.py)
+        raise Unsupported(f"{m.name} needs meta-paths, and dataset {cfg.dataset.name} defines none: add "
+                          "dataset.metapaths (name -> relation list), or leave this model out on this graph")
     if cfg.trainer.name == "minibatch":
         from regnn.training.minibatch import EVAL_MODES
         validate_minibatch(cfg, EVAL_MODES)

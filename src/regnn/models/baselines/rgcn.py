@@ -27,10 +27,12 @@ class RGCN(nn.Module):
         super().__init__()
         if num_layers < 1:
             raise ValueError(f"num_layers must be >= 1, got {num_layers}")
-        if num_bases is not None and not 1 <= num_bases <= num_relations:
-            raise ValueError(f"num_bases must be in [1, {num_relations}] (the relation count) or None, got {num_bases}")
+        if num_bases is not None and num_bases < 0:
+            raise ValueError(f"num_bases must be >= 0 (0 or None: no basis decomposition), got {num_bases}")
         self.proj = TypeProjection(in_dims, hidden)
-        bases = num_bases if num_bases is not None and num_bases < num_relations else None
+        # 0 is the R-GCN paper's "no decomposition"; as many bases as relations or more decompose nothing either
+        # (DGL's RelGraphConv falls back the same way), so one search range fits graphs of any relation count
+        bases = num_bases if num_bases and num_bases < num_relations else None
         self.convs = nn.ModuleList(
             RelGraphConv(hidden, num_classes if i == num_layers - 1 else hidden, num_relations, num_bases=bases)
             for i in range(num_layers))

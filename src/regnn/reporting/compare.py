@@ -1,0 +1,153 @@
+"""The table and figure of an experiment=compare sweep: per model, validation and test Micro-F1 and Macro-F1
+(mean ± std over the runs), seconds per epoch, and the winner by mean validation Micro-F1 (test never picks).
+
+    python -m regnn.reporting.compare <sweep> [--dataset NAME] [--models mlp gcn ...] [--out PREFIX] [--archive DIR]
+
+Writes PREFIX.csv, PREFIX.md and PREFIX.png (default PREFIX: <sweep>/compare). The cells are <sweep>/<dataset>_<model>;
+on DBLP, ACM and IMDB a cell the sweep lacks is read from results/cells/<cell>.json (the summary an earlier
+rendering kept, regnn.reporting.cells), unless the sweep is a tuned one. The notes name where every row was read,
+the models refused on this graph (with the reason) and those not trained yet.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from regnn.catalog import PAPER_DATASETS
+from regnn.config import REPO_ROOT
+from regnn.reporting.cells import CellPool
+from regnn.reporting.collect import fmt, write_table
+from regnn.reporting.common import label
+
+METRICS = ("val_micro_f1", "test_micro_f1", "val_macro_f1", "test_macro_f1")
+
+
+def default_archive(dataset: str, sweep: Path, tuned: bool | None = None) -> Path | None:
+    """results/cells for the built-in datasets' untuned cells (the Table 2 cells), else None: a tuned sweep must never
+    be filled in with untuned cells."""
+    if tuned is None:
+        tuned = bool(_sweep_config(sweep).get("compare", {}).get("tune", False))
+    return REPO_ROOT / "results" / "cells" if dataset in PAPER_DATASETS and not tuned else None
+
+
+def _sweep_config(sweep: Path) -> dict:
+    path = Path(sweep) / "multirun.yaml"  # written by Hydra at the start of the sweep
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=False) if path.is_file() else {}
+
+
+def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """One row per model (in the given order; a model without scores keeps its row, empty), and the notes."""
+    names = [f"{dataset}_{m}" for m in models]
+    cells = pool.load(names)
+    rows = []
+    for m, n in zip(models, names):
+        row = {"model": m, "label": label(m), "runs": None, "source": "missing"}
+        refused = pool.dir / n / "refused.txt"
+        if n in cells:
+            c = cells[n]
+            row |= {"runs": c["runs"], "source": "archive" if c.get("archived") else "sweep"}
+            for k in METRICS:
+                row |= {f"{k}_mean": c["metrics"][k]["mean"], f"{k}_std": c["metrics"][k]["std"]}
+            row["epoch_time_s"] = c["metrics"]["epoch_time_s"]["mean"]
+        elif refused.is_file():
+            row |= {"source": "refused", "reason": refused.read_text().strip()}
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    for k in [f"{k}_{s}" for k in METRICS for s in ("mean", "std")] + ["epoch_time_s", "reason"]:
+        if k not in df:
+            df[k] = np.nan
+    scored = df[df.val_micro_f1_mean.notna()]
+    # the first of the best on validation wins a tie (the table's order), as a search keeps its first best
+    winner = scored.model.iloc[int(np.argmax(scored.val_micro_f1_mean.to_numpy()))] if len(scored) else None
+    df["winner"] = df.model == winner
+    notes = []
+    if winner is not None:
+        w = df[df.winner].iloc[0]
+        notes.append(f"Winner: {w.label}, the highest mean validation Micro-F1 ({w.val_micro_f1_mean:.2f}); test "
+                     "scores are shown, never used to pick. F1 at the best validation epoch of each run, mean ± std "
+                     "(population) over the runs; every model with the same trainer, splits and seeds.")
+    for source, what in (("sweep", f"from {pool.dir}"),
+                         ("archive", f"from {pool.archive} (summaries of cells trained earlier)")):
+        read = [f"{dataset}_{m}" for m in df.model[df.source == source]]
+        if read:
+            notes.append(f"Cells read {what}: {', '.join(read)}.")
+    for _, r in df[df.source == "refused"].iterrows():
+        notes.append(f"Refused on this graph: {r.label}: {r.reason}")
+    return df, notes
+
+
+def render_frame(df: pd.DataFrame) -> pd.DataFrame:
+    def f1(k):
+        return [fmt(a, b) for a, b in zip(df[f"{k}_mean"], df[f"{k}_std"])]
+    return pd.DataFrame({
+        "model": [f"**{lab}** (winner)" if w else lab for lab, w in zip(df.label, df.winner)],
+        "runs": [("–" if pd.isna(r) else int(r)) if s != "refused" else "refused" for r, s in zip(df.runs, df.source)],
+        "val Micro-F1": f1("val_micro_f1"), "test Micro-F1": f1("test_micro_f1"),
+        "val Macro-F1": f1("val_macro_f1"), "test Macro-F1": f1("test_macro_f1"),
+        "s/epoch": [fmt(t, digits=3) for t in df.epoch_time_s],
+    })
+
+
+def figure(df: pd.DataFrame, path: Path, title: str) -> None:
+    """Validation and test Micro-F1, mean ± std per model; the winner's label in bold."""
+    from regnn.reporting.figures import save, subplots
+    fig, ax = subplots(figsize=(8, 0.45 * len(df) + 1.4))
+    y = np.arange(len(df))[::-1]
+    for k, off, color, marker, name in (("val_micro_f1", 0.12, "#1f77b4", "o", "validation"),
+                                        ("test_micro_f1", -0.12, "#d62728", "s", "test")):
+        ax.errorbar(df[f"{k}_mean"], y + off, xerr=df[f"{k}_std"], fmt=marker, color=color, capsize=3, label=name)
+    ax.set_yticks(y, [f"{lab} ({s})" if s in ("refused", "missing") else lab
+                      for lab, s in zip(df.label, df.source)])
+    for tick, w in zip(ax.get_yticklabels(), df.winner):
+        tick.set_fontweight("bold" if w else "normal")
+    ax.set_xlabel("Micro-F1 (mean ± std over runs)")
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # outside: never over a point
+    save(fig, path)
+
+
+def render(sweep: Path, dataset: str, models: list[str], out: Path | None = None,
+           archive: Path | None = None) -> list[Path]:
+    """Reads the cells and writes OUT.csv, OUT.md, OUT.png (OUT: <sweep>/compare by default)."""
+    sweep = Path(sweep)
+    out = Path(out) if out is not None else sweep / "compare"
+    pool = CellPool(sweep, allow_missing=True, archive=archive)
+    df, notes = compare_frame(pool, dataset, models)
+    title = f"Every model on {dataset}"
+    write_table(df, render_frame(df), out.parent, out.name, f"{title}: validation and test F1", notes,
+                missing=[f"{dataset}_{m}" for m in df.model[df.source == "missing"]], devices=pool.devices)
+    figure(df, out.with_suffix(".png"), title)
+    return [out.with_suffix(s) for s in (".csv", ".md", ".png")]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sweep", help="the sweep folder of experiment=compare (or a cell pool)")
+    ap.add_argument("--dataset", help="default: the sweep's (its multirun.yaml)")
+    ap.add_argument("--models", nargs="+", help="default: the sweep's, else regnn.compare.MODELS")
+    ap.add_argument("--out", help="prefix of the files (default: <sweep>/compare)")
+    ap.add_argument("--archive", help="cell summaries for the cells the sweep lacks (default: results/cells on "
+                                      "DBLP, ACM and IMDB, untuned sweeps only)")
+    a = ap.parse_args(argv)
+    from regnn.compare import MODELS, sweep_models
+    sweep = Path(a.sweep)
+    conf = _sweep_config(sweep)
+    dataset = a.dataset or conf.get("dataset", {}).get("name")
+    if not dataset:
+        print(f"error: {sweep} has no multirun.yaml naming its dataset; pass --dataset", file=sys.stderr)
+        return 1
+    models = a.models or (sweep_models(OmegaConf.create(conf)) if conf else list(MODELS))
+    archive = Path(a.archive) if a.archive else default_archive(dataset, sweep)
+    for w in render(sweep, dataset, models, Path(a.out) if a.out else None, archive):
+        print(f"wrote {w}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,142 @@
+"""experiment=compare: every model on one graph the same way, resumed like every experiment, one table and one
+figure with the winner picked on validation; a model the graph cannot train is refused in one line."""
+import json
+import re
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from conftest import REPO, run_train
+from regnn.compare import MODELS
+
+SMOKE = ["experiment=compare", "dataset=synthetic", "debug=smoke", "threads=1"]
+
+
+def _compose(*overrides):
+    import regnn.config  # noqa: F401  (the resolvers)
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return compose("train", overrides=list(overrides), return_hydra_config=True)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """The compare-smoke target's command (Makefile), then the same command again."""
+    sweep = tmp_path_factory.mktemp("compare") / "sweep"
+    first = run_train(*SMOKE, f"hydra.sweep.dir={sweep}", timeout=900)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    md = (sweep / "compare.md").read_text()
+    again = run_train(*SMOKE, f"hydra.sweep.dir={sweep}", timeout=600)
+    return sweep, md, again
+
+
+def test_the_make_target_runs_this_command():
+    rule = re.search(r"^compare-smoke:.*\n\t(.*)$", (REPO / "Makefile").read_text(), flags=re.M).group(1)
+    assert all(o in rule for o in ["experiment=compare", "dataset=synthetic", "debug=smoke", "hydra.sweep.dir="])
+
+
+def test_the_table_and_figure_hold_every_model_and_the_winner_by_validation(smoke):
+    sweep, md, _ = smoke
+    df = pd.read_csv(sweep / "compare.csv")
+    assert list(df.model) == list(MODELS) and (df.runs == 2).all()  # debug=smoke: 2 runs of every model
+    for m in MODELS:  # every row is its cell's results.json, read back
+        res = json.loads((sweep / f"synthetic_{m}" / "results.json").read_text())
+        row = df[df.model == m].iloc[0]
+        assert row.val_micro_f1_mean == pytest.approx(res["metrics"]["val_micro_f1"]["mean"], abs=1e-4)
+        assert row.test_macro_f1_std == pytest.approx(res["metrics"]["test_macro_f1"]["std"], abs=1e-4)
+        assert res["seeds"] == [0, 1]  # the same seeds for every model
+    assert df.winner.sum() == 1
+    assert df[df.winner].val_micro_f1_mean.item() == df.val_micro_f1_mean.max()
+    winner = df[df.winner].label.item()
+    assert f"**{winner}** (winner)" in md and f"Winner: {winner}" in md
+    for label in df.label:
+        assert f"| {label} |" in md or f"**{label}**" in md
+    assert (sweep / "compare.png").stat().st_size > 10_000
+
+
+def test_the_same_command_again_skips_every_finished_cell_and_renders_again(smoke):
+    sweep, md, again = smoke
+    log = again.stdout + again.stderr
+    assert again.returncode == 0, log[-3000:]
+    assert log.count("already holds results; skipped (resume=true)") == len(MODELS)
+    assert (sweep / "compare.md").read_text() == md
+
+
+def test_a_model_the_graph_cannot_train_is_refused_in_one_line_and_the_others_go_on(tmp_path):
+    sweep = tmp_path / "sweep"
+    r = run_train("experiment=compare", "dataset=counts", "debug=smoke", "threads=1", "model=han,mlp",
+                  f"hydra.sweep.dir={sweep}", timeout=600)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, log[-3000:]
+    refused = [line for line in log.splitlines() if "refused:" in line]
+    assert len(refused) == 1 and "han needs meta-paths" in refused[0] and "Traceback" not in log
+    df = pd.read_csv(sweep / "compare.csv")
+    assert list(df.model) == ["han", "mlp"] and list(df.source) == ["refused", "sweep"]
+    assert df.winner.tolist() == [False, True]
+    assert "Refused on this graph: HAN: han needs meta-paths" in (sweep / "compare.md").read_text()
+    # on its own, the same model stops with the same line (exit 2), no traceback
+    one = run_train("dataset=counts", "model=han", "debug=smoke", f"hydra.run.dir={tmp_path / 'one'}")
+    assert one.returncode == 2 and "han needs meta-paths" in one.stderr and "Traceback" not in one.stderr
+
+
+def _cell(pool, name, val, test, archived=None):
+    m = {k: {"mean": v, "std": 0.1} for k, v in (("val_micro_f1", val), ("test_micro_f1", test),
+                                                  ("val_macro_f1", val), ("test_macro_f1", test))}
+    m["epoch_time_s"] = {"mean": 0.5, "std": 0.0}
+    dataset, model = name.split("_", 1)
+    res = {"dataset": dataset, "model": model, "runs": 10, "metrics": m}
+    if archived:
+        archived.mkdir(parents=True, exist_ok=True)
+        (archived / f"{name}.json").write_text(json.dumps({"results": res, "relation_weights": []}))
+    else:
+        (pool / name).mkdir(parents=True)
+        (pool / name / "results.json").write_text(json.dumps(res))
+
+
+def test_the_winner_is_picked_on_validation_never_on_test_and_archived_cells_are_named(tmp_path):
+    from regnn.reporting.compare import main
+    pool, archive = tmp_path / "cells", tmp_path / "archive"
+    _cell(pool, "dblp_gcn", val=90.0, test=95.0)       # best on test
+    _cell(pool, "dblp_re_gcn", val=92.0, test=93.0)    # best on validation
+    _cell(pool, "dblp_mlp", val=80.0, test=80.0, archived=archive)
+    assert main([str(pool), "--dataset", "dblp", "--models", "mlp", "gcn", "re_gcn", "rgcn",
+                 "--archive", str(archive), "--out", str(tmp_path / "out" / "cmp")]) == 0
+    df = pd.read_csv(tmp_path / "out" / "cmp.csv")
+    assert df[df.winner].model.tolist() == ["re_gcn"]
+    assert list(df.source) == ["archive", "sweep", "sweep", "missing"]
+    md = (tmp_path / "out" / "cmp.md").read_text()
+    assert f"Cells read from {archive}" in md and "dblp_mlp" in md and "Not trained yet, so not in this table: dblp_rgcn" in md
+
+
+def test_on_the_built_in_datasets_compare_cells_are_the_table_2_cells():
+    from regnn.pipeline.store import computation
+    for dataset in ("dblp", "acm", "imdb"):
+        for model in MODELS:
+            cmp_cfg = _compose("experiment=compare", f"dataset={dataset}", f"model={model}")
+            table = _compose("experiment=table_baselines", f"dataset={dataset}", f"model={model}")
+            assert cmp_cfg.hydra.sweep.dir == table.hydra.sweep.dir and cmp_cfg.cell == table.cell
+            same = [OmegaConf.to_container(OmegaConf.masked_copy(c, [k for k in c if k != "hydra"]), resolve=True)
+                    for c in (cmp_cfg, table)]
+            assert computation(same[0]) == computation(same[1])  # a cell trained by one is resumed by the other
+    tuned = _compose("experiment=compare", "dataset=dblp", "compare.tune=true")
+    assert tuned.hydra.sweep.dir.endswith("compare/dblp_tuned")  # never the untuned pool
+    own = _compose("experiment=compare", "dataset=counts")
+    assert own.hydra.sweep.dir.endswith("compare/counts") and own.runs == 10 and own.resume
+
+
+@pytest.mark.slow
+def test_compare_tune_tunes_each_model_then_trains_its_cell_with_the_best_setting(tmp_path):
+    args = ["experiment=compare", "dataset=synthetic", "debug=smoke", "threads=1", "model=rgcn", "compare.tune=true",
+            "tune.trials=1", "tune.seeds=1", f"paths.output_dir={tmp_path}"]
+    r = run_train(*args, timeout=900)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    sweep = tmp_path / "compare" / "synthetic_tuned"
+    best = OmegaConf.load(sweep / "synthetic_rgcn" / "tune" / "tuned" / "best.yaml")
+    cell = OmegaConf.load(sweep / "synthetic_rgcn" / "config.yaml")
+    assert cell.model.num_bases == best.model.num_bases and cell.optimizer.lr == pytest.approx(best.optimizer.lr)
+    assert json.loads((sweep / "synthetic_rgcn" / "results.json").read_text())["runs"] == 2
+    assert pd.read_csv(sweep / "compare.csv").model.tolist() == ["rgcn"]
+    again = run_train(*args, timeout=900)  # resumed: no trial and no run trained again
+    log = again.stdout + again.stderr
+    assert again.returncode == 0 and "1 of 1 trials finished, 0 to go" in log and "skipped (resume=true)" in log
