@@ -26,36 +26,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from regnn.data import make_count_graph  # noqa: E402
-from regnn.data.scaling import _is_placeholder  # noqa: E402
+from regnn.data.custom import save_npz as export_npz  # noqa: E402
 
 AT_CHANCE = 5.0  # a run whose test Micro-F1 is within this many points of the chance level learned nothing
 # model name -> extra overrides (the trainer for the mini-batch row)
 MODELS = {"re_gat": [], "gat": [], "simple_hgn": [], "rgcn": [], "hgt": [], "han": [], "re_gcn": [],
           "re_gcn_minibatch": ["model=re_gcn", "trainer=minibatch"]}
 METAPATHS = "dataset.metapaths={IUI: [item->user, user->item], ITI: [item->tag, tag->item]}"
-
-
-def export_npz(data, folder: Path) -> Path:
-    """Writes `data` (a HeteroDataset) as graph.npz + dataset.yaml (format npz, both directions stored); types
-    without features of their own (one-hot ids) get only their node count. Returns the yaml's path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    g, z = data.graph, {}
-    for s, r, t in g.canonical_etypes:
-        z[f"edges:{s}:{r}:{t}"] = np.stack([e.numpy() for e in g.edges(etype=(s, r, t))])
-    for t in g.ntypes:
-        x = data.features.get(t)
-        if x is not None and not _is_placeholder(x):
-            z[f"features:{t}"] = x.to_dense().numpy()
-        else:
-            z[f"num_nodes:{t}"] = np.array(g.num_nodes(t))
-    z["labels"] = data.labels.numpy()
-    for s in ("train", "val", "test"):
-        z[s] = data.splits[s].numpy()
-    np.savez(folder / "graph.npz", **z)
-    meta = {"format": "npz", "graph": "graph.npz", "target": data.target, "reverse": "keep",
-            "num_classes": int(data.num_classes)}
-    (folder / "dataset.yaml").write_text(yaml.safe_dump(meta))
-    return folder / "dataset.yaml"
 
 
 def chance_level(data) -> float:
