@@ -76,3 +76,35 @@ def test_a_blown_up_but_finite_loss_is_divergence_too():
     check_loss(12.5, "validation loss", 3)  # a poor model, not a diverged one
     with pytest.raises(Diverged, match=r"epoch 1: the validation loss is 3.7e\+24 \(above 1e\+06: the weights blew up\)"):
         check_loss(3.7e24, "validation loss", 1, lr=1e4)  # ACM at lr 1e4, every value finite
+
+
+def test_train_loss_blowup_is_flagged_after_a_streak_and_once():
+    from regnn.training.divergence import TrainLossBlowup
+    w = TrainLossBlowup(num_classes=3, factor=10, epochs=5)
+    fired = [w.step(e, 1.0 - 0.01 * e, 1.1) for e in range(30)]  # an ordinary run: never
+    assert not any(fired) and w.report is None
+    w = TrainLossBlowup(num_classes=3, factor=10, epochs=5)
+    losses = [75.0, 60.0, 40.0] + [40.0 * 1.3 ** k for k in range(12)]  # the training loss grows, validation flat
+    fired = [e for e, loss in enumerate(losses) if w.step(e, loss, 1.4)]
+    assert fired == [4]  # flagged from epoch 0 (75 > 10 x 1.4): the fifth epoch completes the streak, once
+    assert w.report["min_train_loss"] == 40.0 and w.report["val_loss"] == 1.4
+    assert "lower model.dropout" in TrainLossBlowup.message(w.report)
+    w = TrainLossBlowup(num_classes=3, factor=10, epochs=5)  # tiny losses of an easy task: 10x but below the floor
+    assert not any(w.step(e, 0.05, 0.001) for e in range(20))
+    w = TrainLossBlowup(num_classes=3, factor=10, epochs=5)  # a streak broken by a normal epoch starts again
+    pattern = [30.0] * 4 + [1.0] + [30.0] * 4
+    assert not any(w.step(e, loss, 1.0) for e, loss in enumerate(pattern))
+
+
+def test_a_run_whose_training_loss_blows_up_is_reported_in_the_log_and_results(tmp_path):
+    # RE-GAT's library defaults on raw counts: dropout-rescaled training-mode outputs explode over the five
+    # attention calls (train loss in the thousands), while evaluation stays near chance
+    p = run_train("dataset=counts", "dataset.num_items=200", "dataset.num_users=100", "dataset.num_tags=20",
+                  "model=re_gat", "model.hidden=16", "runs=1", "threads=1", "trainer.max_epochs=25",
+                  "trainer.patience=25", f"hydra.run.dir={tmp_path}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = strict_json(tmp_path / "results.json")
+    assert r["train_loss_blowup_runs"] == 1
+    rec = r["per_run"][0]["train_loss_blowup"]
+    assert rec["train_loss"] > 10 * rec["val_loss"] and rec["epochs"] >= 20
+    assert "training loss blew up" in p.stderr and "dataset.feature_norm=standard" in p.stderr

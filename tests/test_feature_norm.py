@@ -63,6 +63,24 @@ def test_the_scale_warning_fires_on_raw_counts_and_names_the_option(caplog):
     assert not far_outside(one_hot_ids(50)) and not far_outside(torch.zeros(5, 10))
 
 
+def test_auto_standardises_only_the_types_far_outside_the_usual_scale(caplog):
+    raw = make_count_graph(num_items=90, num_users=30, num_tags=6)
+    data = make_count_graph(num_items=90, num_users=30, num_tags=6)
+    assert far_outside(raw.features["item"])
+    with caplog.at_level(logging.INFO, logger="regnn"):
+        apply_feature_norm(data, "auto")
+    np.testing.assert_allclose(data.features["item"].numpy(), scale_matrix(raw.features["item"], "standard").numpy())
+    assert not [r for r in caplog.records if "far outside" in r.getMessage() and r.levelno >= logging.WARNING]
+    assert any("standardised" in r.getMessage() for r in caplog.records)
+    for t in ("user", "tag"):  # one-hot ids stay as they are
+        assert torch.equal(data.features[t].to_dense(), raw.features[t].to_dense())
+    small = make_count_graph(num_items=90, num_users=30, num_tags=6)
+    small.features["item"] = small.features["item"] / 100  # within the usual scale: left as stored
+    kept = small.features["item"].clone()
+    apply_feature_norm(small, "auto")
+    assert torch.equal(small.features["item"], kept)
+
+
 @pytest.mark.parametrize("name", ["dblp", "acm", "imdb"])
 def test_the_scale_warning_stays_silent_on_the_builtin_datasets(name, caplog):
     from omegaconf import OmegaConf
@@ -79,8 +97,9 @@ def cfg(*overrides):
 
 
 def test_builtin_dataset_configs_default_to_no_scaling_and_a_mapping_is_accepted():
-    for name in ("dblp", "acm", "imdb", "synthetic", "custom"):
+    for name in ("dblp", "acm", "imdb", "synthetic", "counts"):
         assert cfg(f"dataset={name}").dataset.feature_norm == "none"
+    assert cfg("dataset=custom").dataset.feature_norm == "auto"  # a user's graph: raw counts are standardised
     assert dict(cfg("dataset=counts", "dataset.feature_norm={item: row}").dataset.feature_norm) == {"item": "row"}
 
 

@@ -185,3 +185,28 @@ def test_minibatch_layout_composes_for_every_model(model):
     assert m.layout == "stack" and m.num_layers == 2 and list(cfg.trainer.fanouts) == [25, 20]
     assert (m.hidden, m.get("heads")) == ((512, None) if m.backbone == "gcn" else (64, 8))
     assert tuned.model.hidden == 7 and tuned.model.layout == "stack"  # the command line wins over the layout
+
+
+def test_patience_and_length_count_optimizer_steps_where_an_epoch_is_one_batch(mag):
+    """One batch per epoch: early stopping waits for patience_steps steps and min_steps, and max_epochs=None gives
+    the run the epochs to reach min_steps; with many batches per epoch the epoch counts bind as before."""
+    d, sg = mag
+    n_train = len(d.splits["train"])
+    kw = dict(seed=0, num_classes=d.num_classes, optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
+              fanouts=[5, 5], log_every=0, eval="layerwise")
+    seed_everything(0)
+    r = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, batch_size=n_train, max_epochs=None,
+                            patience=2, patience_steps=12, min_steps=30, **kw)
+    steps = [h["steps"] for h in r.history]
+    assert steps == list(range(1, r.epochs + 1))  # one step per epoch
+    assert r.epochs >= 30 and r.epochs - 1 - r.best_epoch >= 12 or r.epochs == 100
+    seed_everything(0)
+    old = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, batch_size=n_train, max_epochs=None,
+                              patience=2, **kw)  # epoch patience alone: stops 2 one-step epochs after the best
+    assert old.epochs == min(100, old.best_epoch + 1 + 2)
+    seed_everything(0)
+    many = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, batch_size=16, max_epochs=None,
+                               patience=2, patience_steps=12, min_steps=30, **kw)
+    per_epoch = -(-n_train // 16)
+    assert per_epoch * 2 >= 30 and many.epochs == min(100, many.best_epoch + 1 + 2)  # epochs bind: 2 > 30 steps
+    assert many.history[0]["steps"] == per_epoch

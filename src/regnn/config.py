@@ -79,7 +79,8 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     _check(o.name in ("adam", "sgd"), "optimizer.name", o.name, "use adam or sgd")
     _num(cfg, "optimizer.lr", lo=0, lo_open=True)
     _num(cfg, "optimizer.weight_decay", lo=0)
-    _num(cfg, "trainer.max_epochs", lo=1, integer=True)
+    if cfg.trainer.max_epochs is not None or cfg.trainer.name != "minibatch":  # minibatch: null is its default
+        _num(cfg, "trainer.max_epochs", lo=1, integer=True)
     _num(cfg, "trainer.patience", lo=1, integer=True)
     if "stop_on" in cfg.trainer:  # the full-batch trainer's
         from regnn.training.early_stopping import MONITORS
@@ -131,7 +132,7 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
                "trainer.eval_fanouts", ef, f"must be null or {len(fan)} positive integers (or -1)")
     for k in ("batch_size", "eval_batch_size", "embed_dim"):
         _num(cfg, f"trainer.{k}", lo=1, integer=True)
-    for k in ("num_workers", "log_every"):
+    for k in ("num_workers", "log_every", "patience_steps", "min_steps"):
         _num(cfg, f"trainer.{k}", lo=0, integer=True)
     if t.max_batches is not None:
         _num(cfg, "trainer.max_batches", lo=1, integer=True)

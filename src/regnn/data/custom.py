@@ -268,3 +268,30 @@ def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     num_classes = meta.get("num_classes") or int(labels.max()) + 1
     return HeteroDataset(name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
                          num_classes=num_classes)
+
+
+def save_npz(data: HeteroDataset, folder: str | Path) -> Path:
+    """Writes a loaded or generated dataset in the npz format (graph.npz + dataset.yaml, both directions of every
+    relation stored, `reverse: keep`), so that it trains through dataset=custom as a user's graph does. Types
+    without features of their own (one-hot ids, zeros) get only their node count. Returns the yaml's path."""
+    from regnn.data.scaling import _is_placeholder
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    g, z = data.graph, {}
+    for s, r, t in g.canonical_etypes:
+        z[f"edges:{s}:{r}:{t}"] = np.stack([e.numpy() for e in g.edges(etype=(s, r, t))])
+    for t in g.ntypes:
+        x = data.features.get(t)
+        if x is not None and not _is_placeholder(x):
+            z[f"features:{t}"] = x.to_dense().numpy()
+        else:
+            z[f"num_nodes:{t}"] = np.array(g.num_nodes(t))
+    z["labels"] = data.labels.numpy()
+    for split in ("train", "val", "test"):
+        z[split] = data.splits[split].numpy()
+    np.savez(folder / "graph.npz", **z)
+    meta = {"format": "npz", "graph": "graph.npz", "target": data.target, "reverse": "keep",
+            "num_classes": int(data.num_classes)}
+    (folder / "dataset.yaml").write_text(yaml.safe_dump(meta))
+    return folder / "dataset.yaml"

@@ -8,6 +8,9 @@ and the default settings stop working. The built-in datasets are bag-of-words, b
     row        every row divided by its sum of absolute values (L1); all-zero rows stay zero
     standard   every column to zero mean and unit variance; a sparse matrix is only divided by the column
                standard deviations (no centring, so it stays sparse), as sklearn's StandardScaler(with_mean=False)
+    auto       standard for a matrix far outside the usual scale (the test of the warning below), else none:
+               the default of dataset=custom, since raw counts in the first layer make the attention models'
+               logits saturate and their runs sit at chance, while features at a usual scale stay as stored
 
 A mapping applies a method per node type ({paper: row, author: standard}); types it does not name keep `none`.
 Node types without features of their own (one-hot ids, zero vectors) are never rescaled.
@@ -25,7 +28,7 @@ from regnn.errors import ConfigError
 
 log = logging.getLogger("regnn")
 
-FEATURE_NORMS = ("none", "row", "standard")
+FEATURE_NORMS = ("none", "row", "standard", "auto")
 # A matrix is "far outside the usual scale" when it has large entries or row sums (MAX_ABS, MAX_ROW_SUM) AND a
 # typical row would leave the input projection (Xavier-normal, gain 1.414, to REFERENCE_WIDTH units) with a
 # standard deviation above MAX_INIT_STD. The second test keeps word-count BOW in thousands of dimensions quiet
@@ -114,6 +117,11 @@ def apply_feature_norm(data, feature_norm="none"):
     norms = per_type_norms(feature_norm, list(data.features))
     for t, method in norms.items():
         x = data.features[t]
+        if method == "auto":
+            method = "standard" if not _is_placeholder(x) and far_outside(x) else "none"
+            if method != "none":
+                log.info("%s: features of %r are far outside the usual scale; standardised (dataset.feature_norm="
+                         "auto; none keeps them as stored)", data.name, t)
         if method != "none" and not _is_placeholder(x):
             data.features[t] = scale_matrix(x, method)
     for t, x in data.features.items():

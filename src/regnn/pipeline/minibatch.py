@@ -90,7 +90,8 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
                 model, sg, data.labels, data.splits, seed=seed, num_classes=data.num_classes,
                 optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True), fanouts=list(t.fanouts),
                 batch_size=t.batch_size, eval=t.eval, eval_fanouts=eval_fanouts, eval_batch_size=t.eval_batch_size,
-                max_epochs=t.max_epochs, patience=t.patience, max_batches=t.max_batches, num_workers=t.num_workers,
+                max_epochs=t.max_epochs, patience=t.patience, patience_steps=t.patience_steps,
+                min_steps=t.min_steps, max_batches=t.max_batches, num_workers=t.num_workers,
                 embed_lr=t.embed_lr, log_every=t.log_every, device=device, dist=dist,
                 evaluator=str(cfg.dataset.get("ogb_name", "ogbn-mag")), on_epoch=logger.log_epoch,
                 sampling=str(t.sampling), profile=bool(t.profile))

@@ -108,7 +108,9 @@ def run_record(result, run: int, device) -> dict:
     epoch_times = [h["epoch_time_s"] for h in result.history]
     return {"run": run, "seed": result.seed, "best_epoch": result.best_epoch, "epochs": result.epochs,
             **result.metrics, "train_time_s": result.train_time_s,
-            "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None, **trained_by(device)}
+            "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None, **trained_by(device),
+            **({"train_loss_blowup": result.train_loss_blowup}
+               if getattr(result, "train_loss_blowup", None) else {})}
 
 
 def trained_by(device) -> dict:
@@ -282,6 +284,8 @@ class CellStore:
             "runs": int(self.cfg.runs), "seeds": [r["seed"] for r in records],
             "metrics": summary_metrics(records, keys, mean_std), "finished_runs": len(ok),
             "failed_runs": len(records) - len(ok),
+            # runs whose training loss blew up while validation did not (regnn.training.divergence.TrainLossBlowup)
+            "train_loss_blowup_runs": sum(1 for r in records if r.get("train_loss_blowup")),
             "per_run": records,
             "num_parameters": int(num_parameters),
             "relation_names": list(relation_names),

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import f1_scores
 from regnn.training.distributed import Dist
-from regnn.training.divergence import check_loss, check_parameters
+from regnn.training.divergence import TrainLossBlowup, check_loss, check_parameters
 from regnn.training.early_stopping import EarlyStopping
 from regnn.training.perf import StepTimer, peak_rss_gb
 from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits, to_device
@@ -26,6 +26,7 @@ from regnn.training.trainer import RunResult, make_optimizer
 
 log = logging.getLogger("regnn")
 EVAL_MODES = ("sampled", "layerwise")
+DEFAULT_EPOCHS = 100  # max_epochs=None: at least this many epochs (OGBN-MAG's), more to reach min_steps
 MEMORY_AT = (50, 300)  # batches at which a profiled epoch records the memory high-water mark (and its last)
 
 
@@ -69,12 +70,20 @@ class Scorer:
 
 def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: dict[str, torch.Tensor], *,
                         seed: int, num_classes: int, optimizer: dict, fanouts=(25, 20), batch_size: int = 1024,
-                        eval: str = "sampled", eval_fanouts=None, eval_batch_size: int = 4096, max_epochs: int = 100,
-                        patience: int = 10, max_batches: int | None = None, num_workers: int = 0,
+                        eval: str = "sampled", eval_fanouts=None, eval_batch_size: int = 4096, max_epochs: int | None = 100,
+                        patience: int = 10, patience_steps: int = 0, min_steps: int = 0,
+                        max_batches: int | None = None, num_workers: int = 0,
                         embed_lr: float = 0.01, log_every: int = 50, device="cpu", dist: Dist | None = None,
                         evaluator: str = "ogbn-mag", on_epoch=None, sampling: str = "deterministic",
                         profile: bool = False) -> RunResult:
     """Trains `model` (a SampledREGNN) and returns the scores of its best-validation-accuracy weights.
+
+    Training length is counted in epochs and in optimizer steps, so that it works whether an epoch is one batch
+    (a few hundred training nodes) or hundreds (OGBN-MAG): the run lasts up to max_epochs epochs (None:
+    DEFAULT_EPOCHS, or as many more as reach min_steps steps where an epoch holds few batches); early stopping
+    ends it only after `patience` epochs AND `patience_steps` steps without a better validation accuracy, and
+    never before min_steps steps. With many batches per epoch the epoch counts bind (10 epochs of OGBN-MAG are
+    thousands of steps); with one, the step counts do (10 one-step epochs are 10 Adam steps, far too few).
 
     Every epoch's history row has the time spent waiting for sampled batches (sample_s: sampling and building the
     batch's adjacencies, or waiting for the sampling threads) and the rest (compute_s); profile=True adds the
@@ -98,7 +107,11 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
     score = Scorer(model, sg, labels, num_classes, eval, eval_fanouts or fanouts, eval_batch_size, device, dist,
                    evaluator, sampling, seed)
     stopper, history = EarlyStopping(patience=patience, monitor=("val_acc",)), []
+    blowup = TrainLossBlowup(num_classes)
     n_batches = len(loader) if not max_batches else min(len(loader), max_batches)
+    if max_epochs is None:
+        max_epochs = max(DEFAULT_EPOCHS, -(-min_steps // max(1, n_batches)))
+    steps = best_step = 0
     timer = model.timer = StepTimer(False, device)  # on for training steps only, not evaluation
     timer.layers({f"forward layer {i}": conv for i, conv in enumerate(model.regnn.convs)}
                  | ({"forward output layer": model.regnn.head} if model.regnn.head is not None else {}))
@@ -129,6 +142,7 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
                 for o in opts:
                     o.step()
             seen += y.numel()
+            steps += 1
             batch_loss = loss.item()
             if not dist.enabled:  # under DDP every process checks the summed loss below, so all stop together
                 check_loss(batch_loss, f"training loss of batch {b}", epoch, optimizer.get("lr"))
@@ -153,7 +167,7 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
         check_parameters(model, epoch, optimizer.get("lr"))
         val = score(splits["val"])
         check_loss(val["loss"], "validation loss", epoch, optimizer.get("lr"))
-        row = {"epoch": epoch, "train_loss": float(totals[2] / totals[0]), "train_acc": 100.0 * float(totals[1] / totals[0]),
+        row = {"epoch": epoch, "steps": steps, "train_loss": float(totals[2] / totals[0]), "train_acc": 100.0 * float(totals[1] / totals[0]),
                "val_loss": val["loss"], "val_acc": val["acc"], "val_micro_f1": val["micro_f1"],
                "val_macro_f1": val["macro_f1"], "seeds": int(totals[0]), "batches": n_batches,
                "seeds_per_s": float(totals[0]) / wall, "train_time_s": wall, "sample_s": sample_s,
@@ -164,12 +178,16 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
             row |= dict(zip(("batch_sources", "batch_edges_0", "batch_dst_0", "batch_edges_last", "batch_seeds"),
                             (sizes / max(1, n_batches)).tolist()))  # per batch, for an arithmetic estimate
         history.append(row)
+        if blowup.step(epoch, row["train_loss"], row["val_loss"]):
+            log.warning(TrainLossBlowup.message(blowup.report))
         if on_epoch:
             on_epoch(row)
         log.info("epoch %d: train loss %.4f acc %.2f | val acc %.2f | %.0f seeds/s, %.1fs (best epoch %d)", epoch,
                  row["train_loss"], row["train_acc"], row["val_acc"], row["seeds_per_s"], row["epoch_time_s"],
                  epoch if stopper.improves(row) else stopper.best_epoch)
-        if stopper.step(row, epoch, model):
+        if stopper.improves(row):
+            best_step = steps
+        if stopper.step(row, epoch, model) and steps - best_step >= patience_steps and steps >= min_steps:
             break
     train_time = time.perf_counter() - t_run
     timer.remove()
@@ -181,4 +199,5 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
         metrics |= {f"{s}_acc": r["acc"], f"{s}_micro_f1": r["micro_f1"], f"{s}_macro_f1": r["macro_f1"],
                     f"{s}_loss": r["loss"]}
     return RunResult(seed=seed, best_epoch=stopper.best_epoch, epochs=len(history), metrics=metrics,
-                     history=history, relation_weights=model.relation_weights(), train_time_s=train_time)
+                     history=history, relation_weights=model.relation_weights(), train_time_s=train_time,
+                     train_loss_blowup=blowup.report)

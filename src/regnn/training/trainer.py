@@ -3,6 +3,7 @@ released code stops on), test at the best epoch."""
 from __future__ import annotations
 
 import itertools
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -13,8 +14,10 @@ import torch.nn.functional as F
 
 from regnn.core.adjacency import at_least_fp32
 from regnn.evaluation.metrics import f1_scores
-from regnn.training.divergence import check_loss, check_parameters
+from regnn.training.divergence import TrainLossBlowup, check_loss, check_parameters
 from regnn.training.early_stopping import EarlyStopping
+
+log = logging.getLogger("regnn")
 
 
 @dataclass
@@ -27,6 +30,7 @@ class RunResult:
     relation_weights: list[dict] = field(default_factory=list)  # per layer {relation: weight}
     train_time_s: float = 0.0
     embeddings: torch.Tensor | None = None  # the model's representations of every target node (clustering, t-SNE)
+    train_loss_blowup: dict | None = None  # regnn.training.divergence.TrainLossBlowup's report, where it fired
 
 
 def make_optimizer(params, name: str = "adam", lr: float = 1e-3, weight_decay: float = 0.0, momentum: float = 0.0):
@@ -127,6 +131,7 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
     idx = splits
     y = {s: labels[i] for s, i in splits.items()}
     stopper = EarlyStopping(patience=patience, monitor=stop_on)
+    blowup = TrainLossBlowup(int(labels.max()) + 1 if labels.numel() else 2)
     history = []
     t0 = time.perf_counter()
     steps = epochs(model, inputs, feats, labels, splits, optimizer=optimizer, precision=precision,
@@ -138,6 +143,10 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
         check_parameters(model, epoch, lr)
         check_loss(val_loss, "validation loss", epoch, lr)
         history.append(row)
+        if blowup.step(epoch, row["train_loss"], val_loss):
+            if progress:
+                progress.close()
+            log.warning(TrainLossBlowup.message(blowup.report))
         if on_epoch:
             on_epoch(row)
         if progress:
@@ -161,5 +170,5 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
         metrics[f"{s}_loss"] = F.cross_entropy(logits[idx[s]], y[s]).item()
     return RunResult(seed=seed, best_epoch=stopper.best_epoch, epochs=len(history), metrics=metrics,
                      history=history, relation_weights=getattr(model, "relation_weights", list)(),
-                     train_time_s=train_time,
+                     train_time_s=train_time, train_loss_blowup=blowup.report,
                      embeddings=emb.detach().cpu() if emb is not None else None)

@@ -1,0 +1,135 @@
+"""Do the defaults train on a graph nobody tuned for? Every model, 10 seeds, through `dataset=custom`.
+
+A generated graph (regnn.data.synthetic.make_count_graph: raw-count item features, weakly informative links) is
+written in the npz format of docs/custom_data.md and trained exactly as a user's graph is: `dataset=custom
+dataset.path=...` with nothing but the defaults (and the meta-paths HAN needs, which only a user can name).
+Per model: mean ± std of test and validation Micro-F1 over the seeds, the lowest test score, the chance level
+(the share of the largest class among the test nodes) and the runs at chance (test Micro-F1 within
+AT_CHANCE points of it). Writes <out>.json (every run's scores) and <out>.md; refuses to overwrite them.
+
+    python scripts/defaults_check.py                       # results/defaults_check.{json,md}
+    python scripts/defaults_check.py --models re_gat --runs 3 --out /tmp/check --set model.attn_dropout=0.2
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from regnn.data import make_count_graph  # noqa: E402
+from regnn.data.custom import save_npz as export_npz  # noqa: E402
+
+AT_CHANCE = 5.0  # a run whose test Micro-F1 is within this many points of the chance level learned nothing
+# model name -> extra overrides (the trainer for the mini-batch row)
+MODELS = {"re_gat": [], "gat": [], "simple_hgn": [], "rgcn": [], "hgt": [], "han": [], "re_gcn": [],
+          "re_gcn_minibatch": ["model=re_gcn", "trainer=minibatch"]}
+METAPATHS = "dataset.metapaths={IUI: [item->user, user->item], ITI: [item->tag, tag->item]}"
+
+
+def chance_level(data) -> float:
+    y = data.labels[data.splits["test"]].numpy()
+    return 100.0 * np.bincount(y).max() / len(y)
+
+
+def train(model: str, path: Path, runs: int, out: Path, extra: list[str]) -> dict:
+    args = MODELS[model] if model in MODELS else [f"model={model}"]
+    if not any(a.startswith("model=") for a in args):
+        args = [f"model={model}", *args]
+    cmd = [sys.executable, str(REPO / "train.py"), "dataset=custom", f"dataset.path={path}", *args,
+           f"runs={runs}", "threads=1", "workers=1", f"hydra.run.dir={out}", *extra]
+    if model == "han":
+        cmd.append(METAPATHS)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), OMP_NUM_THREADS="1")
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{model}: train.py failed:\n{p.stderr[-3000:]}")
+    return {"results": json.loads((out / "results.json").read_text()), "log": p.stderr}
+
+
+def summarise(model: str, res: dict, chance: float) -> dict:
+    per = res["per_run"]
+    ok = [r for r in per if "failed" not in r]
+    test = np.array([r["test_micro_f1"] for r in ok])
+    val = np.array([r["val_micro_f1"] for r in ok])
+    return {"model": model, "runs": len(per), "failed_runs": len(per) - len(ok),
+            "test_micro_f1_mean": float(test.mean()), "test_micro_f1_std": float(test.std(ddof=1)) if len(ok) > 1 else 0.0,
+            "val_micro_f1_mean": float(val.mean()), "val_micro_f1_std": float(val.std(ddof=1)) if len(ok) > 1 else 0.0,
+            "test_micro_f1_min": float(test.min()), "chance": chance,
+            "runs_at_chance": int((test <= chance + AT_CHANCE).sum()) + len(per) - len(ok),
+            "train_loss_blowup_runs": int(res.get("train_loss_blowup_runs", 0)),
+            "per_run": [{k: r.get(k) for k in ("seed", "test_micro_f1", "val_micro_f1", "best_epoch", "epochs",
+                                               "failed", "train_loss_blowup")} for r in per]}
+
+
+def markdown(rows: list[dict], graph: dict, runs: int, extra: list[str]) -> str:
+    lines = [f"# Defaults on a graph without tuned settings ({runs} seeds)", "",
+             f"`python scripts/defaults_check.py` — generated graph `make_count_graph({graph['kwargs']})` "
+             f"(raw-count item features), written as npz and trained with `dataset=custom` and the defaults"
+             + (f" plus `{' '.join(extra)}`" if extra else "") + f". Chance (largest test class): "
+             f"{rows[0]['chance']:.2f}; a run is at chance when its test Micro-F1 is within {AT_CHANCE:g} of it.", "",
+             "| model | test Micro-F1 | val Micro-F1 | min test | runs at chance | training-loss blow-ups |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f} | "
+                     f"{r['val_micro_f1_mean']:.2f} ± {r['val_micro_f1_std']:.2f} | {r['test_micro_f1_min']:.2f} | "
+                     f"{r['runs_at_chance']} of {r['runs']} | {r['train_loss_blowup_runs']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--graph", default="num_items=400,num_users=200,num_tags=30,seed=0",
+                    help="make_count_graph keyword arguments")
+    ap.add_argument("--set", action="append", default=[], help="an extra override for every model")
+    ap.add_argument("--out", default=str(REPO / "results" / "defaults_check"))
+    ap.add_argument("--work", default=str(REPO / "outputs" / "defaults_check"))
+    ap.add_argument("--collect", action="store_true",
+                    help="train nothing: summarise the models whose <work>/<model>/results.json is complete")
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    for f in (out.with_suffix(".json"), out.with_suffix(".md")):
+        if f.exists():
+            raise SystemExit(f"{f} exists; move it away or pass another --out (results are never overwritten)")
+    kwargs = {k: (float(v) if "." in v else int(v)) for k, v in (kv.split("=") for kv in a.graph.split(","))}
+    data = make_count_graph(**kwargs)
+    work = Path(a.work)
+    path = work / "graph" / "dataset.yaml" if a.collect else export_npz(data, work / "graph")
+    chance = chance_level(data)
+    rows = []
+    for m in a.models.split(","):
+        if a.collect:
+            f = work / m / "results.json"
+            if not f.exists():
+                print(f"{m}: not trained (no {f})")
+                continue
+            rows.append(summarise(m, json.loads(f.read_text()), chance))
+        else:
+            rows.append(summarise(m, train(m, path, a.runs, work / m, a.set)["results"], chance))
+        r = rows[-1]
+        print(f"{m}: test {r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f}, val "
+              f"{r['val_micro_f1_mean']:.2f}, min {r['test_micro_f1_min']:.2f}, {r['runs_at_chance']} at chance",
+              flush=True)
+    graph = {"generator": "regnn.data.synthetic.make_count_graph", "kwargs": a.graph}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps({"graph": graph, "runs": a.runs, "overrides": a.set,
+                                                    "models_requested": a.models.split(","),
+                                                    "at_chance_margin": AT_CHANCE, "models": rows}, indent=1))
+    missing = [m for m in a.models.split(",") if m not in {r["model"] for r in rows}]
+    note = f"\nNot trained (no complete results): {', '.join(missing)}.\n" if missing else ""
+    out.with_suffix(".md").write_text(markdown(rows, graph, a.runs, a.set) + note)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
