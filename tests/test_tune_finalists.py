@@ -121,14 +121,14 @@ def test_the_listing_names_a_searched_winner_beside_the_configured_setting(tmp_p
 
 # --- real tunes on a small generated graph ------------------------------------------------------------------------
 
-# counts graph made small and noisy: 300 items, so 90 validation nodes; a short training
+# the count graph made small: 300 items, so 90 validation nodes, where a one-seed score is mostly luck; it starts
+# from the settings dataset=custom starts from, as a user's own graph does; a short training
 GRAPH = ["dataset=counts", "dataset.feature_norm=standard", "tuned/backbone=custom_gcn", "dataset.num_items=300",
-         "dataset.num_users=100", "dataset.num_tags=20", "dataset.overlap=0.9", "trainer.max_epochs=40",
-         "trainer.patience=15"]
-TUNE = ["-m", "experiment=tune", "model=re_gcn", *GRAPH, "tune.trials=6", "tune.seeds=1", "tune.finalists=2",
+         "dataset.num_users=100", "dataset.num_tags=20", "trainer.max_epochs=50", "trainer.patience=15"]
+TUNE = ["-m", "experiment=tune", "model=re_gcn", *GRAPH, "tune.trials=5", "tune.seeds=1", "tune.finalists=2",
         "tune.finalist_seeds=3", "tune.final_runs=0", "threads=1", "workers=1"]
-SAMPLER_SEEDS = (0, 1, 2)
-FINAL = {"seed": 0, "runs": 4}  # the final runs both settings are compared on
+SAMPLER_SEEDS = (0, 1)
+FINAL = {"seed": 0, "runs": 3}  # the final runs both settings are compared on
 
 
 def _study(sweep):
@@ -138,7 +138,7 @@ def _study(sweep):
 
 
 def _final_val(sweep, number, out):
-    """Mean validation Micro-F1 of trial `number`'s setting over the final runs (seeds 0-3), trained from the
+    """Mean validation Micro-F1 of trial `number`'s setting over the final runs (seeds 0-2), trained from the
     trial's own config.yaml."""
     from omegaconf import OmegaConf
     from regnn.pipeline import train
