@@ -15,7 +15,7 @@ import yaml
 from conftest import REPO, run_train
 
 SMOKE = ["-m", "experiment=tune", "dataset=synthetic", "model=re_gcn", "tune.seeds=1", "tune.final_runs=1",
-         "trainer.max_epochs=5", "trainer.patience=5"]
+         "tune.finalists=1", "tune.finalist_seeds=1", "trainer.max_epochs=5", "trainer.patience=5"]
 
 
 def _study(sweep):
@@ -62,7 +62,8 @@ def test_a_killed_tune_resumes_without_repeating_finished_trials(killed_and_resu
                          "model.relation.scale": 100}
 
 
-def test_trials_score_validation_and_the_best_comes_back_as_a_config(killed_and_resumed):
+def test_trials_score_validation_and_the_chosen_comes_back_as_a_config(killed_and_resumed):
+    from regnn.tuning import decision
     sweep, *_ = killed_and_resumed
     study = _study(sweep)
     for t in study.trials:
@@ -70,7 +71,9 @@ def test_trials_score_validation_and_the_best_comes_back_as_a_config(killed_and_
             res = json.loads((sweep / f"trial_{t.number}" / "results.json").read_text())
             assert t.value == pytest.approx(res["metrics"]["val_micro_f1"]["mean"])
             assert res["runs"] == 1
-    best = study.best_trial
+    number, _, finalists = decision(study, sweep)  # the finalists' choice (trial 0 and the search's best)
+    assert set(finalists) == {0, study.best_trial.number}
+    best = next(t for t in study.trials if t.number == number)
     text = (sweep / "tuned" / "best.yaml").read_text()
     assert text.startswith("# @package _global_")
     conf = yaml.safe_load(text)
@@ -85,7 +88,7 @@ def test_trials_score_validation_and_the_best_comes_back_as_a_config(killed_and_
     listing = pd.read_csv(sweep / "tune.csv")
     assert list(listing.trial[:1]) == [best.number] and set(listing.state) == {"complete", "fail"}
     md = (sweep / "tune.md").read_text()
-    assert "test Micro-F1" in md and "validation Micro-F1" in md
+    assert "test Micro-F1" in md and "validation Micro-F1" in md and f"Chosen setting (trial {number})" in md
 
 
 def test_a_resumed_tune_with_other_settings_or_beside_a_running_one_is_refused(killed_and_resumed):
@@ -97,6 +100,9 @@ def test_a_resumed_tune_with_other_settings_or_beside_a_running_one_is_refused(k
     (sweep / ".tune.pid").unlink()
     r = run_train("-m", *SMOKE[1:], "tune.trials=4", "tune.seeds=2", f"hydra.sweep.dir={sweep}", timeout=120)
     assert r.returncode != 0 and "holds a study tuned with other overrides" in r.stdout + r.stderr
+    r = run_train("-m", *SMOKE[1:], "tune.trials=4", "tune.finalists=-1", f"hydra.sweep.dir={sweep}", timeout=120)
+    err = r.stdout + r.stderr
+    assert r.returncode == 2 and "tune.finalists=-1: a whole number >= 0" in err and "Traceback" not in err
     # hydra.* overrides are free to change (where and how it runs), but not the search space they may carry
     r = run_train("-m", *SMOKE[1:], "tune.trials=4", "+hydra.sweeper.params.model.hidden='choice(16,32)'",
                   f"hydra.sweep.dir={sweep}", timeout=120)

@@ -14,10 +14,20 @@ scores are only read back for the listing, never by the search. The study lives 
 - trial 0 is the configured setting (what train.py would run without the tune; a key whose configured value lies
   outside its searched range is drawn instead), then TPE's; trial k trains in <sweep dir>/trial_k (k: Optuna's
   trial number, which the sweeper gives the trial's job as hydra.job.num);
-- at the end (on_multirun_end) the best trial's setting is written to <sweep dir>/tuned/best.yaml, a
-  conf/tuned-style file (`python train.py --config-dir <sweep dir> tuned=best dataset=... model=...`), then
-  `tune.final_runs` runs are trained with it in <sweep dir>/final_trial_<k> (k: the best trial), and
-  <sweep dir>/tune.{csv,md} lists every trial with the final validation and test scores.
+- at the end (on_multirun_end) the finalists, the `tune.finalists` best trials by search score and trial 0 (always),
+  are trained again with `tune.finalist_seeds` new seeds (seed + 1000, ...: none of the search's or the final runs')
+  in <sweep dir>/finalist_trial_<k>, each from its trial's config.yaml; the one with the best mean validation
+  Micro-F1 there is chosen (ties: the lower trial number, so trial 0 before any other). The best of many estimates
+  from a few seeds on a small validation set is mostly a lucky one: its own score overstates it, fresh seeds do
+  not. tune.finalists=0 chooses the search's best trial instead;
+- the chosen setting is written to <sweep dir>/tuned/best.yaml, a conf/tuned-style file
+  (`python train.py --config-dir <sweep dir> tuned=best dataset=... model=...`), then `tune.final_runs` runs are
+  trained with it in <sweep dir>/final_trial_<k> (k: the chosen trial), and <sweep dir>/tune.{csv,md} lists every
+  trial (the finalists first, in the order of the choice) with the finalists' scores and the final validation and
+  test scores.
+
+Finished finalists and final runs are kept when a tune is run again (resume=true), so a tune killed in its
+finalist stage resumes there.
 """
 from __future__ import annotations
 
@@ -27,6 +37,8 @@ import logging
 import subprocess
 import sys
 from pathlib import Path
+
+import math
 
 import pandas as pd
 import yaml
@@ -42,7 +54,12 @@ from regnn.sweeper import matching, open_study, search_space, study_names
 
 log = logging.getLogger("regnn")
 # overrides that may change between a tune and its resumption (how long and where it runs, not what it computes)
-_FREE = ("experiment=", "tune.trials=", "tune.final_runs=", "hydra.", "threads=", "workers=", "device=")
+_FREE = ("experiment=", "tune.trials=", "tune.final_runs=", "tune.finalists=", "tune.finalist_seeds=", "hydra.",
+         "threads=", "workers=", "device=")
+# finalist run i uses seed + FINALIST_SEED_OFFSET + i: seeds that neither the search (seed, seed + 1, ...) nor the
+# final runs used, so the finalists' scores carry none of the luck that put them among the finalists
+FINALIST_SEED_OFFSET = 1000
+DEFAULT_TRIAL = 0  # the configured setting (enqueued first)
 
 
 def _nested(flat: dict) -> dict:
@@ -115,6 +132,7 @@ class TuneCallback(Callback):
     def _resume(config: DictConfig) -> None:
         import optuna
 
+        check_tune(config.tune)
         sweep = Path(config.hydra.sweep.dir)
         sweep.mkdir(parents=True, exist_ok=True)
         claim.acquire(sweep, CLAIM, "tuned", "wait for it to finish, or set hydra.sweep.dir to another folder")
@@ -166,7 +184,12 @@ class TuneCallback(Callback):
     def _finish(config: DictConfig) -> None:
         sweep = Path(config.hydra.sweep.dir)
         s = config.hydra.sweeper
-        best = open_study(s.storage, s.study_name).best_trial
+        study = open_study(s.storage, s.study_name)
+        complete = study.get_trials(deepcopy=False, states=(_complete(),))
+        if not complete:
+            raise ConfigError(f"{sweep}: no trial finished, nothing to choose")
+        number, how = run_finalists(config, study, sweep)
+        chosen = next(t for t in complete if t.number == number)
         choices = config.hydra.runtime.choices
         base: dict = {}
         for group in ("tuned/backbone", "tuned/relation", "tuned"):  # the order of conf/train.yaml
@@ -176,18 +199,18 @@ class TuneCallback(Callback):
         # the keys a searched layout needs (conf/layout/tune_<backbone>.yaml), for the runs with the best setting
         layout = f"tune_{choices.get('backbone')}"
         defaults = [f"/layout/{layout}"] if (REPO_ROOT / "conf" / "layout" / f"{layout}.yaml").is_file() else []
-        path = write_best(sweep, best.params, base, best.value, best.number, defaults)
-        log.info("tune: best trial %d, validation Micro-F1 %.2f: %s -> %s", best.number, best.value,
-                 best.params, path)
+        path = write_best(sweep, chosen.params, base, how + ("; the configured setting" if number == DEFAULT_TRIAL and
+                                                             finalist_stage(study) else ""), defaults)
+        log.info("tune: chosen trial %d (%s): %s -> %s", number, how, chosen.params, path)
         runs = int(config.tune.final_runs)
         if runs > 0:
             # searched keys come from best.yaml (a search range given on the command line must not reach train.py)
-            searched = {k.lstrip("+~") for k in best.params}
+            searched = {k.lstrip("+~") for k in chosen.params}
             keep = [o for o in config.hydra.overrides.task if not o.startswith(("experiment=", "tune.", "runs="))
                     and o.split("=", 1)[0].lstrip("+~") not in searched]  # threads, device: as the trials
             cmd = [sys.executable, str(REPO_ROOT / "train.py"), "--config-dir", str(sweep), "tuned=best", *keep,
-                   f"runs={runs}", "resume=true", f"hydra.run.dir={sweep / f'final_trial_{best.number}'}"]
-            log.info("tune: training %d runs with the best setting: %s", runs, " ".join(cmd[1:]))
+                   f"runs={runs}", "resume=true", f"hydra.run.dir={sweep / f'final_trial_{number}'}"]
+            log.info("tune: training %d runs with the chosen setting: %s", runs, " ".join(cmd[1:]))
             subprocess.run(cmd, check=True)
         frame, notes = listing(sweep)
         render(frame, notes, sweep, "tune", f"Tuning on validation: {config.dataset.name}_{config.model.name}")
@@ -199,47 +222,210 @@ class TuneCallback(Callback):
 CLAIM = ".tune.pid"  # one tune per study: a second one would mark the first one's running trial as interrupted
 
 
-def write_best(sweep: Path, params: dict, base: dict, value: float, number: int, defaults: list | None = None) -> Path:
-    """<sweep>/tuned/best.yaml: the settings the trials started from (conf/tuned) with the best trial's on top."""
+def write_best(sweep: Path, params: dict, base: dict, how: str, defaults: list | None = None) -> Path:
+    """<sweep>/tuned/best.yaml: the settings the trials started from (conf/tuned) with the chosen trial's on top;
+    `how` (its header) says which trial it is and why it was chosen."""
     merged = OmegaConf.to_container(OmegaConf.merge(base, _nested({k: _plain(v) for k, v in params.items()})))
     if defaults:
         merged = {"defaults": [*defaults, "_self_"], **merged}
     path = sweep / "tuned" / "best.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, f"# @package _global_\n# Best of the tune in {sweep} by mean validation Micro-F1 ({value:.2f}, "
-                    f"trial {number}).\n#   python train.py --config-dir {sweep} tuned=best ...   (or copy it into "
-                    "conf/tuned/)\n" + yaml.safe_dump(merged, sort_keys=True))
+    write_text(path, f"# @package _global_\n# Chosen by the tune in {sweep}: {how}.\n#   python train.py --config-dir "
+                    f"{sweep} tuned=best ...   (or copy it into conf/tuned/)\n" + yaml.safe_dump(merged, sort_keys=True))
     return path
 
 
+def check_tune(tune: DictConfig) -> None:
+    """Refuses tune.* values no tune can run with, in one line."""
+    for key, low in (("trials", 0), ("seeds", 1), ("final_runs", 0), ("finalists", 0), ("finalist_seeds", 1)):
+        value = tune.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigError(f"tune.{key}={value}: a whole number >= {low}")
+    for key in ("seeds", "final_runs"):  # their seeds must stay below the finalists' (seed + 1000, ...)
+        if tune[key] > FINALIST_SEED_OFFSET:
+            raise ConfigError(f"tune.{key}={tune[key]}: at most {FINALIST_SEED_OFFSET}, so that its seeds stay apart "
+                              f"from the finalists' (seed + {FINALIST_SEED_OFFSET}, ...)")
+
+
+def _complete():
+    import optuna
+
+    return optuna.trial.TrialState.COMPLETE
+
+
+def pick_finalists(scores: dict[int, float], k: int, default: int = DEFAULT_TRIAL) -> list[int]:
+    """The k best trials by search score (ties: the lower number first), and `default` after them where it is not
+    among them and finished ({trial: score} holds the finished trials)."""
+    top = sorted(scores, key=lambda n: (-scores[n], n))[:k]
+    return top + [default] if k > 0 and default in scores and default not in top else top
+
+
+def choice_order(finalists: dict[int, dict]) -> list[int]:
+    """The finalists, best first: runs that all finished before any that diverged, then the higher mean validation
+    Micro-F1, then the lower trial number (trial 0, the configured setting, wins every tie). A finalist with no
+    finished run (mean None) comes last. finalists: {trial: {"mean": float | None, "failed": int, ...}}."""
+    def key(n):
+        f = finalists[n]
+        mean = f["mean"]
+        usable = mean is not None and not math.isnan(mean)
+        return (not usable, f.get("failed", 0) > 0, -(mean if usable else 0.0), n)
+    return sorted(finalists, key=key)
+
+
+def choose(finalists: dict[int, dict]) -> int | None:
+    """The chosen finalist (see choice_order), or None where none finished a run."""
+    order = choice_order(finalists)
+    return order[0] if order and finalists[order[0]]["mean"] is not None and not math.isnan(
+        finalists[order[0]]["mean"]) else None
+
+
+def finalist_dir(sweep: Path, number: int) -> Path:
+    return sweep / f"finalist_trial_{number}"
+
+
+def read_finalists(sweep: Path, numbers: list[int]) -> dict[int, dict]:
+    """{trial: {"mean", "std", "runs", "failed"}} of the finalists whose runs finished (results.json written)."""
+    out = {}
+    for n in numbers:
+        path = finalist_dir(sweep, n) / "results.json"
+        if not path.is_file():
+            continue
+        res = json.loads(path.read_text())
+        val = res["metrics"].get("val_micro_f1")  # absent where every run diverged
+        out[n] = {"mean": val["mean"] if val else None, "std": val["std"] if val else None,
+                  "runs": res["runs"], "failed": res.get("failed_runs", 0)}
+    return out
+
+
+def train_finalist(config: DictConfig, sweep: Path, number: int, seed: int, runs: int) -> dict:
+    """Trains trial `number`'s setting again, exactly as its trial did (its config.yaml) but with `runs` runs from
+    `seed`, in finalist_trial_<number>; a finished one is kept (resume), a partly trained one completed."""
+    from regnn.pipeline import train
+
+    source = sweep / f"trial_{number}" / "config.yaml"
+    if not source.is_file():
+        raise ConfigError(f"{source} is missing, so finalist trial {number} cannot be trained again with its setting; "
+                          "restore that folder, or set hydra.sweep.dir to a new folder for a new study")
+    cfg = OmegaConf.load(source)
+    with open_dict(cfg):
+        cfg.seed, cfg.runs, cfg.resume = seed, runs, True
+        for key in ("threads", "workers", "device"):  # how it runs: as this tune says, like its trials
+            cfg[key] = config.get(key)
+    return train(cfg, finalist_dir(sweep, number))
+
+
+def finalist_stage(study) -> dict | None:
+    """The finalist stage of a study's last tune ({"trials", "seed", "seeds"}), or None where it had none."""
+    stage = study.user_attrs.get("finalists")
+    return stage if stage and stage.get("trials") else None
+
+
+def decision(study, sweep: Path) -> tuple[int, str, dict[int, dict]]:
+    """(chosen trial, how it was chosen in words, the finalists' scores) for a study whose finalists trained."""
+    best = study.best_trial
+    seeds = study.user_attrs.get("seeds")
+    searched = f"mean validation Micro-F1 {best.value:.2f} over its {seeds} search seed(s)"
+    stage = finalist_stage(study)
+    if stage is None:
+        return best.number, f"trial {best.number}, the search's best ({searched}; no finalist stage)", {}
+    scores = read_finalists(sweep, stage["trials"])
+    missing = [n for n in stage["trials"] if n not in scores]
+    if missing:
+        raise ConfigError(f"{sweep}: finalist trial(s) {', '.join(map(str, missing))} not trained yet; run the tune "
+                          "again with the same command to finish them")
+    number = choose(scores)
+    if number is None:
+        log.warning("tune: every finalist run diverged; the search's best trial is chosen")
+        return best.number, f"trial {best.number}, the search's best ({searched}; every finalist run diverged)", scores
+    f = scores[number]
+    how = (f"trial {number}, mean validation Micro-F1 {f['mean']:.2f} ± {f['std']:.2f} over {f['runs']} new seeds "
+           f"(seeds {stage['seed']}-{stage['seed'] + stage['seeds'] - 1}), the best of {len(scores)} finalists")
+    return number, how, scores
+
+
+def run_finalists(config: DictConfig, study, sweep: Path) -> tuple[int, str]:
+    """Trains the finalists (tune.finalists > 0) and returns (chosen trial, how it was chosen)."""
+    k, runs = int(config.tune.finalists), int(config.tune.finalist_seeds)
+    scores = {t.number: t.value for t in study.get_trials(deepcopy=False, states=(_complete(),))}
+    numbers = pick_finalists(scores, k)
+    seed = int(config.seed) + FINALIST_SEED_OFFSET
+    study.set_user_attr("finalists", {"trials": numbers, "seed": seed, "seeds": runs if numbers else 0})
+    for i, n in enumerate(numbers):
+        log.info("tune: finalist %d of %d: trial %d (search score %.2f), %d runs from seed %d", i + 1, len(numbers),
+                 n, scores[n], runs, seed)
+        train_finalist(config, sweep, n, seed, runs)
+    number, how, found = decision(study, sweep)
+    for n in choice_order(found):
+        f = found[n]
+        shown = "no finished run" if f["mean"] is None else f"{f['mean']:.2f} ± {f['std']:.2f}"
+        log.info("tune: finalist trial %d%s: validation Micro-F1 %s over %d new seeds (search score %.2f)", n,
+                 " (configured setting)" if n == DEFAULT_TRIAL else "", shown, f["runs"], scores[n])
+    if found and number == DEFAULT_TRIAL:
+        log.info("tune: the configured setting (trial 0) wins on the new seeds: no searched setting beat it")
+    return number, how
+
+
 def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
-    """Every trial of the study (best validation first) and notes with the final runs' scores."""
+    """Every trial of the study (the finalists first, in the order of the choice, then the others by search score)
+    and notes with the choice and the final runs' scores."""
     storage = f"sqlite:///{(sweep / 'study.db').resolve()}"
     names = study_names(storage)
     if len(names) != 1:
         raise ConfigError(f"{sweep / 'study.db'} holds {len(names)} studies; expected the one of its tune")
     study = open_study(storage, names[0])
+    stage = finalist_stage(study)
+    found = read_finalists(sweep, stage["trials"]) if stage else {}
     rows = []
     for t in study.get_trials(deepcopy=False):
         res = sweep / f"trial_{t.number}" / "results.json"
         finished = res.exists() and t.state.name == "COMPLETE"  # an interrupted trial may have written its results
         test = json.loads(res.read_text())["metrics"]["test_micro_f1"]["mean"] if finished else None
+        f = found.get(t.number, {})
         rows.append({"trial": t.number, "state": t.state.name.lower(), "val_micro_f1": t.value,
-                     "test_micro_f1": test, **{k: _plain(v) for k, v in t.params.items()}})
+                     "test_micro_f1": test, **({"finalist_val_micro_f1": f.get("mean"),
+                                                "finalist_val_std": f.get("std")} if stage else {}),
+                     **{k: _plain(v) for k, v in t.params.items()}})
+    df = pd.DataFrame(rows)
     # ties keep trial order, as Optuna's best_trial (the first of the best) does
-    df = pd.DataFrame(rows).sort_values("val_micro_f1", ascending=False, na_position="last", kind="stable")
+    rank = {n: i for i, n in enumerate(choice_order(found))}
+    df["_rank"] = [rank.get(n, len(rank)) for n in df.trial]
+    df["_score"] = [-v if v is not None and not math.isnan(v) else math.inf for v in df.val_micro_f1]
+    df = df.sort_values(["_rank", "_score", "trial"], kind="stable").drop(columns=["_rank", "_score"])
     df = df.reset_index(drop=True)
     done = df[df.state == "complete"]
     attrs = study.user_attrs
-    notes = [f"{len(done)} finished trials; objective: mean validation Micro-F1 over {attrs.get('seeds')} seed(s) "
-             "per trial (test is only listed, never used by the search); TPE sampler, seed "
+    notes = [f"{len(done)} finished trials; search score: mean validation Micro-F1 over {attrs.get('seeds')} seed(s) "
+             "per trial (test is only listed, never used by the search or the choice); TPE sampler, seed "
              f"{attrs.get('sampler_seed')}; overrides: {' '.join(attrs.get('overrides', []))}."]
-    best = study.best_trial.number if len(done) else None
-    final = sweep / f"final_trial_{best}" / "results.json"
+    if not len(done):
+        return df, notes
+    if stage:
+        try:
+            number, how, _ = decision(study, sweep)
+        except ConfigError as e:  # a tune stopped in its finalist stage: what there is so far
+            return df, [*notes, str(e) + "."]
+        notes.append(f"Finalists: the best trials by search score and trial 0 (the configured setting), "
+                     f"{len(stage['trials'])} in all, each trained again with {stage['seeds']} new seeds (seeds "
+                     f"{stage['seed']}-{stage['seed'] + stage['seeds'] - 1}); the highest mean validation Micro-F1 "
+                     "on those seeds is chosen (ties: the lower trial number).")
+        best = study.best_trial.number
+        if number == DEFAULT_TRIAL:
+            notes.append(f"Chosen: the configured setting, {how}: no searched setting beat it on the new seeds.")
+        else:
+            d = found.get(DEFAULT_TRIAL)
+            notes.append(f"Chosen: {how}" + (f"; the configured setting (trial 0) scored {d['mean']:.2f} ± "
+                                             f"{d['std']:.2f} there" if d and d["mean"] is not None else "") + ".")
+        if best != number and best in found and found[best]["mean"] is not None:
+            notes.append(f"The search's best, trial {best} (search score {study.best_value:.2f}), scored "
+                         f"{found[best]['mean']:.2f} ± {found[best]['std']:.2f} on the new seeds.")
+    else:
+        number, how, _ = decision(study, sweep)
+        notes.append(f"Chosen: {how}.")
+    final = sweep / f"final_trial_{number}" / "results.json"
     if final.exists():
         m = json.loads(final.read_text())["metrics"]
         runs = json.loads(final.read_text())["runs"]
-        notes.append(f"Best setting (trial {best}), {runs} runs: validation Micro-F1 "
+        notes.append(f"Chosen setting (trial {number}), {runs} runs: validation Micro-F1 "
                      f"{m['val_micro_f1']['mean']:.2f} ± {m['val_micro_f1']['std']:.2f}, test Micro-F1 "
                      f"{m['test_micro_f1']['mean']:.2f} ± {m['test_micro_f1']['std']:.2f}, test Macro-F1 "
                      f"{m['test_macro_f1']['mean']:.2f} ± {m['test_macro_f1']['std']:.2f}.")

@@ -55,6 +55,8 @@ PAGES = {
         Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole epoch per model, profiled"),
     ],
     "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/gpu_check.sh)")],
+    "docs/custom_data.md": [Part("tune_protocol.md", "Tuning protocols: the search's best, the finalists' choice and "
+                                                     "the configured setting (scripts/tune_protocol.py)")],
 }
 
 
