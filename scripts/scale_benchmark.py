@@ -7,10 +7,10 @@
     python scripts/scale_benchmark.py --sampling-rates --models   # sampling alone: seeds/s per mode and threads
 
 Steps, each timed: (1) write the generated graph in OGB's on-disk layout (regnn.data.ogb_format; kept and
-reused under --data-dir), (2) a first load in its own process: ogb converts the raw CSV files to its DGL cache,
-then regnn builds the features of the feature-less types and the sampling graph, (3) per model, the real command
-`python train.py dataset=ogbn_mag trainer=minibatch model=<m> dataset.dir=<data>` in its own process (cached
-load, training with neighbour sampling, sampled evaluation of validation and test papers). Peak memory is each
+reused under --data-dir), (2) a first load in its own process: ogb's readers parse the raw CSV files, then
+regnn builds the features of the feature-less types and the sampling graph, (3) per model, the real command
+`python train.py dataset=ogbn_mag trainer=minibatch model=<m> dataset.dir=<data>` in its own process
+(load, training with neighbour sampling, sampled evaluation of validation and test papers). Peak memory is each
 process's maximum resident set (wait4); a watchdog stops a process that exceeds --memory-limit-gb. Seconds per
 epoch are measured when whole epochs ran, else extrapolated from the seeds per second (marked in the output).
 --profile times every phase of a training step (trainer.profile) and sets it against an arithmetic estimate: the
@@ -193,10 +193,9 @@ def markdown(report: dict) -> str:
              f"{report['threads']} torch threads, {report['when']}. `{report['command']}`.", "",
              f"- generate (write OGB CSV files): {report['generate_s']:.0f} s" if report.get("generate_s") is not None
              else "- generate: reused the files written earlier",
-             f"- first load in its own process ({'ogb raw CSV -> DGL cache, ' if report['first_load']['raw'] else ''}"
-             f"features, sampling graph): {report['first_load']['wall_s']:.0f} s, peak memory "
+             f"- first load in its own process (raw CSV files, features, sampling graph): {report['first_load']['wall_s']:.0f} s, peak memory "
              f"{report['first_load']['peak_rss_gb']:.2f} GB", "",
-             "| model | parameters | load (cached) s | seeds/s | train s/epoch | eval s | batches | peak memory GB |",
+             "| model | parameters | load s | seeds/s | train s/epoch | eval s | batches | peak memory GB |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r.get("error"):

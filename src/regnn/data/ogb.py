@@ -135,7 +135,7 @@ def _read_feature_file(path: Path, types: list[str], num_nodes: dict[str, int]) 
         if t not in arrays:
             raise DataError(f"{path} has no features for node type {t!r} (it holds {sorted(arrays)}); add them or "
                             "use featureless=mean")
-        x = torch.as_tensor(np.asarray(arrays[t]), dtype=torch.float32)
+        x = torch.as_tensor(np.asarray(arrays[t]), dtype=torch.float32).contiguous()  # rows are gathered per batch
         if x.dim() != 2 or x.shape[0] != num_nodes[t]:
             raise DataError(f"{path}: features of {t!r} have shape {tuple(x.shape)}, but there are {num_nodes[t]} "
                             f"{t} nodes; rows must be nodes in OGB's id order")
@@ -161,7 +161,8 @@ def load_ogb(name: str = "ogbn-mag", root: str | Path | None = None, featureless
               for ours, theirs in (("train", "train"), ("val", "valid"), ("test", "test"))}
     g = HeteroGraph({cet: (torch.from_numpy(np.ascontiguousarray(e[0])), torch.from_numpy(np.ascontiguousarray(e[1])))
                      for cet, e in raw["edge_index_dict"].items()}, raw["num_nodes_dict"])
-    featured = {t: torch.from_numpy(np.asarray(x)).float() for t, x in raw["node_feat_dict"].items()
+    # row-major: ogb's CSV reader gives column-major arrays, whose rows a sampled batch gathers several times slower
+    featured = {t: torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)) for t, x in raw["node_feat_dict"].items()
                 if x is not None}
     graph = with_reverse_relations(g)
     num_nodes = {t: graph.num_nodes(t) for t in graph.ntypes}
