@@ -17,6 +17,19 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # make test runs one worker per core:
     torch.set_num_threads(1)
 
 
+@pytest.fixture(params=["kernels", "torch"])
+def backend(request):
+    """Every aggregation test runs on the fused C++ kernels and on the pure-torch path: the backend to build
+    its adjacencies with."""
+    from regnn.core.backend import TORCH, choose_backend
+    if request.param == "torch":
+        return TORCH
+    b = choose_backend("cpu", kernels=True)
+    if b.kernels is None:
+        pytest.skip("the fused kernels could not be built here (no C++ compiler?)")
+    return b
+
+
 def real_dataset_dir(name: str) -> Path:
     """The fetched dataset folder; a clear failure (not a skip) when `make data` has not run."""
     d = DATA / name

@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from dgl_fixtures import assert_close, load_fixture
-from regnn.core.backend import TORCH, choose_backend
 from regnn.data.hetero import HeteroGraph
 from regnn.models.baselines.hgt import HGT
 from regnn.models.baselines.inputs import TypedGraph
@@ -22,16 +21,6 @@ def hetero_of(fx) -> HeteroGraph:
     edges = {tuple(k.split(".")[1:4]): (fx[k], fx[k[:-3] + "dst"]) for k in fx if k.startswith("edges.")
              and k.endswith(".src")}
     return HeteroGraph(edges, nodes)
-
-
-@pytest.fixture(params=["kernels", "torch"])
-def backend(request):
-    if request.param == "torch":
-        return TORCH
-    b = choose_backend("cpu", kernels=True)
-    if b.kernels is None:
-        pytest.skip("the fused kernels could not be built here (no C++ compiler?)")
-    return b
 
 
 def typed_graph(fx, backend, target="b") -> TypedGraph:

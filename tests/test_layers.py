@@ -39,25 +39,13 @@ def dense(n, src, dst, w):
     return a
 
 
-@pytest.fixture(params=["kernels", "torch"])
-def path(request) -> Backend:
-    """Every aggregation test runs on the fused C++ kernels and on the pure-torch path: the backend to build
-    its adjacencies with."""
-    if request.param == "torch":
-        return TORCH
-    backend = choose_backend("cpu", kernels=True)
-    if backend.kernels is None:
-        pytest.skip("the fused kernels could not be built here (no C++ compiler?)")
-    return backend
-
-
 @pytest.mark.parametrize("dim", [3, 5, 16, 64])  # torch path: gathered rows below 8 columns, an SDDMM from 8;
 @pytest.mark.parametrize("shuffle", [False, True])  # kernels: compile-time widths (3, 16, 64), runtime width (5)
 @pytest.mark.parametrize("norm", ["both", "right", "none"])
-def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim, path):
+def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim, backend):
     n = 12
     src, dst, rel = random_graph(n=n, shuffle=shuffle)
-    adj = Adjacency.from_edges(src, dst, rel, n, backend=path)
+    adj = Adjacency.from_edges(src, dst, rel, n, backend=backend)
     # weights below and above 1 so that some degrees fall under the clamp at 1
     alpha = torch.tensor([[0.05], [0.3], [1.7], [2.5]], dtype=torch.float64, requires_grad=True)
     h = torch.randn(n, dim, dtype=torch.float64, requires_grad=True)
@@ -85,13 +73,13 @@ def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim, pa
         torch.testing.assert_close(adj.normalized_spmm(h, a_, norm), reference(h, a_))
 
 
-def test_unweighted_path_equals_all_ones_weights(path):
-    adj = Adjacency.from_edges(*random_graph(seed=4), 12, backend=path)
+def test_unweighted_path_equals_all_ones_weights(backend):
+    adj = Adjacency.from_edges(*random_graph(seed=4), 12, backend=backend)
     h = torch.randn(12, 3)
     torch.testing.assert_close(adj.normalized_spmm(h, None), adj.normalized_spmm(h, torch.ones(4, 1)))
 
 
-def test_gcn_layer_with_weight_matches_dense(path):
+def test_gcn_layer_with_weight_matches_dense(backend):
     n = 10
     src, dst, rel = random_graph(n=n, e=30, num_rel=3, seed=5)
     layer = REGraphConv(6, 4, activation="elu")
@@ -101,14 +89,14 @@ def test_gcn_layer_with_weight_matches_dense(path):
     a = dense(n, src, dst, alpha[rel, 0])
     d = a.sum(1).clamp(min=1).pow(-0.5)[:, None]
     want = torch.nn.functional.elu(d * (a @ (d * h)) @ layer.weight + layer.bias)
-    torch.testing.assert_close(layer(Adjacency.from_edges(src, dst, rel, n, backend=path), h, alpha), want)
+    torch.testing.assert_close(layer(Adjacency.from_edges(src, dst, rel, n, backend=backend), h, alpha), want)
 
 
-def test_gat_layer_with_zero_relation_weights_equals_dgl_gatconv(path):
+def test_gat_layer_with_zero_relation_weights_equals_dgl_gatconv(backend):
     """With every relation weight 0 the RE-GAT layer is DGL's GATConv (no bias, zero in-degree allowed): output
     and gradients (features and every parameter) in float64, from the gatconv fixture."""
     fx = load_fixture("gatconv")
-    adj = Adjacency.from_edges(fx["src"], fx["dst"], fx["rel"], 15, backend=path)
+    adj = Adjacency.from_edges(fx["src"], fx["dst"], fx["rel"], 15, backend=backend)
     ours = REGATConv(7, 5, heads=3, negative_slope=0.2).double()
     with torch.no_grad():
         for name, p in ours.named_parameters():
@@ -127,7 +115,7 @@ def test_gat_layer_with_zero_relation_weights_equals_dgl_gatconv(path):
     assert not torch.allclose(plain, fx["out"], rtol=1e-3, atol=1e-4)
 
 
-def test_gat_relation_weights_are_added_to_the_logits(path):
+def test_gat_relation_weights_are_added_to_the_logits(backend):
     n = 8
     src, dst, rel = random_graph(n=n, e=30, num_rel=2, seed=7, shuffle=False)
     conv = REGATConv(4, 3, heads=2, negative_slope=0.2)
@@ -142,7 +130,7 @@ def test_gat_relation_weights_are_added_to_the_logits(path):
         if m.any():
             a = torch.softmax(s[m], 0)  # (in-edges, heads)
             want[v] = (a[:, :, None] * z[src[m]]).sum(0)
-    torch.testing.assert_close(conv(Adjacency.from_edges(src, dst, rel, n, backend=path), h, alpha), want,
+    torch.testing.assert_close(conv(Adjacency.from_edges(src, dst, rel, n, backend=backend), h, alpha), want,
                                rtol=1e-5, atol=1e-6)
 
 
@@ -255,29 +243,29 @@ def aggregation_results(adjs):
             torch.testing.assert_close(got, want)
 
 
-def test_adjacencies_from_arrays_and_from_edges_agree(path):
+def test_adjacencies_from_arrays_and_from_edges_agree(backend):
     """from_arrays (CSC/CSR arrays) and from_edges (edge arrays in any order) give the same aggregation and
     gradients, including the narrow SDDMM of the torch path."""
     src, dst, rel = random_graph(n=14, e=50, seed=11)
-    aggregation_results((Adjacency.from_edges(src, dst, rel, 14, backend=path),
-                         adjacency_from_arrays(src, dst, rel, 14, path)))
+    aggregation_results((Adjacency.from_edges(src, dst, rel, 14, backend=backend),
+                         adjacency_from_arrays(src, dst, rel, 14, backend)))
 
 
-def test_an_adjacency_from_a_dgl_graph_agrees_with_one_from_edges(path):
+def test_an_adjacency_from_a_dgl_graph_agrees_with_one_from_edges(backend):
     """An Adjacency still takes a DGL graph (custom graphs in DGL's format): the same as from its edge arrays."""
     dgl = pytest.importorskip("dgl", reason="builds an Adjacency from a DGL graph; DGL is optional")
     src, dst, rel = random_graph(n=14, e=50, seed=11)
     g = dgl.graph((src, dst), num_nodes=14)
     g.edata["rel"] = rel
-    aggregation_results((Adjacency.from_edges(src, dst, rel, 14, backend=path), Adjacency(g, backend=path)))
+    aggregation_results((Adjacency.from_edges(src, dst, rel, 14, backend=backend), Adjacency(g, backend=backend)))
 
 
 @pytest.mark.parametrize("heads", [1, 3])
-def test_edge_ops_equal_dgls(heads, path):
+def test_edge_ops_equal_dgls(heads, backend):
     """u_add_v and edge_softmax (torch's segment ops or the fused kernels) equal DGL's ops (the edge_ops fixture),
     values and gradients, in float64, on a multigraph with a node that has no in-edges (its softmax row is empty)."""
     fx = load_fixture("edge_ops")
-    adj = Adjacency.from_edges(fx["src"], fx["dst"], None, 14, backend=path)
+    adj = Adjacency.from_edges(fx["src"], fx["dst"], None, 14, backend=backend)
     assert adj.perm is None  # edges sorted by destination: DGL's edge order is the CSR order
     el, er = (fx[f"h{heads}.{k}"].clone().requires_grad_() for k in ("el", "er"))
     s = adj.u_add_v(el, er)
@@ -370,15 +358,15 @@ def test_sorted_segment_sums_on_blocks_and_empty_graphs(case):
     assert case == "no_edges" or results[1][2].abs().sum() > 0
 
 
-def test_an_adjacency_from_arrays_moves_to_a_device(path):
+def test_an_adjacency_from_arrays_moves_to_a_device(backend):
     """Adjacency.to keeps its arrays and aggregates as before, on the backend chosen there (the kernels stay off
     where they were off)."""
-    adj = adjacency_from_arrays(*random_graph(n=14, e=50, seed=16), 14, path)
+    adj = adjacency_from_arrays(*random_graph(n=14, e=50, seed=16), 14, backend)
     h = torch.randn(14, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
     alpha = torch.tensor([[0.5], [2.0], [1.5], [0.3]], dtype=torch.float64)
     want = adj.normalized_spmm(h, alpha, "both")
     moved = adj.to("cpu")
-    assert moved is not adj and torch.equal(moved.t_pos, adj.t_pos) and moved.backend.name == path.name
+    assert moved is not adj and torch.equal(moved.t_pos, adj.t_pos) and moved.backend.name == backend.name
     torch.testing.assert_close(moved.normalized_spmm(h, alpha, "both"), want)
 
 
@@ -469,9 +457,9 @@ def test_a_failed_kernel_build_falls_back_with_one_warning(monkeypatch, caplog):
     assert kernels.load_kernels() is None
 
 
-def test_one_adjacency_serves_float32_and_float64(path):
+def test_one_adjacency_serves_float32_and_float64(backend):
     src, dst, rel = random_graph(seed=9)
-    adj = Adjacency.from_edges(src, dst, rel, 12, backend=path)
+    adj = Adjacency.from_edges(src, dst, rel, 12, backend=backend)
     for dtype in (torch.float32, torch.float64, torch.float32):
         alpha = torch.tensor([[0.5], [1.5], [2.0], [0.2]], dtype=dtype)
         h = torch.randn(12, 8, dtype=dtype)
