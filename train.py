@@ -37,7 +37,7 @@ def main(cfg: DictConfig) -> float:
         if HydraConfig.get().mode != RunMode.MULTIRUN:
             sys.exit(2)
         from regnn.io_safe import write_text
-        write_text(Path(HydraConfig.get().runtime.output_dir) / "refused.txt", f"{e}\n")  # for the sweep's table
+        write_text(Path(out_dir) / "refused.txt", f"{e}\n")  # for the sweep's table
         return float("nan")
     except CellBusy as e:
         if cfg.resume:  # a sweep beside another sweep over the same cells: leave this cell to the other process

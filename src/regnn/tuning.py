@@ -34,11 +34,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import subprocess
 import sys
 from pathlib import Path
-
-import math
 
 import pandas as pd
 import yaml
@@ -266,17 +265,20 @@ def choice_order(finalists: dict[int, dict]) -> list[int]:
     finished run (mean None) comes last. finalists: {trial: {"mean": float | None, "failed": int, ...}}."""
     def key(n):
         f = finalists[n]
-        mean = f["mean"]
-        usable = mean is not None and not math.isnan(mean)
-        return (not usable, f.get("failed", 0) > 0, -(mean if usable else 0.0), n)
+        usable = _scored(f)
+        return (not usable, f.get("failed", 0) > 0, -(f["mean"] if usable else 0.0), n)
     return sorted(finalists, key=key)
+
+
+def _scored(finalist: dict) -> bool:
+    """Whether a finalist has a mean validation score (some run finished)."""
+    return finalist["mean"] is not None and not math.isnan(finalist["mean"])
 
 
 def choose(finalists: dict[int, dict]) -> int | None:
     """The chosen finalist (see choice_order), or None where none finished a run."""
     order = choice_order(finalists)
-    return order[0] if order and finalists[order[0]]["mean"] is not None and not math.isnan(
-        finalists[order[0]]["mean"]) else None
+    return order[0] if order and _scored(finalists[order[0]]) else None
 
 
 def finalist_dir(sweep: Path, number: int) -> Path:
