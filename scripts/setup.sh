@@ -8,11 +8,16 @@ cd "$(dirname "$0")/.."
 # this machine's pip config names local index folders that may not exist; hide those warnings only
 quiet_pip() { "$@" 2> >(grep -v "^WARNING: Location 'file://" >&2); }
 
-# the Python: $PYTHON if set, else the newest supported one on PATH (3.13, 3.12, 3.11, then plain python3)
+# the Python: $PYTHON if set, else the one .venv was made with, else the newest supported one on PATH (3.13, 3.12,
+# 3.11, then plain python3)
 supported() { "$1" -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' 2>/dev/null; }
 if [ -n "${PYTHON:-}" ]; then
   PY=$PYTHON
   supported "$PY" || { echo "setup: PYTHON=$PY is not Python 3.11, 3.12 or 3.13 (or does not run); regnn supports those" >&2; exit 1; }
+elif [ -x .venv/bin/python ] && supported .venv/bin/python; then
+  # an existing .venv keeps its Python: only an explicit PYTHON makes it again (a make target run from a shell
+  # whose PATH finds another Python, e.g. under pyenv, must not replace the venv a user set up)
+  PY=$(.venv/bin/python -c 'import sys; print(getattr(sys, "_base_executable", sys.executable))')
 else
   PY=
   for c in python3.13 python3.12 python3.11 python3; do
@@ -21,6 +26,7 @@ else
   [ -n "$PY" ] || { echo "setup: no Python 3.11, 3.12 or 3.13 found on PATH; install one, or set PYTHON=/path/to/python3.x" >&2; exit 1; }
 fi
 pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+if [ "${1:-}" = "--which-python" ]; then echo "$PY ($pyver)"; exit 0; fi  # the choice alone, nothing installed
 lock_hash=$(sha256sum requirements.lock | cut -c1-16)
 # the lock is the whole constraint: a site-wide pip constraint file that caps a locked version would stop the install
 export PIP_CONSTRAINT="$PWD/requirements.lock"
