@@ -4,7 +4,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from conftest import REPO, SET_UP
 from regnn.catalog import FIGURE3_BACKBONES
 
 TARGETS = {
@@ -26,7 +26,7 @@ def smoke_dir(tmp_path_factory):
 
 
 def make(target: str, smoke_dir, **variables) -> subprocess.CompletedProcess:
-    args = ["make", "-s", target, f"SMOKE={smoke_dir}"] + [f"{k}={v}" for k, v in variables.items()]
+    args = ["make", "-s", *SET_UP, target, f"SMOKE={smoke_dir}"] + [f"{k}={v}" for k, v in variables.items()]
     return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
 
 

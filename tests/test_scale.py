@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 
 import regnn.config  # noqa: F401  (the model names, as train.py registers them)
 import regnn.tuning  # noqa: F401
-from conftest import REPO, run_train
+from conftest import REPO, SET_UP, run_train
 from regnn.io_safe import read_json
 
 EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml") if p.stem != "base_cells")
@@ -116,7 +116,7 @@ def test_a_job_killed_mid_cell_leaves_whole_files_and_another_host_trains_only_t
 
 @pytest.mark.slow  # about 50 s on 2 busy cores
 def test_joblib_trains_the_cells_two_at_a_time_and_the_table_renders(tmp_path):
-    p = subprocess.run(["make", "-s", "table-classification-smoke", f"SMOKE={tmp_path}", "LAUNCHER=parallel"],
+    p = subprocess.run(["make", "-s", *SET_UP, "table-classification-smoke", f"SMOKE={tmp_path}", "LAUNCHER=parallel"],
                        cwd=REPO, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Joblib.Parallel(n_jobs=2" in p.stderr + p.stdout
