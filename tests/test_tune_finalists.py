@@ -120,6 +120,8 @@ def test_the_listing_names_a_searched_winner_beside_the_configured_setting(tmp_p
 
 
 # --- real tunes on a small generated graph ------------------------------------------------------------------------
+# Three tunes and the final runs of their finalists: minutes on two cores, so `make test-all` runs them (slow); the
+# listing, ordering and choice logic above stays in the fast suite.
 
 # the count graph made small: 300 items, so 90 validation nodes, where a one-seed score is mostly luck; it starts
 # from the settings dataset=custom starts from, as a user's own graph does; a short training
@@ -174,6 +176,7 @@ def tunes(tmp_path_factory):
     return root, killed, logs
 
 
+@pytest.mark.slow
 def test_a_tune_killed_in_its_finalist_stage_keeps_its_finished_finalists(tunes):
     root, killed, logs = tunes
     sweep = root / "s0"
@@ -187,6 +190,7 @@ def test_a_tune_killed_in_its_finalist_stage_keeps_its_finished_finalists(tunes)
         assert res["runs"] == 3 and res["seeds"] == [1000, 1001, 1002]
 
 
+@pytest.mark.slow
 def test_finalists_train_their_trial_setting_with_new_seeds_and_the_choice_is_theirs(tunes):
     from regnn.pipeline.store import computation
     from regnn.tuning import choose, read_finalists
@@ -212,6 +216,7 @@ def test_finalists_train_their_trial_setting_with_new_seeds_and_the_choice_is_th
         assert f"trial {chosen}, mean validation Micro-F1" in (sweep / "tuned" / "best.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_the_chosen_setting_is_no_worse_than_the_configured_one_on_the_final_runs(tunes, tmp_path):
     """The acceptance check: over several sampler seeds, the finalists' choice never scores below trial 0 (the
     configured setting) on the same final runs, where the search's best alone does (the winner's curse)."""
