@@ -53,6 +53,7 @@ PAGES = {
     "docs/scale.md": [
         Part("scale_benchmark_scale0.05.md", "Scale benchmark: 5% size, one whole epoch per model"),
         Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole epoch per model, profiled"),
+        Part("scale_benchmark_paired.md", "Training speed against the DGL-era code, run in turn (full size)"),
     ],
     "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/gpu_check.sh)")],
     "docs/custom_data.md": [Part("tune_protocol.md", "Tuning protocols: the search's best, the finalists' choice and "
