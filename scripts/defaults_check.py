@@ -32,7 +32,8 @@ AT_CHANCE = 5.0  # a run whose test Micro-F1 is within this many points of the c
 # model name -> extra overrides (the trainer for the mini-batch row)
 MODELS = {"re_gat": [], "gat": [], "simple_hgn": [], "rgcn": [], "hgt": [], "han": [], "re_gcn": [],
           "re_gcn_minibatch": ["model=re_gcn", "trainer=minibatch"]}
-METAPATHS = "dataset.metapaths={IUI: [item->user, user->item], ITI: [item->tag, tag->item]}"
+# quoted: '>' is outside Hydra's unquoted override characters
+METAPATHS = "dataset.metapaths={IUI: ['item->user', 'user->item'], ITI: ['item->tag', 'tag->item']}"
 
 
 def chance_level(data) -> float:

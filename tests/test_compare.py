@@ -80,6 +80,13 @@ def test_a_model_the_graph_cannot_train_is_refused_in_one_line_and_the_others_go
     assert one.returncode == 2 and "han needs meta-paths" in one.stderr and "Traceback" not in one.stderr
 
 
+def test_a_users_graph_takes_meta_paths_on_the_command_line_as_the_refusal_says():
+    cfg = _compose("dataset=custom", "dataset.path=/nowhere", "model=han",
+                   'dataset.metapaths={IUI: ["item->user", "user->item"]}')
+    assert OmegaConf.to_container(cfg.model.metapaths, resolve=True) == {"IUI": ["item->user", "user->item"]}
+    assert _compose("dataset=custom", "model=han").dataset.metapaths is None  # the refusal's case
+
+
 def _cell(pool, name, val, test, archived=None):
     m = {k: {"mean": v, "std": 0.1} for k, v in (("val_micro_f1", val), ("test_micro_f1", test),
                                                   ("val_macro_f1", val), ("test_macro_f1", test))}
