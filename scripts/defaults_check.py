@@ -30,8 +30,9 @@ from regnn.data.custom import save_npz as export_npz  # noqa: E402
 
 AT_CHANCE = 5.0  # a run whose test Micro-F1 is within this many points of the chance level learned nothing
 # model name -> extra overrides (the trainer for the mini-batch row)
+# mlp and gcn for reference: what the features alone give, and plain message passing without relation types
 MODELS = {"re_gat": [], "gat": [], "simple_hgn": [], "rgcn": [], "hgt": [], "han": [], "re_gcn": [],
-          "re_gcn_minibatch": ["model=re_gcn", "trainer=minibatch"]}
+          "re_gcn_minibatch": ["model=re_gcn", "trainer=minibatch"], "mlp": [], "gcn": []}
 # quoted: '>' is outside Hydra's unquoted override characters
 METAPATHS = "dataset.metapaths={IUI: ['item->user', 'user->item'], ITI: ['item->tag', 'tag->item']}"
 

@@ -57,7 +57,9 @@ PAGES = {
     ],
     "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/gpu_check.sh)")],
     "docs/custom_data.md": [Part("tune_protocol.md", "Tuning protocols: the search's best, the finalists' choice and "
-                                                     "the configured setting (scripts/tune_protocol.py)")],
+                                                     "the configured setting (scripts/tune_protocol.py)"),
+                            Part("defaults_check.md", "Defaults on a graph without tuned settings "
+                                                      "(scripts/defaults_check.py)")],
 }
 
 
