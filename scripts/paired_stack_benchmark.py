@@ -52,15 +52,12 @@ def read_run(run_dir: Path) -> dict | None:
 def summarise(runs: dict, rounds: int) -> list[dict]:
     rows = []
     for m in MODELS:
-        ratios = []
-        for i in range(1, rounds + 1):
-            this, other = runs.get(f"this_{m}_{i}"), runs.get(f"other_{m}_{i}")
-            if this and other:
-                ratios.append(this["s_per_batch"] / other["s_per_batch"])
-        if ratios:
-            rows.append({"model": m, "rounds": len(ratios), "ratios": ratios, "median_ratio": statistics.median(ratios),
-                         "this_s_per_batch": [runs[f"this_{m}_{i}"]["s_per_batch"] for i in range(1, len(ratios) + 1)],
-                         "other_s_per_batch": [runs[f"other_{m}_{i}"]["s_per_batch"] for i in range(1, len(ratios) + 1)]})
+        pairs = [(runs[f"this_{m}_{i}"]["s_per_batch"], runs[f"other_{m}_{i}"]["s_per_batch"])
+                 for i in range(1, rounds + 1) if runs.get(f"this_{m}_{i}") and runs.get(f"other_{m}_{i}")]
+        if pairs:
+            ratios = [t / o for t, o in pairs]
+            rows.append({"model": m, "rounds": len(pairs), "ratios": ratios, "median_ratio": statistics.median(ratios),
+                         "this_s_per_batch": [t for t, _ in pairs], "other_s_per_batch": [o for _, o in pairs]})
     return rows
 
 
@@ -88,9 +85,11 @@ def describe(checkout: Path, python: str) -> dict:
     git = subprocess.run(["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True, text=True)
     probe = ("import importlib.util, torch; dgl = importlib.util.find_spec('dgl'); "
              "print('torch', torch.__version__ + (', dgl ' + __import__('dgl').__version__ if dgl else ''))")
-    env = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=checkout)
-    return {"commit": git.stdout.strip() or "?", "stack": env.stdout.strip().splitlines()[-1] if env.stdout.strip() else "?",
-            "python": python}
+    try:
+        out = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=checkout).stdout.strip()
+    except OSError as e:
+        raise SystemExit(f"cannot run {python}: {e.strerror}; give the Python of that checkout's environment")
+    return {"commit": git.stdout.strip() or "?", "stack": out.splitlines()[-1] if out else "?", "python": python}
 
 
 def main(argv=None) -> int:

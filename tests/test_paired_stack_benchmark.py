@@ -37,9 +37,11 @@ def test_a_round_missing_one_side_is_left_out(tmp_path):
     write_run(tmp_path, "this_re_gat_1", 60.0)
     write_run(tmp_path, "other_re_gat_1", 60.0)
     write_run(tmp_path, "this_re_gat_2", 60.0)  # its other side never finished
+    write_run(tmp_path, "this_re_gat_3", 30.0)
+    write_run(tmp_path, "other_re_gat_3", 60.0)
     runs = {p.name: bench.read_run(p) for p in tmp_path.iterdir()}
-    [row] = bench.summarise(runs, rounds=2)
-    assert row["rounds"] == 1 and row["ratios"] == [1.0]
+    [row] = bench.summarise(runs, rounds=3)
+    assert row["rounds"] == 2 and row["ratios"] == [1.0, 0.5] and row["this_s_per_batch"] == [1.0, 0.5]
     assert bench.read_run(tmp_path / "absent") is None
 
 
