@@ -39,7 +39,7 @@ def command(python: str, data: str, model: str, batches: int, threads: int, run_
 
 
 def read_run(run_dir: Path) -> dict | None:
-    """Training seconds per batch and the sampling share of one finished run, from its history.csv."""
+    """Training seconds per batch and seconds waiting for the sampler per batch of one finished run (history.csv)."""
     h = run_dir / "runs" / "run_00" / "history.csv"
     if not h.exists():
         return None
