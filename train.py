@@ -15,6 +15,7 @@ import hydra
 from omegaconf import DictConfig
 
 import regnn.config  # noqa: F401  (registers the ${repo_root:} resolver used by conf/paths)
+from regnn.entry import discard_unused_run_dir, run
 from regnn.errors import CellBusy, RegnnError, Unsupported
 
 
@@ -35,6 +36,7 @@ def main(cfg: DictConfig) -> float:
     except Unsupported as e:  # a model this graph cannot train: a sweep names it and goes on with the others
         logging.getLogger("regnn").error("refused: %s", e)
         if HydraConfig.get().mode != RunMode.MULTIRUN:
+            discard_unused_run_dir(out_dir)
             sys.exit(2)
         from regnn.io_safe import write_text
         write_text(Path(out_dir) / "refused.txt", f"{e}\n")  # for the sweep's table
@@ -47,6 +49,7 @@ def main(cfg: DictConfig) -> float:
         sys.exit(2)
     except RegnnError as e:  # a problem the user can fix: say what and how, no traceback
         logging.getLogger("regnn").error("%s", e)
+        discard_unused_run_dir(out_dir)  # nothing a later run must clean up
         sys.exit(2)
     except OSError as e:  # a disk that filled up or a folder that cannot be written, outside the result writers
         logging.getLogger("regnn").error("%s: %s; free disk space or fix the folder's permissions, then re-run with "
@@ -66,4 +69,4 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -68,7 +68,13 @@ ROWS = {"table-ablation-smoke": _ablation_rows, "fig-backbones-smoke": _backbone
         "fig-efficiency-smoke": _efficiency_rows}
 
 
-@pytest.mark.parametrize("target", list(TARGETS))
+# in the fast suite every target but the two longest, which run in `make test-all` (their renderers share the
+# classification table's and the backbones figure's code paths)
+SLOW_TARGETS = ("table-clustering-smoke", "fig-efficiency-smoke")
+
+
+@pytest.mark.parametrize("target", [pytest.param(t, marks=pytest.mark.slow) if t in SLOW_TARGETS else t
+                                    for t in TARGETS])
 def test_smoke_target_renders_its_outputs(target, smoke_dir):
     """Each target on its own (the tests may run in any order, in parallel workers): its files, and for the
     tables with fixed rows, every model / backbone / setting in its row."""
@@ -84,6 +90,7 @@ def test_smoke_target_renders_its_outputs(target, smoke_dir):
         ROWS[target](smoke_dir / "results")
 
 
+@pytest.mark.slow  # make test-all: the t-SNE renderer itself runs in fig-tsne-smoke
 def test_tsne_with_allow_missing_draws_the_trained_cells_and_names_the_rest(tmp_path):
     import json
     import sys
@@ -104,6 +111,7 @@ def test_tsne_with_allow_missing_draws_the_trained_cells_and_names_the_rest(tmp_
     assert "not drawn (not trained yet): dblp_gcn" in p.stderr and (tmp_path / "fig_tsne.png").stat().st_size > 0
 
 
+@pytest.mark.slow  # make test-all: a benchmark script, not a path of train.py
 def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
     """The benchmark's ratio measurement: cells, then the plain/RE pair stepped in turn, each in two processes (the
     median of theirs), written as data."""

@@ -80,6 +80,7 @@ def test_two_submitit_sweeps_on_two_hosts_share_one_pool(tmp_path):
         assert not (cell / ".training.pid").exists()
 
 
+@pytest.mark.slow  # make test-all: kills at every write are in tests/test_atomic_writes.py
 def test_a_job_killed_mid_cell_leaves_whole_files_and_another_host_trains_only_the_rest(tmp_path):
     """SIGKILL once the first run is written: no results.json; the dead job's lease (2 s here) keeps another
     host away until it expires, then that host trains only the missing runs."""

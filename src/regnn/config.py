@@ -10,7 +10,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 import regnn.schema  # noqa: F401  (also registers the model schemas and names in Hydra's ConfigStore)
-from regnn.errors import ConfigError
+from regnn.errors import ConfigError, quote
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,9 +21,22 @@ if not OmegaConf.has_resolver("regnn.pick"):
     OmegaConf.register_new_resolver("regnn.pick", lambda flag, yes, no: yes if flag else no)
 
 
+# upper bounds: a value past these is a typo or a unit slip, and would fail deep inside (an allocation of
+# petabytes, a seed numpy cannot take, a loop that never ends) after the run folder was written
+MAX_RUNS = 1000
+MAX_SEED = 2**31 - 1      # numpy's and torch's seeding both take it; run i uses seed + i
+MAX_THREADS = 1024
+MAX_WIDTH = 65536         # model.hidden and the like: a (width x width) weight of 16 GB in float32
+MAX_HEADS = 64
+MAX_LAYERS = 64
+MAX_EPOCHS = 1_000_000    # trainer.max_epochs and patience
+MAX_LR = 1e4              # optimizer.lr and weight_decay: far past any setting that trains (a run diverges long before)
+MAX_SCALE = 1e6           # lambda (model.relation.scale); the paper sweeps 1e-3 to 1e3
+
+
 def _check(ok: bool, key: str, value, rule: str) -> None:
     if not ok:
-        raise ConfigError(f"{key}={value!r} is not valid: {rule}")
+        raise ConfigError(f"{key}={quote(value)} is not valid: {rule}")
 
 
 def _num(cfg, key, lo=None, hi=None, integer=False, lo_open=False, hi_open=False):
@@ -38,14 +51,19 @@ def _num(cfg, key, lo=None, hi=None, integer=False, lo_open=False, hi_open=False
 
 def validate(cfg: DictConfig, backbones, feats_types) -> None:
     """Raises ConfigError naming the first bad value and what it should be."""
-    _num(cfg, "runs", lo=1, integer=True)
-    _num(cfg, "seed", lo=0, integer=True)
+    _num(cfg, "runs", lo=1, hi=MAX_RUNS, integer=True)
+    _num(cfg, "seed", lo=0, hi=MAX_SEED, integer=True)
+    _check(cfg.seed + cfg.runs - 1 <= MAX_SEED, "seed", cfg.seed, f"the last run's seed (seed + runs - 1) must be "
+           f"<= {MAX_SEED}")
+    t = cfg.get("threads")
+    _check(t is None or (isinstance(t, int) and not isinstance(t, bool) and 1 <= t <= MAX_THREADS), "threads", t,
+           f"use null (torch's default: one per core) or a whole number from 1 to {MAX_THREADS}")
     dev = str(cfg.device)
     _check(dev in ("auto", "cpu", "cuda") or dev.startswith("cuda:"), "device", dev, "use auto, cpu, cuda or cuda:N")
     _check(str(cfg.get("precision", "fp32")) in ("fp32", "bf16"), "precision", cfg.get("precision"), "use fp32 or bf16")
     w = cfg.get("workers", 1)
-    _check(w == "auto" or (isinstance(w, int) and not isinstance(w, bool) and w >= 1), "workers", w,
-           "use auto or a whole number >= 1")
+    _check(w == "auto" or (isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_THREADS), "workers", w,
+           f"use auto or a whole number from 1 to {MAX_THREADS}")
     if isinstance(w, int) and w > 1:
         _check(cfg.logger.name == "none", "workers", w, f"the {cfg.logger.name} logger follows one process: "
                "use workers=1 with it")
@@ -58,30 +76,31 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     unknown = sorted(set(m) - known)
     _check(not unknown, f"model.{unknown[0] if unknown else ''}", m.get(unknown[0]) if unknown else None,
            f"{m.name} has no such key (known: {', '.join(sorted(known))})")
-    _num(cfg, "model.hidden", lo=1, integer=True)
+    _num(cfg, "model.hidden", lo=1, hi=MAX_WIDTH, integer=True)
     if "num_layers" in m:  # Metapath2vec has none
-        _num(cfg, "model.num_layers", lo=1, integer=True)
-    for k in ("walk_length", "window", "negatives", "walks_per_node", "batch_size", "relation_dim"):
-        if k in m:
-            _num(cfg, f"model.{k}", lo=1, integer=True)
+        _num(cfg, "model.num_layers", lo=1, hi=MAX_LAYERS, integer=True)
+    for k in ("walk_length", "window", "negatives", "walks_per_node", "batch_size", "relation_dim", "semantic_dim",
+              "edge_dim", "num_bases", "num_channels", "attn_vec_dim", "emb_dim"):
+        if m.get(k) is not None:
+            _num(cfg, f"model.{k}", lo=1, hi=MAX_WIDTH if k != "batch_size" else None, integer=True)
     for k in ("lr", "classifier_c"):
         if k in m:
             _num(cfg, f"model.{k}", lo=0, lo_open=True)
     _num(cfg, "model.dropout", lo=0, hi=1, hi_open=True)
     if "heads" in m:
-        _num(cfg, "model.heads", lo=1, integer=True)
+        _num(cfg, "model.heads", lo=1, hi=MAX_HEADS, integer=True)
     if "relation" in m:
-        _num(cfg, "model.relation.scale", lo=0, lo_open=True)
+        _num(cfg, "model.relation.scale", lo=0, lo_open=True, hi=MAX_SCALE)
         for k in ("edge_embeddings", "self_loop_embeddings"):
             v = m.relation[k]
             _check(isinstance(v, bool), f"model.relation.{k}", v, "must be true or false")
     o = cfg.optimizer
     _check(o.name in ("adam", "sgd"), "optimizer.name", o.name, "use adam or sgd")
-    _num(cfg, "optimizer.lr", lo=0, lo_open=True)
-    _num(cfg, "optimizer.weight_decay", lo=0)
+    _num(cfg, "optimizer.lr", lo=0, lo_open=True, hi=MAX_LR)
+    _num(cfg, "optimizer.weight_decay", lo=0, hi=MAX_LR)
     if cfg.trainer.max_epochs is not None or cfg.trainer.name != "minibatch":  # minibatch: null is its default
-        _num(cfg, "trainer.max_epochs", lo=1, integer=True)
-    _num(cfg, "trainer.patience", lo=1, integer=True)
+        _num(cfg, "trainer.max_epochs", lo=1, hi=MAX_EPOCHS, integer=True)
+    _num(cfg, "trainer.patience", lo=1, hi=MAX_EPOCHS, integer=True)
     if "stop_on" in cfg.trainer:  # the full-batch trainer's
         from regnn.training.early_stopping import MONITORS
         from regnn.training.trainer import LR_SCHEDULES
@@ -96,6 +115,19 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
         _check(ft in feats_types or ft in ("0", "1", "2"), "dataset.feats_type", ft,
                f"use one of {list(feats_types)} (or the authors' codes 0/1/2)")
     _check(cfg.logger.name in ("none", "csv", "wandb"), "logger.name", cfg.logger.name, "use none, csv or wandb")
+    _dataset_keys(cfg.dataset)
+
+
+def _dataset_keys(d: DictConfig) -> None:
+    """A `+dataset.<key>` the dataset's loader does not take is refused here, as `+model.<key>` is, not deep in
+    the loader."""
+    from regnn.data import dataset_keys
+
+    known = dataset_keys(str(d.get("format", "magnn")))
+    unknown = sorted(set(d) - known)
+    _check(not unknown, f"dataset.{unknown[0] if unknown else ''}", d.get(unknown[0]) if unknown else None,
+           f"dataset {d.get('name')} (format {d.get('format', 'magnn')}) has no such key (known: "
+           f"{', '.join(sorted(known))})")
 
 
 # -- trainer=minibatch: checks of the mini-batch trainer's values -------------------------------------------

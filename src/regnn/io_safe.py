@@ -2,7 +2,8 @@
 
 Every summary, config and per-run record goes through `write_text`: a temporary file in the same folder, flushed
 to disk, then renamed over the target, so a kill or a full disk leaves the old file or the new one, never a
-truncated one. `read_json` treats a missing, empty or unreadable file as absent (a cell is then trained again).
+truncated one. `read_json` treats a missing, empty, unreadable or wrongly shaped file as absent (a cell is then
+trained again; a file that held something is set aside as .invalid first).
 `torch_load` never unpickles arbitrary objects: a `.pt` file from elsewhere may hold code that unpickling runs.
 """
 from __future__ import annotations
@@ -67,22 +68,72 @@ def write_json(path: str | Path, obj) -> None:
     write_text(path, dumps(obj))
 
 
-def read_json(path: str | Path):
-    """The JSON held by path, or None when it is missing, empty or unreadable (a write cut short by an older
-    writer, or another program): the caller treats the file as absent."""
+def _set_aside(path: Path, why: str) -> None:
+    """Renames a record that cannot be used to <name>.invalid (.invalid.1, ... when taken), so that it is neither
+    read again nor lost, and says so."""
+    k, dest = 0, path.with_name(f"{path.name}.invalid")
+    while dest.exists():
+        k += 1
+        dest = path.with_name(f"{path.name}.invalid.{k}")
+    try:
+        path.rename(dest)
+        log.warning("%s %s; treated as absent (it is retrained) and set aside as %s", path, why, dest.name)
+    except OSError:
+        log.warning("%s %s; treated as absent (it is retrained)", path, why)
+
+
+def read_json(path: str | Path, valid=None):
+    """The JSON held by path, or None when it is missing, empty or unusable: cut short (a write cut short by an
+    older writer, or another program), not UTF-8, or, with `valid` (a predicate on the parsed value), of the wrong
+    shape. The caller treats the file as absent; an unusable file that is not empty is renamed to .invalid first.
+    A path that is a folder or cannot be read (permissions) is an OutputError: nothing is retrained over it."""
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
-    if not text.strip():
+    except IsADirectoryError as e:
+        raise OutputError(f"{path} is a folder where regnn keeps a result file; move it away, then re-run") from e
+    except PermissionError as e:
+        raise OutputError(f"{path} cannot be read: permission denied; give this user read access (chmod u+r), "
+                          "then re-run") from e
+    if not raw.strip():
         log.warning("%s is empty; treated as absent", path)
         return None
     try:
-        return json.loads(text)
-    except ValueError:
-        log.warning("%s is not readable JSON; treated as absent", path)
+        obj = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError:
+        _set_aside(path, "is not UTF-8 text")
         return None
+    except ValueError:
+        _set_aside(path, "is not readable JSON")
+        return None
+    if valid is not None and not valid(obj):
+        _set_aside(path, "does not hold the record regnn writes there")
+        return None
+    return obj
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not strict JSON")  # regnn writes none: NaN and inf are stored as null
+
+
+def is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def is_run_record(r) -> bool:
+    """runs/run_XX/results.json: a finished or failed run of one seed."""
+    return (isinstance(r, dict) and isinstance(r.get("seed"), int) and not isinstance(r.get("seed"), bool)
+            and isinstance(r.get("run"), int) and isinstance(r.get("relation_weights", []), list)
+            and (isinstance(r.get("failed"), str) or any(is_number(v) for k, v in r.items() if k.startswith("test_"))))
+
+
+def is_cell_summary(r) -> bool:
+    """A cell's results.json: its runs, their records and the metrics over them."""
+    return (isinstance(r, dict) and isinstance(r.get("runs"), int) and not isinstance(r.get("runs"), bool)
+            and r["runs"] >= 1 and isinstance(r.get("per_run"), list) and isinstance(r.get("metrics"), dict)
+            and all(isinstance(x, dict) for x in r["per_run"]))
 
 
 def torch_load(path: str | Path):

@@ -11,7 +11,30 @@ from regnn.data.synthetic import make_count_graph, make_synthetic
 from regnn.errors import DataError
 
 __all__ = ["HeteroDataset", "RelationGraph", "build_relation_graph", "load_magnn", "MagnnSpec", "BUILTIN",
-           "builtin_spec", "make_synthetic", "make_count_graph", "load_dataset"]
+           "builtin_spec", "make_synthetic", "make_count_graph", "load_dataset", "dataset_keys"]
+
+# the keys of every dataset config: load_dataset's own, the display name and the meta-paths (read by the models)
+COMMON_KEYS = frozenset({"name", "format", "dir", "feats_type", "verify", "sums", "feature_norm", "display_name",
+                         "metapaths"})
+
+
+def dataset_keys(format: str) -> set[str]:
+    """The keys a dataset config of this format may hold: the common ones and its loader's keyword arguments."""
+    import inspect
+
+    if format == "synthetic":
+        loader = make_synthetic
+    elif format == "synthetic_counts":
+        loader = make_count_graph
+    elif format == "ogb":
+        from regnn.data.ogb import load_ogb as loader
+    elif format == "custom":
+        from regnn.data.custom import load_custom as loader
+    else:
+        return set(COMMON_KEYS) | {"schema"}
+    extra = {"ogb_name"} if format == "ogb" else set()
+    params = inspect.signature(loader).parameters
+    return set(COMMON_KEYS) | extra | {k for k in params if k not in ("root", "display_name")}
 
 
 def load_dataset(name: str, dir: str | Path | None = None, format: str = "magnn", feats_type: str | None = None,

@@ -39,7 +39,8 @@ import numpy as np
 import torch
 import yaml
 
-from regnn.data.custom_schema import USER_FIX, check_description, exact_ints, unlabelled_outside_splits
+from regnn.data.custom_schema import (USER_FIX, check_description, check_features, class_count, exact_ints,
+                                      unlabelled_outside_splits)
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
@@ -48,6 +49,7 @@ from regnn.data.specs import MagnnSpec
 from regnn.errors import DataError
 
 META_NAMES = ("dataset.yaml", "dataset.yml", "dataset.json")
+MAX_NODES = 100_000_000  # per node type: ~50x OGBN-MAG's largest; past it the one-hot ids alone exhaust memory
 _DOC = "see docs/custom_data.md"
 
 
@@ -188,15 +190,13 @@ def _load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
         keys = sorted({k for t in g.ntypes for k in g.nodes[t].data})
         raise DataError(f"{where}: features {fkey!r} is in the ndata of no node type of {gfile.name} (keys: {keys}); "
                         "name the key that holds the features, or leave features out for one-hot ids")
-    raw = {t: (g.nodes[t].data[fkey].float() if fkey in g.nodes[t].data else None) for t in g.ntypes}
-    for t, x in raw.items():
-        if x is not None and x.dim() != 2:
-            raise DataError(f"{where}: features {fkey!r} of {t!r} have shape {tuple(x.shape)}; need (nodes, dim)")
+    raw = {t: (check_features(g.nodes[t].data[fkey], f"{gfile}: features {fkey!r} of {t!r}").float()
+               if fkey in g.nodes[t].data else None) for t in g.ntypes}
     graph = _unique_relations(_as_arrays(g), str(meta.get("reverse", "add")), where)
     feats = select_features(raw, {t: graph.num_nodes(t) for t in graph.ntypes}, target, feats_type)
-    num_classes = meta.get("num_classes") or int(labels.max()) + 1
-    return HeteroDataset(name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
-                         num_classes=num_classes)
+    num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
+    return _dataset(gfile, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
+                    num_classes=num_classes)
 
 
 def _npz_ids(x: np.ndarray, n: int, what: str) -> torch.Tensor:
@@ -206,7 +206,10 @@ def _npz_ids(x: np.ndarray, n: int, what: str) -> torch.Tensor:
         if x.size != n:
             raise DataError(f"{what} is a boolean mask of {x.size} entries but there are {n} target nodes")
         return torch.from_numpy(np.flatnonzero(x)).long()
-    return torch.from_numpy(np.sort(exact_ints(x, what)))
+    ids = np.sort(exact_ints(x, what))
+    if ids.size and (ids[0] < 0 or ids[-1] >= n):
+        raise DataError(f"{what} holds ids in [{ids[0]}, {ids[-1]}] but there are {n} target nodes (valid: 0..{n - 1})")
+    return torch.from_numpy(ids)
 
 
 def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
@@ -233,10 +236,11 @@ def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
             counts[rest] = int(exact_ints(a.reshape(-1)[:1], f"{gfile}: {key}")[0]) if a.size == 1 else -1
             if counts[rest] < 0:
                 raise DataError(f"{gfile}: {key} must be one non-negative whole number")
+            if counts[rest] > MAX_NODES:
+                raise DataError(f"{gfile}: {key} is {counts[rest]:,}; at most {MAX_NODES:,} nodes of a type are "
+                                "supported (a type without features gets a learnable vector per node)")
         elif kind == "features" and rest:
-            if a.ndim != 2:
-                raise DataError(f"{gfile}: {key} has shape {a.shape}; features must be (nodes, dim)")
-            raw[rest] = a
+            raw[rest] = check_features(a, f"{gfile}: {key}")
         elif key not in ("labels", "train", "val", "test"):
             raise DataError(f"{gfile}: unknown array {key!r}; arrays are edges:<src>:<relation>:<dst>, "
                             f"num_nodes:<type>, features:<type>, labels, train, val, test ({_DOC})")
@@ -265,9 +269,19 @@ def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     labels = unlabelled_outside_splits(labels, splits, str(gfile))
     graph = _unique_relations(g, str(meta.get("reverse", "add")), where)
     feats = select_features(raw, counts, target, feats_type)
-    num_classes = meta.get("num_classes") or int(labels.max()) + 1
-    return HeteroDataset(name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
-                         num_classes=num_classes)
+    num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
+    return _dataset(gfile, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
+                    num_classes=num_classes)
+
+
+def _dataset(gfile: Path, **fields) -> HeteroDataset:
+    """HeteroDataset(**fields), its consistency errors naming the user's file rather than the dataset's name."""
+    try:
+        return HeteroDataset(**fields)
+    except DataError as e:
+        msg = str(e)
+        prefix = f"{fields['name']}: "
+        raise DataError(f"{gfile}: {msg[len(prefix):] if msg.startswith(prefix) else msg}") from None
 
 
 def save_npz(data: HeteroDataset, folder: str | Path) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from regnn.errors import DataError
+from regnn.errors import DataError, quote
 
 DOC = "see docs/custom_data.md"
 FORMATS = ("npz", "dgl", "magnn")
@@ -25,24 +25,24 @@ USER_FIX = "fix or re-export the file (docs/custom_data.md)"
 
 def did_you_mean(word: str, known) -> str:
     close = difflib.get_close_matches(str(word), [str(k) for k in known], n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
+    return f"did you mean {quote(close[0])}? " if close else ""
 
 
 def _unknown(d: dict, known, where: str, what: str) -> None:
     for k in d:
         if k not in known:
-            raise DataError(f"{where}: unknown {what} {k!r}; {did_you_mean(k, known)}known: {', '.join(known)} ({DOC})")
+            raise DataError(f"{where}: unknown {what} {quote(k)}; {did_you_mean(k, known)}known: {', '.join(known)} ({DOC})")
 
 
 def _text(d: dict, key: str, where: str) -> None:
     if key in d and d[key] is not None and (not isinstance(d[key], str) or not d[key].strip()):
-        raise DataError(f"{where}: {key} must be a name (text), got {d[key]!r} ({DOC})")
+        raise DataError(f"{where}: {key} must be a name (text), got {quote(d[key])} ({DOC})")
 
 
 def _whole(d: dict, key: str, where: str, lo: int) -> None:
     v = d.get(key)
     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
-        raise DataError(f"{where}: {key} must be a whole number >= {lo}, got {v!r} ({DOC})")
+        raise DataError(f"{where}: {key} must be a whole number >= {lo}, got {quote(v)} ({DOC})")
 
 
 def check_description(meta: dict, path: Path) -> str:
@@ -51,7 +51,7 @@ def check_description(meta: dict, path: Path) -> str:
     fmt = meta.get("format") or ("magnn" if "schema" in meta else None if "graph" not in meta
                                  else "npz" if str(meta["graph"]).endswith(".npz") else "dgl")
     if fmt not in FORMATS:
-        raise DataError(f"{where}: format {fmt!r} is not known; set format: npz (one numpy .npz of arrays), format: "
+        raise DataError(f"{where}: format {quote(fmt)} is not known; set format: npz (one numpy .npz of arrays), format: "
                         f"dgl (a dgl.save_graphs file) or format: magnn (MAGNN-style processed files); "
                         f"{did_you_mean(fmt, FORMATS)}({DOC})")
     if fmt in ("dgl", "npz"):
@@ -61,15 +61,15 @@ def check_description(meta: dict, path: Path) -> str:
         _whole(meta, "graph_index", where, 0)
         _whole(meta, "num_classes", where, 1)
         if meta.get("reverse", "add") not in ("add", "keep"):
-            raise DataError(f"{where}: reverse={meta['reverse']!r}; use add (reverse every relation) or keep")
+            raise DataError(f"{where}: reverse={quote(meta['reverse'])}; use add (reverse every relation) or keep")
         splits = meta.get("splits")
         if splits is not None:
             if not isinstance(splits, dict):
-                raise DataError(f"{where}: splits must map train, val and test to mask names, got {splits!r} ({DOC})")
+                raise DataError(f"{where}: splits must map train, val and test to mask names, got {quote(splits)} ({DOC})")
             _unknown(splits, SPLIT_KEYS, f"{where}: splits", "split")
             for s, v in splits.items():
                 if not isinstance(v, str):
-                    raise DataError(f"{where}: splits.{s} must name a mask or id tensor, got {v!r} ({DOC})")
+                    raise DataError(f"{where}: splits.{s} must name a mask or id tensor, got {quote(v)} ({DOC})")
         return fmt
     _unknown(meta, MAGNN_KEYS, where, "key")
     _text(meta, "name", where)
@@ -84,21 +84,21 @@ def check_description(meta: dict, path: Path) -> str:
     types = schema.get("node_types")
     if types is not None and (not isinstance(types, list) or not types
                               or not all(isinstance(t, str) and t for t in types)):
-        raise DataError(f"{where}: schema.node_types must be a list of names, got {types!r} ({DOC})")
+        raise DataError(f"{where}: schema.node_types must be a list of names, got {quote(types)} ({DOC})")
     feats = schema.get("features")
     if feats is not None:
         if not isinstance(feats, dict):
-            raise DataError(f"{where}: schema.features must map node types to feature files, got {feats!r} ({DOC})")
+            raise DataError(f"{where}: schema.features must map node types to feature files, got {quote(feats)} ({DOC})")
         if types:
             _unknown(feats, types, f"{where}: schema.features", "node type")
         for t, f in feats.items():
             if f is not None and not isinstance(f, str):
-                raise DataError(f"{where}: schema.features.{t} must be a file name or null, got {f!r} ({DOC})")
+                raise DataError(f"{where}: schema.features.{t} must be a file name or null, got {quote(f)} ({DOC})")
     rels = schema.get("relations")
     if rels is not None and (not isinstance(rels, list) or not all(
             isinstance(r, list) and len(r) in (2, 4) and all(isinstance(x, str) for x in r) for r in rels)):
         raise DataError(f"{where}: schema.relations must be a list of [src, dst] or [src, dst, name, reverse_name] "
-                        f"lists of names, got {rels!r} ({DOC})")
+                        f"lists of names, got {quote(rels)} ({DOC})")
     return fmt
 
 
@@ -131,3 +131,109 @@ def unlabelled_outside_splits(labels: torch.Tensor, splits: dict[str, torch.Tens
         raise DataError(f"{where}: labels hold {int(labels.min())}; use class ids 0..C-1, and -1 only for "
                         "unlabelled nodes outside the splits")
     return labels.clamp(min=0)
+
+
+MAX_CLASSES = 100_000  # a class count past this is a typo (the output layer alone would not fit in memory)
+
+
+def _first_bad_row(x) -> int | None:
+    """The first row holding NaN or inf (dense or scipy sparse), or None."""
+    import scipy.sparse as sp
+
+    if sp.issparse(x):
+        c = x.tocoo()
+        bad = ~np.isfinite(c.data)
+        return int(c.row[bad].min()) if bad.any() else None
+    bad = ~np.isfinite(x)
+    if not bad.any():
+        return None
+    return int(np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0])
+
+
+def check_features(x, what: str, fix: str = USER_FIX):
+    """A feature matrix as it must be to train on: two dimensions, real numbers (bool, integer or float) and finite.
+    Anything else is refused with the file, the problem and, for NaN or inf, the first row that holds one."""
+    import scipy.sparse as sp
+
+    a = x.numpy() if isinstance(x, torch.Tensor) else x
+    dtype = a.dtype
+    if not (dtype == bool or np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
+        kind = ("complex numbers" if np.issubdtype(dtype, np.complexfloating) else "text" if dtype.kind in "US"
+                else f"{dtype} values")
+        raise DataError(f"{what} holds {kind}; features must be real numbers (bool, integer or float): convert or "
+                        f"encode them, then {fix}")
+    shape = tuple(a.shape)
+    if len(shape) != 2:
+        hint = " (one value per node: store it as x[:, None])" if len(shape) == 1 else ""
+        raise DataError(f"{what} has shape {shape}; features must be (nodes, dim){hint}: {fix}")
+    if np.issubdtype(dtype, np.floating):
+        row = _first_bad_row(a if sp.issparse(a) else np.asarray(a))
+        if row is not None:
+            raise DataError(f"{what} holds NaN or inf (first in row {row}); replace them (e.g. with 0 or the column "
+                            f"mean), then {fix}")
+        if dtype.itemsize > 4:  # regnn trains in float32: larger values would become inf there
+            big = np.finfo(np.float32).max
+            vals = a.tocoo() if sp.issparse(a) else np.asarray(a)
+            over = np.abs(vals.data if sp.issparse(a) else vals) > big
+            if over.any():
+                row = int(vals.row[over].min()) if sp.issparse(a) else int(np.flatnonzero(over.any(axis=1))[0])
+                raise DataError(f"{what} holds values beyond float32's range (first in row {row}), which training "
+                                f"in float32 would turn into inf; rescale them (e.g. log1p or standardise), then {fix}")
+    return x
+
+
+def check_adjacency(adj, path, fix: str = USER_FIX):
+    """adjM as regnn reads it: every stored non-zero is one unweighted edge. Explicit zeros are dropped (with a
+    note); negative, NaN, inf and other values than 1 are refused, since the models take no edge weights."""
+    import logging
+
+    adj = adj.tocsr()
+    try:
+        adj.check_format(full_check=True)  # indices beyond the shape, indptr out of order
+    except ValueError as e:
+        raise DataError(f"{path} is not a valid sparse matrix ({str(e).splitlines()[0]}); the file is corrupt: "
+                        f"{fix}") from None
+    if not (np.issubdtype(adj.dtype, np.number) or adj.dtype == bool) or np.issubdtype(adj.dtype, np.complexfloating):
+        raise DataError(f"{path} holds {adj.dtype} values; store 1 for every edge: {fix}")
+    zeros = int((adj.data == 0).sum())
+    if zeros:
+        adj = adj.copy()
+        adj.eliminate_zeros()
+        logging.getLogger("regnn").warning("%s stores %d explicit zeros; they are not edges and were dropped", path,
+                                           zeros)
+    data = adj.data
+    bad = ~np.isfinite(data) | (data != 1) if np.issubdtype(data.dtype, np.floating) else (data != 1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        row = int(np.searchsorted(adj.indptr, i, side="right") - 1)
+        raise DataError(f"{path} holds edge values other than 1 (e.g. {data[i].item()!r} at row {row}, column "
+                        f"{int(adj.indices[i])}): regnn's relations are unweighted; store 1 for every edge "
+                        f"(adj.data[:] = 1 keeps the links, dropping the weights): {fix}")
+    return adj
+
+
+def class_count(declared, labels: torch.Tensor, splits: dict[str, torch.Tensor], where: str) -> int:
+    """The number of classes: the declared one (at least the largest label + 1) or the largest label + 1. Classes
+    with no training node get a warning: the model cannot learn them, and they lower the scores silently."""
+    import logging
+
+    seen = int(labels.max()) + 1 if labels.numel() else 0
+    n = seen if declared is None else int(declared)
+    if n < seen:
+        raise DataError(f"{where}: labels range over [{int(labels.min())}, {seen - 1}] but there are {n} classes "
+                        f"(num_classes); class ids must be 0..{n - 1}, or num_classes at least {seen}")
+    if n > MAX_CLASSES:
+        raise DataError(f"{where}: num_classes is {n}; at most {MAX_CLASSES} are supported ({DOC})")
+    train = splits.get("train")
+    if train is not None and train.numel() and n and 0 <= int(train.min()) and int(train.max()) < labels.numel():
+        present = torch.bincount(labels[train], minlength=n)[:n] > 0
+        absent = torch.nonzero(~present).flatten().tolist()
+        if absent and labels.numel():
+            scored = torch.cat([splits[s] for s in ("val", "test") if s in splits])
+            shown = ", ".join(map(str, absent[:10])) + (f" and {len(absent) - 10} more" if len(absent) > 10 else "")
+            logging.getLogger("regnn").warning(
+                "%s: class%s %s ha%s no training node (%d of them in validation/test); the model cannot predict "
+                "%s", where, "es" if len(absent) > 1 else "", shown, "ve" if len(absent) > 1 else "s",
+                int(torch.isin(labels[scored], torch.tensor(absent)).sum()) if scored.numel() else 0,
+                "them" if len(absent) > 1 else "it")
+    return n

@@ -12,7 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from regnn.data.custom_schema import exact_ints, unlabelled_outside_splits
+from regnn.data.custom_schema import (check_adjacency, check_features, class_count, exact_ints,
+                                      unlabelled_outside_splits)
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
@@ -22,15 +23,49 @@ from regnn.errors import DataError
 _REFETCH = "run `make data` to fetch it again from the mirror (REGNN_DATA_MIRROR)"
 
 
+def not_a_file(p: Path) -> str | None:
+    """Why p cannot be read as a file (a folder, a broken link or a link loop, missing), or None if it can."""
+    try:
+        if p.is_file():
+            return None
+        if p.is_dir():
+            return f"{p} is a folder, not a file"
+        if p.is_symlink():
+            return f"{p} is a link that leads to no file (broken, or a loop of links)"
+        if p.exists():
+            return f"{p} is not a regular file"
+    except OSError as e:  # a loop of links, a folder that cannot be listed
+        return f"{p} cannot be reached ({e.strerror or type(e).__name__})"
+    return None if p.exists() else f"{p} is missing"
+
+
 def _path(root: Path, name: str, fix: str = _REFETCH) -> Path:
     p = root / name
-    if not p.is_file():
+    why = not_a_file(p)
+    if why is not None:
         if not root.is_dir():
             raise DataError(f"data directory {root} does not exist; " + (
                 "run `make data` (set REGNN_DATA_MIRROR to the folder holding DBLP/ ACM/ IMDB/) or set dataset.dir"
                 if fix == _REFETCH else "set dir: in the description to the folder holding the files"))
-        raise DataError(f"{p} is missing; {fix}")
+        raise DataError(f"{why}; {fix}")
     return p
+
+
+def _check_npy_size(path: Path) -> None:
+    """A .npy header that claims more data than the file holds (a corrupt or hostile header: numpy would try to
+    allocate it first) is refused before the load."""
+    with open(path, "rb") as f:
+        fmt = np.lib.format
+        version = fmt.read_magic(f)
+        # headers of version 3 differ from 2 only in the encoding of field names
+        shape, _, dtype = (fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0)(
+            f, max_header_size=100_000)
+        need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        have = path.stat().st_size - f.tell()
+    if dtype.hasobject:
+        return  # refused by np.load(allow_pickle=False) with its own message
+    if need > have:
+        raise ValueError(f"its header claims shape {shape} of {dtype} ({need:,} bytes), the file holds {have:,}")
 
 
 def _ints(x, path: Path, what: str, fix: str) -> np.ndarray:
@@ -45,14 +80,23 @@ def read_array(path: Path, fix: str = _REFETCH):
     """np.ndarray or scipy sparse matrix from .npy / .npz (scipy sparse or plain arrays)."""
     try:
         if path.suffix == ".npy":
+            _check_npy_size(path)
             return np.load(path, allow_pickle=False)
         with np.load(path, allow_pickle=False) as z:
             if "format" in z.files and "shape" in z.files:  # written by scipy.sparse.save_npz
                 return sp.load_npz(path).tocsr()
             return {k: z[k] for k in z.files}
+    except PermissionError as e:
+        raise DataError(f"{path} cannot be read: permission denied; give this user read access (chmod u+r)") from e
+    except IsADirectoryError as e:
+        raise DataError(f"{path} is a folder, not a file; {fix}") from e
+    except MemoryError as e:
+        raise DataError(f"{path} asks for more memory than there is ({str(e).splitlines()[0][:120] if str(e) else ''});"
+                        f" the file is corrupt or not what regnn expects: {fix}") from e
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, IndexError) as e:
-        raise DataError(f"{path} cannot be read ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
-                        f"the file is truncated or corrupt: {fix}") from e
+        why = str(e).splitlines()[0][:160] if str(e) else ""
+        raise DataError(f"{path} cannot be read ({type(e).__name__}: {why}); the file is truncated or corrupt: "
+                        f"{fix}") from e
 
 
 def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None, fix: str = _REFETCH) -> HeteroDataset:
@@ -61,6 +105,7 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
     adj = read_array(_path(root, "adjM.npz", fix), fix)
     if not sp.issparse(adj):
         raise DataError(f"{root / 'adjM.npz'} is not a scipy sparse matrix; {fix}")
+    adj = check_adjacency(adj, root / "adjM.npz", fix)
     nt_path = _path(root, "node_types.npy", fix)
     node_types = _ints(read_array(nt_path, fix), nt_path, "node type ids", fix)
     n_all = node_types.shape[0]
@@ -113,7 +158,9 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
         raw[t] = None if f is None else read_array(_path(root, f, fix), fix)
         if isinstance(raw[t], dict):
             raise DataError(f"{root / f} holds arrays {list(raw[t])}, not a feature matrix; {fix}")
-        if raw[t] is not None and (raw[t].ndim != 2 or raw[t].shape[0] != num_nodes[t]):
+        if raw[t] is not None:
+            check_features(raw[t], str(root / f), fix)
+        if raw[t] is not None and raw[t].shape[0] != num_nodes[t]:
             raise DataError(f"{root / f}: feature matrix of shape {raw[t].shape} but there are {num_nodes[t]} "
                             f"{t} nodes; rows must equal the node count: {fix}")
     features = select_features(raw, num_nodes, spec.target,
@@ -128,6 +175,6 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
     splits = {s: torch.from_numpy(np.sort(_ints(split[f"{s}_idx"], split_file, f"{s}_idx", fix)))
               for s in ("train", "val", "test")}
     labels = unlabelled_outside_splits(torch.from_numpy(labels), splits, str(label_path))
-    num_classes = spec.num_classes or (int(labels.max()) + 1 if labels.numel() else 0)
+    num_classes = class_count(spec.num_classes, labels, splits, str(label_path))
     return HeteroDataset(name=spec.name, graph=graph, features=features, target=spec.target,
                          labels=labels, splits=splits, num_classes=num_classes)

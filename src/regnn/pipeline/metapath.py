@@ -48,7 +48,7 @@ def choose(cfg: DictConfig, store: CellStore, train_cell) -> dict:
     per_path, selected_on = {}, {}
     for name in names:
         path_dir = store.dir / "metapaths" / name
-        stored = io_safe.read_json(path_dir / "results.json") if k < cfg.runs else None
+        stored = io_safe.read_json(path_dir / "results.json", io_safe.is_cell_summary) if k < cfg.runs else None
         if stored is not None and stored.get("runs", 0) > k:
             per_path[name] = stored  # chosen and extended before an interruption
         else:

@@ -177,7 +177,7 @@ class CellStore:
     def _refuse_overwrite(self) -> None:
         if self.cfg.resume:
             return
-        if io_safe.read_json(self.results) is not None:
+        if io_safe.read_json(self.results, io_safe.is_cell_summary) is not None:
             raise ConfigError(f"{self.dir} already holds results.json; refusing to overwrite it. Choose another "
                               "hydra.run.dir, or set resume=true to keep it and skip the run")
         if any((self.dir / "runs").glob("run_*/results.json")):
@@ -189,7 +189,7 @@ class CellStore:
                               "training (its settings are checked)")
 
     def _finished(self) -> dict | None:
-        stored = io_safe.read_json(self.results)
+        stored = io_safe.read_json(self.results, io_safe.is_cell_summary)
         if stored is None:
             if self.cfg.resume:
                 check_same_computation(self.cfg, self.dir)  # an unfinished cell: config.yaml is written first
@@ -212,7 +212,7 @@ class CellStore:
         """(record, relation weights) of run `run` finished by an earlier, interrupted or smaller training of
         this cell (its settings were checked against config.yaml), or None when the run has to be trained."""
         path, seed = self.run_dir(run) / "results.json", self.cfg.seed + run
-        rec = io_safe.read_json(path)  # missing, empty or unreadable: the run is trained again
+        rec = io_safe.read_json(path, io_safe.is_run_record)  # missing, empty, unreadable or misshapen: trained again
         if rec is None:
             return None
         if rec.get("seed") != seed:

@@ -1,0 +1,83 @@
+"""What train.py does around Hydra: one line and exit 2 for what the user can fix, whether Hydra or regnn finds it.
+
+Hydra reports its own failures (a misspelt key, an unknown option, a run folder it cannot create) itself, in
+several lines, with exit 1 and, for a misspelt key, the hint to append it with `+`, which regnn's validation then
+refuses. Here Hydra raises them instead (HYDRA_FULL_ERROR) and `run` turns each into one line with the fix.
+Errors in regnn's own code still end in a traceback: those are bugs to report.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+
+
+HYDRA_FILES = {".hydra", "train.log"}  # what Hydra writes into a run folder before train.py's code runs
+
+
+def _hydra_line(e: Exception) -> str | None:
+    """One line for a Hydra composition or override error, or None for another exception."""
+    from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if isinstance(e, MissingConfigException):
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+        options = [ln for ln in lines[2:] if not ln.startswith("Available")]
+        head = lines[0].split(": ", 1)[-1] if lines else "a config option was not found"
+        return f"{head}; available: {', '.join(options)}" if options else head
+    if isinstance(e, ConfigCompositionException):
+        first = str(e).splitlines()[0].rstrip(".")
+        cause = e.__cause__
+        if "Could not override" in first and isinstance(cause, OmegaConfBaseException) and "not in struct" in str(cause):
+            key = first.split("'")[1] if "'" in first else "the key"
+            return (f"{first}: {key} is not a key of this config; check its spelling (python train.py --cfg job "
+                    "prints every key; there is nothing to add with +)")
+        return first + (f" ({str(cause).splitlines()[0]})" if cause is not None else "")
+    if isinstance(e, OverrideParseException):
+        return f"cannot parse an override: {str(e).splitlines()[0]}; quote values with special characters"
+    return None
+
+
+def run(main) -> None:
+    """Calls the @hydra.main function `main` and exits with one line where Hydra fails before regnn's code runs."""
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors to here instead of printing and exiting 1
+    try:
+        main()
+    except Exception as e:  # noqa: BLE001 (only Hydra's own errors and the run folder's are turned into a line)
+        line = _hydra_line(e)  # first: Hydra's MissingConfigException is an OSError too
+        if line is None and isinstance(e, OSError):  # the run folder: a file, a read-only parent, a full disk
+            where = Path(e.filename) if e.filename else None
+            why = (f"{where} is a file, not a folder" if where is not None and where.is_file()
+                   else f"cannot write to {where or 'the run folder'} ({e.strerror or type(e).__name__})")
+            line = f"{why}; give a writable folder with hydra.run.dir=<folder> (hydra.sweep.dir=<folder> for -m)"
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        sys.exit(2)
+
+
+def discard_unused_run_dir(out_dir: str | Path) -> None:
+    """Removes a run folder that holds nothing but what Hydra wrote for this call (config, overrides, log), so that
+    a refused command leaves nothing behind; a folder with anything else (earlier runs) is kept whole."""
+    out = Path(out_dir)
+    try:
+        names = {p.name for p in out.iterdir()}
+    except OSError:
+        return
+    if not names or not names <= HYDRA_FILES:
+        return
+    for handler in list(logging.getLogger().handlers):  # the job's log file handler holds train.log open
+        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == out.resolve():
+            handler.close()
+            logging.getLogger().removeHandler(handler)
+    shutil.rmtree(out / ".hydra", ignore_errors=True)
+    (out / "train.log").unlink(missing_ok=True)
+    try:
+        out.rmdir()
+    except OSError:
+        pass
+
+
+__all__ = ["run", "discard_unused_run_dir"]
