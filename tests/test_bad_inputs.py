@@ -155,6 +155,17 @@ def test_a_folder_or_a_link_loop_where_a_file_should_be_is_named_as_such(tmp_pat
         load(path)
 
 
+def test_a_graph_file_or_description_that_is_a_folder_is_not_called_missing(tmp_path):
+    path = write_npz(tmp_path / "shops")
+    (tmp_path / "shops" / "graph.npz").unlink()
+    (tmp_path / "shops" / "graph.npz").mkdir()
+    with pytest.raises(DataError, match="graph.npz is a folder, not a file; write it with numpy.savez"):
+        load(path)
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    with pytest.raises(DataError, match="loop.yaml (is a link that leads to no file|cannot be reached)"):
+        load(tmp_path / "loop.yaml")
+
+
 @pytest.mark.parametrize("text", ["{}", "[1, 2]", '{"runs": NaN}', b"\xff\xfe results"])
 def test_resume_treats_a_misshapen_or_non_utf8_record_as_absent_and_sets_it_aside(tmp_path, text, caplog):
     p = tmp_path / "results.json"

@@ -99,6 +99,17 @@ def test_training_learns_and_stops_on_validation_accuracy(mag):
     assert set(r.relation_weights[0]) == set(sg.relation_names)
 
 
+def test_stop_on_validation_loss_keeps_the_epoch_of_the_lowest_validation_loss(mag):
+    d, sg = mag
+    seed_everything(0)
+    r = train_minibatch_run(model_for(d, sg, "gcn", hidden=32), sg, d.labels, d.splits, seed=0,
+                            num_classes=d.num_classes, optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
+                            fanouts=[10, 10], batch_size=128, max_epochs=12, patience=3, log_every=0,
+                            eval="layerwise", stop_on=["val_loss"])
+    losses = [h["val_loss"] for h in r.history]
+    assert r.best_epoch == losses.index(min(losses)) and r.epochs == min(12, r.best_epoch + 1 + 3)
+
+
 def test_sparse_embeddings_only_move_sampled_rows(mag_root):
     d = load_dataset("ogbn_mag", dir=str(mag_root), format="ogb", ogb_name="ogbn-mag", featureless="learnable")
     sg = SampledGraph(d)
@@ -146,6 +157,7 @@ def test_train_py_minibatch_re_gat_on_generated_ogbn_mag(mag_root, tmp_path):
     ("trainer.fanouts=[0,3]", "must be a list of positive integers"),
     ("trainer.eval_fanouts=[5]", "must be null or 2 positive integers"),
     ("trainer.batch_size=0", "trainer.batch_size=0 is not valid"),
+    ("trainer.stop_on=[val_f1]", "trainer.stop_on=['val_f1'] is not valid: must be a list of one or more of"),
 ])
 def test_minibatch_config_errors(override, message):
     from hydra import compose, initialize_config_dir
@@ -184,7 +196,11 @@ def test_minibatch_layout_composes_for_every_model(model):
     m = cfg.model
     assert m.layout == "stack" and m.num_layers == 2 and list(cfg.trainer.fanouts) == [25, 20]
     assert (m.hidden, m.get("heads")) == ((512, None) if m.backbone == "gcn" else (64, 8))
-    assert tuned.model.hidden == 7 and tuned.model.layout == "stack"  # the command line wins over the layout
+    assert tuned.model.hidden == 7  # the command line wins over the layout
+    # DBLP: GCN models keep the paper's full-batch model on blocks of every neighbour (conf/layout/dataset/)
+    assert (tuned.model.layout, list(tuned.trainer.fanouts), list(tuned.trainer.stop_on)) == (
+        ("authors", [-1] * 4, ["val_loss"]) if m.backbone == "gcn" else ("stack", [25, 20], ["val_acc"]))
+    validate_minibatch(tuned, EVAL_MODES)
 
 
 def test_patience_and_length_count_optimizer_steps_where_an_epoch_is_one_batch(mag):

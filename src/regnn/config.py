@@ -101,7 +101,7 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     if cfg.trainer.max_epochs is not None or cfg.trainer.name != "minibatch":  # minibatch: null is its default
         _num(cfg, "trainer.max_epochs", lo=1, hi=MAX_EPOCHS, integer=True)
     _num(cfg, "trainer.patience", lo=1, hi=MAX_EPOCHS, integer=True)
-    if "stop_on" in cfg.trainer:  # the full-batch trainer's
+    if "stop_on" in cfg.trainer and cfg.trainer.name != "minibatch":  # the full-batch trainer's
         from regnn.training.early_stopping import MONITORS
         from regnn.training.trainer import LR_SCHEDULES
         known = [m for m in MONITORS if m != "val_acc"]  # accuracy is Micro-F1 here
@@ -170,6 +170,10 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
         _num(cfg, "trainer.max_batches", lo=1, integer=True)
     _num(cfg, "trainer.embed_lr", lo=0, lo_open=True)
     _check(t.eval in eval_modes, "trainer.eval", t.eval, f"use one of {list(eval_modes)}")
+    from regnn.training.early_stopping import MONITORS
+    stop = OmegaConf.to_container(t.stop_on) if OmegaConf.is_list(t.stop_on) else t.stop_on
+    _check(isinstance(stop, list) and stop and all(m in MONITORS for m in stop), "trainer.stop_on", stop,
+           f"must be a list of one or more of {list(MONITORS)} (each must improve for an epoch to count as the best)")
     _check(t.sampling in ("deterministic", "parallel"), "trainer.sampling", t.sampling,
            "use deterministic (each batch sampled when needed) or parallel (sampled ahead in threads)")
     _check(isinstance(t.profile, bool), "trainer.profile", t.profile, "use true or false")

@@ -44,7 +44,7 @@ from regnn.data.custom_schema import (USER_FIX, check_description, check_feature
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
-from regnn.data.magnn import load_magnn, read_array
+from regnn.data.magnn import load_magnn, not_a_file, read_array
 from regnn.data.specs import MagnnSpec
 from regnn.errors import DataError
 
@@ -64,8 +64,8 @@ def read_meta(path: str | Path | None) -> tuple[dict, Path]:
         if not found:
             raise DataError(f"{p} holds none of {list(META_NAMES)}; write one describing your files ({_DOC})")
         p = found[0]
-    if not p.is_file():
-        raise DataError(f"dataset.path={path}: no such file or folder")
+    if (why := not_a_file(p)) is not None:
+        raise DataError(f"dataset.path={path}: " + ("no such file or folder" if why.endswith("is missing") else why))
     try:
         meta = json.loads(p.read_text()) if p.suffix == ".json" else yaml.safe_load(p.read_text())
     except (ValueError, yaml.YAMLError) as e:
@@ -150,8 +150,9 @@ def _as_arrays(g) -> HeteroGraph:
 def _load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
     gfile = where.parent / _need(meta, "graph", where, "the file written by dgl.save_graphs")
     dgl = _import_dgl(where)
-    if not gfile.is_file():
-        raise DataError(f"{gfile} does not exist; save your graph with dgl.save_graphs('{gfile.name}', [g])")
+    if (why := not_a_file(gfile)) is not None:
+        raise DataError(f"{why.replace(' is missing', ' does not exist')}; save your graph with "
+                        f"dgl.save_graphs('{gfile.name}', [g])")
     try:
         graphs, extra = dgl.load_graphs(str(gfile))
     except Exception as e:  # DGL raises its own error types, with a C++ stack trace after the first line
@@ -214,8 +215,9 @@ def _npz_ids(x: np.ndarray, n: int, what: str) -> torch.Tensor:
 
 def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
     gfile = where.parent / _need(meta, "graph", where, "the .npz file of edge, feature, label and split arrays")
-    if not gfile.is_file():
-        raise DataError(f"{gfile} does not exist; write it with numpy.savez('{gfile.name}', **arrays) ({_DOC})")
+    if (why := not_a_file(gfile)) is not None:
+        raise DataError(f"{why.replace(' is missing', ' does not exist')}; write it with numpy.savez('{gfile.name}', "
+                        f"**arrays) ({_DOC})")
     z = read_array(gfile, USER_FIX)
     if not isinstance(z, dict):
         raise DataError(f"{gfile} is a scipy sparse matrix, not a file of named arrays; write it with numpy.savez "

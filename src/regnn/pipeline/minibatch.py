@@ -94,7 +94,7 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
                 min_steps=t.min_steps, max_batches=t.max_batches, num_workers=t.num_workers,
                 embed_lr=t.embed_lr, log_every=t.log_every, device=device, dist=dist,
                 evaluator=str(cfg.dataset.get("ogb_name", "ogbn-mag")), on_epoch=logger.log_epoch,
-                sampling=str(t.sampling), profile=bool(t.profile))
+                sampling=str(t.sampling), profile=bool(t.profile), stop_on=list(t.stop_on))
         except Diverged as e:
             rec = failed_record(run, seed, e)
             return (store.save_failed(rec, logger, device) if dist.is_main else rec), None

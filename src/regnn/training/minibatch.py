@@ -75,13 +75,14 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
                         max_batches: int | None = None, num_workers: int = 0,
                         embed_lr: float = 0.01, log_every: int = 50, device="cpu", dist: Dist | None = None,
                         evaluator: str = "ogbn-mag", on_epoch=None, sampling: str = "deterministic",
-                        profile: bool = False) -> RunResult:
-    """Trains `model` (a SampledREGNN) and returns the scores of its best-validation-accuracy weights.
+                        profile: bool = False, stop_on=("val_acc",)) -> RunResult:
+    """Trains `model` (a SampledREGNN) and returns the scores of its best-validation weights (stop_on: the scores
+    that must improve for an epoch to be the best, as the full-batch trainer's: val_acc, val_loss, ...).
 
     Training length is counted in epochs and in optimizer steps, so that it works whether an epoch is one batch
     (a few hundred training nodes) or hundreds (OGBN-MAG): the run lasts up to max_epochs epochs (None:
     DEFAULT_EPOCHS, or as many more as reach min_steps steps where an epoch holds few batches); early stopping
-    ends it only after `patience` epochs AND `patience_steps` steps without a better validation accuracy, and
+    ends it only after `patience` epochs AND `patience_steps` steps without a better validation score, and
     never before min_steps steps. With many batches per epoch the epoch counts bind (10 epochs of OGBN-MAG are
     thousands of steps); with one, the step counts do (10 one-step epochs are 10 Adam steps, far too few).
 
@@ -106,7 +107,7 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
                             use_ddp=dist.enabled, num_workers=num_workers, sampling=sampling, seed=seed)
     score = Scorer(model, sg, labels, num_classes, eval, eval_fanouts or fanouts, eval_batch_size, device, dist,
                    evaluator, sampling, seed)
-    stopper, history = EarlyStopping(patience=patience, monitor=("val_acc",)), []
+    stopper, history = EarlyStopping(patience=patience, monitor=tuple(stop_on)), []
     blowup = TrainLossBlowup(num_classes)
     n_batches = len(loader) if not max_batches else min(len(loader), max_batches)
     if max_epochs is None:
