@@ -68,9 +68,10 @@ ROWS = {"table-ablation-smoke": _ablation_rows, "fig-backbones-smoke": _backbone
         "fig-efficiency-smoke": _efficiency_rows}
 
 
-# in the fast suite every target but the two longest, which run in `make test-all` (their renderers share the
-# classification table's and the backbones figure's code paths)
-SLOW_TARGETS = ("table-clustering-smoke", "fig-efficiency-smoke")
+# in the fast suite the targets of Tables 2 and 3 and of Figures 3 and 5; the others run in `make test-all` (the
+# sweep and the cell pool they use are the same, only their renderers differ)
+SLOW_TARGETS = ("table-clustering-smoke", "fig-efficiency-smoke", "fig-case-study-smoke", "fig-lambda-smoke",
+                "table-ablation-smoke")
 
 
 @pytest.mark.parametrize("target", [pytest.param(t, marks=pytest.mark.slow) if t in SLOW_TARGETS else t

@@ -39,6 +39,7 @@ def test_the_re_gnn_family_keeps_the_shared_space(model, extra):
                       "model.relation.scale"} | extra
 
 
+@pytest.mark.slow  # make test-all (a tune's trial per space, ~30 s each); the spaces compose in the fast suite
 @pytest.mark.parametrize("model", BASELINES)
 def test_one_smoke_trial_of_each_baseline_space_trains(model, tmp_path):
     sweep = tmp_path / "sweep"

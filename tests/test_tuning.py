@@ -91,6 +91,7 @@ def test_trials_score_validation_and_the_chosen_comes_back_as_a_config(killed_an
     assert "test Micro-F1" in md and "validation Micro-F1" in md and f"Chosen setting (trial {number})" in md
 
 
+@pytest.mark.slow  # make test-all: the resume itself is test_a_killed_tune_resumes_without_repeating_finished_trials
 def test_a_resumed_tune_with_other_settings_or_beside_a_running_one_is_refused(killed_and_resumed):
     sweep, *_ = killed_and_resumed
     n = len(_study(sweep).trials)
