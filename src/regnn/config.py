@@ -104,10 +104,7 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     if "stop_on" in cfg.trainer and cfg.trainer.name != "minibatch":  # the full-batch trainer's
         from regnn.training.early_stopping import MONITORS
         from regnn.training.trainer import LR_SCHEDULES
-        known = [m for m in MONITORS if m != "val_acc"]  # accuracy is Micro-F1 here
-        stop = OmegaConf.to_container(cfg.trainer.stop_on) if OmegaConf.is_list(cfg.trainer.stop_on) else cfg.trainer.stop_on
-        _check(isinstance(stop, list) and stop and all(m in known for m in stop), "trainer.stop_on", stop,
-               f"must be a list of one or more of {known} (each must improve for an epoch to count as the best)")
+        _stop_on(cfg.trainer, [m for m in MONITORS if m != "val_acc"])  # accuracy is Micro-F1 here
         _check(cfg.trainer.lr_schedule in LR_SCHEDULES, "trainer.lr_schedule", cfg.trainer.lr_schedule,
                f"use one of {list(LR_SCHEDULES)}")
     if "feats_type" in cfg.dataset:
@@ -116,6 +113,13 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
                f"use one of {list(feats_types)} (or the authors' codes 0/1/2)")
     _check(cfg.logger.name in ("none", "csv", "wandb"), "logger.name", cfg.logger.name, "use none, csv or wandb")
     _dataset_keys(cfg.dataset)
+
+
+def _stop_on(t: DictConfig, known: list[str]) -> None:
+    """trainer.stop_on: a list of one or more of the trainer's known monitors."""
+    stop = OmegaConf.to_container(t.stop_on) if OmegaConf.is_list(t.stop_on) else t.stop_on
+    _check(isinstance(stop, list) and stop and all(m in known for m in stop), "trainer.stop_on", stop,
+           f"must be a list of one or more of {known} (each must improve for an epoch to count as the best)")
 
 
 def _dataset_keys(d: DictConfig) -> None:
@@ -171,9 +175,7 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     _num(cfg, "trainer.embed_lr", lo=0, lo_open=True)
     _check(t.eval in eval_modes, "trainer.eval", t.eval, f"use one of {list(eval_modes)}")
     from regnn.training.early_stopping import MONITORS
-    stop = OmegaConf.to_container(t.stop_on) if OmegaConf.is_list(t.stop_on) else t.stop_on
-    _check(isinstance(stop, list) and stop and all(m in MONITORS for m in stop), "trainer.stop_on", stop,
-           f"must be a list of one or more of {list(MONITORS)} (each must improve for an epoch to count as the best)")
+    _stop_on(t, list(MONITORS))
     _check(t.sampling in ("deterministic", "parallel"), "trainer.sampling", t.sampling,
            "use deterministic (each batch sampled when needed) or parallel (sampled ahead in threads)")
     _check(isinstance(t.profile, bool), "trainer.profile", t.profile, "use true or false")

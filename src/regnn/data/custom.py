@@ -207,10 +207,7 @@ def _npz_ids(x: np.ndarray, n: int, what: str) -> torch.Tensor:
         if x.size != n:
             raise DataError(f"{what} is a boolean mask of {x.size} entries but there are {n} target nodes")
         return torch.from_numpy(np.flatnonzero(x)).long()
-    ids = np.sort(exact_ints(x, what))
-    if ids.size and (ids[0] < 0 or ids[-1] >= n):
-        raise DataError(f"{what} holds ids in [{ids[0]}, {ids[-1]}] but there are {n} target nodes (valid: 0..{n - 1})")
-    return torch.from_numpy(ids)
+    return torch.from_numpy(np.sort(exact_ints(x, what)))  # range: HeteroDataset, naming the file (_dataset)
 
 
 def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:

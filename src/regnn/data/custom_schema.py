@@ -136,25 +136,23 @@ def unlabelled_outside_splits(labels: torch.Tensor, splits: dict[str, torch.Tens
 MAX_CLASSES = 100_000  # a class count past this is a typo (the output layer alone would not fit in memory)
 
 
-def _first_bad_row(x) -> int | None:
-    """The first row holding NaN or inf (dense or scipy sparse), or None."""
+def _first_bad_row(x, bad) -> int | None:
+    """The first row holding a value for which bad(values) is true (dense or scipy sparse), or None."""
     import scipy.sparse as sp
 
     if sp.issparse(x):
         c = x.tocoo()
-        bad = ~np.isfinite(c.data)
-        return int(c.row[bad].min()) if bad.any() else None
-    bad = ~np.isfinite(x)
-    if not bad.any():
+        hit = bad(c.data)
+        return int(c.row[hit].min()) if hit.any() else None
+    hit = bad(np.asarray(x))
+    if not hit.any():
         return None
-    return int(np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0])
+    return int(np.flatnonzero(hit.reshape(hit.shape[0], -1).any(axis=1))[0])
 
 
 def check_features(x, what: str, fix: str = USER_FIX):
     """A feature matrix as it must be to train on: two dimensions, real numbers (bool, integer or float) and finite.
     Anything else is refused with the file, the problem and, for NaN or inf, the first row that holds one."""
-    import scipy.sparse as sp
-
     a = x.numpy() if isinstance(x, torch.Tensor) else x
     dtype = a.dtype
     if not (dtype == bool or np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
@@ -167,18 +165,15 @@ def check_features(x, what: str, fix: str = USER_FIX):
         hint = " (one value per node: store it as x[:, None])" if len(shape) == 1 else ""
         raise DataError(f"{what} has shape {shape}; features must be (nodes, dim){hint}: {fix}")
     if np.issubdtype(dtype, np.floating):
-        row = _first_bad_row(a if sp.issparse(a) else np.asarray(a))
+        row = _first_bad_row(a, lambda v: ~np.isfinite(v))
         if row is not None:
             raise DataError(f"{what} holds NaN or inf (first in row {row}); replace them (e.g. with 0 or the column "
                             f"mean), then {fix}")
-        if dtype.itemsize > 4:  # regnn trains in float32: larger values would become inf there
-            big = np.finfo(np.float32).max
-            vals = a.tocoo() if sp.issparse(a) else np.asarray(a)
-            over = np.abs(vals.data if sp.issparse(a) else vals) > big
-            if over.any():
-                row = int(vals.row[over].min()) if sp.issparse(a) else int(np.flatnonzero(over.any(axis=1))[0])
-                raise DataError(f"{what} holds values beyond float32's range (first in row {row}), which training "
-                                f"in float32 would turn into inf; rescale them (e.g. log1p or standardise), then {fix}")
+        big = np.finfo(np.float32).max  # regnn trains in float32: larger values would become inf there
+        row = _first_bad_row(a, lambda v: np.abs(v) > big) if dtype.itemsize > 4 else None
+        if row is not None:
+            raise DataError(f"{what} holds values beyond float32's range (first in row {row}), which training "
+                            f"in float32 would turn into inf; rescale them (e.g. log1p or standardise), then {fix}")
     return x
 
 

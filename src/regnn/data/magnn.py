@@ -158,9 +158,7 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
         raw[t] = None if f is None else read_array(_path(root, f, fix), fix)
         if isinstance(raw[t], dict):
             raise DataError(f"{root / f} holds arrays {list(raw[t])}, not a feature matrix; {fix}")
-        if raw[t] is not None:
-            check_features(raw[t], str(root / f), fix)
-        if raw[t] is not None and raw[t].shape[0] != num_nodes[t]:
+        if raw[t] is not None and check_features(raw[t], str(root / f), fix).shape[0] != num_nodes[t]:
             raise DataError(f"{root / f}: feature matrix of shape {raw[t].shape} but there are {num_nodes[t]} "
                             f"{t} nodes; rows must equal the node count: {fix}")
     features = select_features(raw, num_nodes, spec.target,
