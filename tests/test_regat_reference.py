@@ -70,6 +70,8 @@ def attention_layer(p, h, src, dst, rel, w, n, heads, v2, act):
     a = softmax_in_edges(e, dst, n)
     out = torch.zeros_like(z[:n])
     out.index_add_(0, dst, a[:, :, None] * z[src])
+    if p.get("res") is not None:  # residual=True: res_fc(h) added before the activation (GATv2's with a bias)
+        out = out + (h @ p["res"].t() + (p["res_b"] if v2 else 0)).view(n, heads, -1)
     return F.elu(out) if act else out
 
 
@@ -99,10 +101,12 @@ def params_of(model: REGNN, names: list[str], num_layers: int, v2: bool) -> dict
             has_w = pre + "fc_src.weight" in sd
             layers.append({"W_src": sd.get(pre + "fc_src.weight"), "b_src": sd.get(pre + "fc_src.bias"),
                            "W_dst": sd.get(pre + "fc_dst.weight"), "b_dst": sd.get(pre + "fc_dst.bias"),
-                           "attn": sd[pre + "attn"]})
+                           "attn": sd[pre + "attn"], "res": sd.get(pre + "res_fc.weight"),
+                           "res_b": sd.get(pre + "res_fc.bias")})
         else:
             has_w = pre + "fc.weight" in sd
-            layers.append({"W": sd.get(pre + "fc.weight"), "attn_l": sd[pre + "attn_l"], "attn_r": sd[pre + "attn_r"]})
+            layers.append({"W": sd.get(pre + "fc.weight"), "attn_l": sd[pre + "attn_l"], "attn_r": sd[pre + "attn_r"],
+                           "res": sd.get(pre + "res_fc.weight")})
         assert has_w == (l < num_layers - 1), "layers 0..L-2 have W, the last has none"
     (rw,) = model.relations  # one set of relation weights for all L layers (equal heads)
     if rw.is_constant:  # plain: no relation parameters; the authors hold every weight at 1
@@ -114,13 +118,13 @@ def params_of(model: REGNN, names: list[str], num_layers: int, v2: bool) -> dict
             "out": (sd["head.lin.weight"], sd["head.lin.bias"])}
 
 
-def build(data, backbone, heads, hidden, num_layers, edge, self_loop, scale=100.0, seed=0):
+def build(data, backbone, heads, hidden, num_layers, edge, self_loop, scale=100.0, seed=0, **kw):
     torch.manual_seed(seed)
     inputs = RelationInputs.build(data)
     model = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone=backbone, hidden=hidden,
                               num_layers=num_layers, heads=heads, dropout=0.0, attn_dropout=0.0,
                               attn_negative_slope=SLOPE, scale=scale, edge_embeddings=edge,
-                              self_loop_embeddings=self_loop).double()
+                              self_loop_embeddings=self_loop, **kw).double()
     with torch.no_grad():  # relation weights away from 1 (and some below 0), as after training
         for p in model.relations.parameters():
             p.copy_(torch.randn(p.shape, dtype=p.dtype) * 2.0 / scale)
@@ -159,6 +163,30 @@ def test_regnn_gat_stack_equals_the_released_forward(small, backbone, edge, self
     learnt_rel = sum(p.numel() for p in model.relations.parameters())
     assert learnt_rel <= n_rel
     assert sum(p.numel() for p in model.parameters()) - learnt_rel == per_type + attn + head
+
+
+@pytest.mark.parametrize("backbone", ["gat", "gatv2"])
+@pytest.mark.parametrize("edge,self_loop", [(True, True), (False, False)])
+def test_residual_gat_stack_equals_the_released_forward(small, backbone, edge, self_loop):
+    """residual=True: REGAT's residual argument, a linear map of the input (GATv2's with a bias) added on every
+    layer but the first (the last layer's shared map in both of its calls)."""
+    heads, hidden, num_layers, v2 = 3, 4, 4, backbone == "gatv2"
+    model, inputs = build(small, backbone, heads, hidden, num_layers, edge, self_loop, residual=True)
+    names = typed_edges(small)[3]
+    with torch.no_grad():
+        for m in model.modules():  # the released init zeroes GATv2's biases: make them count here
+            if getattr(m, "res_fc", None) is not None and m.res_fc.bias is not None:
+                m.res_fc.bias.normal_()
+        logits, emb = model(inputs, small.features, embed=True)
+        params = params_of(model, names, num_layers, v2)
+        assert [p["res"] is not None for p in params["layers"]] == [False] + [True] * (num_layers - 1)
+        want_logits, want_emb = reference_forward(params, small, heads, v2)
+        for p in params["layers"]:
+            p["res"] = None
+        without = reference_forward(params, small, heads, v2)[0]
+    torch.testing.assert_close(logits, want_logits, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(emb, want_emb, rtol=1e-10, atol=1e-12)
+    assert (logits - without).abs().max() > 1e-3  # the residual terms are in the comparison
 
 
 def test_relation_weights_change_the_output(small):

@@ -183,18 +183,20 @@ class REGATv2Conv(nn.Module):
     attention layer of the authors' stack)."""
 
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
-                 negative_slope: float = 0.01, activation: str = "none", weight: bool = True):
+                 negative_slope: float = 0.01, activation: str = "none", weight: bool = True,
+                 residual: bool = False):
         super().__init__()
         _check_without_w(weight, in_dim, heads, out_dim)
         self.heads, self.out_dim = heads, out_dim
         self.fc_src = nn.Linear(in_dim, heads * out_dim) if weight else None
         self.fc_dst = nn.Linear(in_dim, heads * out_dim) if weight else None
+        self.res_fc = nn.Linear(in_dim, heads * out_dim) if residual else None  # with bias, as the released layer
         self.attn = nn.Parameter(torch.empty(1, heads, out_dim))
         self.attn_dropout = HashDropout(attn_dropout)  # on (E, heads): torch 2.15's CPU mask draw is ~10x torch 2.2's
         self.negative_slope = negative_slope
         self.activation = ACTIVATIONS[activation]
         gain = nn.init.calculate_gain("relu")
-        for lin in (self.fc_src, self.fc_dst):
+        for lin in (self.fc_src, self.fc_dst, self.res_fc):
             if lin is not None:
                 nn.init.xavier_normal_(lin.weight, gain=gain)
                 nn.init.zeros_(lin.bias)
@@ -208,4 +210,6 @@ class REGATv2Conv(nn.Module):
         zd = at_least_fp32(zd).view(-1, self.heads, self.out_dim)
         score = _weigh(v2_scores(adj, zs, zd, self.attn, self.negative_slope), adj, alpha)
         out = _attend(adj, zs, score, self.attn_dropout)
+        if self.res_fc is not None:
+            out = out + self.res_fc(hd).view(-1, self.heads, self.out_dim)
         return self.activation(out) if self.activation else out

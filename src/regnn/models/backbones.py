@@ -106,43 +106,50 @@ def sage(hidden: int, num_classes: int, num_layers: int, activation: str = "elu"
     return _authors_layout(RESAGEConv, hidden, num_classes, num_layers, activation)
 
 
-def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, activation, **kw) -> Stack:
+def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, activation, residual=False,
+                              **kw) -> Stack:
     """The authors' released REGAT stack (model/REGAT.py at 2e297ef), for GAT and GATv2 layers alike: layer 0
     and layers 1..L-2 with W, `heads` heads concatenated and the activation; the last layer without W
     (attention over the previous layer's heads x hidden features) and without activation, called twice (once
-    as the loop's last layer, once as the "output projection"); a Linear over the concatenated heads outputs."""
+    as the loop's last layer, once as the "output projection"); a Linear over the concatenated heads outputs.
+    residual: the released layers' residual argument (a linear map of a layer's input added to its output),
+    on every layer but the first, as REGAT passes it; the paper's runs leave it off."""
     if num_layers < 2:
         raise ValueError(f"the released attention stack needs num_layers >= 2, got {num_layers}")
     convs = [HeadsConcat(conv(hidden if i == 0 else hidden * heads, hidden, heads=heads, activation=activation,
-                              **kw)) for i in range(num_layers - 1)]
-    last = HeadsConcat(conv(hidden * heads, hidden, heads=heads, activation="none", weight=False, **kw))
+                              residual=residual and i > 0, **kw)) for i in range(num_layers - 1)]
+    last = HeadsConcat(conv(hidden * heads, hidden, heads=heads, activation="none", weight=False, residual=residual,
+                            **kw))
     convs += [last, last]
     return Stack(convs, [heads] * num_layers, HeadsLinear(heads, hidden, num_classes),
                  relation_of=list(range(num_layers)) + [num_layers - 1])
 
 
 def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-        attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, layout: str = "authors",
-        layer_norm: bool = False) -> Stack:
+        attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, residual: bool = False,
+        layout: str = "authors", layer_norm: bool = False) -> Stack:
     """layout="authors": the authors' released stack (see _released_attention_stack); layout="stack" (mini-batch
     training, one layer per sampled hop): num_layers GAT layers of `heads` x `hidden` units (concatenated,
-    optional LayerNorm, activation), then a linear output layer."""
+    optional LayerNorm, activation), then a linear output layer. residual: every layer but the first adds a
+    linear map of its input (the released layer's residual)."""
     _check_layout(layout)
     if layout == "stack":
         convs = [NormAct(HeadsConcat(REGATConv(hidden if i == 0 else hidden * heads, hidden, heads=heads,
-                                               attn_dropout=attn_dropout, negative_slope=attn_negative_slope)),
+                                               attn_dropout=attn_dropout, negative_slope=attn_negative_slope,
+                                               residual=residual and i > 0)),
                          hidden * heads, layer_norm, activation) for i in range(num_layers)]
         return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
-    return _released_attention_stack(REGATConv, hidden, num_classes, num_layers, heads, activation,
+    return _released_attention_stack(REGATConv, hidden, num_classes, num_layers, heads, activation, residual,
                                      attn_dropout=attn_dropout, negative_slope=attn_negative_slope)
 
 
 def gatv2(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-          attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, layout: str = "authors") -> Stack:
+          attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, residual: bool = False,
+          layout: str = "authors") -> Stack:
     """The authors' released stack with GATv2 layers (their REGAT with use_gatv2=True)."""
     if layout != "authors":
         raise ValueError(f"gatv2 has only the authors' layout, got layout={layout!r}")
-    return _released_attention_stack(REGATv2Conv, hidden, num_classes, num_layers, heads, activation,
+    return _released_attention_stack(REGATv2Conv, hidden, num_classes, num_layers, heads, activation, residual,
                                      attn_dropout=attn_dropout, negative_slope=attn_negative_slope)
 
 
