@@ -152,7 +152,8 @@ def test_train_py_minibatch_re_gat_on_generated_ogbn_mag(mag_root, tmp_path):
 
 @pytest.mark.parametrize("override,message", [
     ("trainer.fanouts=[10]", "needs one fanout per model layer"),
-    ("model.norm=both", "norm=both needs whole-graph source degrees"),
+    ("model.norm=both", "norm=both weighs a block by its nodes' whole-graph degrees"),
+    ("model.norm=both trainer.fanouts=[-1,-1] trainer.eval_fanouts=[5,5]", "or fanouts \\(and eval_fanouts\\) of -1"),
     ("trainer.eval=exact", "trainer.eval='exact' is not valid"),
     ("trainer.fanouts=[0,3]", "must be a list of positive integers"),
     ("trainer.eval_fanouts=[5]", "must be null or 2 positive integers"),
@@ -167,7 +168,7 @@ def test_minibatch_config_errors(override, message):
     from regnn.errors import ConfigError
     from regnn.training.minibatch import EVAL_MODES
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=["dataset=synthetic", "trainer=minibatch", "model=re_gcn", override])
+        cfg = compose("train", overrides=["dataset=synthetic", "trainer=minibatch", "model=re_gcn", *override.split()])
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
         validate_minibatch(cfg, EVAL_MODES)
 
@@ -226,3 +227,35 @@ def test_patience_and_length_count_optimizer_steps_where_an_epoch_is_one_batch(m
     per_epoch = -(-n_train // 16)
     assert per_epoch * 2 >= 30 and many.epochs == min(100, many.best_epoch + 1 + 2)  # epochs bind: 2 > 30 steps
     assert many.history[0]["steps"] == per_epoch
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+def test_norm_both_on_blocks_of_every_neighbour_is_the_full_graph_product(weighted):
+    """norm=both on full-neighbour blocks with whole-graph degrees: the full graph's D^-1/2 A_w D^-1/2 h at the
+    block's destinations, and the same gradients for h and the relation weights (float64)."""
+    from regnn.core.adjacency import Adjacency
+    d = make_synthetic(num_items=120, num_sources=60, num_tags=10, random_degree=5, seed=1)
+    sg = SampledGraph(d, whole_graph_degrees=True)
+    rg = build_relation_graph(d)  # with typed self-loops, as full-batch training builds it
+    full = Adjacency.from_edges(rg.src, rg.dst, rg.rel, rg.num_nodes)
+    gen = torch.Generator().manual_seed(0)
+    h = torch.randn(rg.num_nodes, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    alpha = (torch.rand(len(sg.relation_names), 1, dtype=torch.float64, generator=gen) * 3 + 0.1).requires_grad_()
+    dst = torch.tensor([5, 0, 77, 130, 64, 3])  # items and others, out of order
+    g = torch.randn(dst.numel(), 6, dtype=torch.float64, generator=gen)
+    want = full.normalized_spmm(h, alpha if weighted else None, "both")[dst]
+    gh_want, ga_want = torch.autograd.grad((want * g).sum(), [h, alpha], allow_unused=True)
+    block = sg.full_block(dst)
+    adj = sg.adjacency(block)
+    got = adj.normalized_spmm(h[block.src_nodes], alpha if weighted else None, "both")
+    gh_got, ga_got = torch.autograd.grad((got * g).sum(), [h, alpha], allow_unused=True)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    torch.testing.assert_close(gh_got, gh_want, rtol=0, atol=1e-12)
+    if weighted:
+        torch.testing.assert_close(ga_got, ga_want, rtol=0, atol=1e-10)
+    assert SampledGraph(d).adjacency(block).source_counts is None  # only where norm=both asks for them
+    batch = next(iter(sampled_loader(sg, sg.seeds(torch.arange(32)), [-1, -1], 32, shuffle=True)))
+    assert torch.equal(batch.adjs[0].source_counts, sg.in_counts[batch.input_nodes])  # sources regrouped by type
+    assert torch.equal(batch.adjs[1].source_counts, sg.in_counts[batch.blocks[1].src_nodes])
+    with pytest.raises(ValueError, match="needs the source degrees of the whole graph"):
+        SampledGraph(d).adjacency(block).normalized_spmm(h[block.src_nodes], alpha, "both")

@@ -180,6 +180,8 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
            "use deterministic (each batch sampled when needed) or parallel (sampled ahead in threads)")
     _check(isinstance(t.profile, bool), "trainer.profile", t.profile, "use true or false")
     _check(t.ddp_backend in ("auto", "gloo", "nccl"), "trainer.ddp_backend", t.ddp_backend, "use auto, gloo or nccl")
-    _check(m.get("norm", "right") != "both", "model.norm", m.get("norm"),
-           "norm=both needs whole-graph source degrees, which sampled blocks lack: use model.norm=right")
+    every = fan if t.eval_fanouts is None or t.eval == "layerwise" else OmegaConf.to_container(t.eval_fanouts)
+    _check(m.get("norm", "right") != "both" or all(f == -1 for f in fan + every), "model.norm", m.get("norm"),
+           "norm=both weighs a block by its nodes' whole-graph degrees, which a sampled neighbourhood does not "
+           "match: use model.norm=right, or fanouts (and eval_fanouts) of -1 (every neighbour)")
 

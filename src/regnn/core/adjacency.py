@@ -65,6 +65,9 @@ class Adjacency:
         self.dst_of = torch.repeat_interleave(torch.arange(self.num_dst, device=indptr.device), indptr.diff())
         self.in_degree = indptr.diff().to(torch.float32).unsqueeze(-1)
         self.rel = None if rel is None else (rel if self.perm is None else rel[self.perm])  # csr order
+        # (num_src, num_relations) in-edge counts of every source in the whole graph, for norm="both" on a block
+        # of every neighbour (set by the sampler where the model asks for it; None: unknown)
+        self.source_counts: torch.Tensor | None = None
         self._derived: dict = {}  # arrays derived from the structure, built on first use
         self.alphas = AlphaCache()  # what the relation weights give, per step (regnn.core.alpha_cache)
 
@@ -130,8 +133,10 @@ class Adjacency:
         weighted in-degree, clamped at 1. One fused autograd op (regnn.core.gcn_aggregate).
         """
         if norm == "both" and self.num_src != self.num_dst:
-            raise ValueError("norm='both' needs the source degrees of the whole graph; on sampled blocks use "
-                             "norm='right' (mean over the weighted in-edges)")
+            if self.source_counts is None:
+                raise ValueError("norm='both' needs the source degrees of the whole graph; on sampled blocks use "
+                                 "norm='right' (mean over the weighted in-edges)")
+            return self._block_both(h, alpha)
         with full_precision(h):
             h = at_least_fp32(h)
             if alpha is None:
@@ -147,6 +152,21 @@ class Adjacency:
                 al, a, b, _, _ = self.node_scales(alpha, norm, kernels)  # evaluation: no autograd record
                 return kernels.forward(self.indptr, self.indices, self.kernel_rel, al, a, b, h.contiguous())
             return GcnAggregate.apply(h, alpha, self, norm)
+
+    def _block_both(self, h: torch.Tensor, alpha: torch.Tensor | None) -> torch.Tensor:
+        """D^-1/2 A_w D^-1/2 h on a block whose destinations keep every in-edge, D from the whole graph's weighted
+        in-degrees (source_counts @ alpha; a destination is its block's first sources): the full graph's product
+        restricted to the block. Composed of autograd operations, so the degrees pass their gradient to alpha."""
+        with full_precision(h):
+            h = at_least_fp32(h)
+            counts = self.source_counts.to(device=h.device, dtype=h.dtype)
+            if alpha is None:
+                w, deg = None, counts.sum(1)
+            else:
+                alpha = at_least_fp32(alpha if alpha.shape[1] == 1 else alpha[:, :1]).to(h.dtype)
+                w, deg = alpha[:, 0].index_select(0, self.rel), (counts @ alpha)[:, 0]
+            s = deg.clamp(min=1).pow(-0.5).unsqueeze(-1)
+            return s[: self.num_dst] * CsrSpmm.apply(h * s, w if w is not None else self.ones(h.dtype, h.device), self)
 
     def fused_kernels(self, t: torch.Tensor):
         """The backend's fused kernels where they serve tensors like t, else None: they run on CPU tensors, and

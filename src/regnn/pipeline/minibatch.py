@@ -50,7 +50,7 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
     t0 = time.perf_counter()
     with dist.main_first():  # rank 0 first: ogb writes its processed cache on first use
         data = load_data(cfg.dataset)
-    sg = SampledGraph(data)
+    sg = SampledGraph(data, whole_graph_degrees=cfg.model.get("norm") == "both")
     load_s = time.perf_counter() - t0
     log.info("data: %s, %d nodes of %d types, %d edges of %d relation types, %d %s classes, train/val/test "
              "%d/%d/%d (%.1fs, peak memory %.2f GB)", data.name, data.graph.num_nodes(), len(data.graph.ntypes),

@@ -12,8 +12,11 @@ threads (sampling=parallel).
 Normalisation on blocks: the mini-batch layouts use RE-GCN with norm="right", the weighted mean over the sampled
 in-edges (plus the self-loop), D^-1 A_w. Sampling `k` of a node's in-edges gives an estimate of the same mean the
 full graph gives, so training on samples and exact full-neighbour inference (`layerwise_logits`) use one
-operator. The symmetric norm="both" would need every source node's weighted degree in the whole graph and a
-rescaling of the sampled sum; it is refused on blocks (Adjacency.normalized_spmm says so).
+operator. The symmetric norm="both" needs every source node's weighted degree in the whole graph: a SampledGraph
+made with whole_graph_degrees=True gives each block the whole graph's in-edge counts per relation of its sources
+(Adjacency.source_counts), from which the layer weighs the degrees with its relation weights. On blocks of every
+neighbour (fanout -1) that is the full graph's product exactly; a sampled sum would also need rescaling, so
+norm="both" is allowed with fanouts of -1 only (regnn.config).
 """
 from __future__ import annotations
 
@@ -40,7 +43,9 @@ class SampledGraph:
     """The relation graph of a dataset for sampling: homogeneous ids, CSC arrays, relation id per edge, node type
     per node."""
 
-    def __init__(self, data: HeteroDataset):
+    def __init__(self, data: HeteroDataset, whole_graph_degrees: bool = False):
+        """whole_graph_degrees: give every block its sources' in-edge counts per relation in the whole graph, with
+        their self-loop (what norm="both" needs; num_nodes x num_relations numbers held here)."""
         rg = build_relation_graph(data, self_loops=False)  # sorted by destination: CSC positions are edge ids
         self.csc = CscGraph.from_sorted_edges(rg.src, rg.dst, rg.num_nodes)
         self.rel = rg.rel
@@ -49,6 +54,14 @@ class SampledGraph:
         self.num_edge_relations = rg.num_edge_relations
         self.relation_names = rg.relation_names + [f"self:{t}" for t in rg.ntypes]
         self.target_offset = rg.offsets[data.target]
+        self.in_counts = None
+        if whole_graph_degrees:
+            n, r = rg.num_nodes, len(self.relation_names)
+            dst = torch.repeat_interleave(torch.arange(n), self.csc.indptr.diff())
+            counts = torch.zeros(n, r, dtype=torch.float32)
+            counts.index_put_((dst, self.rel), torch.ones(dst.numel()), accumulate=True)
+            counts[torch.arange(n), self.num_edge_relations + self.node_type] += 1  # the block's typed self-loop
+            self.in_counts = counts
 
     @property
     def num_nodes(self) -> int:
@@ -96,6 +109,10 @@ class SampledGraph:
         by_src = torch.sort(src.to(torch.int32), stable=True).indices  # the CSC view: per source, in CSR order
         adj = Adjacency.from_arrays(n_dst, n_src, indptr, src, torch.arange(e + n_dst), _offsets(src, n_src),
                                     dst.index_select(0, by_src), by_src, rel)
+        if self.in_counts is not None:
+            nodes = block.src_nodes if src_pos is None else \
+                torch.empty_like(block.src_nodes).index_copy_(0, src_pos, block.src_nodes)
+            adj.source_counts = self.in_counts.index_select(0, nodes)
         return adj if torch.device(device).type == "cpu" else adj.to(device)
 
     def full_block(self, dst: torch.Tensor) -> Block:
