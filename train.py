@@ -24,9 +24,12 @@ def main(cfg: DictConfig) -> float:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from regnn import interrupt
     from regnn.pipeline import train
 
+    interrupt.install()  # SIGTERM / SIGUSR1 (SLURM's stop signals): end at the next epoch, finished runs kept
     try:
+        interrupt.check("before it started")  # a sweep signalled during an earlier cell stops here
         out_dir = HydraConfig.get().runtime.output_dir
         if cfg.get("compare") and cfg.compare.tune:  # experiment=compare compare.tune=true: tune, then train
             from regnn.compare import tuned_cell
@@ -41,6 +44,13 @@ def main(cfg: DictConfig) -> float:
         from regnn.io_safe import write_text
         write_text(Path(out_dir) / "refused.txt", f"{e}\n")  # for the sweep's table
         return float("nan")
+    except interrupt.Interrupted as e:  # the run in progress is abandoned; nothing of it was written
+        logging.getLogger("regnn").warning(
+            "%s: %s. The runs finished before it are kept in %s; the same command again (resume=true) trains the "
+            "rest", e, interrupt.reason(e.signum), out_dir)
+        if HydraConfig.get().mode != RunMode.MULTIRUN:
+            sys.exit(128 + e.signum)
+        raise  # the sweep reports this cell as not finished (a submitit job: as its error)
     except CellBusy as e:
         if cfg.resume:  # a sweep beside another sweep over the same cells: leave this cell to the other process
             logging.getLogger("regnn").warning("skipped: %s", e)

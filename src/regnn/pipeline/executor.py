@@ -97,7 +97,10 @@ def _die_with_parent(parent: int) -> None:
 def _worker_init(queue, parent: int, threads: int, setup, setup_args: tuple) -> None:
     import logging.handlers
 
+    from regnn import interrupt
+
     _die_with_parent(parent)
+    interrupt.install()  # a stop signal ends this worker's run at its next epoch, as in the job itself
     root = logging.getLogger()
     root.handlers[:] = [logging.handlers.QueueHandler(queue)]
     root.setLevel(logging.INFO)

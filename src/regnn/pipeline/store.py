@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from regnn import io_safe
+from regnn import interrupt, io_safe
 from regnn.claim import claim, host_id
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
@@ -240,6 +240,7 @@ class CellStore:
                     log.info("run %d/%d seed %d: finished earlier, kept (%s)", run + 1, self.cfg.runs, seed,
                              f"failed: {rec['failed']}" if "failed" in rec else f"{score[1]} {rec[score[0]]:.2f}")
             else:
+                interrupt.check(f"before run {run + 1}/{self.cfg.runs}")
                 rec, layers = train_here(run)
             records.append(rec)
             if "failed" not in rec:

@@ -15,6 +15,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from regnn import interrupt
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import f1_scores
 from regnn.training.distributed import Dist
@@ -118,6 +119,7 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
                  | ({"forward output layer": model.regnn.head} if model.regnn.head is not None else {}))
     t_run = time.perf_counter()
     for epoch in range(max_epochs):
+        interrupt.check(f"before epoch {epoch}")
         model.train()
         t0 = time.perf_counter()
         seen = correct = 0

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from regnn import interrupt
 from regnn.core.adjacency import at_least_fp32
 from regnn.evaluation.metrics import f1_scores
 from regnn.training.divergence import TrainLossBlowup, check_loss, check_parameters
@@ -95,6 +96,7 @@ def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: 
     opt = make_optimizer(model.parameters(), **optimizer)
     schedule = make_schedule(opt, lr_schedule, max_epochs)
     for epoch in itertools.count():
+        interrupt.check(f"before epoch {epoch}")
         t = time.perf_counter()
         model.train()
         with autocast(precision, labels.device):

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from regnn import interrupt
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import f1_scores
 from regnn.models.baselines.metapath import check_metapath
@@ -208,6 +209,7 @@ def fit(model: Metapath2Vec, inputs, feats, labels, splits, *, seed: int, on_epo
     history = []
     t0 = time.perf_counter()
     for epoch in range(walks_per_node):
+        interrupt.check(f"before epoch {epoch}")
         t, total, n = time.perf_counter(), 0.0, 0
         model.train()
         for traces in torch.split(sg.walks(starts[torch.randperm(starts.numel())]), batch_size):

@@ -1,0 +1,58 @@
+"""A job stopped by SLURM's stop signals (SIGTERM, SIGUSR1) mid-cell: the run in progress is abandoned at its next
+epoch, the finished runs stay whole, the job says why it stopped in one line, and the same command trains only
+the missing runs. (tests/test_slurm.py does the same through a real SLURM.)"""
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+
+SLOW_RUNS = ["dataset=synthetic", "model=re_gcn", "runs=3", "trainer.max_epochs=150", "trainer.patience=150",
+             "threads=2"]
+
+
+def start(out, *extra):
+    cmd = [sys.executable, str(REPO / "train.py"), *SLOW_RUNS, f"hydra.run.dir={out}", *extra]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for(path, p, timeout=240):
+    t0 = time.time()
+    while not path.exists():
+        assert p.poll() is None, f"the job ended before {path} appeared:\n{p.stdout.read()[-3000:]}"
+        assert time.time() - t0 < timeout, f"no {path} after {timeout}s"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sig,workers", [(signal.SIGTERM, 1), (signal.SIGUSR1, 2)])
+def test_a_stop_signal_keeps_finished_runs_and_the_same_command_trains_the_rest(tmp_path, sig, workers):
+    out = tmp_path / "cell"
+    p = start(out, f"workers={workers}")
+    wait_for(out / "runs" / "run_00" / "results.json", p)
+    p.send_signal(sig)  # to the job only: it passes the signal on to its worker processes
+    log, _ = p.communicate(timeout=120)
+    assert p.returncode == 128 + sig, log[-3000:]
+    stop = [line for line in log.splitlines() if f"stopped by {signal.Signals(sig).name}" in line]
+    assert len(stop) == 1 and "the same command again (resume=true) trains the rest" in stop[0], log[-3000:]
+    assert "Traceback" not in log
+    assert not (out / "results.json").exists()  # the cell is not finished
+    finished = {d.name: json.loads((d / "results.json").read_text())  # every file that is there is whole
+                for d in (out / "runs").iterdir() if (d / "results.json").exists()}
+    assert "run_00" in finished and len(finished) < 3
+    for d in (out / "runs").iterdir():  # an abandoned run left nothing behind
+        assert d.name in finished, sorted(f.name for f in d.iterdir())
+    again = subprocess.run([sys.executable, str(REPO / "train.py"), *SLOW_RUNS, f"hydra.run.dir={out}",
+                            f"workers={workers}", "resume=true"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    per_run = {r["run"]: r for r in json.loads((out / "results.json").read_text())["per_run"]}
+    assert sorted(per_run) == [0, 1, 2]
+    for name, rec in finished.items():  # kept as they were, not trained again
+        run = int(name.split("_")[1])
+        assert per_run[run]["pid"] == rec["pid"] and per_run[run]["test_micro_f1"] == rec["test_micro_f1"]
+        assert f"run {run + 1}/3 seed {run}: finished earlier, kept" in again.stderr
+    assert {per_run[r]["pid"] for r in range(3) if f"run_{r:02d}" not in finished}.isdisjoint(
+        {rec["pid"] for rec in finished.values()})
