@@ -31,12 +31,22 @@ TEST_WORKERS ?= $(shell $(PY) -c 'import os; print(min(8, len(os.sched_getaffini
 
 # tests marked serial (multi-process DDP) run afterwards, alone
 test: setup ## the fast test suite (CPU only; every test runs without DGL)
-	$(PY) -m pytest -m "not slow and not serial" -q -n $(TEST_WORKERS) --dist worksteal
+	$(PY) -m pytest -m "not slow and not serial and not slurm" -q -n $(TEST_WORKERS) --dist worksteal
 	$(PY) -m pytest -m "serial and not slow" -q
 
 test-all: setup ## the fast suite plus the tests marked slow (pyproject.toml lists the markers)
-	$(PY) -m pytest -m "not serial" -q -n $(TEST_WORKERS) --dist worksteal
+	$(PY) -m pytest -m "not serial and not slurm" -q -n $(TEST_WORKERS) --dist worksteal
 	$(PY) -m pytest -m serial -q
+
+.PHONY: test-slurm slurm-start slurm-stop
+test-slurm: setup slurm-start ## sweeps through a real single-node SLURM: launch, preemption, time limit, two sweeps at once (root)
+	$(PY) -m pytest -m slurm -q
+
+slurm-start: ## start a single-node SLURM on this machine (installs slurm-wlm + munge where missing; root)
+	@./scripts/local_slurm.sh start
+
+slurm-stop: ## stop the single-node SLURM of slurm-start
+	@./scripts/local_slurm.sh stop
 
 # $(call experiment,<experiment config>,<renderer modules>): train the sweep's cells (finished ones are skipped),
 # then render (ALLOW_MISSING=1: render what exists, naming the missing cells). The -smoke twin runs the same sweep on the synthetic graph (2 runs, 4 epochs) under $(SMOKE).
