@@ -39,8 +39,9 @@ test-all: setup ## the fast suite plus the tests marked slow (pyproject.toml lis
 	$(PY) -m pytest -m serial -q
 
 .PHONY: test-slurm slurm-start slurm-stop
-test-slurm: setup slurm-start ## sweeps through a real single-node SLURM: launch, preemption, time limit, two sweeps at once (root)
-	$(PY) -m pytest -m slurm -q
+test-slurm: setup ## sweeps through a real single-node SLURM: launch, preemption, time limit, two sweeps at once (root)
+	@./scripts/local_slurm.sh start
+	@$(PY) -m pytest -m slurm -q; status=$$?; ./scripts/local_slurm.sh stop; exit $$status
 
 slurm-start: ## start a single-node SLURM on this machine (installs slurm-wlm + munge where missing; root)
 	@./scripts/local_slurm.sh start
