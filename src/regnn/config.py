@@ -155,7 +155,8 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
                "use model.layout=stack with trainer=minibatch (conf/layout/ sets it for gat and re_gat)")
     _check(m.backbone in MINIBATCH_BACKBONES, "model.backbone", m.backbone,
            f"trainer=minibatch runs {', '.join(MINIBATCH_BACKBONES)} layers on sampled blocks; {m.backbone} layers "
-           f"need the whole graph (gin and mixhop normalise by its source degrees): train model={m.name} with "
+           f"need the whole graph (gin: the authors' full-batch stack only; mixhop: whole-graph source degrees): train "
+           f"model={m.name} with "
            "trainer=fullbatch")
     fan = OmegaConf.to_container(t.fanouts) if OmegaConf.is_list(t.fanouts) else t.fanouts
     _check(isinstance(fan, list) and fan and all(isinstance(f, int) and (f > 0 or f == -1) for f in fan),

@@ -57,7 +57,9 @@ class REGraphConv(nn.Module):
 
 
 class RESAGEConv(nn.Module):
-    """GraphSAGE (mean aggregator) on the weighted graph: act(W_self h_v + W_neigh (D^-1 A_w h)_v + b).
+    """GraphSAGE (mean aggregator) on the weighted graph: act(W_self h_v + W_neigh (D^-1 A_w h)_v + b). This
+    repository's layer, not the authors' released RESAGEConv (which divides by the source's weighted degree and
+    shares one W between a node and its neighbours).
 
     The weighted mean runs over the in-edges, the typed self-loop included, so its relation weight decides how
     much of the node's own state enters the neighbourhood summary. weight=False gives h_v + (D^-1 A_w h)_v,
@@ -82,21 +84,27 @@ class RESAGEConv(nn.Module):
 
 
 class REGINConv(nn.Module):
-    """GIN with the authors' aggregation: MLP(D^-1/2 A_w D^-1/2 h), the typed self-loops standing in for
-    GIN's (1 + eps) h_v term. The two-layer MLP (no biases, ELU between, dropout before its second layer)
-    follows the authors' REGIN."""
+    """The authors' released REGINConv with its MLP (layer/REGINConv.py, model/REGIN.py at 2e297ef): the weighted
+    mean D^-1 A_w h over the in-edges (D the relation-weighted in-degree, clamped at 1; the typed self-loops
+    stand in for GIN's (1 + eps) h_v, whose eps term the authors commented out), then the "MLP" the authors run:
+    dropout and one linear layer without bias (their first linear is built but commented out of forward), then
+    the activation. weight=False: the weighted mean alone, as the stack's last layer."""
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, activation: str = "elu", mlp_dropout: float = 0.0):
+    def __init__(self, in_dim: int, out_dim: int, activation: str = "elu", mlp_dropout: float = 0.0,
+                 weight: bool = True):
         super().__init__()
-        self.lin1 = nn.Linear(in_dim, hidden, bias=False)
-        self.lin2 = nn.Linear(hidden, out_dim, bias=False)
-        self.mlp_activation = ACTIVATIONS["elu"]
+        self.lin = nn.Linear(in_dim, out_dim, bias=False) if weight else None
         self.dropout = nn.Dropout(mlp_dropout)
         self.activation = ACTIVATIONS[activation]
 
+    @property
+    def prepare_norm(self) -> str:
+        return "right"
+
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
-        agg = adj.normalized_spmm(h, alpha, "both")
-        out = self.lin2(self.dropout(self.mlp_activation(self.lin1(agg))))
+        out = adj.normalized_spmm(h, alpha, "right")
+        if self.lin is not None:
+            out = self.lin(self.dropout(out))
         return self.activation(out) if self.activation else out
 
 

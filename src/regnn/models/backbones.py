@@ -153,12 +153,26 @@ def gatv2(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activa
                                      attn_dropout=attn_dropout, negative_slope=attn_negative_slope)
 
 
+class DropoutLinear(nn.Module):
+    """The released REGIN's output "MLP": dropout, then a linear layer without bias."""
+
+    def __init__(self, in_dim: int, out_dim: int, dropout: float):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.lin = nn.Linear(in_dim, out_dim, bias=False)
+
+    def forward(self, h):
+        return self.lin(self.dropout(h))
+
+
 def gin(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", mlp_dropout: float = 0.6) -> Stack:
-    """num_layers GIN layers (the authors' REGIN); the last outputs the classes."""
-    convs = [REGINConv(hidden, hidden, num_classes if i == num_layers - 1 else hidden,
-                       activation="none" if i == num_layers - 1 else activation, mlp_dropout=mlp_dropout)
-             for i in range(num_layers)]
-    return Stack(convs, [1] * num_layers, None)
+    """The authors' released REGIN (model/REGIN.py at 2e297ef): layers 0..L-2 each the weighted mean over the
+    in-edges, dropout, a linear layer without bias and the activation; layer L-1 the weighted mean alone; then
+    dropout and a linear layer without bias output the classes (see REGINConv). Its only dropout is
+    `mlp_dropout`, inside the layers and before the output (the model's layer-input dropout stays 0)."""
+    convs = [REGINConv(hidden, hidden, activation=activation, mlp_dropout=mlp_dropout) for _ in range(num_layers - 1)]
+    convs.append(REGINConv(hidden, hidden, activation="none", weight=False))
+    return Stack(convs, [1] * num_layers, DropoutLinear(hidden, num_classes, mlp_dropout))
 
 
 def mixhop(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", powers=(0, 1, 2)) -> Stack:
