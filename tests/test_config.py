@@ -253,3 +253,18 @@ def _python(code: str) -> subprocess.CompletedProcess:
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     return p
+
+
+def test_a_job_under_slurm_trains_on_the_cpus_slurm_gave_it(monkeypatch):
+    """threads=null: SLURM_CPUS_PER_TASK where SLURM sets it (torch would otherwise take every core of the node),
+    else torch's default; threads= wins."""
+    from omegaconf import OmegaConf
+
+    from regnn.pipeline.executor import job_threads
+    unset = OmegaConf.create({"threads": None})
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
+    assert job_threads(unset) is None
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "3")
+    assert job_threads(unset) == 3 and job_threads(OmegaConf.create({"threads": 2})) == 2
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "")
+    assert job_threads(unset) is None

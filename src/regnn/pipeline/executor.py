@@ -15,6 +15,16 @@ MAX_AUTO_WORKERS = 4
 MIN_AUTO_EDGES = 20_000  # a worker starts in ~3 s (imports); the synthetic test graph's runs take under 1 s
 
 
+def job_threads(cfg: DictConfig) -> int | None:
+    """The job's CPU threads: `threads`, else the CPUs SLURM gave the job (SLURM_CPUS_PER_TASK: without cgroup
+    confinement torch would start one thread per core of the whole node, and oversubscribed OpenMP threads can
+    make a run a hundred times slower), else None (torch's default, one per core)."""
+    if cfg.get("threads"):
+        return int(cfg.threads)
+    slurm = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    return int(slurm) if slurm.isdigit() and int(slurm) > 0 else None
+
+
 def plan_workers(cfg: DictConfig, device, pending: int, threads: int, num_edges: int) -> tuple[int, int]:
     """(worker processes, torch threads per run) for `pending` runs within a budget of `threads` CPU threads.
 

@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.evaluation.clustering import cluster_scores
 from regnn.loggers import make_logger
-from regnn.pipeline.executor import plan_workers, run_in_workers
+from regnn.pipeline.executor import job_threads, plan_workers, run_in_workers
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
 from regnn.pipeline.store import CellStore, failed_note, run_record
 from regnn.training.device import select_device
@@ -78,9 +78,10 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
 def run(cfg: DictConfig, store: CellStore) -> dict:
     """Trains cfg.runs models (those not finished earlier) and writes the cell; returns its summary."""
     keep_freed_memory(every_size=True)
-    threads = int(cfg.threads) if cfg.threads else DEFAULT_THREADS  # the job's CPU budget
-    if cfg.threads:
-        torch.set_num_threads(int(cfg.threads))
+    threads = job_threads(cfg)  # the job's CPU budget
+    if threads:
+        torch.set_num_threads(threads)
+    threads = threads or DEFAULT_THREADS
     device, why = select_device(str(cfg.device))
     label = f"{cfg.model.name} on {cfg.dataset.name}"
     log.info("%s: device %s, %d threads, %d runs from seed %d", label, why, torch.get_num_threads(), cfg.runs, cfg.seed)

@@ -12,6 +12,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from regnn.loggers import make_logger
+from regnn.pipeline.executor import job_threads
 from regnn.pipeline.from_config import load_data, model_kwargs
 from regnn.pipeline.store import CellStore, failed_note, run_record
 from regnn.training.perf import keep_freed_memory, peak_rss_gb
@@ -35,8 +36,8 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
 
     t = cfg.trainer
     keep_freed_memory(every_size=True)  # a sampled step's (sources x hidden) tensors fault in ~0.1 s each
-    if cfg.threads:
-        torch.set_num_threads(int(cfg.threads))
+    if threads := job_threads(cfg):
+        torch.set_num_threads(threads)
     device, why = select_device(str(cfg.device))
     dist = Dist.from_env(str(t.ddp_backend), device)
     if dist.enabled and device.type == "cuda":
