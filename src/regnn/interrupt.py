@@ -52,10 +52,6 @@ def install() -> None:
         signal.signal(s, _handler)
 
 
-def requested() -> int | None:
-    return _received
-
-
 def check(where: str = "") -> None:
     """Raises Interrupted if a stop signal arrived."""
     if _received is not None:

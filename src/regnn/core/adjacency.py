@@ -166,7 +166,7 @@ class Adjacency:
                 alpha = at_least_fp32(alpha if alpha.shape[1] == 1 else alpha[:, :1]).to(h.dtype)
                 w, deg = alpha[:, 0].index_select(0, self.rel), (counts @ alpha)[:, 0]
             s = deg.clamp(min=1).pow(-0.5).unsqueeze(-1)
-            return s[: self.num_dst] * CsrSpmm.apply(h * s, w if w is not None else self.ones(h.dtype, h.device), self)
+            return s[: self.num_dst] * CsrSpmm.apply(h * s, w, self)  # w None: every edge 1
 
     def fused_kernels(self, t: torch.Tensor):
         """The backend's fused kernels where they serve tensors like t, else None: they run on CPU tensors, and
