@@ -11,8 +11,7 @@ import pytest
 
 from conftest import REPO
 
-SLOW_RUNS = ["dataset=synthetic", "model=re_gcn", "runs=3", "trainer.max_epochs=150", "trainer.patience=150",
-             "threads=2"]
+SLOW_RUNS = ["dataset=synthetic", "model=re_gcn", "runs=3", "trainer.max_epochs=150", "trainer.patience=150"]
 
 
 def start(out, *extra):
@@ -28,10 +27,13 @@ def wait_for(path, p, timeout=240):
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("sig,workers", [(signal.SIGTERM, 1), (signal.SIGUSR1, 2)])
+@pytest.mark.parametrize("sig,workers", [
+    (signal.SIGTERM, 1),
+    pytest.param(signal.SIGUSR1, 2, marks=pytest.mark.slow),  # worker processes: ~45 s, make test-all
+])
 def test_a_stop_signal_keeps_finished_runs_and_the_same_command_trains_the_rest(tmp_path, sig, workers):
     out = tmp_path / "cell"
-    p = start(out, f"workers={workers}")
+    p = start(out, f"workers={workers}", f"threads={workers}")  # one thread per run
     wait_for(out / "runs" / "run_00" / "results.json", p)
     p.send_signal(sig)  # to the job only: it passes the signal on to its worker processes
     log, _ = p.communicate(timeout=120)
@@ -46,7 +48,8 @@ def test_a_stop_signal_keeps_finished_runs_and_the_same_command_trains_the_rest(
     for d in (out / "runs").iterdir():  # an abandoned run left nothing behind
         assert d.name in finished, sorted(f.name for f in d.iterdir())
     again = subprocess.run([sys.executable, str(REPO / "train.py"), *SLOW_RUNS, f"hydra.run.dir={out}",
-                            f"workers={workers}", "resume=true"], cwd=REPO, capture_output=True, text=True, timeout=300)
+                            f"workers={workers}", f"threads={workers}", "resume=true"], cwd=REPO, capture_output=True,
+                           text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     per_run = {r["run"]: r for r in json.loads((out / "results.json").read_text())["per_run"]}
     assert sorted(per_run) == [0, 1, 2]
