@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO
 
-SLOW_RUNS = ["dataset=synthetic", "model=re_gcn", "runs=3", "trainer.max_epochs=150", "trainer.patience=150"]
+SLOW_RUNS = ["dataset=synthetic", "model=re_gcn", "runs=2", "trainer.max_epochs=100", "trainer.patience=100"]
 
 
 def start(out, *extra):
@@ -44,7 +44,7 @@ def test_a_stop_signal_keeps_finished_runs_and_the_same_command_trains_the_rest(
     assert not (out / "results.json").exists()  # the cell is not finished
     finished = {d.name: json.loads((d / "results.json").read_text())  # every file that is there is whole
                 for d in (out / "runs").iterdir() if (d / "results.json").exists()}
-    assert "run_00" in finished and len(finished) < 3
+    assert "run_00" in finished and len(finished) < 2
     for d in (out / "runs").iterdir():  # an abandoned run left nothing behind
         assert d.name in finished, sorted(f.name for f in d.iterdir())
     again = subprocess.run([sys.executable, str(REPO / "train.py"), *SLOW_RUNS, f"hydra.run.dir={out}",
@@ -52,10 +52,10 @@ def test_a_stop_signal_keeps_finished_runs_and_the_same_command_trains_the_rest(
                            text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     per_run = {r["run"]: r for r in json.loads((out / "results.json").read_text())["per_run"]}
-    assert sorted(per_run) == [0, 1, 2]
+    assert sorted(per_run) == [0, 1]
     for name, rec in finished.items():  # kept as they were, not trained again
         run = int(name.split("_")[1])
         assert per_run[run]["pid"] == rec["pid"] and per_run[run]["test_micro_f1"] == rec["test_micro_f1"]
-        assert f"run {run + 1}/3 seed {run}: finished earlier, kept" in again.stderr
-    assert {per_run[r]["pid"] for r in range(3) if f"run_{r:02d}" not in finished}.isdisjoint(
+        assert f"run {run + 1}/2 seed {run}: finished earlier, kept" in again.stderr
+    assert {per_run[r]["pid"] for r in range(2) if f"run_{r:02d}" not in finished}.isdisjoint(
         {rec["pid"] for rec in finished.values()})
