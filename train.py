@@ -29,8 +29,8 @@ def main(cfg: DictConfig) -> float:
 
     interrupt.install()  # SIGTERM / SIGUSR1 (SLURM's stop signals): end at the next epoch, finished runs kept
     try:
-        interrupt.check("before it started")  # a sweep signalled during an earlier cell stops here
         out_dir = HydraConfig.get().runtime.output_dir
+        interrupt.check("before it started")  # a sweep signalled during an earlier cell stops here
         if cfg.get("compare") and cfg.compare.tune:  # experiment=compare compare.tune=true: tune, then train
             from regnn.compare import tuned_cell
             summary = tuned_cell(cfg, out_dir, list(HydraConfig.get().overrides.task))

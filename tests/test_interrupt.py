@@ -59,3 +59,24 @@ def test_a_stop_signal_keeps_finished_runs_and_the_same_command_trains_the_rest(
         assert f"run {run + 1}/2 seed {run}: finished earlier, kept" in again.stderr
     assert {per_run[r]["pid"] for r in range(2) if f"run_{r:02d}" not in finished}.isdisjoint(
         {rec["pid"] for rec in finished.values()})
+
+
+@pytest.mark.slow  # make test-all
+def test_a_sweep_signalled_in_one_cell_stops_the_later_cells_with_the_same_line(tmp_path):
+    """A local multirun: the cell in progress stops at its next epoch and every later cell stops before it starts,
+    each with its one line (no traceback from the handler itself)."""
+    sweep = tmp_path / "sweep"
+    cmd = [sys.executable, str(REPO / "train.py"), "-m", "dataset=synthetic", "model=gcn,re_gcn", "runs=3",
+           "trainer.max_epochs=400", "trainer.patience=400", "threads=1", f"hydra.sweep.dir={sweep}"]
+    p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    t0 = time.time()
+    while not list(sweep.glob("0_*/runs/run_00/results.json")):
+        assert p.poll() is None and time.time() - t0 < 240, "the first cell did not finish a run in the sweep"
+        time.sleep(0.1)
+    p.send_signal(signal.SIGTERM)
+    log, _ = p.communicate(timeout=120)
+    assert p.returncode != 0
+    stops = [line for line in log.splitlines() if "stopped by SIGTERM" in line and "trains the rest" in line]
+    assert len(stops) == 2 and "before it started" in stops[1], log[-3000:]  # then Hydra reports the cells
+    assert "UnboundLocalError" not in log and "NameError" not in log
+    assert not list(sweep.glob("*/results.json"))

@@ -12,13 +12,11 @@ requeue a job before its time limit (hydra.launcher.signal_delay_s, max_num_time
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import os
 import signal
 import subprocess
 
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
-log = logging.getLogger("regnn")
 _received: int | None = None
 
 
