@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO
 
-SLOW_RUNS = ["dataset=synthetic", "model=re_gcn", "runs=2", "trainer.max_epochs=100", "trainer.patience=100"]
+SLOW_RUNS = ["dataset=synthetic", "model=re_gcn", "trainer.max_epochs=100", "trainer.patience=100"]
 
 
 def start(out, *extra):
@@ -27,13 +27,14 @@ def wait_for(path, p, timeout=240):
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("sig,workers", [
-    (signal.SIGTERM, 1),
-    pytest.param(signal.SIGUSR1, 2, marks=pytest.mark.slow),  # worker processes: ~45 s, make test-all
+@pytest.mark.parametrize("sig,workers,runs", [
+    (signal.SIGTERM, 1, 2),
+    # worker processes (~45 s, make test-all): more runs than workers, so that some are still to start
+    pytest.param(signal.SIGUSR1, 2, 6, marks=pytest.mark.slow),
 ])
-def test_a_stop_signal_keeps_finished_runs_and_the_same_command_trains_the_rest(tmp_path, sig, workers):
+def test_a_stop_signal_keeps_finished_runs_and_the_same_command_trains_the_rest(tmp_path, sig, workers, runs):
     out = tmp_path / "cell"
-    p = start(out, f"workers={workers}", f"threads={workers}")  # one thread per run
+    p = start(out, f"workers={workers}", f"threads={workers}", f"runs={runs}")  # one thread per run
     wait_for(out / "runs" / "run_00" / "results.json", p)
     p.send_signal(sig)  # to the job only: it passes the signal on to its worker processes
     log, _ = p.communicate(timeout=120)
@@ -44,20 +45,21 @@ def test_a_stop_signal_keeps_finished_runs_and_the_same_command_trains_the_rest(
     assert not (out / "results.json").exists()  # the cell is not finished
     finished = {d.name: json.loads((d / "results.json").read_text())  # every file that is there is whole
                 for d in (out / "runs").iterdir() if (d / "results.json").exists()}
-    assert "run_00" in finished and len(finished) < 2
+    assert "run_00" in finished and len(finished) < runs
     for d in (out / "runs").iterdir():  # an abandoned run left nothing behind
         assert d.name in finished, sorted(f.name for f in d.iterdir())
     again = subprocess.run([sys.executable, str(REPO / "train.py"), *SLOW_RUNS, f"hydra.run.dir={out}",
-                            f"workers={workers}", f"threads={workers}", "resume=true"], cwd=REPO, capture_output=True,
+                            f"workers={workers}", f"threads={workers}", f"runs={runs}", "resume=true"], cwd=REPO,
+                           capture_output=True,
                            text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     per_run = {r["run"]: r for r in json.loads((out / "results.json").read_text())["per_run"]}
-    assert sorted(per_run) == [0, 1]
+    assert sorted(per_run) == list(range(runs))
     for name, rec in finished.items():  # kept as they were, not trained again
         run = int(name.split("_")[1])
         assert per_run[run]["pid"] == rec["pid"] and per_run[run]["test_micro_f1"] == rec["test_micro_f1"]
-        assert f"run {run + 1}/2 seed {run}: finished earlier, kept" in again.stderr
-    assert {per_run[r]["pid"] for r in range(2) if f"run_{r:02d}" not in finished}.isdisjoint(
+        assert f"run {run + 1}/{runs} seed {run}: finished earlier, kept" in again.stderr
+    assert {per_run[r]["pid"] for r in range(runs) if f"run_{r:02d}" not in finished}.isdisjoint(
         {rec["pid"] for rec in finished.values()})
 
 
