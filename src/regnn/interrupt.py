@@ -18,6 +18,8 @@ import subprocess
 
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 _received: int | None = None
+_received_at: dt.datetime | None = None
+_slurm_end: dt.datetime | None = None  # the job's projected end, read when the handlers are installed
 
 
 class Interrupted(Exception):
@@ -32,9 +34,9 @@ class Interrupted(Exception):
 
 
 def _handler(signum, frame) -> None:
-    global _received
+    global _received, _received_at
     first = _received is None
-    _received = signum
+    _received, _received_at = signum, dt.datetime.now()
     if first:
         import multiprocessing as mp
         for child in mp.active_children():  # worker processes stop at their next epoch too
@@ -45,9 +47,19 @@ def _handler(signum, frame) -> None:
 
 
 def install() -> None:
-    """SIGTERM and SIGUSR1 set the stop flag (in the main thread of this process)."""
+    """SIGTERM and SIGUSR1 set the stop flag (in the main thread of this process). Under SLURM the job's end
+    time is read now: once the time limit has struck, squeue may no longer list the job."""
+    global _slurm_end
     for s in SIGNALS:
         signal.signal(s, _handler)
+    job = os.environ.get("SLURM_JOB_ID")
+    if job and _slurm_end is None:
+        try:
+            out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True, text=True,
+                                 timeout=5).stdout.strip()
+            _slurm_end = dt.datetime.fromisoformat(out.splitlines()[0])
+        except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+            _slurm_end = None
 
 
 def check(where: str = "") -> None:
@@ -58,16 +70,12 @@ def check(where: str = "") -> None:
 
 
 def reason(signum: int) -> str:
-    """Why a SLURM job got its signal, as far as SLURM says: its time limit, or something else."""
+    """Why a SLURM job got its signal, as far as SLURM said: its time limit, or something else."""
     job = os.environ.get("SLURM_JOB_ID")
     if not job:
         return "the process was signalled"
-    try:
-        out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True, text=True,
-                             timeout=5).stdout.strip()
-        end = dt.datetime.fromisoformat(out.splitlines()[0])
-    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+    if _slurm_end is None:
         return f"SLURM job {job} signalled"
-    if dt.datetime.now() >= end - dt.timedelta(seconds=5):
+    if (_received_at or dt.datetime.now()) >= _slurm_end - dt.timedelta(seconds=5):
         return f"SLURM job {job} reached its time limit"
     return f"SLURM job {job} was preempted, cancelled or signalled before its time limit"
