@@ -3,7 +3,8 @@
 import reprlib
 
 QUOTE_CHARS = 80  # a value quoted in a message is cut here
-_REPR = reprlib.Repr(maxlevel=3, maxstring=QUOTE_CHARS, maxother=QUOTE_CHARS, maxlong=40)
+_REPR = reprlib.Repr()  # attributes, not keywords: Repr takes keywords from Python 3.12 only
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, QUOTE_CHARS, QUOTE_CHARS, 40
 _REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
 
 
