@@ -155,6 +155,7 @@ def test_train_py_minibatch_re_gat_on_generated_ogbn_mag(mag_root, tmp_path):
     ("model.norm=both", "norm=both weighs a block by its nodes' whole-graph degrees"),
     ("model.norm=both trainer.fanouts=[-1,-1] trainer.eval_fanouts=[5,5]", "or fanouts \\(and eval_fanouts\\) of -1"),
     ("trainer.eval=exact", "trainer.eval='exact' is not valid"),
+    ("model=re_sage trainer.fanouts=[5,5,5,5]", "the released GraphSAGE sums over every in-edge"),
     ("trainer.fanouts=[0,3]", "must be a list of positive integers"),
     ("trainer.eval_fanouts=[5]", "must be null or 2 positive integers"),
     ("trainer.batch_size=0", "trainer.batch_size=0 is not valid"),
@@ -259,3 +260,29 @@ def test_norm_both_on_blocks_of_every_neighbour_is_the_full_graph_product(weight
     assert torch.equal(batch.adjs[1].source_counts, sg.in_counts[batch.blocks[1].src_nodes])
     with pytest.raises(ValueError, match="needs the source degrees of the whole graph"):
         SampledGraph(d).adjacency(block).normalized_spmm(h[block.src_nodes], alpha, "both")
+
+
+def test_released_sage_on_blocks_of_every_neighbour_is_the_full_graph_layer():
+    """The released GraphSAGE divides every message by its source's weighted degree: on full-neighbour blocks
+    with whole-graph degrees it gives the full graph's layer, value and gradients (float64)."""
+    from regnn.core.adjacency import Adjacency
+    from regnn.core.conv import RESAGEConv
+    d = make_synthetic(num_items=120, num_sources=60, num_tags=10, random_degree=5, seed=1)
+    sg = SampledGraph(d, whole_graph_degrees=True)
+    rg = build_relation_graph(d)
+    full = Adjacency.from_edges(rg.src, rg.dst, rg.rel, rg.num_nodes)
+    torch.manual_seed(0)
+    conv = RESAGEConv(6, 6, activation="elu").double()
+    h = torch.randn(rg.num_nodes, 6, dtype=torch.float64, requires_grad=True)
+    alpha = (torch.rand(len(sg.relation_names), 1, dtype=torch.float64) * 3 + 0.1).requires_grad_()
+    dst = torch.tensor([5, 0, 77, 130, 64, 3])
+    want = conv(full, h, alpha)[dst]
+    grads_want = torch.autograd.grad(want.sum(), [h, alpha])
+    block = sg.full_block(dst)
+    got = conv(sg.adjacency(block), h[block.src_nodes], alpha)
+    grads_got = torch.autograd.grad(got.sum(), [h, alpha])
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    for a, b in zip(grads_got, grads_want):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match="whole graph's degrees of a block's sources"):
+        conv(SampledGraph(d).adjacency(block), h[block.src_nodes], alpha)

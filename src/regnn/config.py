@@ -185,4 +185,14 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     _check(m.get("norm", "right") != "both" or all(f == -1 for f in fan + every), "model.norm", m.get("norm"),
            "norm=both weighs a block by its nodes' whole-graph degrees, which a sampled neighbourhood does not "
            "match: use model.norm=right, or fanouts (and eval_fanouts) of -1 (every neighbour)")
+    _check(m.backbone != "sage" or all(f == -1 for f in fan + every), "trainer.fanouts", fan,
+           "the released GraphSAGE sums over every in-edge, each divided by its source's whole-graph degree, "
+           "which a sampled neighbourhood does not match: use fanouts (and eval_fanouts) of -1 (every neighbour), "
+           "or model=re_gcn with sampled fanouts")
+
+
+def whole_graph_degrees(m: DictConfig) -> bool:
+    """Whether a model's layers weigh a sampled block by its sources' whole-graph degrees: GCN with norm=both,
+    and the released GraphSAGE (it divides every message by its source's weighted degree)."""
+    return m.get("norm") == "both" or m.get("backbone") == "sage"
 

@@ -155,18 +155,28 @@ class Adjacency:
 
     def _block_both(self, h: torch.Tensor, alpha: torch.Tensor | None) -> torch.Tensor:
         """D^-1/2 A_w D^-1/2 h on a block whose destinations keep every in-edge, D from the whole graph's weighted
-        in-degrees (source_counts @ alpha; a destination is its block's first sources): the full graph's product
-        restricted to the block. Composed of autograd operations, so the degrees pass their gradient to alpha."""
+        in-degrees (a destination is its block's first sources): the full graph's product restricted to the
+        block. Composed of autograd operations, so the degrees pass their gradient to alpha."""
         with full_precision(h):
             h = at_least_fp32(h)
-            counts = self.source_counts.to(device=h.device, dtype=h.dtype)
-            if alpha is None:
-                w, deg = None, counts.sum(1)
-            else:
-                alpha = at_least_fp32(alpha if alpha.shape[1] == 1 else alpha[:, :1]).to(h.dtype)
-                w, deg = alpha[:, 0].index_select(0, self.rel), (counts @ alpha)[:, 0]
-            s = deg.clamp(min=1).pow(-0.5).unsqueeze(-1)
+            alpha = None if alpha is None else at_least_fp32(alpha[:, :1]).to(h.dtype)
+            w = None if alpha is None else alpha[:, 0].index_select(0, self.rel)
+            s = self.source_degree(alpha, h.dtype).clamp(min=1).pow(-0.5).unsqueeze(-1)
             return s[: self.num_dst] * CsrSpmm.apply(h * s, w, self)  # w None: every edge 1
+
+    def source_degree(self, alpha: torch.Tensor | None, dtype=torch.float32) -> torch.Tensor:
+        """(num_src,) weighted in-degree of every source in the whole graph (alpha (num_relations, 1); None: every
+        weight 1), unclamped, differentiable in alpha. On a full graph the sources are the destinations; a block
+        needs source_counts (SampledGraph(whole_graph_degrees=True))."""
+        if self.num_src == self.num_dst:
+            if alpha is None:
+                return self.in_degree[:, 0].to(dtype)
+            return (self.relation_counts(alpha.shape[0], alpha.dtype) @ alpha)[:, 0]
+        if self.source_counts is None:
+            raise ValueError("this layer needs the whole graph's degrees of a block's sources: sample with "
+                             "SampledGraph(whole_graph_degrees=True) and every neighbour (fanout -1)")
+        counts = self.source_counts.to(device=self.indptr.device, dtype=dtype if alpha is None else alpha.dtype)
+        return counts.sum(1) if alpha is None else (counts @ alpha)[:, 0]
 
     def fused_kernels(self, t: torch.Tensor):
         """The backend's fused kernels where they serve tensors like t, else None: they run on CPU tensors, and

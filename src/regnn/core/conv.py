@@ -2,7 +2,8 @@
 
 Every layer takes (adj, h, alpha): an `Adjacency`, node features, and the layer's relation weights
 (num_relations, 1), or None for the plain layer where every edge and self-loop weighs 1. The relation weights
-enter through the weighted adjacency A_w and its weighted degrees (Adjacency.normalized_spmm).
+enter through the weighted adjacency A_w and its weighted degrees (Adjacency.normalized_spmm), or, in the
+released MixHop, through the degrees alone.
 Feature dropout on a layer's input is applied by the model, so the layers hold none (GIN's MLP excepted).
 """
 from __future__ import annotations
@@ -57,29 +58,36 @@ class REGraphConv(nn.Module):
 
 
 class RESAGEConv(nn.Module):
-    """GraphSAGE (mean aggregator) on the weighted graph: act(W_self h_v + W_neigh (D^-1 A_w h)_v + b). This
-    repository's layer, not the authors' released RESAGEConv (which divides by the source's weighted degree and
-    shares one W between a node and its neighbours).
+    """The authors' released RESAGEConv (layer/RESAGEConv.py at 2e297ef; their RE-GraphSAGE is their REGCN with
+    it): act((sum_{u->v} w_e h_u / d_u + h_v) W + b), d_u the weighted in-degree of the *source* u clamped at 1,
+    one W for a node and its neighbours (xavier-uniform), a zero-initialised bias.
 
-    The weighted mean runs over the in-edges, the typed self-loop included, so its relation weight decides how
-    much of the node's own state enters the neighbourhood summary. weight=False gives h_v + (D^-1 A_w h)_v,
-    the propagation-only layers of the authors' layout.
+    weight=False: sum_{u->v} w_e h_u / d_u + h_v with no W and no bias, the propagation-only first and last layers
+    of the authors' layout. The released layer also allocates a `weight_root` that its forward never reads; it is
+    not built here. On a sampled block the source degrees are the whole graph's (Adjacency.source_degree).
     """
 
     def __init__(self, in_dim: int, out_dim: int, weight: bool = True, bias: bool = True, activation: str = "none"):
         super().__init__()
         if not weight and in_dim != out_dim:
             raise ValueError("a propagation-only layer keeps the dimension: in_dim must equal out_dim")
-        self.lin_self = nn.Linear(in_dim, out_dim, bias=bias) if weight else None
-        self.lin_neigh = nn.Linear(in_dim, out_dim, bias=False) if weight else None
+        self.weight = nn.Parameter(torch.empty(in_dim, out_dim)) if weight else None
+        self.bias = nn.Parameter(torch.zeros(out_dim)) if (bias and weight) else None
+        if self.weight is not None:
+            nn.init.xavier_uniform_(self.weight)
         self.activation = ACTIVATIONS[activation]
         self.is_linear = not weight and self.activation is None
 
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
-        if self.lin_neigh is None:
-            out = h[: adj.num_dst] + adj.normalized_spmm(h, alpha, "right")
-        else:
-            out = self.lin_self(h[: adj.num_dst]) + adj.normalized_spmm(self.lin_neigh(h), alpha, "right")
+        alpha = None if alpha is None else alpha[:, :1].to(h.dtype)
+        deg = adj.source_degree(alpha, h.dtype).clamp(min=1).unsqueeze(-1)
+        w = None if alpha is None else alpha[:, 0].index_select(0, adj.rel)
+        # (A_w D_src^-1 h + h) W equals the released A_w D_src^-1 (h W) + h W: one product with W instead of two
+        out = adj.spmm(h / deg, w) + h[: adj.num_dst]
+        if self.weight is not None:
+            out = out @ self.weight
+        if self.bias is not None:
+            out = out + self.bias
         return self.activation(out) if self.activation else out
 
 
@@ -109,8 +117,10 @@ class REGINConv(nn.Module):
 
 
 class REMixHopConv(nn.Module):
-    """MixHop: concat over powers j of W_j (A_hat^j h), with A_hat = D^-1/2 A_w D^-1/2 the weighted,
-    normalised adjacency of this layer (one set of relation weights shared by all powers)."""
+    """The authors' released REMixHopConv (layer/REMixHopConv.py at 2e297ef): concat over powers j of
+    W_j (S A S)^j h, A the unweighted adjacency (self-loops included) and S = D_w^-1/2, D_w the relation-weighted
+    in-degree clamped at 1: the relation weights enter the normalisation only. Then the activation. The
+    released layer's dropout after the activation is the model's (the mixhop stack's dropout placement)."""
 
     def __init__(self, in_dim: int, out_dim: int, powers: tuple[int, ...] = (0, 1, 2), activation: str = "elu"):
         super().__init__()
@@ -119,10 +129,14 @@ class REMixHopConv(nn.Module):
         self.activation = ACTIVATIONS[activation]
 
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
+        if adj.num_src != adj.num_dst:
+            raise ValueError("MixHop's powers of the adjacency need the whole graph, not a sampled block")
+        alpha = None if alpha is None else alpha[:, :1].to(h.dtype)
+        s = adj.source_degree(alpha, h.dtype).clamp(min=1).pow(-0.5).unsqueeze(-1)
         outs, x, j = [], h, 0
         for p, lin in zip(self.powers, self.lins):
             while j < p:
-                x, j = adj.normalized_spmm(x, alpha, "both"), j + 1
+                x, j = s * adj.spmm(s * x), j + 1
             outs.append(lin(x))
         out = torch.cat(outs, dim=1)
         return self.activation(out) if self.activation else out

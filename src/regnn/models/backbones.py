@@ -25,6 +25,9 @@ class Stack:
     relation_heads: list[int]  # relation weights per distinct layer: 1 or one per attention head
     head: nn.Module | None  # output layer after the convs (None: the last conv outputs class scores)
     relation_of: list[int] | None = None  # per call, its layer's index into relation_heads (None: call i, layer i)
+    # per call, how many dropout masks (of the model's rate) its input gets; None: the model's placement
+    # (one before every call, or two before calls 1.. with double_dropout)
+    dropout_masks: list[int] | None = None
 
 
 class HeadsLinear(nn.Module):
@@ -176,11 +179,14 @@ def gin(hidden: int, num_classes: int, num_layers: int, activation: str = "elu",
 
 
 def mixhop(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", powers=(0, 1, 2)) -> Stack:
-    """num_layers MixHop layers (each: hidden units per power, concatenated), then a linear output layer
-    without bias (the authors' REMixHop)."""
+    """The authors' released REMixHop (model/REMixHop.py at 2e297ef): num_layers MixHop layers (each: hidden units
+    per power, concatenated; see REMixHopConv), then a linear output layer without bias. Its dropout (the model's
+    rate): none on the projected input, two masks before layer 1 (the first layer's own dropout after its
+    activation, then the model's), one before each later layer, none before the output layer."""
     width = hidden * len(powers)
     convs = [REMixHopConv(hidden if i == 0 else width, hidden, tuple(powers), activation) for i in range(num_layers)]
-    return Stack(convs, [1] * num_layers, nn.Linear(width, num_classes, bias=False))
+    return Stack(convs, [1] * num_layers, nn.Linear(width, num_classes, bias=False),
+                 dropout_masks=[0] + [2] + [1] * (num_layers - 2) if num_layers > 1 else [0])
 
 
 BACKBONES: dict[str, Callable[..., Stack]] = {"gcn": gcn, "gat": gat, "sage": sage, "gin": gin, "gatv2": gatv2,

@@ -112,11 +112,17 @@ class REGNN(nn.Module):
             for k, n in _runs(stack.relation_heads))
         # The authors' RE-GCN drops features twice before every layer after the first (once in the model, once
         # in the layer): two independent masks keep a feature with probability (1-p)^2, which is one dropout
-        # with rate 1-(1-p)^2 (0.84 for p=0.6).
+        # with rate 1-(1-p)^2 (0.84 for p=0.6). A stack may place its masks itself (the released MixHop).
+        masks = stack.dropout_masks
+        if masks is None:
+            masks = [1] + [2 if double_dropout else 1] * (len(stack.convs) - 1)
+        elif double_dropout:
+            raise ValueError(f"the {backbone} stack places its own dropout: double_dropout must be false")
+        if len(masks) != len(stack.convs):
+            raise ValueError(f"dropout_masks has {len(masks)} entries for {len(stack.convs)} layer calls")
         # hashed masks (regnn.core.dropout): one pass forward and back, no stored mask; torch's CPU dropout
         # (bernoulli_) is several times slower in current torch than the rest of a GCN layer's elementwise work
-        self.input_dropout = HashDropout(dropout)
-        self.dropout = HashDropout(1 - (1 - dropout) ** 2) if double_dropout else self.input_dropout
+        self.dropouts = nn.ModuleList(HashDropout(dropout if k == 1 else 1 - (1 - dropout) ** k) for k in masks)
 
     @classmethod
     def from_inputs(cls, inputs: RelationInputs, in_dims: dict[str, int], num_classes: int, **kwargs) -> "REGNN":
@@ -156,7 +162,7 @@ class REGNN(nn.Module):
             for (a, norm), (group, layers) in ahead.items():
                 a.prepare(group, norm, key=(version, tuple(layers)), keep=params)
         for i, (conv, alpha, a) in enumerate(zip(self.convs, alphas, adjs)):
-            h = (self.input_dropout if i == 0 else self.dropout)(h)
+            h = self.dropouts[i](h)
             if i == last and self.head is None:
                 emb = h[: a.num_dst] if embed else None
             elif i == last and not embed and getattr(conv, "is_linear", False):

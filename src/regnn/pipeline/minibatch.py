@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from regnn.config import whole_graph_degrees
 from regnn.loggers import make_logger
 from regnn.pipeline.executor import job_threads
 from regnn.pipeline.from_config import load_data, model_kwargs
@@ -51,7 +52,7 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
     t0 = time.perf_counter()
     with dist.main_first():  # rank 0 first: ogb writes its processed cache on first use
         data = load_data(cfg.dataset)
-    sg = SampledGraph(data, whole_graph_degrees=cfg.model.get("norm") == "both")
+    sg = SampledGraph(data, whole_graph_degrees=whole_graph_degrees(cfg.model))
     load_s = time.perf_counter() - t0
     log.info("data: %s, %d nodes of %d types, %d edges of %d relation types, %d %s classes, train/val/test "
              "%d/%d/%d (%.1fs, peak memory %.2f GB)", data.name, data.graph.num_nodes(), len(data.graph.ntypes),
