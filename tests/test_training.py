@@ -106,6 +106,22 @@ def test_cosine_schedule_anneals_to_a_hundredth(syn):
     assert r.epochs == 5 and 0 <= r.best_epoch < 5
 
 
+def test_onecycle_schedule_is_hgbs():
+    """trainer.lr_schedule=onecycle: HGB's HGT schedule, from lr/25 up to lr at 5% of max_epochs, then down to
+    lr/25e4 for the last epoch, with AdamW (optimizer=adamw)."""
+    from regnn.training.trainer import make_optimizer, make_schedule
+    opt = make_optimizer([torch.nn.Parameter(torch.zeros(1))], name="adamw", lr=1e-3, weight_decay=1e-4)
+    assert isinstance(opt, torch.optim.AdamW) and opt.param_groups[0]["weight_decay"] == 1e-4
+    sched = make_schedule(opt, "onecycle", 300)
+    lrs = [opt.param_groups[0]["lr"]]
+    for _ in range(300):  # one step per epoch, as train_run steps it
+        opt.step()
+        sched.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    assert lrs[0] == pytest.approx(1e-3 / 25) and max(lrs) == pytest.approx(1e-3)
+    assert lrs.index(max(lrs)) == 14 and lrs[299] == pytest.approx(1e-3 / 25e4)  # the last epoch trains at it
+
+
 def test_f1_matches_sklearn():
     g = torch.Generator().manual_seed(0)
     for c in (2, 3, 7):

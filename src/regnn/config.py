@@ -95,7 +95,8 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
             v = m.relation[k]
             _check(isinstance(v, bool), f"model.relation.{k}", v, "must be true or false")
     o = cfg.optimizer
-    _check(o.name in ("adam", "sgd"), "optimizer.name", o.name, "use adam or sgd")
+    from regnn.training.trainer import OPTIMIZERS
+    _check(o.name in OPTIMIZERS, "optimizer.name", o.name, f"use one of {list(OPTIMIZERS)}")
     _num(cfg, "optimizer.lr", lo=0, lo_open=True, hi=MAX_LR)
     _num(cfg, "optimizer.weight_decay", lo=0, hi=MAX_LR)
     if cfg.trainer.max_epochs is not None or cfg.trainer.name != "minibatch":  # minibatch: null is its default

@@ -40,9 +40,14 @@ def make_optimizer(params, name: str = "adam", lr: float = 1e-3, weight_decay: f
     ms that way and 0.71 ms this way here). The same numbers, bit for bit (tests/test_training.py)."""
     if name == "adam":
         return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, foreach=True)
+    if name == "adamw":  # decoupled weight decay (HGB's HGT)
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, momentum=momentum, foreach=True)
-    raise ValueError(f"unknown optimizer {name!r} (adam, sgd)")
+    raise ValueError(f"unknown optimizer {name!r} ({', '.join(OPTIMIZERS)})")
+
+
+OPTIMIZERS = ("adam", "adamw", "sgd")
 
 
 class Progress:
@@ -71,17 +76,21 @@ def autocast(precision: str, device) -> torch.autocast:
     return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
-LR_SCHEDULES = ("constant", "cosine")
+LR_SCHEDULES = ("constant", "cosine", "onecycle")
 
 
 def make_schedule(opt, name: str, epochs: int):
-    """constant, or cosine: annealed from the optimizer's lr to lr/100 over `epochs` steps, one per epoch
-    (R-HGNN's released schedule, CosineAnnealingLR with eta_min = lr / 100)."""
+    """constant; cosine: annealed from the optimizer's lr to lr/100 over `epochs` steps, one per epoch (R-HGNN's
+    released schedule, CosineAnnealingLR with eta_min = lr / 100); onecycle: HGB's HGT schedule, OneCycleLR over
+    `epochs` steps with the optimizer's lr as its peak, reached after 5% of them from lr/25, then a cosine down to
+    lr/25e4 (torch's other defaults, the momentum cycle included)."""
     if name == "constant":
         return None
+    lr = opt.param_groups[0]["lr"]
     if name == "cosine":
-        lr = opt.param_groups[0]["lr"]
         return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs, eta_min=lr / 100)
+    if name == "onecycle":
+        return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs, pct_start=0.05)
     raise ValueError(f"unknown lr schedule {name!r} ({', '.join(LR_SCHEDULES)})")
 
 
