@@ -17,6 +17,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # make test runs one worker per core:
     torch.set_num_threads(1)
 
 
+def cfg(*overrides: str):
+    """conf/train.yaml composed with these overrides, as train.py composes it."""
+    from hydra import compose, initialize_config_dir
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return compose("train", overrides=list(overrides))
+
+
 @pytest.fixture(params=["kernels", "torch"])
 def backend(request):
     """Every aggregation test runs on the fused C++ kernels and on the pure-torch path: the backend to build

@@ -6,23 +6,18 @@ import os
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 import regnn.io_safe as io_safe
 import regnn.pipeline as pipeline
 import regnn.pipeline.fullbatch as fullbatch
 import regnn.training.minibatch as minibatch
-from conftest import REPO, run_train
+from conftest import REPO, cfg, run_train
 from regnn.io_safe import OutputError, read_json, write_text
 
 SYN = ["dataset=synthetic", "model=re_gcn", "runs=2", "threads=1", "trainer.max_epochs=4", "trainer.patience=4"]
 MINI = ["trainer=minibatch", "trainer.fanouts=[5,5]", "trainer.batch_size=100", "trainer.max_epochs=2",
         "trainer.patience=2", "trainer.log_every=0"]
 
-
-def cfg(*overrides):
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("train", overrides=list(overrides))
 
 
 class Killed(BaseException):

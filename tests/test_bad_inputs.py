@@ -8,10 +8,9 @@ import re
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hydra import compose, initialize_config_dir
 
 import regnn.config  # noqa: F401  (the repo_root resolver)
-from conftest import REPO, run_train
+from conftest import cfg, run_train
 from custom_data import edit_npz, write_magnn, write_npz
 from regnn import io_safe
 from regnn.config import validate
@@ -21,10 +20,6 @@ from regnn.data.magnn import read_array
 from regnn.errors import ConfigError, DataError
 from regnn.models import BACKBONES
 
-
-def cfg(*overrides):
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("train", overrides=list(overrides))
 
 
 def load(path):

@@ -8,10 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from conftest import REPO
+from conftest import cfg
 from regnn.core.adjacency import Adjacency
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import ConfigError
@@ -28,10 +27,6 @@ BASELINES = ["rgcn", "hgt", "simple_hgn", "gtn", "han", "gcn_m", "gat_m"]
 SMALL = {"hgt": ["model.hidden=16", "model.heads=2"],
          "simple_hgn": ["model.hidden=32", "model.heads=2", "model.edge_dim=16", "model.num_layers=1"]}
 
-
-def cfg(*overrides):
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("train", overrides=list(overrides))
 
 
 def tiny_academic(seed=0):

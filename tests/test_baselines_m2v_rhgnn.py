@@ -4,10 +4,9 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from conftest import REPO
+from conftest import cfg
 from regnn import io_safe
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import ConfigError
@@ -20,10 +19,6 @@ from regnn.training.trainer import train_run
 FAST_WALKS = ["model.walk_length=20", "model.walks_per_node=3", "model.hidden=32", "model.window=3",
               "model.batch_size=8"]
 
-
-def cfg(*overrides):
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("train", overrides=list(overrides))
 
 
 @pytest.fixture(scope="module")

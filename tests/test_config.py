@@ -13,7 +13,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 import regnn.config  # noqa: F401  (the repo_root resolver)
-from conftest import REPO, run_train
+from conftest import REPO, cfg, run_train
 from regnn.config import validate
 from regnn.data import make_synthetic
 from regnn.data.features import FEATS_TYPES
@@ -29,10 +29,6 @@ RELATION_MODELS = [catalog.model_name(b, r) for b in catalog.backbones() for r i
     catalog.model_name(b, r) for b in ("gcn", "gat") for r in ("edge", "self")]
 MODELS = sorted(RELATION_MODELS + [p.stem for p in (REPO / "conf/model").glob("*.yaml")])
 
-
-def cfg(*overrides):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose("train", overrides=list(overrides))
 
 
 @pytest.mark.parametrize("dataset", DATASETS)

@@ -4,10 +4,9 @@ import logging
 import numpy as np
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 
 import regnn.config  # noqa: F401  (the repo_root resolver)
-from conftest import REPO, real_dataset_dir
+from conftest import REPO, cfg, real_dataset_dir
 from regnn.data import load_dataset, make_count_graph
 from regnn.data.features import one_hot_ids, to_tensor
 from regnn.data.scaling import apply_feature_norm, far_outside, scale_matrix
@@ -90,10 +89,6 @@ def test_the_scale_warning_stays_silent_on_the_builtin_datasets(name, caplog):
     assert not [r for r in caplog.records if "far outside" in r.getMessage()]
     assert data.features  # loaded, untouched: feature_norm defaults to none
 
-
-def cfg(*overrides):
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("train", overrides=list(overrides))
 
 
 def test_builtin_dataset_configs_default_to_no_scaling_and_a_mapping_is_accepted():

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import REPO
+from conftest import cfg as _cfg
 from regnn.core.adjacency import Adjacency
 from regnn.core.attention import aggregate_heads
 from regnn.data import build_relation_graph, load_dataset
@@ -215,11 +215,6 @@ def test_cuda_without_a_gpu_is_one_line(monkeypatch):
         select_device("cuda")
     assert select_device("auto")[0].type == "cpu"
 
-
-def _cfg(*overrides):
-    from hydra import compose, initialize_config_dir
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("train", overrides=list(overrides))
 
 
 @pytest.mark.parametrize("model", ["re_gcn", "simple_hgn", "gcn_m", "rgcn", "hgt", "han", "rhgnn", "magnn_ac",

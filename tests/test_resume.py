@@ -3,19 +3,14 @@ import json
 import shutil
 
 import pytest
-from hydra import compose, initialize_config_dir
 
-from conftest import REPO, run_train
+from conftest import cfg, run_train
 from regnn.errors import ConfigError
 from regnn.pipeline import train
 
 MINI = ["dataset=synthetic", "model=re_gcn", "threads=1", "trainer=minibatch", "trainer.fanouts=[5,5]",
         "trainer.batch_size=100", "trainer.max_epochs=2", "trainer.patience=2", "trainer.log_every=0"]
 
-
-def cfg(*overrides):
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("train", overrides=list(overrides))
 
 
 def test_minibatch_resume_keeps_finished_runs_and_extends(tmp_path, caplog):
