@@ -8,7 +8,8 @@ HGB's baseline code runs unchanged on the same graph and test nodes as regnn:
 
 - node.dat: every node with its type and, where the type has features, its feature row (HGB's --feats-type 0);
 - link.dat: every edge of adjM in both directions, one relation id per ordered pair of node types;
-- label.dat: the training and validation nodes (HGB's loader draws its own validation fifth from them, unseeded);
+- label.dat: the training and validation nodes (HGB's loader draws its own validation fifth from them, unseeded),
+  or with --pool train the training nodes alone (then HGB trains on four fifths of regnn's training nodes);
   label.dat.test: the test nodes. One class per node: HGB treats a folder named IMDB as multi-label, so give the
   folder another name.
 """
@@ -34,6 +35,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--pool", choices=["train+val", "train"], default="train+val",
+                    help="the labelled nodes HGB splits into its training and validation nodes")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     types = np.load(a.data_dir / "node_types.npy")
@@ -59,7 +62,8 @@ def main() -> None:
     labels = np.load(a.data_dir / "labels.npy")
     split = np.load(a.data_dir / "train_val_test_idx.npz")
     target = int(types[0])
-    for name, idx in (("label.dat", np.concatenate([split["train_idx"], split["val_idx"]])),
+    pool = [split["train_idx"]] + ([split["val_idx"]] if a.pool == "train+val" else [])
+    for name, idx in (("label.dat", np.concatenate(pool)),
                       ("label.dat.test", split["test_idx"])):
         with open(a.out / name, "w") as f:
             for node in np.sort(idx):
