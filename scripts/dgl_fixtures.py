@@ -5,6 +5,7 @@ torch==2.2.1 "numpy<2" scipy`):
 
     PYTHONPATH=src python scripts/dgl_fixtures.py            # every fixture
     PYTHONPATH=src python scripts/dgl_fixtures.py rgcn hgt   # some of them
+    HGB_HGT_DIR=<THUDM/HGB>/NC/benchmark/methods/HGT PYTHONPATH=src python scripts/dgl_fixtures.py hgb_hgt_model
 
 Each maker builds a small graph and inputs from a fixed seed, runs DGL's module or op in float64 with fixed
 weights, and saves the inputs, the weights, the outputs and the gradients of a fixed loss with respect to the inputs
@@ -239,6 +240,46 @@ def make_rgcn_model():
 def make_hgt_model():
     """regnn's HGT baseline on DGL's HGTConv (hidden 8, 2 heads, 2 layers with layer norm, 3 classes)."""
     return _typed_model("hgt")
+
+
+def _hgb_hgt_module():
+    """HGB's model.py (THUDM/HGB NC/benchmark/methods/HGT), from the checkout named by HGB_HGT_DIR."""
+    import importlib.util
+    import os
+    path = os.environ.get("HGB_HGT_DIR")
+    if not path:
+        raise SystemExit("hgb_hgt_model needs HGB_HGT_DIR: a THUDM/HGB checkout's NC/benchmark/methods/HGT")
+    spec = importlib.util.spec_from_file_location("hgb_hgt_model", os.path.join(path, "model.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@maker
+def make_hgb_hgt_model():
+    """HGB's own HGT (model.py's HGT and HGTLayer, unchanged; hidden 8, 2 heads, 2 layers with layer norm, 3
+    classes) on the small typed graph: its parameters (float32 init under seed 0, then float64), eval-mode
+    logits of type b's nodes and the gradients of sum(logits * G) for every parameter."""
+    graph, hg, _ = typed_graph_arrays()
+    hgb = _hgb_hgt_module()
+    dims = {"a": 3, "b": 4, "c": 2}
+    hg.node_dict = {t: i for i, t in enumerate(hg.ntypes)}
+    hg.edge_dict = {e: i for i, e in enumerate(hg.etypes)}
+    for e, i in hg.edge_dict.items():
+        hg.edges[e].data["id"] = torch.full((hg.num_edges(e),), i, dtype=torch.long)
+    model, init = float32_init(lambda: hgb.HGT(hg, n_inps=[dims[t] for t in hg.ntypes], n_hid=8, n_out=3,
+                                               n_layers=2, n_heads=2, use_norm=True))
+    model = model.double().eval()
+    gen = torch.Generator().manual_seed(3)
+    feats = {t: torch.randn(TYPED_NODES[t], d, generator=gen, dtype=torch.float64) for t, d in dims.items()}
+    for t, x in feats.items():
+        hg.nodes[t].data["inp"] = x
+    logits = model(hg, "b")
+    weights = torch.randn(logits.shape, generator=gen, dtype=torch.float64)
+    (logits * weights).sum().backward()
+    grads = {f"grad.{k}": p.grad for k, p in model.named_parameters() if p.grad is not None}  # see the test
+    return arrays(**graph, **init, **{f"feat.{t}": x for t, x in feats.items()}, logits=logits.detach(), G=weights,
+                  **grads)
 
 
 @maker

@@ -30,7 +30,7 @@ MAGNN_KEYS = ("name", "arch", "metapaths", "max_instances", "sample_seed", "hidd
               "attn_vec_dim", "dropout", "encoder")
 BASELINE_KEYS = {  # the models outside the relation group (regnn.models.baselines)
     "rgcn": ("name", "arch", "hidden", "num_layers", "dropout", "num_bases"),
-    "hgt": ("name", "arch", "hidden", "heads", "num_layers", "dropout", "use_norm"),
+    "hgt": ("name", "arch", "hidden", "heads", "num_layers", "dropout", "use_norm", "variant"),
     "simple_hgn": ("name", "arch", "hidden", "heads", "num_layers", "edge_dim", "dropout", "attn_dropout",
                    "negative_slope", "beta", "residual"),
     "han": ("name", "arch", "metapaths", "hidden", "heads", "num_layers", "dropout", "semantic_dim"),

@@ -1,9 +1,14 @@
-"""HGT (Hu et al., 2020): HGTConv layers (regnn.models.baselines.typed_layers).
+"""HGT (Hu et al., 2020) in two forms (regnn.models.baselines.typed_layers), chosen by `variant`:
 
-Per-type projection (GELU, as HGT's adaptation layer) -> `num_layers` HGTConv layers, each followed by GELU
-(node-type specific key/query/value maps, relation-specific attention and message matrices with a learned
-prior per relation, a gated skip connection per node type) -> a linear layer on the target nodes. The heads split
-the hidden size: `hidden` must be a multiple of `heads`.
+- "dgl": per-type projection (GELU, as HGT's adaptation layer, then dropout) -> `num_layers` HGTConv layers
+  (DGL's), each followed by GELU -> a linear layer on the target nodes;
+- "hgb": HGB's HGT (THUDM/HGB NC/benchmark/methods/HGT/model.py, the code behind HGB's HGT numbers): per-type
+  projection with tanh, no dropout -> `num_layers` HGBHGTLayer (attention normalised within each relation, the
+  relations averaged), no activation between them -> a linear layer on the target nodes.
+
+Both: node-type specific key/query/value maps, relation-specific attention and message matrices with a learned
+prior per relation, a gated skip connection per node type. The heads split the hidden size: `hidden` must be a
+multiple of `heads`.
 """
 from __future__ import annotations
 
@@ -12,20 +17,27 @@ import torch.nn.functional as F
 from torch import nn
 
 from regnn.models.baselines.inputs import TypedGraph
-from regnn.models.baselines.typed_layers import HGTConv
+from regnn.models.baselines.typed_layers import HGBHGTLayer, HGTConv
 from regnn.models.regnn import TypeProjection
 
 
 class HGT(nn.Module):
     def __init__(self, *, in_dims: dict[str, int], num_classes: int, num_relations: int, hidden: int = 64,
-                 heads: int = 8, num_layers: int = 2, dropout: float = 0.2, use_norm: bool = False):
+                 heads: int = 8, num_layers: int = 2, dropout: float = 0.2, use_norm: bool = False,
+                 variant: str = "dgl"):
         super().__init__()
         if hidden % heads:
             raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads}): the heads split it")
+        if variant not in ("dgl", "hgb"):
+            raise ValueError(f"variant must be dgl or hgb, got {variant!r}")
+        self.variant = variant
         self.proj = TypeProjection(in_dims, hidden)
-        self.convs = nn.ModuleList(
-            HGTConv(hidden, hidden // heads, heads, len(in_dims), num_relations, dropout=dropout, use_norm=use_norm)
-            for _ in range(num_layers))
+        if variant == "hgb":
+            self.convs = nn.ModuleList(HGBHGTLayer(hidden, heads, len(in_dims), num_relations, dropout=dropout,
+                                                   use_norm=use_norm) for _ in range(num_layers))
+        else:
+            self.convs = nn.ModuleList(HGTConv(hidden, hidden // heads, heads, len(in_dims), num_relations,
+                                               dropout=dropout, use_norm=use_norm) for _ in range(num_layers))
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(hidden, num_classes)
 
@@ -35,6 +47,12 @@ class HGT(nn.Module):
                    num_relations=len(inputs.relation_names), **kwargs)
 
     def forward(self, inputs: TypedGraph, feats: dict[str, torch.Tensor], embed: bool = False):
+        if self.variant == "hgb":
+            h = torch.tanh(self.proj(feats, inputs.ntypes))
+            for conv in self.convs:
+                h = conv(inputs, h)
+            h = h[inputs.target_nodes]
+            return self.head(h), (h if embed else None)
         # GELU after the input projection, as the HGT authors' adaptation layer
         h = self.dropout(F.gelu(self.proj(feats, inputs.ntypes)))
         for conv in self.convs:

@@ -123,3 +123,64 @@ class HGTConv(nn.Module):
         skip = x @ self.residual_w if self.in_size != heads * d else x
         h = h * s + skip * (1 - s)
         return self.norm(h) if self.use_norm else h
+
+
+class HGBHGTLayer(nn.Module):
+    """HGB's HGTLayer (THUDM/HGB, NC/benchmark/methods/HGT/model.py), which HGB's HGT results come from. Per node
+    type t: k, q, v and a linear maps with biases; per relation r and head: Att_r and Msg_r (d x d, xavier) and a
+    prior pri_r. For an edge u -> v of relation r:
+        score = <Q_{t(v)} h_v, (K_{t(u)} h_u) Att_r> pri_r / sqrt(d), softmax over v's in-edges *of relation r*;
+        m_r(v) = sum_e a_e (V_{t(u)} h_u) Msg_r;   t(v) = mean of m_r(v) over every relation r into v's type (a
+        relation without an edge into v gives 0, as DGL's cross-relation mean of HGB's per-relation updates);
+        out = drop(LayerNorm_{t(v)}(s A_{t(v)} t(v) + (1 - s) h_v)), s = sigmoid(skip_{t(v)}), norm where use_norm.
+    It differs from HGTConv (DGL's) in the softmax per relation and the mean over relations, the biases, the
+    per-type layer norms and where dropout sits."""
+
+    def __init__(self, dim: int, num_heads: int, num_ntypes: int, num_etypes: int, dropout: float = 0.2,
+                 use_norm: bool = False):
+        super().__init__()
+        if dim % num_heads:
+            raise ValueError(f"dim ({dim}) must be a multiple of num_heads ({num_heads})")
+        self.num_heads, self.d = num_heads, dim // num_heads
+        self.k = nn.ModuleList(nn.Linear(dim, dim) for _ in range(num_ntypes))
+        self.q = nn.ModuleList(nn.Linear(dim, dim) for _ in range(num_ntypes))
+        self.v = nn.ModuleList(nn.Linear(dim, dim) for _ in range(num_ntypes))
+        self.a = nn.ModuleList(nn.Linear(dim, dim) for _ in range(num_ntypes))
+        self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(num_ntypes)) if use_norm else None
+        self.relation_pri = nn.Parameter(torch.ones(num_etypes, num_heads))
+        self.relation_att = nn.Parameter(torch.empty(num_etypes, num_heads, self.d, self.d))
+        self.relation_msg = nn.Parameter(torch.empty(num_etypes, num_heads, self.d, self.d))
+        self.skip = nn.Parameter(torch.ones(num_ntypes))
+        self.drop = nn.Dropout(dropout)
+        nn.init.xavier_uniform_(self.relation_att)
+        nn.init.xavier_uniform_(self.relation_msg)
+
+    @staticmethod
+    def _typed(tg, x, lins) -> torch.Tensor:
+        return torch.cat([lins[t](x[a:b]) for t, a, b in tg.node_blocks()])
+
+    def forward(self, tg, x: torch.Tensor) -> torch.Tensor:
+        heads, d = self.num_heads, self.d
+        k, v = (self._typed(tg, x, m).view(-1, heads, d) for m in (self.k, self.v))
+        q = self._typed(tg, x, self.q).view(-1, heads, d)
+        kw = tg.pair_table(k, lambda r, kr: torch.einsum("nhd,hde->nhe", kr, self.relation_att[r]))
+        mv = tg.pair_table(v, lambda r, vr: torch.einsum("nhd,hde->nhe", vr, self.relation_msg[r]))
+        adj = tg.adj
+        rel, num_rel = adj.edge_ids("rel"), len(tg.relation_types)
+        score = (adj.gather(kw, "src") * adj.gather(q, "dst")).sum(-1) * adj.gather(self.relation_pri, "rel")
+        score = score / math.sqrt(d)
+        group = adj.edge_ids("dst") * num_rel + rel  # one softmax per (destination, relation)
+        size = (adj.num_dst * num_rel, heads)
+        top = score.new_full(size, -torch.inf).scatter_reduce(0, group[:, None].expand_as(score), score.detach(),
+                                                              "amax")
+        e = torch.exp(score - top.index_select(0, group))
+        a = e / score.new_zeros(size).index_add(0, group, e).index_select(0, group)
+        m = score.new_zeros(adj.num_dst * num_rel, heads, d).index_add(0, group, a[..., None] * adj.gather(mv, "src"))
+        into = torch.bincount(torch.tensor([t for _, t in tg.relation_types]), minlength=len(tg.ntypes))
+        per_node = into.to(x.device, x.dtype).clamp(min=1).index_select(0, tg.ntype)
+        t = m.view(adj.num_dst, num_rel, heads * d).sum(1) / per_node[:, None]
+        s = torch.sigmoid(self.skip).index_select(0, tg.ntype)[:, None]
+        h = self._typed(tg, t, self.a) * s + x * (1 - s)
+        if self.norms is not None:
+            h = self._typed(tg, h, self.norms)
+        return self.drop(h)
