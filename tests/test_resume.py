@@ -81,3 +81,9 @@ def test_cells_written_before_the_stopping_options_resume_as_the_defaults():
     rhgnn = OmegaConf.to_container(cfg("dataset=synthetic", "trainer.stop_on=[val_micro_f1,val_macro_f1]",
                                        "trainer.lr_schedule=cosine"), resolve=True)
     assert computation(rhgnn)["trainer"] != computation(old)["trainer"]
+    # HGT cells written before model.variant existed ran DGL's HGTConv: the default computes what they did
+    hgt = OmegaConf.to_container(cfg("dataset=synthetic", "model=hgt"), resolve=True)
+    old_hgt = {**hgt, "model": {k: v for k, v in hgt["model"].items() if k != "variant"}}
+    assert computation(old_hgt) == computation(hgt)
+    hgb = OmegaConf.to_container(cfg("dataset=synthetic", "model=hgt", "model.variant=hgb"), resolve=True)
+    assert computation(hgb) != computation(old_hgt)
