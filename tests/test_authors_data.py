@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 import torch
 
@@ -16,6 +17,7 @@ from regnn.data import load_dataset
 from regnn.data.relation_graph import build_relation_graph
 
 
+@pytest.mark.slow  # an evidence tool's check, not the package's
 def test_authors_layout_has_regnns_relations(tmp_path):
     data_dir = real_dataset_dir("ACM")
     p = subprocess.run([sys.executable, str(REPO / "scripts" / "authors_data.py"), "--dataset", "ACM",
