@@ -183,10 +183,11 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     _check(isinstance(t.profile, bool), "trainer.profile", t.profile, "use true or false")
     _check(t.ddp_backend in ("auto", "gloo", "nccl"), "trainer.ddp_backend", t.ddp_backend, "use auto, gloo or nccl")
     every = fan if t.eval_fanouts is None or t.eval == "layerwise" else OmegaConf.to_container(t.eval_fanouts)
-    _check(m.get("norm", "right") != "both" or all(f == -1 for f in fan + every), "model.norm", m.get("norm"),
+    every_neighbour = all(f == -1 for f in fan + every)
+    _check(m.get("norm", "right") != "both" or every_neighbour, "model.norm", m.get("norm"),
            "norm=both weighs a block by its nodes' whole-graph degrees, which a sampled neighbourhood does not "
            "match: use model.norm=right, or fanouts (and eval_fanouts) of -1 (every neighbour)")
-    _check(m.backbone != "sage" or all(f == -1 for f in fan + every), "trainer.fanouts", fan,
+    _check(m.backbone != "sage" or every_neighbour, "trainer.fanouts", fan,
            "the released GraphSAGE sums over every in-edge, each divided by its source's whole-graph degree, "
            "which a sampled neighbourhood does not match: use fanouts (and eval_fanouts) of -1 (every neighbour), "
            "or model=re_gcn with sampled fanouts")
