@@ -87,3 +87,18 @@ def test_cells_written_before_the_stopping_options_resume_as_the_defaults():
     assert computation(old_hgt) == computation(hgt)
     hgb = OmegaConf.to_container(cfg("dataset=synthetic", "model=hgt", "model.variant=hgb"), resolve=True)
     assert computation(hgb) != computation(old_hgt)
+
+
+def test_cells_clustered_before_n_init_existed_differ_from_the_ten_start_default():
+    """A config.yaml without clustering.n_init clustered with one start: a resume under the default (10) must not
+    take its scores for ten-start ones, and n_init=1 matches it."""
+    from omegaconf import OmegaConf
+
+    from regnn.pipeline.store import computation
+    now = OmegaConf.to_container(cfg("dataset=synthetic", "clustering.enabled=true"), resolve=True)
+    assert now["clustering"]["n_init"] == 10
+    old = {**now, "clustering": {k: v for k, v in now["clustering"].items() if k != "n_init"}}
+    assert computation(old) != computation(now)
+    one = OmegaConf.to_container(cfg("dataset=synthetic", "clustering.enabled=true", "clustering.n_init=1"),
+                                 resolve=True)
+    assert computation(old) == computation(one)

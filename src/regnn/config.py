@@ -112,6 +112,9 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
         ft = str(cfg.dataset.feats_type)
         _check(ft in feats_types or ft in ("0", "1", "2"), "dataset.feats_type", ft,
                f"use one of {list(feats_types)} (or the authors' codes 0/1/2)")
+    if cfg.get("clustering", {}).get("enabled"):
+        _num(cfg, "clustering.repeats", lo=1, hi=MAX_RUNS, integer=True)
+        _num(cfg, "clustering.n_init", lo=1, hi=MAX_RUNS, integer=True)
     _check(cfg.logger.name in ("none", "csv", "wandb"), "logger.name", cfg.logger.name, "use none, csv or wandb")
     _dataset_keys(cfg.dataset)
 

@@ -65,7 +65,8 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
     if cfg.clustering.enabled and result.embeddings is not None:
         test = data.splits["test"]
         rec |= cluster_scores(result.embeddings[test].numpy(), data.labels[test].numpy(), data.num_classes,
-                              repeats=cfg.clustering.repeats, seed=cfg.clustering.seed)
+                              repeats=cfg.clustering.repeats, n_init=cfg.clustering.n_init,
+                              seed=cfg.clustering.seed)
     logger.end_run(rec)
     store.save_run(rec, result, data, cfg.save_embeddings)
     log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f%s (best epoch %d of %d, %.1fs)", run + 1,

@@ -52,6 +52,8 @@ def computation(cfg) -> dict:
         if t.get("lr_schedule", "constant") == "constant":
             t.pop("lr_schedule", None)
         c["trainer"] = t
+    if isinstance(c["clustering"], dict) and "n_init" not in c["clustering"]:
+        c["clustering"] = {**c["clustering"], "n_init": 1}  # configs before the option clustered with one start
     if isinstance(c["model"], dict) and c["model"].get("variant", "dgl") == "dgl" and c["model"].get("arch") == "hgt":
         c["model"] = {k: v for k, v in c["model"].items() if k != "variant"}  # DGL's HGTConv: before the option
     if isinstance(c["model"], dict) and c["model"].get("metapath_select_runs", 0) is None:
