@@ -29,8 +29,13 @@ train: setup ## the main job: RE-GCN on DBLP, 10 runs, mean ± std Macro/Micro-F
 # TEST_WORKERS=0 runs them in the pytest process itself
 TEST_WORKERS ?= $(shell $(PY) -c 'import os; print(min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))' 2>/dev/null || echo 0)
 
+.PHONY: lint
+lint: venv ## the package's import layers (pyproject.toml: a lower layer never imports a higher one) and ruff's error rules
+	$(PY) -c 'import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))'
+	$(PY) -m ruff check src scripts tests train.py
+
 # tests marked serial (multi-process DDP) run afterwards, alone
-test: setup ## the fast test suite (CPU only; every test runs without DGL)
+test: setup lint ## the import layers and ruff's error rules, then the fast test suite (CPU only; every test runs without DGL)
 	$(PY) -m pytest -m "not slow and not serial and not slurm" -q -n $(TEST_WORKERS) --dist worksteal
 	$(PY) -m pytest -m "serial and not slow" -q
 

@@ -41,7 +41,7 @@ def main(cfg: DictConfig) -> float:
         if HydraConfig.get().mode != RunMode.MULTIRUN:
             discard_unused_run_dir(out_dir)
             sys.exit(2)
-        from regnn.io_safe import write_text
+        from regnn.runs.io_safe import write_text
         write_text(Path(out_dir) / "refused.txt", f"{e}\n")  # for the sweep's table
         return float("nan")
     except interrupt.Interrupted as e:  # the run in progress is abandoned; nothing of it was written

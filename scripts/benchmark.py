@@ -61,8 +61,8 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
     import numpy as np
     import torch
 
-    from regnn.training.perf import keep_freed_memory
-    from regnn.training.trainer import train_run
+    from regnn.perf import keep_freed_memory
+    from regnn.training.trainer import trainer_for
 
     keep_freed_memory(every_size=True)
     cfg, data, inputs, net = _build(dataset, model, overrides)
@@ -70,8 +70,7 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
     limits = (dict(max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
                    stop_on=list(cfg.trainer.stop_on), lr_schedule=str(cfg.trainer.lr_schedule)) if full
               else dict(max_epochs=n, patience=n + 1))
-    from regnn.pipeline import arch_of
-    fit = arch_of(cfg.model).train or train_run  # as the pipeline trains it (Metapath2vec: walks, then a classifier)
+    fit = trainer_for(cfg.model.get("arch", "regnn"))  # as the pipeline trains it (Metapath2vec: walks, classifier)
     r = fit(net, inputs, data.features, data.labels, data.splits, seed=0, optimizer=dict(cfg.optimizer), **limits)
     times = [h["epoch_time_s"] for h in r.history[warmup:]] or [h["epoch_time_s"] for h in r.history]
     return {"dataset": dataset, "model": model, "metapath": cfg.model.get("metapath"), "epochs_timed": len(times), "run_s": r.train_time_s,
@@ -89,7 +88,7 @@ def paired_cell(dataset: str, plain: str, re_model: str, epochs: int, warmup: in
     import numpy as np
     import torch
 
-    from regnn.training.perf import keep_freed_memory
+    from regnn.perf import keep_freed_memory
     from regnn.training.trainer import epochs as epoch_steps
 
     keep_freed_memory(every_size=True)

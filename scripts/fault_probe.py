@@ -5,7 +5,7 @@ trained once and every JSON readable.
     .venv/bin/python scripts/fault_probe.py --trainers fullbatch --runs 2
 
 For each trainer, a clean job lists the writes (every summary, config and run record goes through
-regnn.io_safe.write_text). Then, for write k = 1..N, a fresh job is killed with SIGKILL in the middle of write k
+regnn.runs.io_safe.write_text). Then, for write k = 1..N, a fresh job is killed with SIGKILL in the middle of write k
 (half of its temporary file written), and `train.py ... resume=true` is run in the same directory. Checked after
 the re-run: it exits 0; every *.json under the directory parses; results.json lists runs 0..R-1 once each; the
 re-run trained exactly the runs that had no finished record when the job was killed (none twice); and the scores
@@ -25,13 +25,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from regnn.io_safe import write_json, write_text  # noqa: E402
+from regnn.runs.io_safe import write_json, write_text  # noqa: E402
 
 # runs train.py with the pipeline's writes and trainings logged to $PROBE_LOG; SIGKILL in write $PROBE_KILL
 LAUNCHER = r"""
 import os, runpy, signal, sys
 from pathlib import Path
-import regnn.io_safe as io_safe, regnn.pipeline.fullbatch as fullbatch, regnn.training.minibatch as minibatch
+import regnn.runs.io_safe as io_safe, regnn.pipeline.fullbatch as fullbatch, regnn.training.minibatch as minibatch
 log, kill_at, n = open(os.environ["PROBE_LOG"], "a"), int(os.environ.get("PROBE_KILL", "0")), [0]
 write = io_safe.write_text
 def probe_write(path, text):

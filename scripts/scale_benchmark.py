@@ -138,7 +138,7 @@ def profile_lines(report: dict) -> list[str]:
     rows = [r for r in report["models"] if r.get("profile")]
     if not rows:
         return []
-    lines = ["", f"## Profile of a training step (seconds per batch, mean over the epoch's batches)", "",
+    lines = ["", "## Profile of a training step (seconds per batch, mean over the epoch's batches)", "",
              "| phase | " + " | ".join(r["model"] for r in rows) + " |", "|---|" + "---|" * len(rows)]
     for key, name in PHASES:
         lines.append(f"| {name} | " + " | ".join(f"{r['profile'].get(key, 0.0):.3f}" for r in rows) + " |")

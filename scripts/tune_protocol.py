@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
-from regnn.config import REPO_ROOT
+from regnn.paths import REPO_ROOT
 from regnn.reporting.collect import markdown, refuse_existing
 from regnn.sweeper import open_study
 from regnn.tuning import FINALIST_SEED_OFFSET, choose, pick_finalists, train_finalist

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import regnn.io_safe as io_safe
+import regnn.runs.io_safe as io_safe
 import regnn.pipeline as pipeline
 import regnn.pipeline.fullbatch as fullbatch
 import regnn.training.minibatch as minibatch
 from conftest import REPO, cfg, run_train
-from regnn.io_safe import OutputError, read_json, write_text
+from regnn.runs.io_safe import OutputError, read_json, write_text
 
 SYN = ["dataset=synthetic", "model=re_gcn", "runs=2", "threads=1", "trainer.max_epochs=4", "trainer.patience=4"]
 MINI = ["trainer=minibatch", "trainer.fanouts=[5,5]", "trainer.batch_size=100", "trainer.max_epochs=2",
@@ -121,7 +121,7 @@ def test_full_disk_gives_one_line_and_a_non_zero_exit(tmp_path):
     launcher = tmp_path / "full_disk.py"
     launcher.write_text(
         "import errno, os, runpy, sys\n"
-        "import regnn.io_safe as s\n"
+        "import regnn.runs.io_safe as s\n"
         "def full(fd):\n"
         "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
         "s.os.fsync = full\n"

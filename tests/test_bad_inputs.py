@@ -11,8 +11,8 @@ import scipy.sparse as sp
 
 import regnn.config  # noqa: F401  (the repo_root resolver)
 from conftest import cfg, run_train
-from custom_data import edit_npz, write_magnn, write_npz
-from regnn import io_safe
+from custom_data import write_magnn, write_npz
+from regnn.runs import io_safe
 from regnn.config import validate
 from regnn.data import load_dataset
 from regnn.data.features import FEATS_TYPES

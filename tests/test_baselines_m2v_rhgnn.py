@@ -7,13 +7,13 @@ import torch
 from omegaconf import OmegaConf
 
 from conftest import cfg
-from regnn import io_safe
+from regnn.runs import io_safe
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import ConfigError
 from regnn.pipeline import arch_of, build_model, load_data, model_kwargs, train
 from regnn.pipeline import check as check_config
 from regnn.training.seed import seed_everything
-from regnn.training.trainer import train_run
+from regnn.training.trainer import train_run, trainer_for
 
 # short walks keep the skip-gram tests at seconds; the code path is the one of the paper's settings
 FAST_WALKS = ["model.walk_length=20", "model.walks_per_node=3", "model.hidden=32", "model.window=3",
@@ -87,7 +87,7 @@ def test_metapath2vec_embeddings_and_classifier_beat_chance(synthetic):
     assert len(inputs.walk) == 20 and inputs.walk[:2] == ["item->source", "source->item"]
     seed_everything(0)
     net = build_model(c.model, synthetic, inputs)
-    r = arch.train(net, inputs, synthetic.features, synthetic.labels, synthetic.splits, seed=0)
+    r = trainer_for("metapath2vec")(net, inputs, synthetic.features, synthetic.labels, synthetic.splits, seed=0)
     majority = torch.bincount(synthetic.labels).max().item() / synthetic.labels.numel() * 100
     assert majority < 40
     assert r.metrics["test_micro_f1"] >= 70.0, f"{r.metrics['test_micro_f1']:.1f} (chance {majority:.1f})"

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from regnn import claim as claim_module
-from regnn.claim import MARKER, claim, read_marker
+from regnn.runs import claim as claim_module
+from regnn.runs.claim import MARKER, claim, read_marker
 from regnn.errors import CellBusy, ConfigError
 
 

@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from conftest import REPO, run_train
-from regnn.compare import MODELS
+from regnn.reporting.compare import MODELS
 
 SMOKE = ["experiment=compare", "dataset=synthetic", "debug=smoke", "threads=1"]
 
@@ -117,7 +117,7 @@ def test_the_winner_is_picked_on_validation_never_on_test_and_archived_cells_are
 
 
 def test_on_the_built_in_datasets_compare_cells_are_the_table_2_cells():
-    from regnn.pipeline.store import computation
+    from regnn.runs.store import computation
     for dataset in ("dblp", "acm", "imdb"):
         for model in MODELS:
             cmp_cfg = _compose("experiment=compare", f"dataset={dataset}", f"model={model}")

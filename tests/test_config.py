@@ -215,7 +215,7 @@ def test_experiment_sweeps_read_the_catalog():
     (["runs=10", "threads=2", "workers=1"], 10, 50_000, (1, 2)),
 ])
 def test_auto_workers_split_the_thread_budget(overrides, pending, edges, expect):
-    from regnn.pipeline.executor import plan_workers
+    from regnn.runs.executor import plan_workers
     c = cfg("dataset=synthetic", *overrides)
     assert plan_workers(c, "cpu", pending, int(c.threads), edges) == expect
     assert plan_workers(c, "cuda", pending, int(c.threads), edges)[0] == (expect[0] if c.workers != "auto" else 1)
@@ -256,7 +256,7 @@ def test_a_job_under_slurm_trains_on_the_cpus_slurm_gave_it(monkeypatch):
     else torch's default; threads= wins."""
     from omegaconf import OmegaConf
 
-    from regnn.pipeline.executor import job_threads
+    from regnn.runs.executor import job_threads
     unset = OmegaConf.create({"threads": None})
     monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
     assert job_threads(unset) is None

@@ -2,7 +2,6 @@
 import json
 
 import pytest
-import torch
 
 from conftest import run_train
 from custom_data import write_npz

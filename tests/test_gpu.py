@@ -5,7 +5,6 @@ Every test runs on the CPU in the fast suite, and on CUDA where torch sees it (t
 it: the graph's arrays (an `Adjacency`: torch's edge-wise ops) and the pure-torch aggregation (REGNN_KERNELS=0;
 the fused kernels are CPU code).
 """
-import json
 
 import pytest
 import torch
@@ -20,7 +19,7 @@ from regnn.errors import ConfigError
 from regnn.models import REGNN, RelationInputs
 from regnn.training.device import select_device
 from regnn.training.minibatch import train_minibatch_run
-from regnn.training.node_inputs import NodeInputs, SampledREGNN
+from regnn.models.sampled import NodeInputs, SampledREGNN
 from regnn.training.sampling import SampledGraph, sampled_loader
 from regnn.training.seed import seed_everything
 from regnn.training.trainer import make_optimizer, train_run

@@ -9,7 +9,7 @@ from conftest import run_train
 from regnn.data import build_relation_graph, load_dataset, make_synthetic
 from regnn.models import REGNN
 from regnn.training.minibatch import Scorer, train_minibatch_run
-from regnn.training.node_inputs import NodeInputs, SampledREGNN
+from regnn.models.sampled import NodeInputs, SampledREGNN
 from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits
 from regnn.training.seed import seed_everything
 

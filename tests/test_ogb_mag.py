@@ -11,7 +11,7 @@ from regnn.data.hetero import HeteroGraph
 from regnn.data.ogb import load_ogb, mean_neighbour_features
 from regnn.data.ogb_format import MAG_EDGES, MAG_NODES, write_ogb_mag_like
 from regnn.errors import DataError
-from regnn.training.node_inputs import NodeInputs
+from regnn.models.sampled import NodeInputs
 
 
 def test_generated_graph_has_the_schema_and_official_split(mag_root):

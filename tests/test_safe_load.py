@@ -8,7 +8,7 @@ import torch
 from conftest import run_train
 from regnn.data.ogb import load_ogb
 from regnn.errors import DataError
-from regnn.io_safe import torch_load
+from regnn.data.safe_load import torch_load
 
 
 class _Payload:

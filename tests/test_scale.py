@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 import regnn.config  # noqa: F401  (the model names, as train.py registers them)
 import regnn.tuning  # noqa: F401
 from conftest import REPO, SET_UP, run_train
-from regnn.io_safe import read_json
+from regnn.runs.io_safe import read_json
 
 EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml") if p.stem != "base_cells")
 LAUNCHERS = {"slurm": "SlurmLauncher", "local": "LocalLauncher", "parallel": "JoblibLauncher",

@@ -3,7 +3,6 @@ aggregate-then-transform on blocks, the typed input projection over type-grouped
 the step profile."""
 import pytest
 import torch
-from torch import nn
 
 from regnn.core.adjacency import Adjacency
 from regnn.core.attention import REGATConv
@@ -81,7 +80,7 @@ def mag(mag_root):
 
 def _model(d, sg, backbone="gcn"):
     from regnn.models import REGNN
-    from regnn.training.node_inputs import NodeInputs, SampledREGNN
+    from regnn.models.sampled import NodeInputs, SampledREGNN
     inputs = NodeInputs(d.features, embed_dim=8)
     opts = dict(hidden=16, norm="right") if backbone == "gcn" else dict(hidden=4, heads=2)
     regnn = REGNN(in_dims=inputs.in_dims, num_classes=d.num_classes, relation_names=sg.relation_names,
@@ -110,7 +109,7 @@ def test_type_grouped_batch_gives_the_scores_and_gradients_of_the_block_order(ma
 
 
 def test_projection_pieces_equal_per_row_projection(mag):
-    from regnn.training.node_inputs import _runs
+    from regnn.models.sampled import _runs
     pos = torch.tensor([0, 1, 2, 3, 10, 11, 12, 20])
     pieces = _runs(pos, min_run=3)
     assert [(p[0], p[1]) for p in pieces[:2]] == [(slice(0, 4), slice(0, 4)), (slice(10, 13), slice(4, 7))]

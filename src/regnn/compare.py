@@ -18,11 +18,11 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from regnn.config import REPO_ROOT
+from regnn.paths import REPO_ROOT
 from regnn.errors import ConfigError
+from regnn.reporting.compare import default_archive, render, sweep_models
 
 log = logging.getLogger("regnn")
-MODELS = ("mlp", "gcn", "rgcn", "simple_hgn", "re_gcn", "re_gat")  # the default rows, in the table's order
 # overrides of the compare command that the tune and the tuned training set themselves
 _OWN = ("experiment=", "compare.", "tune.", "runs=", "resume=", "hydra.")
 
@@ -50,24 +50,14 @@ def tuned_cell(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> dict:
     return json.loads((out_dir / "results.json").read_text())
 
 
-def sweep_models(config: DictConfig) -> list[str]:
-    """The models of the sweep: model=a,b on the command line, else hydra.sweeper.params.model."""
-    swept = str(config.hydra.sweeper.params.model)
-    for o in config.hydra.overrides.task:
-        if o.startswith("model="):  # the command line wins over the params, as in Hydra's sweeper
-            swept = o.split("=", 1)[1]
-    return [m.strip() for m in swept.split(",") if m.strip()]
-
-
 class CompareCallback(Callback):
     """Renders the comparison once every cell of the sweep has run (or been skipped or refused)."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        from regnn.reporting import compare
         sweep = Path(config.hydra.sweep.dir)
         try:
-            written = compare.render(sweep, str(config.dataset.name), sweep_models(config),
-                                     archive=compare.default_archive(str(config.dataset.name), sweep))
+            written = render(sweep, str(config.dataset.name), sweep_models(config),
+                                     archive=default_archive(str(config.dataset.name), sweep))
         except Exception as e:  # noqa: BLE001 (Hydra would turn it into a warning; the command must fail)
             log.error("compare: %s", e)
             raise SystemExit(1) from e

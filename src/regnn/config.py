@@ -5,14 +5,13 @@ the values Hydra cannot know are wrong.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 import regnn.schema  # noqa: F401  (also registers the model schemas and names in Hydra's ConfigStore)
 from regnn.errors import ConfigError, quote
+from regnn.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 if not OmegaConf.has_resolver("repo_root"):
     OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))

@@ -44,10 +44,10 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from regnn import claim
-from regnn.config import REPO_ROOT
+from regnn.runs import claim
+from regnn.paths import REPO_ROOT
 from regnn.errors import ConfigError
-from regnn.io_safe import write_text
+from regnn.runs.io_safe import write_text
 from regnn.reporting.collect import refuse_existing, write_table
 from regnn.sweeper import matching, open_study, search_space, study_names
 

@@ -23,7 +23,7 @@ from regnn.data.dataset import HeteroDataset
 from regnn.data.features import one_hot_ids
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import DataError
-from regnn.io_safe import torch_load
+from regnn.data.safe_load import torch_load
 
 FEATURELESS = ("mean", "file", "learnable")
 

@@ -19,7 +19,6 @@ from regnn.models.regnn import REGNN, RelationInputs, TypeProjection
 class Arch:
     prepare: Callable[..., Any]  # (data, device, **model kwargs) -> inputs (e.g. meta-path graphs)
     build: Callable[..., Any]  # (inputs, in_dims, num_classes, **model kwargs) -> nn.Module
-    train: Callable[..., Any] | None = None  # train_run's counterpart for a model not trained epoch by epoch
 
 
 @dataclass(frozen=True)
@@ -27,11 +26,6 @@ class LazyArch:
     """An Arch whose prepare and build live in a module imported on first use: "module:attr.attr"."""
     prepare_path: str
     build_path: str
-    train_path: str | None = None
-
-    @property
-    def train(self) -> Callable[..., Any] | None:
-        return _resolve(self.train_path) if self.train_path else None
 
     @property
     def prepare(self) -> Callable[..., Any]:
@@ -60,8 +54,8 @@ ARCHS: dict[str, Arch | LazyArch] = {
     "gtn": LazyArch(f"{_BL}:SelfLoopGraph.build", f"{_BL}:GTN.from_inputs"),
     "han": LazyArch(f"{_BL}:MetapathGraphs.build", f"{_BL}:HAN.from_inputs"),
     "metapath_gnn": LazyArch(f"{_BL}:MetapathInputs.build", f"{_BL}:build_metapath_gnn"),  # GCN-M, GAT-M
-    "metapath2vec": LazyArch(f"{_BL}.metapath2vec:WalkInputs.build", f"{_BL}.metapath2vec:Metapath2Vec.from_inputs",
-                             f"{_BL}.metapath2vec:fit"),  # skip-gram embeddings, then a classifier
+    # skip-gram embeddings, then a classifier (its trainer: regnn.training.skipgram)
+    "metapath2vec": LazyArch(f"{_BL}.metapath2vec:WalkInputs.build", f"{_BL}.metapath2vec:Metapath2Vec.from_inputs"),
     "rhgnn": LazyArch(f"{_BL}.rhgnn:RelationGraphs.build", f"{_BL}.rhgnn:RHGNN.from_inputs"),
     "magnn": LazyArch(f"{_BL}.magnn:MetapathInstances.build", f"{_BL}.magnn:MAGNN.from_inputs"),
     "magnn_ac": LazyArch(f"{_BL}.magnn_ac:CompletionInputs.build", f"{_BL}.magnn_ac:MAGNNAC.from_inputs"),

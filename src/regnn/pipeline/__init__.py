@@ -23,7 +23,7 @@ from regnn.errors import Unsupported
 from regnn.models import BACKBONES
 from regnn.pipeline import fullbatch, metapath, minibatch
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
-from regnn.pipeline.store import CellStore
+from regnn.runs.store import CellStore
 
 __all__ = ["train", "train_cell", "arch_of", "build_model", "load_data", "model_kwargs"]
 

@@ -11,14 +11,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.evaluation.clustering import cluster_scores
 from regnn.loggers import make_logger
-from regnn.pipeline.executor import job_threads, plan_workers, run_in_workers
+from regnn.runs.executor import job_threads, plan_workers, run_in_workers
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
-from regnn.pipeline.store import CellStore, failed_note, run_record
+from regnn.runs.store import CellStore, failed_note, run_record
 from regnn.training.device import select_device
 from regnn.training.divergence import Diverged, failed_record
-from regnn.training.perf import keep_freed_memory
+from regnn.perf import keep_freed_memory
 from regnn.training.seed import seed_everything
-from regnn.training.trainer import Progress, train_run
+from regnn.training.trainer import Progress, trainer_for
 
 log = logging.getLogger("regnn")
 # torch's own thread count (one per core), read before any job sets its own: a multirun process or GCN-M's
@@ -52,7 +52,7 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
     model = build_model(cfg.model, data, job.inputs).to(job.device)
     logger.start_run(run, seed)
     try:
-        fit = arch_of(cfg.model).train or train_run  # Metapath2vec: embeddings, then a classifier
+        fit = trainer_for(cfg.model.get("arch", "regnn"))
         result = fit(model, job.inputs, job.feats, job.labels, job.splits, seed=seed,
                      optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
                      max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,

@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from regnn import io_safe
+from regnn.runs import io_safe
 from regnn.errors import ConfigError
-from regnn.pipeline.store import CellStore
+from regnn.runs.store import CellStore
 from regnn.training.divergence import finished
 
 log = logging.getLogger("regnn")

@@ -13,10 +13,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.config import whole_graph_degrees
 from regnn.loggers import make_logger
-from regnn.pipeline.executor import job_threads
+from regnn.runs.executor import job_threads
 from regnn.pipeline.from_config import load_data, model_kwargs
-from regnn.pipeline.store import CellStore, failed_note, run_record
-from regnn.training.perf import keep_freed_memory, peak_rss_gb
+from regnn.runs.store import CellStore, failed_note, run_record
+from regnn.perf import keep_freed_memory, peak_rss_gb
 from regnn.training.device import select_device
 from regnn.training.divergence import Diverged, failed_record
 from regnn.training.seed import seed_everything
@@ -32,7 +32,7 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
     from regnn.models.regnn import REGNN
     from regnn.training.distributed import Dist, param_digest
     from regnn.training.minibatch import train_minibatch_run
-    from regnn.training.node_inputs import NodeInputs, SampledREGNN
+    from regnn.models.sampled import NodeInputs, SampledREGNN
     from regnn.training.sampling import SampledGraph
 
     t = cfg.trainer

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 from omegaconf import OmegaConf
 
-from regnn import io_safe
-from regnn.config import REPO_ROOT
+from regnn.runs import io_safe
+from regnn.paths import REPO_ROOT
 from regnn.evaluation.clustering import cluster_scores
 from regnn.evaluation.metrics import mean_std
 from regnn.pipeline.from_config import load_data

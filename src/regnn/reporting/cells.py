@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from regnn.config import REPO_ROOT
-from regnn.io_safe import read_json, strict, write_text
-from regnn.pipeline.store import run_devices
+from regnn.paths import REPO_ROOT
+from regnn.runs.io_safe import read_json, strict, write_text
+from regnn.runs.store import run_devices
 
 CELLS = REPO_ROOT / "outputs" / "experiments" / "cells"
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from regnn import catalog
-from regnn.config import REPO_ROOT
+from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CELLS, CellPool, MissingCells
 
 # the models outside the relation group; regnn.catalog names the others (RE-GCN, GCN-S, ...)

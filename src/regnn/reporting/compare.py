@@ -16,13 +16,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from regnn.catalog import PAPER_DATASETS
-from regnn.config import REPO_ROOT
+from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CellPool
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import label
+
+MODELS = ("mlp", "gcn", "rgcn", "simple_hgn", "re_gcn", "re_gat")  # the default rows, in the table's order
 
 METRICS = ("val_micro_f1", "test_micro_f1", "val_macro_f1", "test_macro_f1")
 
@@ -38,6 +40,15 @@ def default_archive(dataset: str, sweep: Path, tuned: bool | None = None) -> Pat
 def _sweep_config(sweep: Path) -> dict:
     path = Path(sweep) / "multirun.yaml"  # written by Hydra at the start of the sweep
     return OmegaConf.to_container(OmegaConf.load(path), resolve=False) if path.is_file() else {}
+
+
+def sweep_models(config: DictConfig) -> list[str]:
+    """The models of the sweep: model=a,b on the command line, else hydra.sweeper.params.model."""
+    swept = str(config.hydra.sweeper.params.model)
+    for o in config.hydra.overrides.task:
+        if o.startswith("model="):  # the command line wins over the params, as in Hydra's sweeper
+            swept = o.split("=", 1)[1]
+    return [m.strip() for m in swept.split(",") if m.strip()]
 
 
 def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.DataFrame, list[str]]:
@@ -130,12 +141,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweep", help="the sweep folder of experiment=compare (or a cell pool)")
     ap.add_argument("--dataset", help="default: the sweep's (its multirun.yaml)")
-    ap.add_argument("--models", nargs="+", help="default: the sweep's, else regnn.compare.MODELS")
+    ap.add_argument("--models", nargs="+", help="default: the sweep's, else MODELS")
     ap.add_argument("--out", help="prefix of the files (default: <sweep>/compare)")
     ap.add_argument("--archive", help="cell summaries for the cells the sweep lacks (default: results/cells on "
                                       "DBLP, ACM and IMDB, untuned sweeps only)")
     a = ap.parse_args(argv)
-    from regnn.compare import MODELS, sweep_models
     sweep = Path(a.sweep)
     conf = _sweep_config(sweep)
     dataset = a.dataset or conf.get("dataset", {}).get("name")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from regnn import catalog
-from regnn.config import REPO_ROOT
+from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CELLS, CellPool, MissingCells
 
 

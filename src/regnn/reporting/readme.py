@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from regnn.config import REPO_ROOT
+from regnn.paths import REPO_ROOT
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 

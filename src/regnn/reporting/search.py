@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from regnn.io_safe import read_json
+from regnn.runs.io_safe import read_json
 from regnn.reporting.collect import refuse_existing, write_table
 
 

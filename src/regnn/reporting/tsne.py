@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from openTSNE import TSNE
 
-from regnn.config import REPO_ROOT
+from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CELLS, CellPool, MissingCells, as_pool
 from regnn.reporting.common import label
 from regnn.reporting.figures import save, subplots

@@ -21,7 +21,7 @@ from regnn.evaluation.metrics import f1_scores
 from regnn.training.distributed import Dist
 from regnn.training.divergence import TrainLossBlowup, check_loss, check_parameters
 from regnn.training.early_stopping import EarlyStopping
-from regnn.training.perf import StepTimer, peak_rss_gb
+from regnn.perf import StepTimer, peak_rss_gb
 from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits, to_device
 from regnn.training.trainer import RunResult, make_optimizer
 

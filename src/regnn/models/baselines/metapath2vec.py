@@ -2,7 +2,7 @@
 then a logistic-regression classifier (sklearn) on the training nodes' embeddings.
 
 The embeddings are trained once per seed, without labels; there is no epoch-by-epoch training of a classifier
-and so no early stopping: `fit` (the arch's trainer, in place of regnn.training.trainer.train_run) runs
+and so no early stopping: its trainer (regnn.training.skipgram, in place of regnn.training.trainer.train_run) runs
 `walks_per_node` passes over the target nodes (one walk from each per pass), then fits the classifier. The fitted
 classifier is copied into a linear layer, so the model's forward pass gives its class scores like any model's.
 
@@ -20,18 +20,14 @@ directions.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from regnn import interrupt
 from regnn.errors import ConfigError
-from regnn.evaluation.metrics import f1_scores
 from regnn.models.baselines.metapath import check_metapath
-from regnn.training.trainer import RunResult
 
 Csr = tuple[torch.Tensor, torch.Tensor]  # (indptr over the source nodes, destination of every out-edge)
 
@@ -193,69 +189,3 @@ class Metapath2Vec(nn.Module):
         h = self.embeddings()
         return self.head(h), (h if embed else None)
 
-
-def fit(model: Metapath2Vec, inputs, feats, labels, splits, *, seed: int, on_epoch=None, progress=None,
-        **_trainer_options) -> RunResult:
-    """train_run's counterpart (its arguments; the optimizer and epoch settings are the model's own): skip-gram
-    for `walks_per_node` passes (shuffled start nodes, batches of walks, SparseAdam), then sklearn's
-    LogisticRegression on the training nodes; the scores of every split, as train_run reports them."""
-    from sklearn.linear_model import LogisticRegression
-
-    o = model.fit_options
-    walks_per_node, batch_size = int(o["walks_per_node"]), int(o["batch_size"])
-    sg = model.skipgram
-    opt = torch.optim.SparseAdam(list(sg.parameters()), lr=o["lr"])
-    starts = torch.arange(model.target_ids.numel())
-    history = []
-    t0 = time.perf_counter()
-    for epoch in range(walks_per_node):
-        interrupt.check(f"before epoch {epoch}")
-        t, total, n = time.perf_counter(), 0.0, 0
-        model.train()
-        for traces in torch.split(sg.walks(starts[torch.randperm(starts.numel())]), batch_size):
-            u, v, neg = sg.pairs(traces)
-            if u.numel() == 0:  # every walk of the batch ended at its start
-                continue
-            loss = sg(u, v, neg)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total, n = total + loss.item(), n + 1
-        row = {"epoch": epoch, "train_loss": total / max(n, 1), "epoch_time_s": time.perf_counter() - t}
-        history.append(row)
-        if on_epoch:
-            on_epoch(row)
-        if progress:
-            progress.update(f"walk pass {epoch + 1}/{walks_per_node} skip-gram loss {row['train_loss']:.4f}")
-    if progress:
-        progress.close()
-    with torch.no_grad():
-        emb = model.embeddings().detach().cpu()
-    y = labels.cpu()
-    clf = LogisticRegression(C=o["classifier_c"], max_iter=1000, random_state=seed)
-    clf.fit(emb[splits["train"].cpu()].numpy(), y[splits["train"].cpu()].numpy())
-    dev = model.head.weight.device
-    classes = torch.as_tensor(clf.classes_, device=dev)
-    with torch.no_grad():  # classes absent from the training nodes keep -inf scores
-        model.head.weight.zero_()
-        model.head.bias.fill_(-torch.inf)
-        coef = torch.as_tensor(clf.coef_, dtype=torch.float32, device=dev)
-        bias = torch.as_tensor(clf.intercept_, dtype=torch.float32, device=dev)
-        if len(classes) == 2:  # sklearn's binary form: one score for the second class
-            coef, bias = torch.cat([torch.zeros_like(coef), coef]), torch.cat([torch.zeros_like(bias), bias])
-        model.head.weight[classes] = coef
-        model.head.bias[classes] = bias
-    train_time = time.perf_counter() - t0
-    model.eval()
-    with torch.no_grad():
-        logits, _ = model(inputs, feats)
-        logits = logits.cpu()
-    metrics = {}
-    for s in ("train", "val", "test"):
-        i = splits[s].cpu()
-        metrics |= {f"{s}_{k}": v for k, v in f1_scores(logits[i], y[i], logits.shape[1]).items()}
-        metrics[f"{s}_loss"] = F.cross_entropy(logits[i].log_softmax(-1).clamp(min=-1e4), y[i]).item()
-    for row in history:  # the classifier's validation scores, one classifier: the same for every pass
-        row |= {"val_micro_f1": metrics["val_micro_f1"], "val_macro_f1": metrics["val_macro_f1"]}
-    return RunResult(seed=seed, best_epoch=walks_per_node - 1, epochs=walks_per_node, metrics=metrics,
-                     history=history, train_time_s=train_time, embeddings=emb)

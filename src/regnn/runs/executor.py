@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig
 
-from regnn.training.perf import keep_freed_memory, peak_rss_gb
+from regnn.perf import keep_freed_memory, peak_rss_gb
 
 MAX_AUTO_WORKERS = 4
 MIN_AUTO_EDGES = 20_000  # a worker starts in ~3 s (imports); the synthetic test graph's runs take under 1 s

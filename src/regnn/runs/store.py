@@ -3,10 +3,10 @@
 A cell holds config.yaml (written before the first run: a resume checks its settings), runs/run_XX/ (one
 finished run each; results.json written last marks it finished), relation_weights.json and results.json (the
 summary, written last: it marks the cell finished). The store refuses to overwrite a finished or started cell
-unless resume=true, holds the directory for one writer (regnn.claim: across hosts too), skips a finished cell, extends one
+unless resume=true, holds the directory for one writer (regnn.runs.claim: across hosts too), skips a finished cell, extends one
 that is asked for more runs (its finished runs kept) and builds the one summary both trainers write.
 
-Every file is written whole through regnn.io_safe (looked up at call time, so a test or probe that replaces
+Every file is written whole through regnn.runs.io_safe (looked up at call time, so a test or probe that replaces
 io_safe.write_text sees every write).
 """
 from __future__ import annotations
@@ -24,11 +24,12 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from regnn import interrupt, io_safe
-from regnn.claim import claim, host_id
+from regnn import interrupt
+from regnn.runs import io_safe
+from regnn.runs.claim import claim, host_id
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
-from regnn.training.perf import peak_rss_gb
+from regnn.perf import peak_rss_gb
 from regnn.training.divergence import finished, summary_metrics
 
 log = logging.getLogger("regnn")
@@ -118,7 +119,7 @@ def run_record(result, run: int, device) -> dict:
 
 
 def trained_by(device) -> dict:
-    """The device, host and process that train a run (regnn.claim's host id: the one its claims carry)."""
+    """The device, host and process that train a run (regnn.runs.claim's host id: the one its claims carry)."""
     return {"device": device_name(device), "host": host_id(), "pid": os.getpid()}
 
 

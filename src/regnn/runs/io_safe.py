@@ -4,7 +4,6 @@ Every summary, config and per-run record goes through `write_text`: a temporary 
 to disk, then renamed over the target, so a kill or a full disk leaves the old file or the new one, never a
 truncated one. `read_json` treats a missing, empty, unreadable or wrongly shaped file as absent (a cell is then
 trained again; a file that held something is set aside as .invalid first).
-`torch_load` never unpickles arbitrary objects: a `.pt` file from elsewhere may hold code that unpickling runs.
 """
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import math
 import os
 from pathlib import Path
 
-from regnn.errors import DataError, RegnnError
+from regnn.errors import RegnnError
 
 log = logging.getLogger("regnn")
 
@@ -134,35 +133,3 @@ def is_cell_summary(r) -> bool:
     return (isinstance(r, dict) and isinstance(r.get("runs"), int) and not isinstance(r.get("runs"), bool)
             and r["runs"] >= 1 and isinstance(r.get("per_run"), list) and isinstance(r.get("metrics"), dict)
             and all(isinstance(x, dict) for x in r["per_run"]))
-
-
-def torch_load(path: str | Path):
-    """torch.load without unpickling code: tensors, dicts, lists and numbers only."""
-    import pickle
-
-    from torch.serialization import load  # torch.load itself may be patched (weights_only_torch_load)
-
-    try:
-        return load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        why = str(e).rsplit("WeightsUnpickler error:", 1)[-1].strip().splitlines()[0][:160] if str(e) else ""
-        raise DataError(f"{path} holds Python objects other than tensors ({why}), which are not loaded because "
-                        "unpickling them could run code; save plain tensors: torch.save({name: tensor}, path)") from e
-    except (RuntimeError, EOFError, OSError) as e:
-        raise DataError(f"{path} cannot be read by torch.load ({type(e).__name__}); it is truncated or not a "
-                        "torch.save file") from e
-
-
-@contextlib.contextmanager
-def weights_only_torch_load():
-    """Within the block, torch.load loads with weights_only=True whoever calls it: for libraries (ogb) that call
-    torch.load on files in a data folder without it."""
-    import torch
-
-    original = torch.load
-
-    torch.load = lambda f, *args, **kwargs: torch_load(f)
-    try:
-        yield
-    finally:
-        torch.load = original

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from regnn.models.regnn import REGNN, _SparseInputMM
-from regnn.training.perf import StepTimer
+from regnn.perf import StepTimer
 
 
 def is_one_hot_ids(x: torch.Tensor) -> bool:
