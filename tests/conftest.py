@@ -1,3 +1,5 @@
+import dataclasses
+import functools
 import os
 import shutil
 import subprocess
@@ -22,6 +24,18 @@ def cfg(*overrides: str):
     from hydra import compose, initialize_config_dir
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         return compose("train", overrides=list(overrides))
+
+
+@functools.lru_cache(maxsize=None)
+def _re_relation():
+    from regnn.spec import relation_of
+    return relation_of(cfg("model=re_gcn").model.relation)
+
+
+def relation(**changes):
+    """RE-GCN's relation settings as its config composes them (lambda, tau's slope, both parts learnt), with
+    `changes` (dataclasses.replace): tests build models with the config's values, not values of their own."""
+    return dataclasses.replace(_re_relation(), **changes)
 
 
 @pytest.fixture(params=["kernels", "torch"])

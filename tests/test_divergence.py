@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import run_train
+from conftest import relation, run_train
 from custom_data import write_npz
 from regnn.data import make_synthetic
 from regnn.models import REGNN, RelationInputs
@@ -28,7 +28,7 @@ def test_train_run_raises_on_nan_features():
     d = make_synthetic(num_items=60, num_sources=30, num_tags=6, seed=0)
     d.features["item"][0, 0] = float("nan")
     inputs = RelationInputs.build(d)
-    model = REGNN.from_inputs(inputs, d.in_dims, d.num_classes, hidden=8, num_layers=2)
+    model = REGNN.from_inputs(inputs, d.in_dims, d.num_classes, hidden=8, num_layers=2, relation=relation())
     with pytest.raises(Diverged, match="training diverged at epoch 0: the training loss is nan; lower optimizer.lr"):
         train_run(model, inputs, d.features, d.labels, d.splits, seed=0, optimizer={"lr": 0.01}, max_epochs=5)
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import cfg as _cfg
+from conftest import cfg as _cfg, relation
 from regnn.core.adjacency import Adjacency
 from regnn.core.attention import aggregate_heads
 from regnn.data import build_relation_graph, load_dataset
@@ -112,7 +112,7 @@ def test_float64_steps_on_the_device_match_the_cpu(device, model, synthetic, mon
     """The same initial weights, 4 Adam steps in float64 without dropout: on the CPU as the pipeline builds the
     graph, with the default backend, and on `device` with the graph's arrays moved there and the torch backend."""
     data = synthetic
-    kwargs = dict(MODELS[model], dropout=0.0, edge_embeddings=True, self_loop_embeddings=True)
+    kwargs = dict(MODELS[model], dropout=0.0, relation=relation())
     reference = RelationInputs.build(data)  # the CPU pipeline's own inputs
     torch.manual_seed(0)
     init = REGNN.from_inputs(reference, data.in_dims, data.num_classes, **kwargs).double().state_dict()
@@ -149,7 +149,7 @@ def test_configured_trainer_runs_on_the_device(device, synthetic, torch_backend)
     seed_everything(0)
     inputs = _relation_inputs(synthetic, device)
     net = REGNN.from_inputs(inputs, synthetic.in_dims, synthetic.num_classes, **MODELS["re_gat"],
-                            dropout=0.5, edge_embeddings=True, self_loop_embeddings=True).to(device)
+                            dropout=0.5, relation=relation()).to(device)
     r = train_run(net, inputs, {t: x.to(device) for t, x in synthetic.features.items()}, synthetic.labels.to(device),
                   {s: i.to(device) for s, i in synthetic.splits.items()}, seed=0,
                   optimizer={"name": "adam", "lr": 0.01}, max_epochs=15, patience=15)
@@ -186,7 +186,7 @@ def test_minibatch_training_runs_on_the_device(device, synthetic, torch_backend)
     inputs = NodeInputs(synthetic.features, embed_dim=16)
     regnn = REGNN(in_dims=inputs.in_dims, num_classes=synthetic.num_classes, relation_names=sg.relation_names,
                   num_edge_relations=sg.num_edge_relations, backbone="gcn", hidden=16, num_layers=2, dropout=0.2,
-                  norm="right", layout="stack")
+                  relation=relation(), norm="right", layout="stack")
     model = SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(device)
     r = train_minibatch_run(model, sg, synthetic.labels, synthetic.splits, seed=0, num_classes=synthetic.num_classes,
                             optimizer={"name": "adam", "lr": 0.01}, fanouts=[5, 5], batch_size=64, max_epochs=3,

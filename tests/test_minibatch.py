@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 import torch
 
-from conftest import run_train
+from conftest import run_train, relation
 from regnn.data import build_relation_graph, load_dataset, make_synthetic
 from regnn.models import REGNN
 from regnn.training.minibatch import Scorer, train_minibatch_run
@@ -25,7 +25,7 @@ def model_for(d, sg, backbone="gcn", features=None, **kw):
     opts = dict(hidden=16, norm="right") if backbone == "gcn" else dict(hidden=4, heads=2)
     regnn = REGNN(in_dims=inputs.in_dims, num_classes=d.num_classes, relation_names=sg.relation_names,
                   num_edge_relations=sg.num_edge_relations, backbone=backbone, num_layers=2, dropout=0.2,
-                  layout="stack", **(opts | kw))
+                  relation=relation(), layout="stack", **(opts | kw))
     return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type)
 
 

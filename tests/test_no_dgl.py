@@ -28,6 +28,7 @@ SCRIPT = textwrap.dedent('''
     import regnn.models
     from regnn.core.adjacency import Adjacency
     from regnn.core.backend import TORCH, choose_backend
+    from regnn.core.relation import Relation
     from regnn.models import ARCHS, REGNN, RelationInputs
 
     assert "dgl" not in sys.modules
@@ -47,6 +48,8 @@ SCRIPT = textwrap.dedent('''
         for backbone, extra in (("gcn", {}), ("gat", {"heads": 2, "attn_dropout": 0.0, "activation": "elu"})):
             torch.manual_seed(0)
             m = REGNN(in_dims={"a": 5, "b": 2}, num_classes=3, relation_names=names, num_edge_relations=2,
+                      relation=Relation(scale=100.0, negative_slope=0.01, edge_embeddings=True,
+                                        self_loop_embeddings=True),
                       backbone=backbone, hidden=8, num_layers=3, dropout=0.0, **extra)
             logits, _ = m(inputs, feats)
             assert logits.shape == (4, 3) and torch.isfinite(logits).all()

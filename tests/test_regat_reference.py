@@ -19,6 +19,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import relation
+
 from regnn.data.synthetic import make_synthetic
 from regnn.models.regnn import REGNN, RelationInputs
 
@@ -123,8 +125,9 @@ def build(data, backbone, heads, hidden, num_layers, edge, self_loop, scale=100.
     inputs = RelationInputs.build(data)
     model = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone=backbone, hidden=hidden,
                               num_layers=num_layers, heads=heads, dropout=0.0, attn_dropout=0.0,
-                              attn_negative_slope=SLOPE, scale=scale, edge_embeddings=edge,
-                              self_loop_embeddings=self_loop, **kw).double()
+                              attn_negative_slope=SLOPE,
+                              relation=relation(scale=scale, edge_embeddings=edge, self_loop_embeddings=self_loop),
+                              **kw).double()
     with torch.no_grad():  # relation weights away from 1 (and some below 0), as after training
         for p in model.relations.parameters():
             p.copy_(torch.randn(p.shape, dtype=p.dtype) * 2.0 / scale)

@@ -1,9 +1,12 @@
 """Relation embeddings: exact initial weights, and the gradient scaling of the paper's appendix A."""
 import copy
+import dataclasses
 
 import pytest
 import torch
 import torch.nn.functional as F
+
+from conftest import relation
 
 from regnn.core.relation import RelationWeights
 from regnn.data import make_synthetic
@@ -18,45 +21,47 @@ def syn():
     return data, inputs.rg, inputs
 
 
-def model(data, rg, backbone="gcn", scale=100.0, edge=True, self_loop=True, **kw):
+def model(data, rg, backbone="gcn", scale=None, edge=True, self_loop=True, **kw):
     """Double precision: the tests check the update rules, not float32 rounding near 1."""
     return REGNN(in_dims=data.in_dims, num_classes=data.num_classes, relation_names=rg.relation_names,
                  num_edge_relations=rg.num_edge_relations, backbone=backbone, hidden=16, num_layers=3,
-                 dropout=0.0, scale=scale, edge_embeddings=edge, self_loop_embeddings=self_loop,
+                 dropout=0.0, relation=relation(edge_embeddings=edge, self_loop_embeddings=self_loop,
+                                                    **({} if scale is None else {"scale": scale})),
                  **kw).double()
 
 
 @pytest.mark.parametrize("scale", [0.001, 0.3, 1.0, 7.0, 100.0, 1000.0])
 def test_weights_start_at_exactly_one(scale):
-    rw = RelationWeights(6, 4, scale=scale, heads=3)
+    rw = RelationWeights(6, 4, relation(scale=scale), heads=3)
     assert torch.equal(rw(), torch.ones(10, 3))
 
 
 def test_switched_off_parts_are_constant_and_own_no_parameters():
-    assert sum(p.numel() for p in RelationWeights(6, 4, edge_embeddings=False).parameters()) == 4
-    assert sum(p.numel() for p in RelationWeights(6, 4, self_loop_embeddings=False).parameters()) == 6
-    rw = RelationWeights(6, 4, edge_embeddings=False, self_loop_embeddings=False)
+    assert sum(p.numel() for p in RelationWeights(6, 4, relation(edge_embeddings=False)).parameters()) == 4
+    assert sum(p.numel() for p in RelationWeights(6, 4, relation(self_loop_embeddings=False)).parameters()) == 6
+    rw = RelationWeights(6, 4, relation(edge_embeddings=False, self_loop_embeddings=False))
     assert rw.is_constant and not list(rw.parameters())
 
 
 def test_weights_of_several_layers_are_one_tensor_per_part():
     """layers=L: the same weights as L modules of one layer each, from two parameters (not 2L)."""
     torch.manual_seed(0)
-    many = RelationWeights(5, 3, scale=10.0, heads=2, layers=4)
+    many = RelationWeights(5, 3, relation(scale=10.0), heads=2, layers=4)
     with torch.no_grad():
         many.edge.uniform_(-0.2, 0.3), many.self_loop.uniform_(-0.2, 0.3)
     assert len(list(many.parameters())) == 2 and many().shape == (4, 8, 2)
     for i, alpha in enumerate(many.per_layer()):
-        one = RelationWeights(5, 3, scale=10.0, heads=2)
+        one = RelationWeights(5, 3, relation(scale=10.0), heads=2)
         with torch.no_grad():
             one.edge.copy_(many.edge[i]), one.self_loop.copy_(many.self_loop[i])
         assert torch.equal(alpha, one())
     assert [set(d) for d in many.named_values(list("abcdefgh"))] == [set("abcdefgh")] * 4
-    one = RelationWeights(5, 3)
+    one = RelationWeights(5, 3, relation())
     assert one.named_values(list("abcdefgh")) == dict.fromkeys("abcdefgh", 1.0)  # one layer: a dict, as before
-    half = RelationWeights(5, 3, edge_embeddings=False, layers=2)
+    half = RelationWeights(5, 3, relation(edge_embeddings=False), layers=2)
     assert half().shape == (2, 8, 1) and torch.equal(half()[:, :5], torch.ones(2, 5, 1))
-    assert RelationWeights(5, 3, edge_embeddings=False, self_loop_embeddings=False, layers=3).per_layer() == [None] * 3
+    off = relation(edge_embeddings=False, self_loop_embeddings=False)
+    assert RelationWeights(5, 3, off, layers=3).per_layer() == [None] * 3
     with pytest.raises(ValueError, match="index the layer first"):
         many(torch.tensor([0, 1]))
 
@@ -77,7 +82,7 @@ def test_model_groups_layers_with_equal_heads(syn, backbone, kw, groups, calls):
 
 def test_scale_must_be_positive():
     with pytest.raises(ValueError, match="must be > 0"):
-        RelationWeights(2, 2, scale=0)
+        relation(scale=0)
 
 
 @pytest.mark.parametrize("backbone,kw", [("gcn", {}), ("gat", {"heads": 2}), ("gatv2", {"heads": 2})])
@@ -219,3 +224,24 @@ def test_prepared_weights_are_found_again_by_the_parameters_versions(syn, monkey
         m.relations[0].edge.mul_(1.5)  # in place: bumps the parameter's version
         changed = m(inputs, data.features)[0]
     assert len(computed) == 2 * n and not torch.equal(changed, first)
+
+
+def test_the_model_defaults_are_the_configs():
+    """REGNN's keyword defaults are RE-GCN's config values (conf/backbone/gcn.yaml); lambda and the other
+    relation settings have no default in Python at all: they come from the config through regnn.spec."""
+    import inspect
+
+    from omegaconf import OmegaConf
+
+    from conftest import REPO, cfg
+
+    from regnn.core.relation import Relation
+    params = inspect.signature(REGNN.__init__).parameters
+    m = OmegaConf.load(REPO / "conf" / "backbone" / "gcn.yaml")
+    for key in ("backbone", "hidden", "num_layers", "dropout"):
+        assert params[key].default == m[key], key
+    assert params["relation"].default is inspect.Parameter.empty
+    assert all(f.default is dataclasses.MISSING for f in dataclasses.fields(Relation))
+    no_key = [b for b in ("gcn", "gat", "gatv2", "gin", "sage", "mixhop", "appnp")
+              if "double_dropout" not in cfg(f"model=re_{b}").model]
+    assert all(params["double_dropout"].default is False for _ in no_key)  # what those configs compute

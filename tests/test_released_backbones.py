@@ -27,6 +27,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import relation
+
 from regnn.data.synthetic import make_synthetic
 from regnn.models.regnn import REGNN, RelationInputs
 from test_regat_reference import typed_edges
@@ -80,8 +82,9 @@ def test_regnn_gin_equals_the_released_regin(small, re):
     torch.manual_seed(0)
     inputs = RelationInputs.build(small)
     model = REGNN.from_inputs(inputs, small.in_dims, small.num_classes, backbone="gin", hidden=hidden,
-                              num_layers=num_layers, dropout=0.0, mlp_dropout=0.5, scale=scale,
-                              edge_embeddings=re, self_loop_embeddings=re).double().eval()
+                              num_layers=num_layers, dropout=0.0, mlp_dropout=0.5,
+                              relation=relation(scale=scale, edge_embeddings=re, self_loop_embeddings=re)
+                              ).double().eval()
     with torch.no_grad():  # relation weights away from 1 (some negative, some degrees under 1), as after training
         for p in model.relations.parameters():
             p.copy_(torch.randn(p.shape, dtype=p.dtype) * 2.0 / scale)
@@ -168,8 +171,9 @@ def built(small, backbone, re, hidden, num_layers, scale, **kw):
     torch.manual_seed(0)
     inputs = RelationInputs.build(small)
     model = REGNN.from_inputs(inputs, small.in_dims, small.num_classes, backbone=backbone, hidden=hidden,
-                              num_layers=num_layers, dropout=0.5, scale=scale, edge_embeddings=re,
-                              self_loop_embeddings=re, **kw).double().eval()
+                              num_layers=num_layers, dropout=0.5,
+                              relation=relation(scale=scale, edge_embeddings=re, self_loop_embeddings=re),
+                              **kw).double().eval()
     with torch.no_grad():  # relation weights away from 1 (some negative, some degrees under 1), as after training
         for p in model.relations.parameters():
             p.copy_(torch.randn(p.shape, dtype=p.dtype) * 2.0 / scale)

@@ -102,3 +102,21 @@ def test_cells_clustered_before_n_init_existed_differ_from_the_ten_start_default
     one = OmegaConf.to_container(cfg("dataset=synthetic", "clustering.enabled=true", "clustering.n_init=1"),
                                  resolve=True)
     assert computation(old) == computation(one)
+
+
+def test_relation_settings_without_relation_weights_compute_nothing():
+    """MLP cells stored before its config named tau's slope, and plain models under any lambda, compute what the
+    composed config computes: with both parts off, neither value is read."""
+    from omegaconf import OmegaConf
+
+    from regnn.runs.store import computation
+    now = OmegaConf.to_container(cfg("dataset=synthetic", "model=mlp"), resolve=True)
+    old = {**now, "model": {**now["model"], "relation": {k: v for k, v in now["model"]["relation"].items()
+                                                         if k != "negative_slope"}}}
+    assert computation(old) == computation(now)
+    gcn = OmegaConf.to_container(cfg("dataset=synthetic", "model=gcn"), resolve=True)
+    other = OmegaConf.to_container(cfg("dataset=synthetic", "model=gcn", "model.relation.scale=3"), resolve=True)
+    assert computation(gcn) == computation(other)
+    re = OmegaConf.to_container(cfg("dataset=synthetic", "model=re_gcn", "model.relation.scale=3"), resolve=True)
+    assert computation(re) != computation(OmegaConf.to_container(cfg("dataset=synthetic", "model=re_gcn"),
+                                                                  resolve=True))

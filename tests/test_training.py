@@ -4,6 +4,8 @@ import pytest
 import torch
 from sklearn.metrics import f1_score
 
+from conftest import relation
+
 from regnn.data import make_synthetic
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import f1_scores, mean_std
@@ -24,7 +26,8 @@ def run(data, inputs, seed=0, re=True, backbone="gcn", max_epochs=120, patience=
     """lr 0.01 with lambda 10: relation weights move ~0.1 per Adam step, as with the paper's 1e-3 x 100."""
     seed_everything(seed)
     m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone=backbone, hidden=16, num_layers=3,
-                          dropout=0.2, edge_embeddings=re, self_loop_embeddings=re, scale=10.0, **kw)
+                          dropout=0.2, relation=relation(edge_embeddings=re, self_loop_embeddings=re, scale=10.0),
+                          **kw)
     return train_run(m, inputs, data.features, data.labels, data.splits, seed=seed,
                      optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3},
                      max_epochs=max_epochs, patience=patience)
@@ -99,7 +102,8 @@ def test_cosine_schedule_anneals_to_a_hundredth(syn):
     assert make_schedule(opt, "constant", 10) is None
     data, inputs = syn
     seed_everything(0)
-    m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=8, num_layers=2)
+    m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=8, num_layers=2,
+                          relation=relation())
     r = train_run(m, inputs, data.features, data.labels, data.splits, seed=0, max_epochs=5, patience=10,
                   optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0}, lr_schedule="cosine",
                   stop_on=("val_micro_f1", "val_macro_f1"))
@@ -157,7 +161,7 @@ def test_bf16_precision_trains_and_keeps_sparse_parts_in_float32(syn, backbone):
     data, inputs = syn
     seed_everything(0)
     m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone=backbone, hidden=16, num_layers=3,
-                          dropout=0.2, edge_embeddings=True, self_loop_embeddings=True, scale=10.0)
+                          dropout=0.2, relation=relation(scale=10.0))
     r = train_run(m, inputs, data.features, data.labels, data.splits, seed=0,
                   optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3}, max_epochs=120, patience=40,
                   precision="bf16")
@@ -179,7 +183,7 @@ def test_epochs_generator_is_the_trainers_loop(syn):
     ref = run(data, inputs, max_epochs=6, patience=100)
     seed_everything(0)
     m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=16, num_layers=3,
-                          dropout=0.2, scale=10.0)
+                          dropout=0.2, relation=relation(scale=10.0))
     steps = epochs(m, inputs, data.features, data.labels, data.splits,
                    optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3})
     rows = [next(steps) for _ in range(6)]
@@ -200,7 +204,8 @@ def test_multi_tensor_optimizer_steps_equal_the_per_tensor_ones(syn, opt):
     params = []
     for foreach in (True, False):
         seed_everything(0)
-        m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, hidden=16, num_layers=3, dropout=0.2, scale=10.0)
+        m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, hidden=16, num_layers=3, dropout=0.2,
+                              relation=relation(scale=10.0))
         start = [p.detach().clone() for p in m.parameters()]
         o = make_optimizer(m.parameters(), **opt)
         assert all(g["foreach"] for g in o.param_groups)

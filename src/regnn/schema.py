@@ -14,15 +14,16 @@ regnn.catalog (re_gcn, gcn, gcn_e, gcn_s, ...) is a node in the `model` group th
 from __future__ import annotations
 
 import inspect
-from dataclasses import field, make_dataclass
+from dataclasses import field, fields, make_dataclass
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from regnn import catalog
+from regnn.core import relation as relation_settings
 
-RELATION_KEYS = ("edge_embeddings", "self_loop_embeddings", "scale", "negative_slope")
+RELATION_KEYS = tuple(f.name for f in fields(relation_settings.Relation))  # model.relation's keys
 MODEL_KEYS = ("name", "backbone", "hidden", "num_layers", "dropout", "double_dropout")  # REGNN's own
 BUILDER_ARGS = ("hidden", "num_classes", "num_layers")  # given by REGNN, not by the config
 LAYOUT_KEYS = {"gcn": ("layout", "layer_norm"), "gat": ("layer_norm",)}  # only in conf/layout/ (the stack layout)
@@ -49,7 +50,6 @@ def _fields(keys):
 
 
 Relation = make_dataclass("relation", _fields(RELATION_KEYS))
-NoRelation = make_dataclass("relation", _fields(RELATION_KEYS[:3]))  # MLP: switches off, no slope
 
 
 def _schema(name: str, keys, relation=None, bases=()) -> type:
@@ -70,7 +70,7 @@ def schemas() -> dict[str, type]:
         own = builder_keys(builder)
         base = MODEL_KEYS if b != "mlp" else tuple(k for k in MODEL_KEYS if k != "double_dropout")
         out[b] = _schema(b, base + tuple(k for k in own if k not in LAYOUT_KEYS.get(b, ())),
-                         relation=Relation if b != "mlp" else NoRelation)
+                         relation=Relation)
         if b in LAYOUT_KEYS:
             out[f"{b}_stack"] = _schema(f"{b}_stack", LAYOUT_KEYS[b], bases=(out[b],))
     for b in ("gcn", "gat"):

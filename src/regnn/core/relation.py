@@ -13,29 +13,42 @@ gradients for them (Adam's weight decay then moves them), where a tensor of its 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 
+@dataclass(frozen=True)
+class Relation:
+    """How relations are weighed: the model.relation block of a config (its values live there, in
+    conf/backbone/ and conf/relation/; regnn.spec reads them into this). Switched-off parts weigh 1."""
+    edge_embeddings: bool       # one learnt weight per edge relation type
+    self_loop_embeddings: bool  # one learnt weight per node type's self-loop
+    scale: float                # lambda: alpha = tau(lambda * e), e initialised to 1 / lambda
+    negative_slope: float       # slope of tau = LeakyReLU
+
+    def __post_init__(self):
+        if not self.scale > 0:
+            raise ValueError(f"relation scale (lambda) must be > 0, got {self.scale}")
+
+
 class RelationWeights(nn.Module):
-    def __init__(self, num_edge_relations: int, num_node_types: int, scale: float = 100.0, heads: int = 1,
-                 edge_embeddings: bool = True, self_loop_embeddings: bool = True, negative_slope: float = 0.01,
+    def __init__(self, num_edge_relations: int, num_node_types: int, relation: Relation, heads: int = 1,
                  layers: int | None = None):
         super().__init__()
-        if scale <= 0:
-            raise ValueError(f"relation scale (lambda) must be > 0, got {scale}")
         if layers is not None and layers < 1:
             raise ValueError(f"layers must be >= 1 (or None for one layer without that axis), got {layers}")
-        self.scale = float(scale)
-        self.negative_slope = negative_slope
+        self.scale = float(relation.scale)
+        self.negative_slope = relation.negative_slope
         self.num_edge_relations = num_edge_relations
         self.num_node_types = num_node_types
         self.heads = heads
         self.layers = layers  # None: weights (num_relations, heads); L: (L, num_relations, heads)
         self.register_buffer("_anchor", torch.zeros(0), persistent=False)  # follows .to(device)
-        self.edge = self._part(num_edge_relations, edge_embeddings)
-        self.self_loop = self._part(num_node_types, self_loop_embeddings)
+        self.edge = self._part(num_edge_relations, relation.edge_embeddings)
+        self.self_loop = self._part(num_node_types, relation.self_loop_embeddings)
 
     def _shape(self, n: int) -> tuple[int, ...]:
         return (n, self.heads) if self.layers is None else (self.layers, n, self.heads)

@@ -11,7 +11,7 @@ from torch import nn
 from regnn.core.adjacency import Adjacency, full_precision
 from regnn.core.backend import Backend
 from regnn.core.dropout import HashDropout
-from regnn.core.relation import RelationWeights
+from regnn.core.relation import Relation, RelationWeights
 from regnn.models.backbones import BACKBONES
 
 if TYPE_CHECKING:
@@ -89,10 +89,8 @@ class REGNN(nn.Module):
     """
 
     def __init__(self, *, in_dims: dict[str, int], num_classes: int, relation_names: list[str],
-                 num_edge_relations: int, backbone: str = "gcn", hidden: int = 64, num_layers: int = 4,
-                 dropout: float = 0.6, scale: float = 100.0, edge_embeddings: bool = True,
-                 self_loop_embeddings: bool = True, relation_slope: float = 0.01, double_dropout: bool = False,
-                 **backbone_kwargs):
+                 num_edge_relations: int, relation: Relation, backbone: str = "gcn", hidden: int = 64,
+                 num_layers: int = 4, dropout: float = 0.6, double_dropout: bool = False, **backbone_kwargs):
         super().__init__()
         if backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {backbone!r}; known: {sorted(BACKBONES)}")
@@ -106,9 +104,7 @@ class REGNN(nn.Module):
         # one RelationWeights per run of consecutive layers with the same number of heads (a GCN or the
         # authors' GAT stack: one for all layers), see layer_alphas
         self.relations = nn.ModuleList(
-            RelationWeights(num_edge_relations, num_node_types, scale=scale, heads=k, layers=n,
-                            edge_embeddings=edge_embeddings, self_loop_embeddings=self_loop_embeddings,
-                            negative_slope=relation_slope)
+            RelationWeights(num_edge_relations, num_node_types, relation, heads=k, layers=n)
             for k, n in _runs(stack.relation_heads))
         # The authors' RE-GCN drops features twice before every layer after the first (once in the model, once
         # in the layer): two independent masks keep a feature with probability (1-p)^2, which is one dropout

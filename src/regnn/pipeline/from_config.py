@@ -6,22 +6,16 @@ from omegaconf import DictConfig, OmegaConf
 from regnn.data import load_dataset
 from regnn.errors import ConfigError
 from regnn.models import ARCHS
+from regnn.spec import ARCH_DEFAULT, ModelSpec
 
 
 def model_kwargs(mcfg: DictConfig) -> dict:
-    """Plain keyword arguments for the model class from the model config (all but name and arch)."""
-    m = OmegaConf.to_container(mcfg, resolve=True)
-    m.pop("name", None)
-    m.pop("arch", None)
-    if "relation" in m:  # RE-GNN: the relation block becomes flat arguments
-        rel = m.pop("relation")
-        m |= {"scale": rel.get("scale", 1.0), "edge_embeddings": rel["edge_embeddings"],
-              "self_loop_embeddings": rel["self_loop_embeddings"], "relation_slope": rel.get("negative_slope", 0.01)}
-    return m
+    """The model's keyword arguments, read through the run spec (regnn.spec)."""
+    return ModelSpec.from_config(mcfg).kwargs()
 
 
 def arch_of(mcfg: DictConfig):
-    name = mcfg.get("arch", "regnn")
+    name = mcfg.get("arch", ARCH_DEFAULT)
     if name not in ARCHS:
         raise ConfigError(f"model.arch={name!r} is not valid: known architectures {sorted(ARCHS)}")
     return ARCHS[name]

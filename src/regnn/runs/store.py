@@ -53,6 +53,10 @@ def computation(cfg) -> dict:
         if t.get("lr_schedule", "constant") == "constant":
             t.pop("lr_schedule", None)
         c["trainer"] = t
+    rel = c["model"].get("relation") if isinstance(c["model"], dict) else None
+    if isinstance(rel, dict) and not rel.get("edge_embeddings") and not rel.get("self_loop_embeddings"):
+        # no relation weights: lambda and tau's slope compute nothing (MLP configs once had no slope)
+        c["model"] = {**c["model"], "relation": {k: v for k, v in rel.items() if k not in ("scale", "negative_slope")}}
     if isinstance(c["clustering"], dict) and "n_init" not in c["clustering"]:
         c["clustering"] = {**c["clustering"], "n_init": 1}  # configs before the option clustered with one start
     if isinstance(c["model"], dict) and c["model"].get("variant", "dgl") == "dgl" and c["model"].get("arch") == "hgt":
