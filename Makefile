@@ -9,10 +9,12 @@ LAUNCHER ?=
 
 .DEFAULT_GOAL := help
 SMOKE ?= outputs/smoke/$(shell date +%Y-%m-%d_%H-%M-%S)
-.PHONY: help setup venv data train test test-all benchmark tables reproduce readme scale-benchmark table-baselines
+.PHONY: help setup venv data train test test-all benchmark tables reproduce readme scale-benchmark
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}'
+	@for e in $(EXPERIMENT_TARGETS); do printf "  \033[36m%-22s\033[0m %s (and $$e-smoke)\n" $$e \
+		"$$(sed -n 's/^ *what: *"\(.*\)"$$/\1/p' conf/experiment/$$(echo $$e | tr - _).yaml)"; done
 
 venv: ## create .venv (once) with the pinned stack and regnn in editable mode
 	@./scripts/setup.sh
@@ -54,55 +56,18 @@ slurm-start: ## start a single-node SLURM on this machine (installs slurm-wlm + 
 slurm-stop: ## stop the single-node SLURM of slurm-start
 	@./scripts/local_slurm.sh stop
 
-# $(call experiment,<experiment config>,<renderer modules>): train the sweep's cells (finished ones are skipped),
-# then render (ALLOW_MISSING=1: render what exists, naming the missing cells). The -smoke twin runs the same sweep on the synthetic graph (2 runs, 4 epochs) under $(SMOKE).
-define experiment
-$(PY) train.py experiment=$(1) $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER))
-$(foreach r,$(2),$(PY) -m regnn.reporting.$(r) $(if $(ALLOW_MISSING),--allow-missing)
-)
-endef
-define smoke
-$(PY) train.py experiment=$(1) debug=smoke hydra.sweeper.params.dataset=synthetic hydra.sweep.dir=$(SMOKE)/cells $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER))
-$(foreach r,$(2),$(PY) -m regnn.reporting.$(r) --cells $(SMOKE)/cells --out $(SMOKE)/results --datasets synthetic
-)
-endef
-
-.PHONY: table-classification table-ablation fig-backbones fig-lambda fig-case-study table-clustering fig-tsne
-table-classification: setup ## Table 2: GCN, GAT, RE-GCN, RE-GAT x DBLP, ACM, IMDB (10 runs per cell, resumable) -> results/
-	$(call experiment,table_classification,classification)
-table-ablation: setup ## Table 5: GCN/GAT plain, -S, -E, RE on DBLP -> results/table_ablation.*
-	$(call experiment,table_ablation,ablation)
-fig-backbones: setup ## Figure 3: every backbone of regnn.catalog (GCN, GAT, GraphSAGE, ...) plain vs RE on DBLP and ACM -> results/fig_backbones.png
-	$(call experiment,fig_backbones,backbones)
-fig-lambda: setup ## Figure 6: RE-GCN on DBLP, lambda in {0.001, 1, 100, 1000} -> results/fig_lambda.png
-	$(call experiment,fig_lambda,lambda_study)
-fig-case-study: setup ## Figure 7: relation weights per layer of a 4-layer RE-GCN on DBLP -> results/fig_case_study.png
-	$(call experiment,fig_case_study,case_study)
-table-clustering: setup ## Table 3: NMI/ARI of the baselines, GCN and RE-GCN on DBLP, ACM, IMDB (the Table 2 cells) -> results/table_clustering.*
-	$(call experiment,table_clustering,clustering)
-fig-tsne: setup ## Figure 5: t-SNE of DBLP authors, GCN vs RE-GCN -> results/fig_tsne.png
-	$(call experiment,fig_tsne,tsne)
-table-baselines: setup ## Table 2 with every baseline measured here (MLP, Metapath2vec, R-GCN, HGT, Simple-HGN, R-HGNN, HAN, GTN, MAGNN, MAGNN-AC, GCN-M, GAT-M + GCN, GAT, RE-GCN, RE-GAT) -> results/table_baselines.*
-	$(call experiment,table_baselines,baselines)
-
-.PHONY: table-classification-smoke table-ablation-smoke fig-backbones-smoke fig-lambda-smoke fig-case-study-smoke \
-	table-clustering-smoke fig-tsne-smoke fig-efficiency-smoke table-baselines-smoke compare-smoke
-table-classification-smoke: venv ## the same path on the synthetic graph in seconds (likewise every *-smoke target)
-	$(call smoke,table_classification,classification)
-table-ablation-smoke: venv
-	$(call smoke,table_ablation,ablation)
-fig-backbones-smoke: venv
-	$(call smoke,fig_backbones,backbones)
-fig-lambda-smoke: venv
-	$(call smoke,fig_lambda,lambda_study)
-fig-case-study-smoke: venv
-	$(call smoke,fig_case_study,case_study)
-table-clustering-smoke: venv
-	$(call smoke,table_clustering,clustering)
-fig-tsne-smoke: venv
-	$(call smoke,fig_tsne,tsne)
-table-baselines-smoke: venv
-	$(call smoke,table_baselines,baselines)
+# The paper's experiments: every conf/experiment/<name>.yaml that declares its table or figure
+# (hydra.callbacks.report) is `make <name>` (underscores as dashes): train its sweep's cells (finished ones are
+# skipped), then render (ALLOW_MISSING=1: render what exists, naming the missing cells). The <name>-smoke twin
+# runs the same sweep and renderer on the synthetic graph (2 runs, 4 epochs) under $(SMOKE).
+EXPERIMENT_TARGETS := $(shell grep -l 'regnn.reporting.experiments.Report' conf/experiment/*.yaml | sed 's|.*/||; s|\.yaml$$||; s|_|-|g')
+.PHONY: $(EXPERIMENT_TARGETS) $(addsuffix -smoke,$(EXPERIMENT_TARGETS)) fig-efficiency-smoke compare-smoke
+$(EXPERIMENT_TARGETS): setup
+	$(PY) train.py experiment=$(subst -,_,$@) $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER)) \
+		$(if $(ALLOW_MISSING),++hydra.callbacks.report.allow_missing=true)
+$(addsuffix -smoke,$(EXPERIMENT_TARGETS)): %-smoke: venv
+	$(PY) train.py experiment=$(subst -,_,$*) debug=smoke hydra.sweeper.params.dataset=synthetic \
+		hydra.sweep.dir=$(SMOKE)/cells ++hydra.callbacks.report.out=$(SMOKE)/results $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER))
 compare-smoke: venv ## experiment=compare (docs/custom_data.md) on the synthetic graph -> $(SMOKE)/compare/compare.{csv,md,png}
 	$(PY) train.py experiment=compare dataset=synthetic debug=smoke hydra.sweep.dir=$(SMOKE)/compare $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER))
 fig-efficiency-smoke: venv
@@ -122,16 +87,13 @@ fig-efficiency: setup ## Figure 8: parameters, s/epoch, s/run, peak memory of ev
 	$(PY) scripts/benchmark.py --efficiency --datasets dblp --models $(EFFICIENCY_MODELS) \
 		$(if $(EFFICIENCY_OVERRIDES),--overrides $(EFFICIENCY_OVERRIDES))
 
-# the paper's tables and figures (regnn.reporting.experiments lists them; `make tables` names each one)
-EXPERIMENTS := table-classification table-baselines table-clustering table-ablation fig-backbones fig-tsne \
-	fig-lambda fig-case-study fig-efficiency
-
+# `make tables` renders every declared experiment (regnn.reporting.experiments lists them, `make tables` names each)
 tables: venv ## render every reproduced table and figure from the trained cells (no training, seconds), then README/docs
 	$(PY) -m regnn.reporting.experiments $(if $(ALLOW_MISSING),--allow-missing)
 
 # fig-efficiency measures timings (minutes); here it runs only when its table is missing (`make fig-efficiency` re-measures)
 reproduce: setup ## train every missing cell of the 9 experiments, then `make tables` (a resumed run trains only what is missing)
-	$(MAKE) $(filter-out fig-efficiency,$(EXPERIMENTS)) $(if $(wildcard results/table_efficiency.csv),,fig-efficiency)
+	$(MAKE) $(EXPERIMENT_TARGETS) $(if $(wildcard results/table_efficiency.csv),,fig-efficiency)
 	$(MAKE) tables
 
 readme: venv ## regenerate the results sections of README.md and docs/ from results/ (no rendering of tables)

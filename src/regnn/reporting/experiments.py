@@ -15,12 +15,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from regnn import catalog
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
 from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CELLS, CellPool, MissingCells
+
+
+ORDER = ("Table", "Figure")  # the paper's tables first, then its figures, each by number
 
 
 @dataclass(frozen=True)
@@ -31,31 +36,71 @@ class Experiment:
     outputs: tuple[str, ...]  # files in results/
     renderer: str | None = None  # module in regnn.reporting (None: measured, not rendered from cells)
     datasets: tuple[str, ...] = ("dblp",)
-    kwargs: dict = field(default_factory=dict)
+    models: tuple[str, ...] = ()
+
+    @property
+    def config(self) -> str:
+        """Its experiment config: conf/experiment/<config>.yaml."""
+        return self.target.replace("-", "_")
 
 
-EXPERIMENTS = [
-    Experiment("table-classification", "Table 2", "node classification: GCN, GAT, RE-GCN, RE-GAT on DBLP, ACM, IMDB",
-               ("table_classification.csv", "table_classification.md"), "classification", catalog.PAPER_DATASETS),
-    Experiment("table-baselines", "Table 2 (baselines)",
-               "every heterogeneous baseline trained on this harness beside the Table 2 models",
-               ("table_baselines.csv", "table_baselines.md"), "baselines", catalog.PAPER_DATASETS),
-    Experiment("table-clustering", "Table 3", "K-Means NMI / ARI on the representations of the baselines, GCN and RE-GCN",
-               ("table_clustering.csv", "table_clustering.md"), "clustering", catalog.PAPER_DATASETS),
-    Experiment("table-ablation", "Table 5", "plain, -S, -E and RE versions of GCN and GAT on DBLP",
-               ("table_ablation.csv", "table_ablation.md"), "ablation"),
-    Experiment("fig-backbones", "Figure 3", f"{', '.join(map(catalog.label, catalog.FIGURE3_BACKBONES))}, plain vs RE, "
-               f"{' and '.join(d.upper() for d in catalog.FIGURE3_DATASETS)}",
-               ("table_backbones.csv", "table_backbones.md", "fig_backbones.png"), "backbones", catalog.FIGURE3_DATASETS),
-    Experiment("fig-tsne", "Figure 5", "t-SNE of DBLP author representations, GCN vs RE-GCN",
-               ("fig_tsne.png",), "tsne", kwargs={"models": ["gcn", "re_gcn"]}),
-    Experiment("fig-lambda", "Figure 6", "RE-GCN on DBLP for lambda 0.001, 1, 100, 1000",
-               ("table_lambda.csv", "table_lambda.md", "fig_lambda.png"), "lambda_study"),
-    Experiment("fig-case-study", "Figure 7", "relation weights in every layer of a 4-layer RE-GCN on DBLP",
-               ("case_study_weights.csv", "fig_case_study.png"), "case_study"),
-    Experiment("fig-efficiency", "Figure 8", "parameters, time per epoch and per run, peak memory of every model on DBLP",
-               ("table_efficiency.csv", "table_efficiency.md", "fig_efficiency.png")),
-]
+def _sort_key(e: Experiment) -> tuple:
+    kind, _, rest = e.item.partition(" ")
+    number = rest.split(" ", 1)[0]
+    return ORDER.index(kind) if kind in ORDER else len(ORDER), int(number) if number.isdigit() else 0, e.item
+
+
+def _words(value) -> tuple[str, ...]:
+    return tuple(str(value).replace(" ", "").split(",")) if value is not None else ()
+
+
+def declared(conf_dir: Path = REPO_ROOT / "conf" / "experiment") -> list[Experiment]:
+    """Every experiment of conf/experiment/ that declares its table or figure (hydra.callbacks.report), in the
+    paper's order: the one declaration the make targets, `make tables`, the smoke tests and README derive from."""
+    import regnn.schema  # noqa: F401  (the ${datasets:...} and ${models:...} resolvers of the sweeps)
+    out = []
+    for path in sorted(conf_dir.glob("*.yaml")):
+        y = OmegaConf.load(path)
+        report = OmegaConf.select(y, "hydra.callbacks.report")
+        if report is None:
+            continue
+        params = OmegaConf.select(y, "hydra.sweeper.params")
+        out.append(Experiment(path.stem.replace("_", "-"), str(report.item), str(report.what), tuple(report.outputs),
+                              str(report.renderer), _words(params.dataset), _words(params.model)))
+    return sorted(out, key=_sort_key)
+
+
+# Figure 8 is a timing, not a set of cells: scripts/benchmark.py measures and renders it (`make fig-efficiency`)
+MEASURED = [Experiment("fig-efficiency", "Figure 8",
+                       "parameters, time per epoch and per run, peak memory of every model on DBLP",
+                       ("table_efficiency.csv", "table_efficiency.md", "fig_efficiency.png"))]
+EXPERIMENTS = sorted(declared() + MEASURED, key=_sort_key)
+
+
+class Report(Callback):
+    """The end of an experiment's sweep (conf/experiment/<name>.yaml, hydra.callbacks.report): renders its table
+    or figure from the sweep's cells into `out` (default results/). A table that cannot be rendered fails the
+    command, unless allow_missing, which renders what exists and names the missing cells."""
+
+    def __init__(self, item: str, what: str, renderer: str, outputs, out: str | None = None,
+                 allow_missing: bool = False):
+        self.item, self.what, self.renderer, self.outputs = item, what, renderer, tuple(outputs)
+        self.out, self.allow_missing = Path(out or REPO_ROOT / "results"), allow_missing
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        params = config.hydra.sweeper.params
+        target = str(config.hydra.runtime.choices.get("experiment") or "").replace("_", "-")
+        e = Experiment(target, self.item, self.what, self.outputs, self.renderer, _words(params.dataset), _words(params.model))
+        archive = None if e.renderer == "tsne" else self.out / "cells"
+        pool = CellPool(config.hydra.sweep.dir, allow_missing=self.allow_missing, archive=archive)
+        try:
+            line = render_one(e, pool, self.out)
+        except Exception as err:  # noqa: BLE001 (Hydra would turn it into a warning; the command must fail)
+            print(f"{e.item}: rendering failed: {type(err).__name__}: {err}")
+            raise SystemExit(1) from err
+        print(line)
+        if not line.splitlines()[-1].strip().startswith("rendered"):
+            raise SystemExit(1)
 
 
 def render_one(e: Experiment, pool: CellPool, out: Path) -> str:
@@ -66,10 +111,10 @@ def render_one(e: Experiment, pool: CellPool, out: Path) -> str:
         return head + f"kept {files} (a measurement: `make {e.target}` measures and renders it)"
     mod = importlib.import_module(f"regnn.reporting.{e.renderer}")
     try:
-        if e.renderer == "tsne":
-            mod.render(pool, out, e.datasets[0], **e.kwargs)
+        if e.renderer == "tsne":  # one graph, the sweep's models side by side
+            mod.render(pool, out, e.datasets[0], list(e.models))
         else:
-            mod.render(pool, out, list(e.datasets), **e.kwargs)
+            mod.render(pool, out, list(e.datasets))
     except MissingCells as err:
         return head + f"kept {files}: {err} (`make {e.target}` trains them)"
     except SystemExit as err:  # a renderer's one-line refusal, e.g. cells trained without what the table needs

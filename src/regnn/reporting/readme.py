@@ -19,6 +19,8 @@ from pathlib import Path
 from regnn.paths import REPO_ROOT
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
+# README's table of the experiment targets, from their declarations (regnn.reporting.experiments)
+EXPERIMENTS_START, EXPERIMENTS_END = "<!-- experiments:start -->", "<!-- experiments:end -->"
 
 
 @dataclass(frozen=True)
@@ -132,10 +134,35 @@ def update(page_path: Path, page: str, results: Path) -> bool:
     return new != text
 
 
+def experiments_table() -> str:
+    """One row per declared experiment: its make target, the paper's table or figure, and its files."""
+    from regnn.reporting.experiments import EXPERIMENTS
+    rows = ["| target | reproduces | output |", "|---|---|---|"]
+    for e in EXPERIMENTS:
+        how = " (measures; no cells)" if e.renderer is None else ""
+        files = ", ".join(f"`results/{o}`" for o in e.outputs)
+        rows.append(f"| `make {e.target}` | {e.item}: {e.what}{how} | {files} |")
+    return "\n".join(rows)
+
+
+def update_experiments(page_path: Path) -> bool:
+    text = page_path.read_text()
+    if EXPERIMENTS_START not in text or EXPERIMENTS_END not in text:
+        raise SystemExit(f"{page_path} lacks the markers {EXPERIMENTS_START} / {EXPERIMENTS_END}")
+    new = (text[: text.index(EXPERIMENTS_START) + len(EXPERIMENTS_START)] + "\n" + experiments_table() + "\n"
+           + text[text.index(EXPERIMENTS_END):])
+    if new != text:
+        page_path.write_text(new)
+    return new != text
+
+
 def update_all(root: Path = REPO_ROOT, results: Path | None = None) -> list[str]:
-    """Regenerates every page of PAGES; returns the pages that changed."""
+    """Regenerates every page of PAGES and README's experiment table; returns the pages that changed."""
     results = results or root / "results"
-    return [page for page in PAGES if update(root / page, page, results)]
+    changed = [page for page in PAGES if update(root / page, page, results)]
+    if update_experiments(root / "README.md") and "README.md" not in changed:
+        changed.append("README.md")
+    return changed
 
 
 if __name__ == "__main__":
