@@ -19,6 +19,7 @@ results/table_efficiency.{csv,md} and results/fig_efficiency.png (the paper's ef
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import resource
 import shlex
@@ -62,16 +63,16 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
     import torch
 
     from regnn.perf import keep_freed_memory
+    from regnn.spec import training_of
     from regnn.training.trainer import trainer_for
 
     keep_freed_memory(every_size=True)
     cfg, data, inputs, net = _build(dataset, model, overrides)
     n = warmup + epochs
-    limits = (dict(max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
-                   stop_on=list(cfg.trainer.stop_on), lr_schedule=str(cfg.trainer.lr_schedule)) if full
-              else dict(max_epochs=n, patience=n + 1))
+    options = training_of(cfg)  # the configured trainer; timed runs: exactly n epochs, no early stop
+    options = options if full else dataclasses.replace(options, max_epochs=n, patience=n + 1)
     fit = trainer_for(cfg.model.get("arch", "regnn"))  # as the pipeline trains it (Metapath2vec: walks, classifier)
-    r = fit(net, inputs, data.features, data.labels, data.splits, seed=0, optimizer=dict(cfg.optimizer), **limits)
+    r = fit(net, inputs, data.features, data.labels, data.splits, seed=0, options=options)
     times = [h["epoch_time_s"] for h in r.history[warmup:]] or [h["epoch_time_s"] for h in r.history]
     return {"dataset": dataset, "model": model, "metapath": cfg.model.get("metapath"), "epochs_timed": len(times), "run_s": r.train_time_s,
             "run_epochs": r.epochs, "test_micro_f1": r.metrics["test_micro_f1"],
@@ -89,13 +90,14 @@ def paired_cell(dataset: str, plain: str, re_model: str, epochs: int, warmup: in
     import torch
 
     from regnn.perf import keep_freed_memory
+    from regnn.spec import training_of
     from regnn.training.trainer import epochs as epoch_steps
 
     keep_freed_memory(every_size=True)
     steps, data = [], None
     for model in (plain, re_model):
         cfg, data, inputs, net = _build(dataset, model, data=data)
-        steps.append(epoch_steps(net, inputs, data.features, data.labels, data.splits, optimizer=dict(cfg.optimizer)))
+        steps.append(epoch_steps(net, inputs, data.features, data.labels, data.splits, training_of(cfg)))
     times = [[], []]
     for i in range(warmup + epochs):
         for k in (0, 1) if i % 2 == 0 else (1, 0):  # alternate who goes first

@@ -38,6 +38,26 @@ def relation(**changes):
     return dataclasses.replace(_re_relation(), **changes)
 
 
+@functools.lru_cache(maxsize=None)
+def _trainer_options(trainer: str):
+    from regnn.spec import training_of
+    return training_of(cfg(f"trainer={trainer}"))
+
+
+def fullbatch(**changes):
+    """The full-batch trainer's settings as conf/train.yaml composes them (DBLP's protocol: 200 epochs, patience
+    50 on the validation loss, constant lr, fp32), with `changes`."""
+    return dataclasses.replace(_trainer_options("fullbatch"), **changes)
+
+
+def minibatch(**changes):
+    """The mini-batch trainer's settings as trainer=minibatch composes them, with `changes` (new fanouts are also
+    the evaluation's unless given, as eval_fanouts: null means)."""
+    if "fanouts" in changes:
+        changes = {"eval_fanouts": tuple(changes["fanouts"]), **changes, "fanouts": tuple(changes["fanouts"])}
+    return dataclasses.replace(_trainer_options("minibatch"), **changes)
+
+
 @pytest.fixture(params=["kernels", "torch"])
 def backend(request):
     """Every aggregation test runs on the fused C++ kernels and on the pure-torch path: the backend to build

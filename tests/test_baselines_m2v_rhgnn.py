@@ -6,7 +6,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from conftest import cfg
+from conftest import cfg, fullbatch
 from regnn.runs import io_safe
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import ConfigError
@@ -105,8 +105,8 @@ def test_rhgnn_learns_the_planted_signal_of_the_synthetic_graph(synthetic):
     assert inputs.source_key["item->source"] == "source->item"  # sources send their item-facing representation
     seed_everything(0)
     net = build_model(c.model, synthetic, inputs)
-    r = train_run(net, inputs, synthetic.features, synthetic.labels, synthetic.splits, seed=0, max_epochs=60,
-                  patience=60, optimizer=OmegaConf.to_container(c.optimizer))
+    r = train_run(net, inputs, synthetic.features, synthetic.labels, synthetic.splits, seed=0,
+                  options=fullbatch(max_epochs=60, patience=60, optimizer=OmegaConf.to_container(c.optimizer)))
     majority = torch.bincount(synthetic.labels).max().item() / synthetic.labels.numel() * 100
     assert r.metrics["test_micro_f1"] >= 70.0, f"{r.metrics['test_micro_f1']:.1f} (chance {majority:.1f})"
     logits, emb = net(inputs, synthetic.features, embed=True)

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import relation, run_train
+from conftest import relation, run_train, fullbatch
 from custom_data import write_npz
 from regnn.data import make_synthetic
 from regnn.models import REGNN, RelationInputs
@@ -30,7 +30,8 @@ def test_train_run_raises_on_nan_features():
     inputs = RelationInputs.build(d)
     model = REGNN.from_inputs(inputs, d.in_dims, d.num_classes, hidden=8, num_layers=2, relation=relation())
     with pytest.raises(Diverged, match="training diverged at epoch 0: the training loss is nan; lower optimizer.lr"):
-        train_run(model, inputs, d.features, d.labels, d.splits, seed=0, optimizer={"lr": 0.01}, max_epochs=5)
+        train_run(model, inputs, d.features, d.labels, d.splits, seed=0,
+                  options=fullbatch(optimizer={"lr": 0.01}, max_epochs=5))
 
 
 def test_huge_learning_rate_fails_runs_instead_of_scoring_them(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import cfg as _cfg, relation
+from conftest import cfg as _cfg, relation, fullbatch, minibatch
 from regnn.core.adjacency import Adjacency
 from regnn.core.attention import aggregate_heads
 from regnn.data import build_relation_graph, load_dataset
@@ -152,7 +152,7 @@ def test_configured_trainer_runs_on_the_device(device, synthetic, torch_backend)
                             dropout=0.5, relation=relation()).to(device)
     r = train_run(net, inputs, {t: x.to(device) for t, x in synthetic.features.items()}, synthetic.labels.to(device),
                   {s: i.to(device) for s, i in synthetic.splits.items()}, seed=0,
-                  optimizer={"name": "adam", "lr": 0.01}, max_epochs=15, patience=15)
+                  options=fullbatch(optimizer={"name": "adam", "lr": 0.01}, max_epochs=15, patience=15))
     assert r.epochs == 15 and r.history[-1]["train_loss"] < r.history[0]["train_loss"]
     assert 0 < r.metrics["test_micro_f1"] <= 100 and r.embeddings.device.type == "cpu"
     assert all(p.device.type == device for p in net.parameters())
@@ -189,8 +189,9 @@ def test_minibatch_training_runs_on_the_device(device, synthetic, torch_backend)
                   relation=relation(), norm="right", layout="stack")
     model = SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(device)
     r = train_minibatch_run(model, sg, synthetic.labels, synthetic.splits, seed=0, num_classes=synthetic.num_classes,
-                            optimizer={"name": "adam", "lr": 0.01}, fanouts=[5, 5], batch_size=64, max_epochs=3,
-                            patience=3, eval="layerwise", log_every=0, device=device, evaluator="ogbn-mag")
+                            options=minibatch(optimizer={"name": "adam", "lr": 0.01}, fanouts=[5, 5], batch_size=64,
+                                              max_epochs=3, patience=3, eval="layerwise", log_every=0),
+                            device=device)
     assert r.epochs == 3 and all(p.device.type == device for p in model.parameters())
     assert 0 < r.metrics["test_acc"] <= 100 and r.history[-1]["train_loss"] < r.history[0]["train_loss"]
 

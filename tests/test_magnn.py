@@ -8,6 +8,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from conftest import fullbatch
+
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import ConfigError
 from regnn.models.baselines.magnn import MetapathInstances, RotationEncoder, pad_by_end, reverse_pairs
@@ -101,8 +103,8 @@ def _train(model, data, *overrides):
     inputs = arch_of(c.model).prepare(data, "cpu", **model_kwargs(c.model))
     seed_everything(0)
     net = build_model(c.model, data, inputs)
-    r = train_run(net, inputs, data.features, data.labels, data.splits, seed=0, max_epochs=60, patience=60,
-                  optimizer=OmegaConf.to_container(c.optimizer))
+    r = train_run(net, inputs, data.features, data.labels, data.splits, seed=0,
+                  options=fullbatch(max_epochs=60, patience=60, optimizer=OmegaConf.to_container(c.optimizer)))
     return r, net, inputs
 
 

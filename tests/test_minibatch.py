@@ -1,11 +1,12 @@
 """Mini-batch training: sampled blocks, exact layer-wise inference, sparse embeddings, train.py end to end."""
+import dataclasses
 import json
 from collections import Counter
 
 import pytest
 import torch
 
-from conftest import run_train, relation
+from conftest import run_train, relation, minibatch
 from regnn.data import build_relation_graph, load_dataset, make_synthetic
 from regnn.models import REGNN
 from regnn.training.minibatch import Scorer, train_minibatch_run
@@ -89,8 +90,9 @@ def test_training_learns_and_stops_on_validation_accuracy(mag):
     seed_everything(0)
     m = model_for(d, sg, "gcn", hidden=32)
     r = train_minibatch_run(m, sg, d.labels, d.splits, seed=0, num_classes=d.num_classes,
-                            optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0}, fanouts=[10, 10],
-                            batch_size=128, max_epochs=30, patience=4, log_every=0, eval="layerwise")
+                            options=minibatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
+                                              fanouts=[10, 10], batch_size=128, max_epochs=30, patience=4,
+                                              patience_steps=0, min_steps=0, log_every=0, eval="layerwise"))
     accs = [h["val_acc"] for h in r.history]
     assert r.best_epoch == accs.index(max(accs)) and r.epochs == min(30, r.best_epoch + 1 + 4)
     assert r.metrics["val_acc"] == pytest.approx(max(accs))  # best weights restored; layerwise eval is exact
@@ -103,9 +105,11 @@ def test_stop_on_validation_loss_keeps_the_epoch_of_the_lowest_validation_loss(m
     d, sg = mag
     seed_everything(0)
     r = train_minibatch_run(model_for(d, sg, "gcn", hidden=32), sg, d.labels, d.splits, seed=0,
-                            num_classes=d.num_classes, optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
-                            fanouts=[10, 10], batch_size=128, max_epochs=12, patience=3, log_every=0,
-                            eval="layerwise", stop_on=["val_loss"])
+                            num_classes=d.num_classes,
+                            options=minibatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
+                                              fanouts=[10, 10], batch_size=128, max_epochs=12, patience=3,
+                                              patience_steps=0, min_steps=0, log_every=0, eval="layerwise",
+                                              stop_on=("val_loss",)))
     losses = [h["val_loss"] for h in r.history]
     assert r.best_epoch == losses.index(min(losses)) and r.epochs == min(12, r.best_epoch + 1 + 3)
 
@@ -117,8 +121,9 @@ def test_sparse_embeddings_only_move_sampled_rows(mag_root):
     m = model_for(d, sg, "gcn")
     before = m.inputs.embeddings["author"].weight.detach().clone()
     r = train_minibatch_run(m, sg, d.labels, d.splits, seed=0, num_classes=d.num_classes,
-                            optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0}, fanouts=[2, 2],
-                            batch_size=16, max_epochs=1, max_batches=1, log_every=0)
+                            options=minibatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
+                                              fanouts=[2, 2], batch_size=16, max_epochs=1, max_batches=1,
+                                              log_every=0, eval="sampled"))
     assert r.history[0]["seeds"] == 16
     moved = (m.inputs.embeddings["author"].weight != before).any(1)
     assert 0 < moved.sum() < moved.numel() // 4  # only authors sampled in the one batch
@@ -129,7 +134,7 @@ def test_scorer_accuracy_is_the_ogb_evaluator(mag):
     d, sg = mag
     m = model_for(d, sg).eval()
     ids = d.splits["test"]
-    s = Scorer(m, sg, d.labels, d.num_classes, mode="layerwise")(ids)
+    s = Scorer(m, sg, d.labels, d.num_classes, minibatch(eval="layerwise"), seed=0)(ids)
     pred = layerwise_logits(m, sg, sg.seeds(ids)).argmax(-1)
     want = Evaluator("ogbn-mag").eval({"y_true": d.labels[ids].view(-1, 1), "y_pred": pred.view(-1, 1)})["acc"]
     assert s["acc"] == pytest.approx(100 * want) and s["acc"] == pytest.approx(s["micro_f1"])
@@ -210,21 +215,25 @@ def test_patience_and_length_count_optimizer_steps_where_an_epoch_is_one_batch(m
     the run the epochs to reach min_steps; with many batches per epoch the epoch counts bind as before."""
     d, sg = mag
     n_train = len(d.splits["train"])
-    kw = dict(seed=0, num_classes=d.num_classes, optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
-              fanouts=[5, 5], log_every=0, eval="layerwise")
+    kw = dict(seed=0, num_classes=d.num_classes)
+    o = minibatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0}, fanouts=[5, 5], log_every=0,
+                  eval="layerwise")
     seed_everything(0)
-    r = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, batch_size=n_train, max_epochs=None,
-                            patience=2, patience_steps=12, min_steps=30, **kw)
+    r = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, **kw,
+                            options=dataclasses.replace(o, batch_size=n_train, max_epochs=None, patience=2,
+                                                        patience_steps=12, min_steps=30))
     steps = [h["steps"] for h in r.history]
     assert steps == list(range(1, r.epochs + 1))  # one step per epoch
     assert r.epochs >= 30 and r.epochs - 1 - r.best_epoch >= 12 or r.epochs == 100
     seed_everything(0)
-    old = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, batch_size=n_train, max_epochs=None,
-                              patience=2, **kw)  # epoch patience alone: stops 2 one-step epochs after the best
+    old = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, **kw,  # epoch patience alone: stops
+                              options=dataclasses.replace(o, batch_size=n_train, max_epochs=None, patience=2,
+                                                          patience_steps=0, min_steps=0))  # 2 one-step epochs on
     assert old.epochs == min(100, old.best_epoch + 1 + 2)
     seed_everything(0)
-    many = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, batch_size=16, max_epochs=None,
-                               patience=2, patience_steps=12, min_steps=30, **kw)
+    many = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, **kw,
+                               options=dataclasses.replace(o, batch_size=16, max_epochs=None, patience=2,
+                                                           patience_steps=12, min_steps=30))
     per_epoch = -(-n_train // 16)
     assert per_epoch * 2 >= 30 and many.epochs == min(100, many.best_epoch + 1 + 2)  # epochs bind: 2 > 30 steps
     assert many.history[0]["steps"] == per_epoch

@@ -4,7 +4,7 @@ the step profile."""
 import pytest
 import torch
 
-from conftest import relation
+from conftest import relation, minibatch
 
 from regnn.core.adjacency import Adjacency
 from regnn.core.attention import REGATConv
@@ -146,8 +146,8 @@ def test_profiled_epoch_reports_its_phases_and_the_sampling_share(mag):
     model = _model(d, sg).float()
     model.inputs._fixed = {t: (x.float() if not x.is_sparse else x) for t, x in model.inputs._fixed.items()}
     res = train_minibatch_run(model, sg, d.labels, d.splits, seed=0, num_classes=d.num_classes,
-                              optimizer={"lr": 0.01}, fanouts=[4, 3], batch_size=64, max_epochs=1, patience=1,
-                              log_every=0, profile=True)
+                              options=minibatch(optimizer={"lr": 0.01}, fanouts=[4, 3], batch_size=64, max_epochs=1,
+                                                patience=1, log_every=0, profile=True, eval="sampled"))
     h = res.history[0]
     phases = {k for k in h if k.startswith("profile_")}
     assert {"profile_blocks_s", "profile_gather_s", "profile_project_s", "profile_forward_layer_0_s",

@@ -4,7 +4,7 @@ import pytest
 import torch
 from sklearn.metrics import f1_score
 
-from conftest import relation
+from conftest import relation, fullbatch
 
 from regnn.data import make_synthetic
 from regnn.errors import ConfigError
@@ -29,8 +29,8 @@ def run(data, inputs, seed=0, re=True, backbone="gcn", max_epochs=120, patience=
                           dropout=0.2, relation=relation(edge_embeddings=re, self_loop_embeddings=re, scale=10.0),
                           **kw)
     return train_run(m, inputs, data.features, data.labels, data.splits, seed=seed,
-                     optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3},
-                     max_epochs=max_epochs, patience=patience)
+                     options=fullbatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3},
+                                       max_epochs=max_epochs, patience=patience))
 
 
 def test_relation_weights_find_the_planted_signal(syn):
@@ -104,9 +104,9 @@ def test_cosine_schedule_anneals_to_a_hundredth(syn):
     seed_everything(0)
     m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=8, num_layers=2,
                           relation=relation())
-    r = train_run(m, inputs, data.features, data.labels, data.splits, seed=0, max_epochs=5, patience=10,
-                  optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0}, lr_schedule="cosine",
-                  stop_on=("val_micro_f1", "val_macro_f1"))
+    r = train_run(m, inputs, data.features, data.labels, data.splits, seed=0,
+                  options=fullbatch(max_epochs=5, patience=10, optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
+                                    lr_schedule="cosine", stop_on=("val_micro_f1", "val_macro_f1")))
     assert r.epochs == 5 and 0 <= r.best_epoch < 5
 
 
@@ -163,16 +163,16 @@ def test_bf16_precision_trains_and_keeps_sparse_parts_in_float32(syn, backbone):
     m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone=backbone, hidden=16, num_layers=3,
                           dropout=0.2, relation=relation(scale=10.0))
     r = train_run(m, inputs, data.features, data.labels, data.splits, seed=0,
-                  optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3}, max_epochs=120, patience=40,
-                  precision="bf16")
+                  options=fullbatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3}, max_epochs=120,
+                                    patience=40, precision="bf16"))
     if backbone == "gcn":  # RE-GCN solves this graph in fp32 (test above); GAT needs more than 120 epochs
         assert r.metrics["test_micro_f1"] >= 95.0
     assert r.history[-1]["train_loss"] < 0.8 * r.history[0]["train_loss"]
     assert r.embeddings.dtype == np.float32 or r.embeddings.dtype == torch.float32
     assert all(p.dtype == torch.float32 for p in m.parameters())  # autocast never casts the weights
     with pytest.raises(ValueError, match="fp32 or bf16"):
-        train_run(m, inputs, data.features, data.labels, data.splits, seed=0, optimizer={"name": "adam"},
-                  max_epochs=1, precision="fp16")
+        train_run(m, inputs, data.features, data.labels, data.splits, seed=0,
+                  options=fullbatch(optimizer={"name": "adam"}, max_epochs=1, precision="fp16"))
 
 
 def test_epochs_generator_is_the_trainers_loop(syn):
@@ -185,7 +185,7 @@ def test_epochs_generator_is_the_trainers_loop(syn):
     m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=16, num_layers=3,
                           dropout=0.2, relation=relation(scale=10.0))
     steps = epochs(m, inputs, data.features, data.labels, data.splits,
-                   optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3})
+                   fullbatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3}))
     rows = [next(steps) for _ in range(6)]
     assert [r["epoch"] for r in rows] == list(range(6))
     assert [r["val_loss"] for r in rows] == [h["val_loss"] for h in ref.history]

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from omegaconf import DictConfig, OmegaConf
 
 from regnn.core.relation import Relation
+from regnn.training.options import FullBatchOptions, MinibatchOptions
 
 ARCH_DEFAULT = "regnn"  # a model config without `arch` is a backbone with relation weights
 
@@ -40,3 +41,27 @@ class ModelSpec:
     def kwargs(self) -> dict:
         """Keyword arguments of the model's prepare and build steps."""
         return {**self.options, **({"relation": self.relation} if self.relation is not None else {})}
+
+
+def _ints(v) -> tuple[int, ...] | None:
+    return None if v is None else tuple(int(x) for x in v)
+
+
+def training_of(cfg: DictConfig) -> FullBatchOptions | MinibatchOptions:
+    """The trainer's settings (trainer, optimizer, precision; the mini-batch trainer also the OGB evaluator)."""
+    t = OmegaConf.to_container(cfg.trainer, resolve=True)
+    optimizer = OmegaConf.to_container(cfg.optimizer, resolve=True)
+    if t["name"] != "minibatch":
+        return FullBatchOptions(optimizer=optimizer, max_epochs=int(t["max_epochs"]), patience=int(t["patience"]),
+                                stop_on=tuple(t["stop_on"]), lr_schedule=str(t["lr_schedule"]),
+                                precision=str(cfg.precision))
+    fanouts = _ints(t["fanouts"])
+    return MinibatchOptions(
+        optimizer=optimizer, fanouts=fanouts, batch_size=int(t["batch_size"]), eval=str(t["eval"]),
+        eval_fanouts=_ints(t["eval_fanouts"]) or fanouts, eval_batch_size=int(t["eval_batch_size"]),
+        max_epochs=None if t["max_epochs"] is None else int(t["max_epochs"]), patience=int(t["patience"]),
+        patience_steps=int(t["patience_steps"]), min_steps=int(t["min_steps"]),
+        max_batches=None if t["max_batches"] is None else int(t["max_batches"]), num_workers=int(t["num_workers"]),
+        embed_lr=float(t["embed_lr"]), log_every=int(t["log_every"]), sampling=str(t["sampling"]),
+        profile=bool(t["profile"]), stop_on=tuple(t["stop_on"]),
+        evaluator=str(OmegaConf.select(cfg, "dataset.ogb_name", default="ogbn-mag")))

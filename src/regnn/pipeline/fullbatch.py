@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from regnn.evaluation.clustering import cluster_scores
 from regnn.loggers import make_logger
 from regnn.runs.executor import job_threads, plan_workers, run_in_workers
+from regnn.spec import training_of
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
 from regnn.runs.store import CellStore, failed_note, run_record
 from regnn.training.device import select_device
@@ -53,11 +54,8 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
     logger.start_run(run, seed)
     try:
         fit = trainer_for(cfg.model.get("arch", "regnn"))
-        result = fit(model, job.inputs, job.feats, job.labels, job.splits, seed=seed,
-                     optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True),
-                     max_epochs=cfg.trainer.max_epochs, patience=cfg.trainer.patience,
-                     stop_on=list(cfg.trainer.stop_on), lr_schedule=str(cfg.trainer.lr_schedule),
-                     precision=str(cfg.precision), on_epoch=logger.log_epoch, progress=progress)
+        result = fit(model, job.inputs, job.feats, job.labels, job.splits, seed=seed, options=training_of(cfg),
+                     on_epoch=logger.log_epoch, progress=progress)
     except Diverged as e:
         progress.close()
         return store.save_failed(failed_record(run, seed, e), logger, job.device), None

@@ -15,6 +15,7 @@ from regnn.config import whole_graph_degrees
 from regnn.loggers import make_logger
 from regnn.runs.executor import job_threads
 from regnn.pipeline.from_config import load_data, model_kwargs
+from regnn.spec import training_of
 from regnn.runs.store import CellStore, failed_note, run_record
 from regnn.perf import keep_freed_memory, peak_rss_gb
 from regnn.training.device import select_device
@@ -61,7 +62,6 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
     plain_cfg = OmegaConf.to_container(cfg, resolve=True)
     logger = make_logger(out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
                          **(plain_cfg["logger"] if dist.is_main else {"name": "none"}))
-    eval_fanouts = OmegaConf.to_container(t.eval_fanouts) if t.eval_fanouts is not None else None
 
     def build():
         inputs = NodeInputs(data.features, embed_dim=int(t.embed_dim))
@@ -88,15 +88,8 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
         model = counted(build())
         logger.start_run(run, seed)
         try:
-            result = train_minibatch_run(
-                model, sg, data.labels, data.splits, seed=seed, num_classes=data.num_classes,
-                optimizer=OmegaConf.to_container(cfg.optimizer, resolve=True), fanouts=list(t.fanouts),
-                batch_size=t.batch_size, eval=t.eval, eval_fanouts=eval_fanouts, eval_batch_size=t.eval_batch_size,
-                max_epochs=t.max_epochs, patience=t.patience, patience_steps=t.patience_steps,
-                min_steps=t.min_steps, max_batches=t.max_batches, num_workers=t.num_workers,
-                embed_lr=t.embed_lr, log_every=t.log_every, device=device, dist=dist,
-                evaluator=str(cfg.dataset.get("ogb_name", "ogbn-mag")), on_epoch=logger.log_epoch,
-                sampling=str(t.sampling), profile=bool(t.profile), stop_on=list(t.stop_on))
+            result = train_minibatch_run(model, sg, data.labels, data.splits, seed=seed, num_classes=data.num_classes,
+                                         options=training_of(cfg), device=device, dist=dist, on_epoch=logger.log_epoch)
         except Diverged as e:
             rec = failed_record(run, seed, e)
             return (store.save_failed(rec, logger, device) if dist.is_main else rec), None

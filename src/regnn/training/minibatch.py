@@ -19,6 +19,7 @@ from regnn import interrupt
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import f1_scores
 from regnn.training.distributed import Dist
+from regnn.training.options import MinibatchOptions
 from regnn.training.divergence import TrainLossBlowup, check_loss, check_parameters
 from regnn.training.early_stopping import EarlyStopping
 from regnn.perf import StepTimer, peak_rss_gb
@@ -34,18 +35,17 @@ MEMORY_AT = (50, 300)  # batches at which a profiled epoch records the memory hi
 class Scorer:
     """Accuracy (ogb Evaluator, percent), Micro/Macro-F1 and loss of the target nodes `ids`, batched."""
 
-    def __init__(self, model, sg: SampledGraph, labels: torch.Tensor, num_classes: int, mode: str = "sampled",
-                 fanouts=(25, 20), batch_size: int = 4096, device="cpu", dist: Dist | None = None,
-                 evaluator: str = "ogbn-mag", sampling: str = "deterministic", seed: int = 0):
+    def __init__(self, model, sg: SampledGraph, labels: torch.Tensor, num_classes: int, options: MinibatchOptions,
+                 *, device="cpu", dist: Dist | None = None, seed: int):
         from ogb.nodeproppred import Evaluator
 
-        if mode not in EVAL_MODES:
-            raise ValueError(f"evaluation mode must be one of {EVAL_MODES}, got {mode!r}")
+        if options.eval not in EVAL_MODES:
+            raise ValueError(f"evaluation mode must be one of {EVAL_MODES}, got {options.eval!r}")
         self.model, self.sg, self.labels, self.num_classes = model, sg, labels, num_classes
-        self.mode, self.fanouts, self.batch_size, self.device = mode, list(fanouts), batch_size, device
-        self.sampling, self.seed = sampling, seed  # sampled evaluation draws the same neighbours every call
+        self.mode, self.fanouts, self.batch_size = options.eval, list(options.eval_fanouts), options.eval_batch_size
+        self.device, self.sampling, self.seed = device, options.sampling, seed  # the same draws every call
         self.dist = dist or Dist()
-        self.evaluator = Evaluator(evaluator)
+        self.evaluator = Evaluator(options.evaluator)
 
     def __call__(self, ids: torch.Tensor) -> dict[str, float]:
         self.model.eval()
@@ -70,13 +70,8 @@ class Scorer:
 
 
 def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: dict[str, torch.Tensor], *,
-                        seed: int, num_classes: int, optimizer: dict, fanouts=(25, 20), batch_size: int = 1024,
-                        eval: str = "sampled", eval_fanouts=None, eval_batch_size: int = 4096, max_epochs: int | None = 100,
-                        patience: int = 10, patience_steps: int = 0, min_steps: int = 0,
-                        max_batches: int | None = None, num_workers: int = 0,
-                        embed_lr: float = 0.01, log_every: int = 50, device="cpu", dist: Dist | None = None,
-                        evaluator: str = "ogbn-mag", on_epoch=None, sampling: str = "deterministic",
-                        profile: bool = False, stop_on=("val_acc",)) -> RunResult:
+                        seed: int, num_classes: int, options: MinibatchOptions, device="cpu",
+                        dist: Dist | None = None, on_epoch=None) -> RunResult:
     """Trains `model` (a SampledREGNN) and returns the scores of its best-validation weights (stop_on: the scores
     that must improve for an epoch to be the best, as the full-batch trainer's: val_acc, val_loss, ...).
 
@@ -92,6 +87,10 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
     seconds per batch of every phase of a step (profile_*_s: blocks (the adjacencies to the device), feature gather, input
     projection, the forward of every layer, backward, optimizer step) and the process's memory high-water mark
     at batches 50 and 300 and the epoch's last (peak_rss_gb_batch_*)."""
+    o = options
+    optimizer, fanouts, batch_size, max_epochs = o.optimizer, list(o.fanouts), o.batch_size, o.max_epochs
+    patience, patience_steps, min_steps, max_batches = o.patience, o.patience_steps, o.min_steps, o.max_batches
+    num_workers, embed_lr, log_every, sampling, profile = o.num_workers, o.embed_lr, o.log_every, o.sampling, o.profile
     dist = dist or Dist()
     sparse = list(model.inputs.embeddings.parameters())
     if sparse and dist.backend == "nccl":
@@ -106,9 +105,8 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
     opts = [make_optimizer(dense, **optimizer)] + ([torch.optim.SparseAdam(sparse, lr=embed_lr)] if sparse else [])
     loader = sampled_loader(sg, sg.seeds(splits["train"]), fanouts, batch_size, shuffle=True,
                             use_ddp=dist.enabled, num_workers=num_workers, sampling=sampling, seed=seed)
-    score = Scorer(model, sg, labels, num_classes, eval, eval_fanouts or fanouts, eval_batch_size, device, dist,
-                   evaluator, sampling, seed)
-    stopper, history = EarlyStopping(patience=patience, monitor=tuple(stop_on)), []
+    score = Scorer(model, sg, labels, num_classes, o, device=device, dist=dist, seed=seed)
+    stopper, history = EarlyStopping(patience=patience, monitor=o.stop_on), []
     blowup = TrainLossBlowup(num_classes)
     n_batches = len(loader) if not max_batches else min(len(loader), max_batches)
     if max_epochs is None:

@@ -12,9 +12,10 @@ from regnn.evaluation.metrics import f1_scores
 from regnn.training.trainer import RunResult
 
 
-def fit(model, inputs, feats, labels, splits, *, seed: int, on_epoch=None, progress=None,
-        **_trainer_options) -> RunResult:
-    """train_run's counterpart (its arguments; the optimizer and epoch settings are the model's own): skip-gram
+def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epoch=None,
+        progress=None) -> RunResult:
+    """train_run's counterpart (its arguments; `options` is not read: the optimizer and the number of passes are
+    the model's own settings): skip-gram
     for `walks_per_node` passes (shuffled start nodes, batches of walks, SparseAdam), then sklearn's
     LogisticRegression on the training nodes; the scores of every split, as train_run reports them."""
     from sklearn.linear_model import LogisticRegression

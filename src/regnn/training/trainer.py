@@ -6,7 +6,6 @@ import itertools
 import logging
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -17,6 +16,7 @@ from regnn.core.adjacency import at_least_fp32
 from regnn.evaluation.metrics import f1_scores
 from regnn.training.divergence import TrainLossBlowup, check_loss, check_parameters
 from regnn.training.early_stopping import EarlyStopping
+from regnn.training.options import FullBatchOptions
 
 log = logging.getLogger("regnn")
 
@@ -94,16 +94,16 @@ def make_schedule(opt, name: str, epochs: int):
     raise ValueError(f"unknown lr schedule {name!r} ({', '.join(LR_SCHEDULES)})")
 
 
-def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: str = "fp32",
-           lr_schedule: str = "constant", max_epochs: int = 200):
+def epochs(model, inputs, feats, labels, splits, options: FullBatchOptions):
     """Trains `model` one epoch per step of the generator, without end: yields each epoch's history row
     (losses, validation F1, epoch_time_s = one training step plus the validation pass). train_run stops it;
     a benchmark can step two models in turn so both see the same machine conditions. A cosine lr_schedule
     anneals over max_epochs."""
     idx = splits
     y = {s: labels[i] for s, i in splits.items()}
-    opt = make_optimizer(model.parameters(), **optimizer)
-    schedule = make_schedule(opt, lr_schedule, max_epochs)
+    opt = make_optimizer(model.parameters(), **options.optimizer)
+    schedule = make_schedule(opt, options.lr_schedule, options.max_epochs)
+    precision = options.precision
     for epoch in itertools.count():
         interrupt.check(f"before epoch {epoch}")
         t = time.perf_counter()
@@ -129,9 +129,8 @@ def epochs(model, inputs, feats, labels, splits, *, optimizer: dict, precision: 
                "val_macro_f1": val["macro_f1"], "epoch_time_s": time.perf_counter() - t}
 
 
-def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dict, max_epochs: int = 200,
-              patience: int = 50, on_epoch=None, progress: Progress | None = None, precision: str = "fp32",
-              stop_on: Sequence[str] = ("val_loss",), lr_schedule: str = "constant") -> RunResult:
+def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullBatchOptions, on_epoch=None,
+              progress: Progress | None = None) -> RunResult:
     """Trains `model` and returns the scores of its best-validation weights: those of the last epoch where
     every score in `stop_on` improved (the protocol: validation loss alone).
 
@@ -141,15 +140,14 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
     """
     idx = splits
     y = {s: labels[i] for s, i in splits.items()}
-    stopper = EarlyStopping(patience=patience, monitor=stop_on)
+    stopper = EarlyStopping(patience=options.patience, monitor=options.stop_on)
     blowup = TrainLossBlowup(int(labels.max()) + 1 if labels.numel() else 2)
     history = []
     t0 = time.perf_counter()
-    steps = epochs(model, inputs, feats, labels, splits, optimizer=optimizer, precision=precision,
-                   lr_schedule=lr_schedule, max_epochs=max_epochs)
-    for row in itertools.islice(steps, max_epochs):
+    steps = epochs(model, inputs, feats, labels, splits, options)
+    for row in itertools.islice(steps, options.max_epochs):
         epoch, val_loss = row["epoch"], row["val_loss"]
-        lr = optimizer.get("lr")
+        lr = options.optimizer.get("lr")
         check_loss(row["train_loss"], "training loss", epoch, lr)  # a diverged run is stopped, never scored
         check_parameters(model, epoch, lr)
         check_loss(val_loss, "validation loss", epoch, lr)
@@ -171,7 +169,7 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, optimizer: dic
         progress.close()
     stopper.restore(model)
     model.eval()
-    with torch.no_grad(), autocast(precision, labels.device):
+    with torch.no_grad(), autocast(options.precision, labels.device):
         logits, emb = model(inputs, feats, embed=True)
         logits, emb = at_least_fp32(logits), (at_least_fp32(emb) if emb is not None else None)
     metrics = {}
