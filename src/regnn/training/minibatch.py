@@ -87,118 +87,150 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
     seconds per batch of every phase of a step (profile_*_s: blocks (the adjacencies to the device), feature gather, input
     projection, the forward of every layer, backward, optimizer step) and the process's memory high-water mark
     at batches 50 and 300 and the epoch's last (peak_rss_gb_batch_*)."""
-    o = options
-    optimizer, fanouts, batch_size, max_epochs = o.optimizer, list(o.fanouts), o.batch_size, o.max_epochs
-    patience, patience_steps, min_steps, max_batches = o.patience, o.patience_steps, o.min_steps, o.max_batches
-    num_workers, embed_lr, log_every, sampling, profile = o.num_workers, o.embed_lr, o.log_every, o.sampling, o.profile
-    dist = dist or Dist()
-    sparse = list(model.inputs.embeddings.parameters())
-    if sparse and dist.backend == "nccl":
-        raise ConfigError("learnable node embeddings have sparse gradients, which NCCL cannot all-reduce; use "
-                          "trainer.ddp_backend=gloo, or features for every node type (dataset.featureless=mean|file)")
-    net = model
-    if dist.enabled:
-        net = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[torch.device(device).index] if torch.device(device).type == "cuda" else None,
-            find_unused_parameters=True)  # a batch without some node type leaves its projection unused
-    dense = [p for n, p in model.named_parameters() if not n.startswith("inputs.embeddings.")]
-    opts = [make_optimizer(dense, **optimizer)] + ([torch.optim.SparseAdam(sparse, lr=embed_lr)] if sparse else [])
-    loader = sampled_loader(sg, sg.seeds(splits["train"]), fanouts, batch_size, shuffle=True,
-                            use_ddp=dist.enabled, num_workers=num_workers, sampling=sampling, seed=seed)
-    score = Scorer(model, sg, labels, num_classes, o, device=device, dist=dist, seed=seed)
-    stopper, history = EarlyStopping(patience=patience, monitor=o.stop_on), []
-    blowup = TrainLossBlowup(num_classes)
-    n_batches = len(loader) if not max_batches else min(len(loader), max_batches)
-    if max_epochs is None:
-        max_epochs = max(DEFAULT_EPOCHS, -(-min_steps // max(1, n_batches)))
-    steps = best_step = 0
-    timer = model.timer = StepTimer(False, device)  # on for training steps only, not evaluation
-    timer.layers({f"forward layer {i}": conv for i, conv in enumerate(model.regnn.convs)}
-                 | ({"forward output layer": model.regnn.head} if model.regnn.head is not None else {}))
+    run = _MinibatchRun(model, sg, labels, splits, seed, num_classes, options, device, dist or Dist())
+    history, steps, best_step = [], 0, 0
     t_run = time.perf_counter()
-    for epoch in range(max_epochs):
+    for epoch in range(run.max_epochs):
         interrupt.check(f"before epoch {epoch}")
-        model.train()
-        t0 = time.perf_counter()
-        seen = correct = 0
-        loss_sum = sample_s = 0.0
-        memory, sizes = {}, torch.zeros(5, dtype=torch.float64)
-        timer.enabled = profile
-        t_ask = time.perf_counter()
-        for b, (input_nodes, output_nodes, adjs, _) in enumerate(loader):
-            if b >= n_batches:
-                break
-            sample_s += time.perf_counter() - t_ask  # waiting for the loader: sampling (or its threads falling behind)
-            with timer("blocks"):
-                adjs = to_device(adjs, device)
-            y = labels[output_nodes - sg.target_offset].to(device)
-            with timer("forward"):
-                logits = net(input_nodes, adjs)
-                loss = F.cross_entropy(logits, y)
-            for o in opts:
-                o.zero_grad()
-            with timer("backward"):
-                loss.backward()
-            with timer("optimizer step"):
-                for o in opts:
-                    o.step()
-            seen += y.numel()
-            steps += 1
-            batch_loss = loss.item()
-            if not dist.enabled:  # under DDP every process checks the summed loss below, so all stop together
-                check_loss(batch_loss, f"training loss of batch {b}", epoch, optimizer.get("lr"))
-            loss_sum += batch_loss * y.numel()
-            correct += int((logits.argmax(-1) == y).sum())
-            if profile:
-                sizes += torch.tensor([input_nodes.numel(), adjs[0].indices.numel(), adjs[0].num_dst,
-                                       adjs[-1].indices.numel(), adjs[-1].num_dst], dtype=torch.float64)
-                if b + 1 in MEMORY_AT or b + 1 == n_batches:
-                    memory[f"peak_rss_gb_batch_{b + 1}"] = peak_rss_gb()
-            if log_every and (b + 1) % log_every == 0:
-                dt = time.perf_counter() - t0
-                log.info("epoch %d batch %d/%d: loss %.4f, %.0f seeds/s (sampling %.0f%% of the time)%s", epoch, b + 1,
-                         n_batches, loss_sum / seen, seen / dt, 100 * sample_s / dt,
-                         f" (rank {dist.rank})" if dist.enabled else "")
-            t_ask = time.perf_counter()
-        train_s = time.perf_counter() - t0
-        timer.enabled, phases = False, timer.take()
-        totals = dist.all_sum(torch.tensor([seen, correct, loss_sum], dtype=torch.float64))
-        wall = dist.all_max(train_s)
-        check_loss(float(totals[2]), "training loss", epoch, optimizer.get("lr"))
-        check_parameters(model, epoch, optimizer.get("lr"))
-        val = score(splits["val"])
-        check_loss(val["loss"], "validation loss", epoch, optimizer.get("lr"))
-        row = {"epoch": epoch, "steps": steps, "train_loss": float(totals[2] / totals[0]), "train_acc": 100.0 * float(totals[1] / totals[0]),
-               "val_loss": val["loss"], "val_acc": val["acc"], "val_micro_f1": val["micro_f1"],
-               "val_macro_f1": val["macro_f1"], "seeds": int(totals[0]), "batches": n_batches,
-               "seeds_per_s": float(totals[0]) / wall, "train_time_s": wall, "sample_s": sample_s,
-               "compute_s": train_s - sample_s, "epoch_time_s": time.perf_counter() - t0}
-        if profile:  # seconds per batch of every phase, and the memory high-water mark along the epoch
-            row |= {f"profile_{k.replace(' ', '_')}_s": v / max(1, n_batches) for k, v in phases.items()}
-            row |= {"profile_sample_s": sample_s / max(1, n_batches)} | memory
-            row |= dict(zip(("batch_sources", "batch_edges_0", "batch_dst_0", "batch_edges_last", "batch_seeds"),
-                            (sizes / max(1, n_batches)).tolist()))  # per batch, for an arithmetic estimate
+        row = run.epoch(epoch, steps)
+        steps = row["steps"]
         history.append(row)
-        if blowup.step(epoch, row["train_loss"], row["val_loss"]):
-            log.warning(TrainLossBlowup.message(blowup.report))
+        if run.blowup.step(epoch, row["train_loss"], row["val_loss"]):
+            log.warning(TrainLossBlowup.message(run.blowup.report))
         if on_epoch:
             on_epoch(row)
+        stopper = run.stopper
         log.info("epoch %d: train loss %.4f acc %.2f | val acc %.2f | %.0f seeds/s, %.1fs (best epoch %d)", epoch,
                  row["train_loss"], row["train_acc"], row["val_acc"], row["seeds_per_s"], row["epoch_time_s"],
                  epoch if stopper.improves(row) else stopper.best_epoch)
         if stopper.improves(row):
             best_step = steps
-        if stopper.step(row, epoch, model) and steps - best_step >= patience_steps and steps >= min_steps:
+        if stopper.step(row, epoch, model) and steps - best_step >= options.patience_steps \
+                and steps >= options.min_steps:
             break
-    train_time = time.perf_counter() - t_run
-    timer.remove()
-    stopper.restore(model)
-    best = history[stopper.best_epoch]
-    metrics = {"train_acc": best["train_acc"], "train_loss": best["train_loss"]}
-    for s in ("val", "test"):
-        r = score(splits[s])
-        metrics |= {f"{s}_acc": r["acc"], f"{s}_micro_f1": r["micro_f1"], f"{s}_macro_f1": r["macro_f1"],
-                    f"{s}_loss": r["loss"]}
-    return RunResult(seed=seed, best_epoch=stopper.best_epoch, epochs=len(history), metrics=metrics,
-                     history=history, relation_weights=model.relation_weights(), train_time_s=train_time,
-                     train_loss_blowup=blowup.report)
+    return run.result(history, time.perf_counter() - t_run)
+
+
+class _MinibatchRun:
+    """One run's optimizers, sampler, scorer and stopping state, and its epochs (train_minibatch_run's steps)."""
+
+    def __init__(self, model, sg: SampledGraph, labels, splits, seed: int, num_classes: int,
+                 options: MinibatchOptions, device, dist: Dist):
+        o = options
+        sparse = list(model.inputs.embeddings.parameters())
+        if sparse and dist.backend == "nccl":
+            raise ConfigError("learnable node embeddings have sparse gradients, which NCCL cannot all-reduce; use "
+                              "trainer.ddp_backend=gloo, or features for every node type "
+                              "(dataset.featureless=mean|file)")
+        self.model, self.net, self.sg, self.labels, self.splits = model, model, sg, labels, splits
+        self.options, self.device, self.dist, self.seed = o, device, dist, seed
+        if dist.enabled:
+            self.net = torch.nn.parallel.DistributedDataParallel(
+                model, device_ids=[torch.device(device).index] if torch.device(device).type == "cuda" else None,
+                find_unused_parameters=True)  # a batch without some node type leaves its projection unused
+        dense = [p for n, p in model.named_parameters() if not n.startswith("inputs.embeddings.")]
+        self.opts = [make_optimizer(dense, **o.optimizer)] + (
+            [torch.optim.SparseAdam(sparse, lr=o.embed_lr)] if sparse else [])
+        self.loader = sampled_loader(sg, sg.seeds(splits["train"]), list(o.fanouts), o.batch_size, shuffle=True,
+                                     use_ddp=dist.enabled, num_workers=o.num_workers, sampling=o.sampling, seed=seed)
+        self.score = Scorer(model, sg, labels, num_classes, o, device=device, dist=dist, seed=seed)
+        self.stopper = EarlyStopping(patience=o.patience, monitor=o.stop_on)
+        self.blowup = TrainLossBlowup(num_classes)
+        n = len(self.loader)
+        self.n_batches = n if not o.max_batches else min(n, o.max_batches)
+        self.max_epochs = o.max_epochs if o.max_epochs is not None else max(
+            DEFAULT_EPOCHS, -(-o.min_steps // max(1, self.n_batches)))
+        self.timer = model.timer = StepTimer(False, device)  # on for training steps only, not evaluation
+        self.timer.layers({f"forward layer {i}": conv for i, conv in enumerate(model.regnn.convs)}
+                          | ({"forward output layer": model.regnn.head} if model.regnn.head is not None else {}))
+
+    def _step(self, input_nodes, output_nodes, adjs):
+        """One optimizer step on one sampled batch: (its loss, its labels, its logits)."""
+        timer = self.timer
+        with timer("blocks"):
+            adjs = to_device(adjs, self.device)
+        y = self.labels[output_nodes - self.sg.target_offset].to(self.device)
+        with timer("forward"):
+            logits = self.net(input_nodes, adjs)
+            loss = F.cross_entropy(logits, y)
+        for o in self.opts:
+            o.zero_grad()
+        with timer("backward"):
+            loss.backward()
+        with timer("optimizer step"):
+            for o in self.opts:
+                o.step()
+        return loss.item(), y, logits, adjs
+
+    def _train(self, epoch: int, steps: int) -> dict:
+        """The epoch's pass over the training batches: counts, loss, sampling time, profile sizes and memory."""
+        o, dist, lr = self.options, self.dist, self.options.optimizer.get("lr")
+        self.model.train()
+        t0 = time.perf_counter()
+        seen = correct = 0
+        loss_sum = sample_s = 0.0
+        memory, sizes = {}, torch.zeros(5, dtype=torch.float64)
+        self.timer.enabled = o.profile
+        t_ask = time.perf_counter()
+        for b, (input_nodes, output_nodes, adjs, _) in enumerate(self.loader):
+            if b >= self.n_batches:
+                break
+            sample_s += time.perf_counter() - t_ask  # waiting for the loader: sampling (or its threads falling behind)
+            batch_loss, y, logits, adjs = self._step(input_nodes, output_nodes, adjs)
+            seen += y.numel()
+            steps += 1
+            if not dist.enabled:  # under DDP every process checks the summed loss below, so all stop together
+                check_loss(batch_loss, f"training loss of batch {b}", epoch, lr)
+            loss_sum += batch_loss * y.numel()
+            correct += int((logits.argmax(-1) == y).sum())
+            if o.profile:
+                sizes += torch.tensor([input_nodes.numel(), adjs[0].indices.numel(), adjs[0].num_dst,
+                                       adjs[-1].indices.numel(), adjs[-1].num_dst], dtype=torch.float64)
+                if b + 1 in MEMORY_AT or b + 1 == self.n_batches:
+                    memory[f"peak_rss_gb_batch_{b + 1}"] = peak_rss_gb()
+            if o.log_every and (b + 1) % o.log_every == 0:
+                dt = time.perf_counter() - t0
+                log.info("epoch %d batch %d/%d: loss %.4f, %.0f seeds/s (sampling %.0f%% of the time)%s", epoch,
+                         b + 1, self.n_batches, loss_sum / seen, seen / dt, 100 * sample_s / dt,
+                         f" (rank {dist.rank})" if dist.enabled else "")
+            t_ask = time.perf_counter()
+        return {"t0": t0, "train_s": time.perf_counter() - t0, "seen": seen, "correct": correct,
+                "loss_sum": loss_sum, "sample_s": sample_s, "steps": steps, "memory": memory, "sizes": sizes}
+
+    def epoch(self, epoch: int, steps: int) -> dict:
+        """Trains one epoch and validates: the epoch's history row."""
+        p = self._train(epoch, steps)
+        lr, n_batches = self.options.optimizer.get("lr"), self.n_batches
+        self.timer.enabled, phases = False, self.timer.take()
+        totals = self.dist.all_sum(torch.tensor([p["seen"], p["correct"], p["loss_sum"]], dtype=torch.float64))
+        wall = self.dist.all_max(p["train_s"])
+        check_loss(float(totals[2]), "training loss", epoch, lr)
+        check_parameters(self.model, epoch, lr)
+        val = self.score(self.splits["val"])
+        check_loss(val["loss"], "validation loss", epoch, lr)
+        row = {"epoch": epoch, "steps": p["steps"], "train_loss": float(totals[2] / totals[0]),
+               "train_acc": 100.0 * float(totals[1] / totals[0]), "val_loss": val["loss"], "val_acc": val["acc"],
+               "val_micro_f1": val["micro_f1"], "val_macro_f1": val["macro_f1"], "seeds": int(totals[0]),
+               "batches": n_batches, "seeds_per_s": float(totals[0]) / wall, "train_time_s": wall,
+               "sample_s": p["sample_s"], "compute_s": p["train_s"] - p["sample_s"],
+               "epoch_time_s": time.perf_counter() - p["t0"]}
+        if self.options.profile:  # seconds per batch of every phase, and the memory high-water mark along the epoch
+            row |= {f"profile_{k.replace(' ', '_')}_s": v / max(1, n_batches) for k, v in phases.items()}
+            row |= {"profile_sample_s": p["sample_s"] / max(1, n_batches)} | p["memory"]
+            row |= dict(zip(("batch_sources", "batch_edges_0", "batch_dst_0", "batch_edges_last", "batch_seeds"),
+                            (p["sizes"] / max(1, n_batches)).tolist()))  # per batch, for an arithmetic estimate
+        return row
+
+    def result(self, history: list[dict], train_time: float) -> RunResult:
+        """The scores of the best-validation weights, restored."""
+        self.timer.remove()
+        self.stopper.restore(self.model)
+        best = history[self.stopper.best_epoch]
+        metrics = {"train_acc": best["train_acc"], "train_loss": best["train_loss"]}
+        for s in ("val", "test"):
+            r = self.score(self.splits[s])
+            metrics |= {f"{s}_acc": r["acc"], f"{s}_micro_f1": r["micro_f1"], f"{s}_macro_f1": r["macro_f1"],
+                        f"{s}_loss": r["loss"]}
+        return RunResult(seed=self.seed, best_epoch=self.stopper.best_epoch, epochs=len(history), metrics=metrics,
+                         history=history, relation_weights=self.model.relation_weights(), train_time_s=train_time,
+                         train_loss_blowup=self.blowup.report)
