@@ -30,69 +30,100 @@ SUMMARY_KEYS = ("test_acc", "val_acc", "test_micro_f1", "test_macro_f1", "val_mi
 
 def run(cfg: DictConfig, store: CellStore) -> dict:
     """Like the full-batch job, with regnn.training.minibatch; under torchrun only rank 0 writes anything."""
-    from regnn.models.regnn import REGNN
-    from regnn.training.distributed import Dist, param_digest
-    from regnn.training.minibatch import train_minibatch_run
-    from regnn.models.sampled import NodeInputs, SampledREGNN
-    from regnn.training.sampling import SampledGraph
-
-    t = cfg.trainer
-    keep_freed_memory(every_size=True)  # a sampled step's (sources x hidden) tensors fault in ~0.1 s each
-    if threads := job_threads(cfg):
-        torch.set_num_threads(threads)
-    device, why = select_device(str(cfg.device))
-    dist = Dist.from_env(str(t.ddp_backend), device)
-    if dist.enabled and device.type == "cuda":
-        device = torch.device("cuda", dist.local_rank)
-    store = store.at(Path(dist.broadcast_object(str(store.dir))))  # every process reports to rank 0's directory
-    if not dist.is_main:
-        log.setLevel(logging.WARNING)  # one progress stream: rank 0's
-    label = f"{cfg.model.name} on {cfg.dataset.name}"
-    log.info("%s: mini-batch, device %s, %d threads, %d runs from seed %d%s", label, why, torch.get_num_threads(),
-             cfg.runs, cfg.seed, f", process {dist.rank} of {dist.world_size} ({dist.backend})" if dist.enabled else "")
-    t0 = time.perf_counter()
-    with dist.main_first():  # rank 0 first: ogb writes its processed cache on first use
-        data = load_data(cfg.dataset)
-    sg = SampledGraph(data, whole_graph_degrees=whole_graph_degrees(cfg.model))
-    load_s = time.perf_counter() - t0
-    log.info("data: %s, %d nodes of %d types, %d edges of %d relation types, %d %s classes, train/val/test "
-             "%d/%d/%d (%.1fs, peak memory %.2f GB)", data.name, data.graph.num_nodes(), len(data.graph.ntypes),
-             data.graph.num_edges(), len(data.graph.etypes), data.num_classes, data.target,
-             *(len(data.splits[s]) for s in ("train", "val", "test")), load_s, peak_rss_gb())
-    plain_cfg = OmegaConf.to_container(cfg, resolve=True)
-    logger = make_logger(out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
-                         **(plain_cfg["logger"] if dist.is_main else {"name": "none"}))
-
-    def build():
-        inputs = NodeInputs(data.features, embed_dim=int(t.embed_dim))
-        regnn = REGNN(in_dims=inputs.in_dims, num_classes=data.num_classes, relation_names=sg.relation_names,
-                      num_edge_relations=sg.num_edge_relations, **model_kwargs(cfg.model))
-        return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(device)
-
+    job = _MinibatchJob(cfg, store)
+    store, dist = job.store, job.dist
     if dist.is_main:
         store.write_config()  # first: lets a resume check the settings of the runs it keeps
     # every process keeps the runs rank 0 found finished, so all train the same ones
     kept = dist.broadcast_object(store.kept_runs())
-    num_parameters = None  # counted on the first model built (a model holds learnable embeddings of every node)
+    records, weights = store.collect(kept, job.train_one, score=("test_acc", "test accuracy"))
+    if job.num_parameters is None:  # every run was kept: count one model
+        job.counted(job.build())
+    summary = store.summary(records, SUMMARY_KEYS, job.t0, device=job.device, device_note=job.why,
+                            trainer="minibatch",
+                            environment={"threads": torch.get_num_threads(), "processes": dist.world_size},
+                            num_parameters=job.num_parameters, relation_names=job.sg.relation_names,
+                            extra={"load_time_s": job.load_s})
+    if dist.is_main:
+        store.finish(summary, weights)
+    job.logger.finish(summary)
+    m = summary["metrics"]
+    if m:
+        log.info("%s (%d runs%s): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s", job.label,
+                 summary["finished_runs"], failed_note(summary), m["test_acc"]["mean"], m["test_acc"]["std"],
+                 m["seeds_per_s"]["mean"], summary["peak_rss_gb"], store.dir)
+    dist.close()
+    return summary
 
-    def counted(model):
-        nonlocal num_parameters
-        if num_parameters is None:
-            num_parameters = sum(p.numel() for p in model.parameters())
-            log.info("model: %s, %d parameters", cfg.model.name, num_parameters)
+
+class _MinibatchJob:
+    """What every run of a mini-batch cell shares: device, processes, the sampled graph, the logger."""
+
+    def __init__(self, cfg: DictConfig, store: CellStore):
+        from regnn.training.distributed import Dist
+        from regnn.training.sampling import SampledGraph
+
+        self.cfg, t = cfg, cfg.trainer
+        keep_freed_memory(every_size=True)  # a sampled step's (sources x hidden) tensors fault in ~0.1 s each
+        if threads := job_threads(cfg):
+            torch.set_num_threads(threads)
+        device, self.why = select_device(str(cfg.device))
+        self.dist = dist = Dist.from_env(str(t.ddp_backend), device)
+        self.device = torch.device("cuda", dist.local_rank) if dist.enabled and device.type == "cuda" else device
+        self.store = store.at(Path(dist.broadcast_object(str(store.dir))))  # every process reports to rank 0's
+        if not dist.is_main:
+            log.setLevel(logging.WARNING)  # one progress stream: rank 0's
+        self.label = f"{cfg.model.name} on {cfg.dataset.name}"
+        log.info("%s: mini-batch, device %s, %d threads, %d runs from seed %d%s", self.label, self.why,
+                 torch.get_num_threads(), cfg.runs, cfg.seed,
+                 f", process {dist.rank} of {dist.world_size} ({dist.backend})" if dist.enabled else "")
+        self.t0 = time.perf_counter()
+        with dist.main_first():  # rank 0 first: ogb writes its processed cache on first use
+            self.data = data = load_data(cfg.dataset)
+        self.sg = SampledGraph(data, whole_graph_degrees=whole_graph_degrees(cfg.model))
+        self.load_s = time.perf_counter() - self.t0
+        log.info("data: %s, %d nodes of %d types, %d edges of %d relation types, %d %s classes, train/val/test "
+                 "%d/%d/%d (%.1fs, peak memory %.2f GB)", data.name, data.graph.num_nodes(), len(data.graph.ntypes),
+                 data.graph.num_edges(), len(data.graph.etypes), data.num_classes, data.target,
+                 *(len(data.splits[s]) for s in ("train", "val", "test")), self.load_s, peak_rss_gb())
+        plain_cfg = OmegaConf.to_container(cfg, resolve=True)
+        self.logger = make_logger(out_dir=self.store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}",
+                                  config=plain_cfg, **(plain_cfg["logger"] if dist.is_main else {"name": "none"}))
+        self.num_parameters = None  # counted on the first model built (it holds every node's learnable embeddings)
+
+    def build(self):
+        from regnn.models.regnn import REGNN
+        from regnn.models.sampled import NodeInputs, SampledREGNN
+
+        data, sg = self.data, self.sg
+        inputs = NodeInputs(data.features, embed_dim=int(self.cfg.trainer.embed_dim))
+        regnn = REGNN(in_dims=inputs.in_dims, num_classes=data.num_classes, relation_names=sg.relation_names,
+                      num_edge_relations=sg.num_edge_relations, **model_kwargs(self.cfg.model))
+        return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(self.device)
+
+    def counted(self, model):
+        if self.num_parameters is None:
+            self.num_parameters = sum(p.numel() for p in model.parameters())
+            log.info("model: %s, %d parameters", self.cfg.model.name, self.num_parameters)
         return model
 
-    def train_here(run: int):
+    def train_one(self, run: int):
+        """Trains and scores run `run`; rank 0 saves it. Returns (record, relation weights or None)."""
+        from regnn.training.distributed import param_digest
+        from regnn.training.minibatch import train_minibatch_run
+
+        cfg, data, dist, device = self.cfg, self.data, self.dist, self.device
         seed = cfg.seed + run
         seed_everything(seed, cfg.deterministic)
-        model = counted(build())
-        logger.start_run(run, seed)
+        model = self.counted(self.build())
+        self.logger.start_run(run, seed)
         try:
-            result = train_minibatch_run(model, sg, data.labels, data.splits, seed=seed, num_classes=data.num_classes,
-                                         options=training_of(cfg), device=device, dist=dist, on_epoch=logger.log_epoch)
+            result = train_minibatch_run(model, self.sg, data.labels, data.splits, seed=seed,
+                                         num_classes=data.num_classes, options=training_of(cfg), device=device,
+                                         dist=dist, on_epoch=self.logger.log_epoch)
         except Diverged as e:
             rec = failed_record(run, seed, e)
-            return (store.save_failed(rec, logger, device) if dist.is_main else rec), None
+            return (self.store.save_failed(rec, self.logger, device) if dist.is_main else rec), None
         rec = run_record(result, run, device)
         rec["seeds_per_s"] = float(np.median([h["seeds_per_s"] for h in result.history]))
         rec["sampling_share"] = float(np.median([h["sample_s"] / h["train_time_s"] for h in result.history]))
@@ -100,29 +131,11 @@ def run(cfg: DictConfig, store: CellStore) -> dict:
         if dist.enabled:
             rec["ddp"] = {"world_size": dist.world_size, "backend": dist.backend,
                           "param_digests": dist.gather_objects(param_digest(model))}
-        logger.end_run(rec)
+        self.logger.end_run(rec)
         if dist.is_main:
-            store.save_run(rec, result, data, False)
+            self.store.save_run(rec, result, data, False)
         log.info("run %d/%d seed %d: test accuracy %.2f (Macro-F1 %.2f), val %.2f (best epoch %d of %d, %.0f "
                  "seeds/s, %.0f%% of it sampling, %.1fs)", run + 1, cfg.runs, seed, rec["test_acc"],
                  rec["test_macro_f1"], rec["val_acc"], rec["best_epoch"], rec["epochs"], rec["seeds_per_s"],
                  100 * rec["sampling_share"], rec["train_time_s"])
         return rec, result.relation_weights
-
-    records, weights = store.collect(kept, train_here, score=("test_acc", "test accuracy"))
-    if num_parameters is None:  # every run was kept: count one model
-        counted(build())
-    summary = store.summary(records, SUMMARY_KEYS, t0, device=device, device_note=why, trainer="minibatch",
-                            environment={"threads": torch.get_num_threads(), "processes": dist.world_size},
-                            num_parameters=num_parameters, relation_names=sg.relation_names,
-                            extra={"load_time_s": load_s})
-    if dist.is_main:
-        store.finish(summary, weights)
-    logger.finish(summary)
-    m = summary["metrics"]
-    if m:
-        log.info("%s (%d runs%s): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s", label,
-                 summary["finished_runs"], failed_note(summary), m["test_acc"]["mean"], m["test_acc"]["std"],
-                 m["seeds_per_s"]["mean"], summary["peak_rss_gb"], store.dir)
-    dist.close()
-    return summary
