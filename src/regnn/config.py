@@ -50,6 +50,22 @@ def _num(cfg, key, lo=None, hi=None, integer=False, lo_open=False, hi_open=False
 
 def validate(cfg: DictConfig, backbones, feats_types) -> None:
     """Raises ConfigError naming the first bad value and what it should be."""
+    _validate_job(cfg)
+    _validate_model(cfg, backbones)
+    _validate_training(cfg)
+    if "feats_type" in cfg.dataset:
+        ft = str(cfg.dataset.feats_type)
+        _check(ft in feats_types or ft in ("0", "1", "2"), "dataset.feats_type", ft,
+               f"use one of {list(feats_types)} (or the authors' codes 0/1/2)")
+    if cfg.get("clustering", {}).get("enabled"):
+        _num(cfg, "clustering.repeats", lo=1, hi=MAX_RUNS, integer=True)
+        _num(cfg, "clustering.n_init", lo=1, hi=MAX_RUNS, integer=True)
+    _check(cfg.logger.name in ("none", "csv", "wandb"), "logger.name", cfg.logger.name, "use none, csv or wandb")
+    _dataset_keys(cfg.dataset)
+
+
+def _validate_job(cfg: DictConfig) -> None:
+    """Runs, seeds, threads, device, precision and worker processes."""
     _num(cfg, "runs", lo=1, hi=MAX_RUNS, integer=True)
     _num(cfg, "seed", lo=0, hi=MAX_SEED, integer=True)
     _check(cfg.seed + cfg.runs - 1 <= MAX_SEED, "seed", cfg.seed, f"the last run's seed (seed + runs - 1) must be "
@@ -68,6 +84,9 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
                "use workers=1 with it")
         _check(cfg.trainer.name != "minibatch", "workers", w, "the mini-batch trainer runs one process per device "
                "under torchrun (docs/scale.md, multi-process training): use workers=1 with it")
+
+
+def _validate_model(cfg: DictConfig, backbones) -> None:
     m = cfg.model
     if "backbone" in m or m.get("arch", "regnn") == "regnn":  # the heterogeneous baselines have none
         _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
@@ -93,6 +112,9 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
         for k in ("edge_embeddings", "self_loop_embeddings"):
             v = m.relation[k]
             _check(isinstance(v, bool), f"model.relation.{k}", v, "must be true or false")
+
+
+def _validate_training(cfg: DictConfig) -> None:
     o = cfg.optimizer
     from regnn.training.trainer import OPTIMIZERS
     _check(o.name in OPTIMIZERS, "optimizer.name", o.name, f"use one of {list(OPTIMIZERS)}")
@@ -107,15 +129,6 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
         _stop_on(cfg.trainer, [m for m in MONITORS if m != "val_acc"])  # accuracy is Micro-F1 here
         _check(cfg.trainer.lr_schedule in LR_SCHEDULES, "trainer.lr_schedule", cfg.trainer.lr_schedule,
                f"use one of {list(LR_SCHEDULES)}")
-    if "feats_type" in cfg.dataset:
-        ft = str(cfg.dataset.feats_type)
-        _check(ft in feats_types or ft in ("0", "1", "2"), "dataset.feats_type", ft,
-               f"use one of {list(feats_types)} (or the authors' codes 0/1/2)")
-    if cfg.get("clustering", {}).get("enabled"):
-        _num(cfg, "clustering.repeats", lo=1, hi=MAX_RUNS, integer=True)
-        _num(cfg, "clustering.n_init", lo=1, hi=MAX_RUNS, integer=True)
-    _check(cfg.logger.name in ("none", "csv", "wandb"), "logger.name", cfg.logger.name, "use none, csv or wandb")
-    _dataset_keys(cfg.dataset)
 
 
 def _stop_on(t: DictConfig, known: list[str]) -> None:

@@ -377,17 +377,7 @@ def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
     study = open_study(storage, names[0])
     stage = finalist_stage(study)
     found = read_finalists(sweep, stage["trials"]) if stage else {}
-    rows = []
-    for t in study.get_trials(deepcopy=False):
-        res = sweep / f"trial_{t.number}" / "results.json"
-        finished = res.exists() and t.state.name == "COMPLETE"  # an interrupted trial may have written its results
-        test = json.loads(res.read_text())["metrics"]["test_micro_f1"]["mean"] if finished else None
-        f = found.get(t.number, {})
-        rows.append({"trial": t.number, "state": t.state.name.lower(), "val_micro_f1": t.value,
-                     "test_micro_f1": test, **({"finalist_val_micro_f1": f.get("mean"),
-                                                "finalist_val_std": f.get("std")} if stage else {}),
-                     **{k: _plain(v) for k, v in t.params.items()}})
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame([_trial_row(sweep, t, found, stage) for t in study.get_trials(deepcopy=False)])
     # ties keep trial order, as Optuna's best_trial (the first of the best) does
     rank = {n: i for i, n in enumerate(choice_order(found))}
     df["_rank"] = [rank.get(n, len(rank)) for n in df.trial]
@@ -401,37 +391,59 @@ def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
              f"{attrs.get('sampler_seed')}; overrides: {' '.join(attrs.get('overrides', []))}."]
     if not len(done):
         return df, notes
-    if stage:
-        try:
-            number, how, _ = decision(study, sweep)
-        except ConfigError as e:  # a tune stopped in its finalist stage: what there is so far
-            return df, [*notes, str(e) + "."]
-        notes.append(f"Finalists: the best trials by search score and trial 0 (the configured setting), "
-                     f"{len(stage['trials'])} in all, each trained again with {stage['seeds']} new seeds (seeds "
-                     f"{stage['seed']}-{stage['seed'] + stage['seeds'] - 1}); the highest mean validation Micro-F1 "
-                     "on those seeds is chosen (ties: the lower trial number).")
-        best = study.best_trial.number
-        if number == DEFAULT_TRIAL:
-            notes.append(f"Chosen: the configured setting, {how}: no searched setting beat it on the new seeds.")
-        else:
-            d = found.get(DEFAULT_TRIAL)
-            notes.append(f"Chosen: {how}" + (f"; the configured setting (trial 0) scored {d['mean']:.2f} ± "
-                                             f"{d['std']:.2f} there" if d and d["mean"] is not None else "") + ".")
-        if best != number and best in found and found[best]["mean"] is not None:
-            notes.append(f"The search's best, trial {best} (search score {study.best_value:.2f}), scored "
-                         f"{found[best]['mean']:.2f} ± {found[best]['std']:.2f} on the new seeds.")
-    else:
-        number, how, _ = decision(study, sweep)
-        notes.append(f"Chosen: {how}.")
-    final = sweep / f"final_trial_{number}" / "results.json"
-    if final.exists():
-        m = json.loads(final.read_text())["metrics"]
-        runs = json.loads(final.read_text())["runs"]
-        notes.append(f"Chosen setting (trial {number}), {runs} runs: validation Micro-F1 "
-                     f"{m['val_micro_f1']['mean']:.2f} ± {m['val_micro_f1']['std']:.2f}, test Micro-F1 "
-                     f"{m['test_micro_f1']['mean']:.2f} ± {m['test_micro_f1']['std']:.2f}, test Macro-F1 "
-                     f"{m['test_macro_f1']['mean']:.2f} ± {m['test_macro_f1']['std']:.2f}.")
+    try:
+        number = _choice_notes(study, sweep, stage, found, notes)
+    except ConfigError as e:
+        if not stage:
+            raise
+        return df, [*notes, str(e) + "."]  # a tune stopped in its finalist stage: what there is so far
+    notes += _final_note(sweep, number)
     return df, notes
+
+
+def _trial_row(sweep: Path, t, found: dict, stage) -> dict:
+    res = sweep / f"trial_{t.number}" / "results.json"
+    finished = res.exists() and t.state.name == "COMPLETE"  # an interrupted trial may have written its results
+    test = json.loads(res.read_text())["metrics"]["test_micro_f1"]["mean"] if finished else None
+    f = found.get(t.number, {})
+    return {"trial": t.number, "state": t.state.name.lower(), "val_micro_f1": t.value, "test_micro_f1": test,
+            **({"finalist_val_micro_f1": f.get("mean"), "finalist_val_std": f.get("std")} if stage else {}),
+            **{k: _plain(v) for k, v in t.params.items()}}
+
+
+def _choice_notes(study, sweep: Path, stage, found: dict, notes: list[str]) -> int:
+    """Appends how the setting was chosen to `notes`; returns the chosen trial (ConfigError: not chosen yet)."""
+    number, how, _ = decision(study, sweep)
+    if not stage:
+        notes.append(f"Chosen: {how}.")
+        return number
+    notes.append(f"Finalists: the best trials by search score and trial 0 (the configured setting), "
+                 f"{len(stage['trials'])} in all, each trained again with {stage['seeds']} new seeds (seeds "
+                 f"{stage['seed']}-{stage['seed'] + stage['seeds'] - 1}); the highest mean validation Micro-F1 "
+                 "on those seeds is chosen (ties: the lower trial number).")
+    best = study.best_trial.number
+    if number == DEFAULT_TRIAL:
+        notes.append(f"Chosen: the configured setting, {how}: no searched setting beat it on the new seeds.")
+    else:
+        d = found.get(DEFAULT_TRIAL)
+        notes.append(f"Chosen: {how}" + (f"; the configured setting (trial 0) scored {d['mean']:.2f} ± "
+                                         f"{d['std']:.2f} there" if d and d["mean"] is not None else "") + ".")
+    if best != number and best in found and found[best]["mean"] is not None:
+        notes.append(f"The search's best, trial {best} (search score {study.best_value:.2f}), scored "
+                     f"{found[best]['mean']:.2f} ± {found[best]['std']:.2f} on the new seeds.")
+    return number
+
+
+def _final_note(sweep: Path, number: int) -> list[str]:
+    final = sweep / f"final_trial_{number}" / "results.json"
+    if not final.exists():
+        return []
+    r = json.loads(final.read_text())
+    m = r["metrics"]
+    return [f"Chosen setting (trial {number}), {r['runs']} runs: validation Micro-F1 "
+            f"{m['val_micro_f1']['mean']:.2f} ± {m['val_micro_f1']['std']:.2f}, test Micro-F1 "
+            f"{m['test_micro_f1']['mean']:.2f} ± {m['test_micro_f1']['std']:.2f}, test Macro-F1 "
+            f"{m['test_macro_f1']['mean']:.2f} ± {m['test_macro_f1']['std']:.2f}."]
 
 
 def render(df: pd.DataFrame, notes: list[str], out_dir: Path, name: str, title: str) -> None:

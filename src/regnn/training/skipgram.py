@@ -18,8 +18,6 @@ def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epo
     the model's own settings): skip-gram
     for `walks_per_node` passes (shuffled start nodes, batches of walks, SparseAdam), then sklearn's
     LogisticRegression on the training nodes; the scores of every split, as train_run reports them."""
-    from sklearn.linear_model import LogisticRegression
-
     o = model.fit_options
     walks_per_node, batch_size = int(o["walks_per_node"]), int(o["batch_size"])
     sg = model.skipgram
@@ -51,19 +49,7 @@ def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epo
     with torch.no_grad():
         emb = model.embeddings().detach().cpu()
     y = labels.cpu()
-    clf = LogisticRegression(C=o["classifier_c"], max_iter=1000, random_state=seed)
-    clf.fit(emb[splits["train"].cpu()].numpy(), y[splits["train"].cpu()].numpy())
-    dev = model.head.weight.device
-    classes = torch.as_tensor(clf.classes_, device=dev)
-    with torch.no_grad():  # classes absent from the training nodes keep -inf scores
-        model.head.weight.zero_()
-        model.head.bias.fill_(-torch.inf)
-        coef = torch.as_tensor(clf.coef_, dtype=torch.float32, device=dev)
-        bias = torch.as_tensor(clf.intercept_, dtype=torch.float32, device=dev)
-        if len(classes) == 2:  # sklearn's binary form: one score for the second class
-            coef, bias = torch.cat([torch.zeros_like(coef), coef]), torch.cat([torch.zeros_like(bias), bias])
-        model.head.weight[classes] = coef
-        model.head.bias[classes] = bias
+    _fit_classifier(model, emb, y, splits["train"].cpu(), o["classifier_c"], seed)
     train_time = time.perf_counter() - t0
     model.eval()
     with torch.no_grad():
@@ -78,3 +64,22 @@ def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epo
         row |= {"val_micro_f1": metrics["val_micro_f1"], "val_macro_f1": metrics["val_macro_f1"]}
     return RunResult(seed=seed, best_epoch=walks_per_node - 1, epochs=walks_per_node, metrics=metrics,
                      history=history, train_time_s=train_time, embeddings=emb)
+
+
+def _fit_classifier(model, emb: torch.Tensor, y: torch.Tensor, train: torch.Tensor, c: float, seed: int) -> None:
+    """sklearn's LogisticRegression on the training nodes' embeddings, copied into the model's linear head."""
+    from sklearn.linear_model import LogisticRegression
+
+    clf = LogisticRegression(C=c, max_iter=1000, random_state=seed)
+    clf.fit(emb[train].numpy(), y[train].numpy())
+    dev = model.head.weight.device
+    classes = torch.as_tensor(clf.classes_, device=dev)
+    with torch.no_grad():  # classes absent from the training nodes keep -inf scores
+        model.head.weight.zero_()
+        model.head.bias.fill_(-torch.inf)
+        coef = torch.as_tensor(clf.coef_, dtype=torch.float32, device=dev)
+        bias = torch.as_tensor(clf.intercept_, dtype=torch.float32, device=dev)
+        if len(classes) == 2:  # sklearn's binary form: one score for the second class
+            coef, bias = torch.cat([torch.zeros_like(coef), coef]), torch.cat([torch.zeros_like(bias), bias])
+        model.head.weight[classes] = coef
+        model.head.bias[classes] = bias
