@@ -13,6 +13,7 @@ from regnn.evaluation.clustering import cluster_scores
 from regnn.loggers import make_logger
 from regnn.runs.executor import job_threads, plan_workers, run_in_workers
 from regnn.spec import training_of
+from regnn.pipeline.job import run_job
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
 from regnn.runs.store import CellStore, failed_note, run_record
 from regnn.training.device import select_device
@@ -76,60 +77,81 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
 
 def run(cfg: DictConfig, store: CellStore) -> dict:
     """Trains cfg.runs models (those not finished earlier) and writes the cell; returns its summary."""
-    keep_freed_memory(every_size=True)
-    threads = job_threads(cfg)  # the job's CPU budget
-    if threads:
-        torch.set_num_threads(threads)
-    threads = threads or DEFAULT_THREADS
-    device, why = select_device(str(cfg.device))
-    label = f"{cfg.model.name} on {cfg.dataset.name}"
-    log.info("%s: device %s, %d threads, %d runs from seed %d", label, why, torch.get_num_threads(), cfg.runs, cfg.seed)
+    return run_job(FullBatchJob(cfg, store))
 
-    t0 = time.perf_counter()
-    job = Job(cfg, device, t0)
-    data, g = job.data, job.data.graph
-    log.info("data: %s, %d nodes of %d types, %d edges of %d relation types (%s), %d %s classes, "
-             "train/val/test %d/%d/%d (%.1fs)", data.name, g.num_nodes(), len(g.ntypes), g.num_edges(),
-             len(g.etypes), ", ".join(g.etypes), data.num_classes, data.target,
-             *(len(data.splits[s]) for s in ("train", "val", "test")), job.load_s)
 
-    plain_cfg = OmegaConf.to_container(cfg, resolve=True)
-    logger = make_logger(out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=plain_cfg,
-                         **{k: v for k, v in plain_cfg["logger"].items()})
-    store.write_config()  # lets a resume check the runs
-    kept = store.kept_runs()
-    pending = [r for r in range(cfg.runs) if r not in kept]
-    workers, worker_threads = plan_workers(cfg, device, len(pending), threads, g.num_edges())
-    torch.set_num_threads(worker_threads)  # the runs trained here use what a worker would
-    model = build_model(cfg.model, data, job.inputs)  # for its size and relation names; every run builds its own
-    num_parameters = sum(p.numel() for p in model.parameters())
-    log.info("model: %s, %d parameters", cfg.model.name, num_parameters)
-    peak_gb = 0.0
-    if workers > 1:  # independent runs side by side, one process each at a time; they write runs/run_XX/
-        log.info("%d runs in %d worker processes of %d thread%s each", len(pending), workers, worker_threads,
-                 "s" * (worker_threads > 1))
-        peak_gb = run_in_workers(store.dir, pending, workers, worker_threads, _worker_setup,
-                                 (plain_cfg, str(store.dir)), _worker_run)
-    elif pending and worker_threads != threads:
-        log.info("each run uses %d thread%s, as the other runs of this cell", worker_threads, "s" * (worker_threads > 1))
+class FullBatchJob:
+    """The full-batch job of one cell (pipeline.job.CellJob): the data on the device, runs in turn or side by side
+    in worker processes."""
 
-    def train_here(r: int):
-        rec, result = train_one(job, store, r, logger, Progress(f"[{label} run {r + 1}/{cfg.runs}]"))
+    summary_keys = SUMMARY_KEYS
+    is_main = True
+
+    def __init__(self, cfg: DictConfig, store: CellStore):
+        self.cfg, self.store = cfg, store
+        keep_freed_memory(every_size=True)
+        threads = job_threads(cfg)  # the job's CPU budget
+        if threads:
+            torch.set_num_threads(threads)
+        self.threads = threads or DEFAULT_THREADS
+        self.device, self.why = select_device(str(cfg.device))
+        self.label = label = f"{cfg.model.name} on {cfg.dataset.name}"
+        log.info("%s: device %s, %d threads, %d runs from seed %d", label, self.why, torch.get_num_threads(),
+                 cfg.runs, cfg.seed)
+        self.t0 = time.perf_counter()
+        self.job = job = Job(cfg, self.device, self.t0)
+        data, g = job.data, job.data.graph
+        log.info("data: %s, %d nodes of %d types, %d edges of %d relation types (%s), %d %s classes, "
+                 "train/val/test %d/%d/%d (%.1fs)", data.name, g.num_nodes(), len(g.ntypes), g.num_edges(),
+                 len(g.etypes), ", ".join(g.etypes), data.num_classes, data.target,
+                 *(len(data.splits[s]) for s in ("train", "val", "test")), job.load_s)
+        self.plain_cfg = OmegaConf.to_container(cfg, resolve=True)
+        self.logger = make_logger(out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}",
+                                  config=self.plain_cfg, **dict(self.plain_cfg["logger"]))
+
+    def kept_runs(self) -> set[int]:
+        return self.store.kept_runs()
+
+    def before_runs(self, kept: set[int]) -> dict:
+        """Plans the worker processes; with more than one, they train every pending run now."""
+        cfg, job = self.cfg, self.job
+        pending = [r for r in range(cfg.runs) if r not in kept]
+        self.workers, self.worker_threads = plan_workers(cfg, self.device, len(pending), self.threads,
+                                                         job.data.graph.num_edges())
+        torch.set_num_threads(self.worker_threads)  # the runs trained here use what a worker would
+        self.model = build_model(cfg.model, job.data, job.inputs)  # for its size and relation names
+        self.num_parameters = sum(p.numel() for p in self.model.parameters())
+        log.info("model: %s, %d parameters", cfg.model.name, self.num_parameters)
+        self.peak_gb = 0.0
+        wt = self.worker_threads
+        if self.workers > 1:  # independent runs side by side, one process each at a time; they write runs/run_XX/
+            log.info("%d runs in %d worker processes of %d thread%s each", len(pending), self.workers, wt,
+                     "s" * (wt > 1))
+            self.peak_gb = run_in_workers(self.store.dir, pending, self.workers, wt, _worker_setup,
+                                          (self.plain_cfg, str(self.store.dir)), _worker_run)
+        elif pending and wt != self.threads:
+            log.info("each run uses %d thread%s, as the other runs of this cell", wt, "s" * (wt > 1))
+        return {"trained_elsewhere": set(pending) if self.workers > 1 else ()}
+
+    def train_one(self, run: int):
+        progress = Progress(f"[{self.label} run {run + 1}/{self.cfg.runs}]")
+        rec, result = train_one(self.job, self.store, run, self.logger, progress)
         return rec, None if result is None else result.relation_weights
 
-    records, weights = store.collect(kept, train_here, trained_elsewhere=set(pending) if workers > 1 else ())
-    summary = store.summary(records, SUMMARY_KEYS, t0, device=device, device_note=why,
-                            environment={"threads": worker_threads, "workers": workers},
-                            num_parameters=num_parameters, relation_names=getattr(model, "relation_names", []),
-                            worker_peak_gb=peak_gb)
-    store.finish(summary, weights)  # config.yaml was written before the first run
-    logger.finish(summary)
-    m = summary["metrics"]
-    if m:
-        log.info("%s (%d runs%s): Macro-F1 %.2f ± %.2f | Micro-F1 %.2f ± %.2f  -> %s", label,
-                 summary["finished_runs"], failed_note(summary), m["test_macro_f1"]["mean"], m["test_macro_f1"]["std"],
-                 m["test_micro_f1"]["mean"], m["test_micro_f1"]["std"], store.dir)
-    return summary
+    def summary_fields(self) -> dict:
+        return {"device": self.device, "device_note": self.why,
+                "environment": {"threads": self.worker_threads, "workers": self.workers},
+                "num_parameters": self.num_parameters,
+                "relation_names": getattr(self.model, "relation_names", []), "worker_peak_gb": self.peak_gb}
+
+    def report(self, summary: dict) -> None:
+        m = summary["metrics"]
+        log.info("%s (%d runs%s): Macro-F1 %.2f ± %.2f | Micro-F1 %.2f ± %.2f  -> %s", self.label,
+                 summary["finished_runs"], failed_note(summary), m["test_macro_f1"]["mean"],
+                 m["test_macro_f1"]["std"], m["test_micro_f1"]["mean"], m["test_micro_f1"]["std"], self.store.dir)
+
+    def close(self) -> None:
+        pass
 
 
 # -- one worker process of run_in_workers: the job is set up once, then trains the runs it is handed ----------

@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from regnn.config import whole_graph_degrees
 from regnn.loggers import make_logger
 from regnn.runs.executor import job_threads
+from regnn.pipeline.job import run_job
 from regnn.pipeline.from_config import load_data, model_kwargs
 from regnn.spec import training_of
 from regnn.runs.store import CellStore, failed_note, run_record
@@ -30,34 +31,13 @@ SUMMARY_KEYS = ("test_acc", "val_acc", "test_micro_f1", "test_macro_f1", "val_mi
 
 def run(cfg: DictConfig, store: CellStore) -> dict:
     """Like the full-batch job, with regnn.training.minibatch; under torchrun only rank 0 writes anything."""
-    job = _MinibatchJob(cfg, store)
-    store, dist = job.store, job.dist
-    if dist.is_main:
-        store.write_config()  # first: lets a resume check the settings of the runs it keeps
-    # every process keeps the runs rank 0 found finished, so all train the same ones
-    kept = dist.broadcast_object(store.kept_runs())
-    records, weights = store.collect(kept, job.train_one, score=("test_acc", "test accuracy"))
-    if job.num_parameters is None:  # every run was kept: count one model
-        job.counted(job.build())
-    summary = store.summary(records, SUMMARY_KEYS, job.t0, device=job.device, device_note=job.why,
-                            trainer="minibatch",
-                            environment={"threads": torch.get_num_threads(), "processes": dist.world_size},
-                            num_parameters=job.num_parameters, relation_names=job.sg.relation_names,
-                            extra={"load_time_s": job.load_s})
-    if dist.is_main:
-        store.finish(summary, weights)
-    job.logger.finish(summary)
-    m = summary["metrics"]
-    if m:
-        log.info("%s (%d runs%s): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s", job.label,
-                 summary["finished_runs"], failed_note(summary), m["test_acc"]["mean"], m["test_acc"]["std"],
-                 m["seeds_per_s"]["mean"], summary["peak_rss_gb"], store.dir)
-    dist.close()
-    return summary
+    return run_job(MinibatchJob(cfg, store))
 
 
-class _MinibatchJob:
-    """What every run of a mini-batch cell shares: device, processes, the sampled graph, the logger."""
+class MinibatchJob:
+    """The mini-batch job of one cell (pipeline.job.CellJob): device, processes, the sampled graph, the logger."""
+
+    summary_keys = SUMMARY_KEYS
 
     def __init__(self, cfg: DictConfig, store: CellStore):
         from regnn.training.distributed import Dist
@@ -90,6 +70,31 @@ class _MinibatchJob:
         self.logger = make_logger(out_dir=self.store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}",
                                   config=plain_cfg, **(plain_cfg["logger"] if dist.is_main else {"name": "none"}))
         self.num_parameters = None  # counted on the first model built (it holds every node's learnable embeddings)
+        self.is_main = dist.is_main
+
+    def kept_runs(self) -> set[int]:
+        # every process keeps the runs rank 0 found finished, so all train the same ones
+        return self.dist.broadcast_object(self.store.kept_runs())
+
+    def before_runs(self, kept: set[int]) -> dict:
+        return {"score": ("test_acc", "test accuracy")}
+
+    def summary_fields(self) -> dict:
+        if self.num_parameters is None:  # every run was kept: count one model
+            self.counted(self.build())
+        return {"device": self.device, "device_note": self.why, "trainer": "minibatch",
+                "environment": {"threads": torch.get_num_threads(), "processes": self.dist.world_size},
+                "num_parameters": self.num_parameters, "relation_names": self.sg.relation_names,
+                "extra": {"load_time_s": self.load_s}}
+
+    def report(self, summary: dict) -> None:
+        m = summary["metrics"]
+        log.info("%s (%d runs%s): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s", self.label,
+                 summary["finished_runs"], failed_note(summary), m["test_acc"]["mean"], m["test_acc"]["std"],
+                 m["seeds_per_s"]["mean"], summary["peak_rss_gb"], self.store.dir)
+
+    def close(self) -> None:
+        self.dist.close()
 
     def build(self):
         from regnn.models.regnn import REGNN
