@@ -77,7 +77,8 @@ def events(log: Path, kind: str) -> list[str]:
 
 
 def scores(summary: dict) -> list:
-    return [{k: v for k, v in r.items() if "time" not in k and k not in ("seeds_per_s", "peak_rss_gb")}
+    """The runs' records without what differs between processes (times, speed, memory, which process trained it)."""
+    return [{k: v for k, v in r.items() if "time" not in k and k not in ("seeds_per_s", "peak_rss_gb", "pid", "host")}
             for r in summary["per_run"]]
 
 

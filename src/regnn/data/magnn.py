@@ -102,6 +102,17 @@ def read_array(path: Path, fix: str = _REFETCH):
 def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None, fix: str = _REFETCH) -> HeteroDataset:
     """fix: what the user does about a bad file (the built-in datasets: fetch them again; a user's: fix it)."""
     root = Path(root)
+    adj, node_types = _read_structure(root, spec, fix)
+    graph, num_nodes = _graph(root, spec, adj, node_types)
+    features = select_features(_read_features(root, spec, num_nodes, fix), num_nodes, spec.target,
+                               spec.default_feats_type if feats_type is None else feats_type)
+    labels, splits, num_classes = _read_labels(root, spec, fix)
+    return HeteroDataset(name=spec.name, graph=graph, features=features, target=spec.target,
+                         labels=labels, splits=splits, num_classes=num_classes)
+
+
+def _read_structure(root: Path, spec: MagnnSpec, fix: str):
+    """adjM.npz (checked) and node_types.npy (type ids of the schema), which must belong together."""
     adj = read_array(_path(root, "adjM.npz", fix), fix)
     if not sp.issparse(adj):
         raise DataError(f"{root / 'adjM.npz'} is not a scipy sparse matrix; {fix}")
@@ -117,8 +128,14 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
         raise DataError(f"{nt_path} holds type id {bad}, but type ids index the schema's node_types "
                         f"{list(spec.node_types)}: use 0..{len(spec.node_types) - 1}")
 
+    return adj, node_types
+
+
+def _graph(root: Path, spec: MagnnSpec, adj, node_types):
+    """The heterograph of the schema's relations (both directions) from the global adjacency, and the node
+    counts per type; an edge that no relation covers is an error."""
     # global id -> (type, local id); local ids keep the global order within a type
-    local = np.empty(n_all, dtype=np.int64)
+    local = np.empty(node_types.shape[0], dtype=np.int64)
     num_nodes = {}
     for i, t in enumerate(spec.node_types):
         members = np.flatnonzero(node_types == i)
@@ -150,8 +167,11 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
         raise DataError(f"{root / 'adjM.npz'}: {(~covered).sum()} edges join node types "
                         f"{spec.node_types[rt[bad]]!r} and {spec.node_types[ct[bad]]!r}, which no relation of the "
                         f"{spec.name} schema covers; add the relation to the schema")
-    graph = HeteroGraph(data, num_nodes)
+    return HeteroGraph(data, num_nodes), num_nodes
 
+
+def _read_features(root: Path, spec: MagnnSpec, num_nodes: dict, fix: str) -> dict:
+    """Each node type's feature matrix from the schema's file (None where it has none), rows checked."""
     raw = {}
     for t in spec.node_types:
         f = spec.features.get(t)
@@ -161,9 +181,11 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
         if raw[t] is not None and check_features(raw[t], str(root / f), fix).shape[0] != num_nodes[t]:
             raise DataError(f"{root / f}: feature matrix of shape {raw[t].shape} but there are {num_nodes[t]} "
                             f"{t} nodes; rows must equal the node count: {fix}")
-    features = select_features(raw, num_nodes, spec.target,
-                               spec.default_feats_type if feats_type is None else feats_type)
+    return raw
 
+
+def _read_labels(root: Path, spec: MagnnSpec, fix: str):
+    """Labels (checked ints; unlabelled outside the splits), the train/val/test ids and the class count."""
     label_path = _path(root, "labels.npy", fix)
     labels = _ints(read_array(label_path, fix), label_path, "class labels", fix)
     split_file = _path(root, "train_val_test_idx.npz", fix)
@@ -174,5 +196,4 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
               for s in ("train", "val", "test")}
     labels = unlabelled_outside_splits(torch.from_numpy(labels), splits, str(label_path))
     num_classes = class_count(spec.num_classes, labels, splits, str(label_path))
-    return HeteroDataset(name=spec.name, graph=graph, features=features, target=spec.target,
-                         labels=labels, splits=splits, num_classes=num_classes)
+    return labels, splits, num_classes
