@@ -64,7 +64,7 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
 
     from regnn.perf import keep_freed_memory
     from regnn.spec import training_of
-    from regnn.training.trainer import trainer_for
+    from regnn.training.trainers import trainer_for
 
     keep_freed_memory(every_size=True)
     cfg, data, inputs, net = _build(dataset, model, overrides)

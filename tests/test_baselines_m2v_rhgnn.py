@@ -13,7 +13,8 @@ from regnn.errors import ConfigError
 from regnn.pipeline import arch_of, build_model, load_data, model_kwargs, train
 from regnn.pipeline import check as check_config
 from regnn.training.seed import seed_everything
-from regnn.training.trainer import train_run, trainer_for
+from regnn.training.trainer import train_run
+from regnn.training.trainers import trainer_for
 
 # short walks keep the skip-gram tests at seconds; the code path is the one of the paper's settings
 FAST_WALKS = ["model.walk_length=20", "model.walks_per_node=3", "model.hidden=32", "model.window=3",

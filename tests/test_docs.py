@@ -90,7 +90,10 @@ def test_readme_links_resolve():
 
 
 def test_readme_names_every_experiment_target():
+    from regnn.reporting.experiments import experiments_table
     text = (REPO / "README.md").read_text()
+    block = text[text.index(readme.EXPERIMENTS_START) + len(readme.EXPERIMENTS_START):text.index(readme.EXPERIMENTS_END)]
+    assert block.strip() == experiments_table(), "README's experiment table is stale: run `make tables`"
     for e in EXPERIMENTS:
         assert f"make {e.target}" in text, f"README's target list lacks `make {e.target}` ({e.item})"
     # the Makefile's experiment targets are the declared ones (and Figure 8's measurement has its own rule)

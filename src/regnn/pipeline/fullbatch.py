@@ -20,7 +20,8 @@ from regnn.training.device import select_device
 from regnn.training.divergence import Diverged, failed_record
 from regnn.perf import keep_freed_memory
 from regnn.training.seed import seed_everything
-from regnn.training.trainer import Progress, trainer_for
+from regnn.training.trainer import Progress
+from regnn.training.trainers import trainer_for
 
 log = logging.getLogger("regnn")
 # torch's own thread count (one per core), read before any job sets its own: a multirun process or GCN-M's

@@ -77,6 +77,16 @@ MEASURED = [Experiment("fig-efficiency", "Figure 8",
 EXPERIMENTS = sorted(declared() + MEASURED, key=_sort_key)
 
 
+def experiments_table() -> str:
+    """One row per declared experiment: its make target, the paper's table or figure, and its files."""
+    rows = ["| target | reproduces | output |", "|---|---|---|"]
+    for e in EXPERIMENTS:
+        how = " (measures; no cells)" if e.renderer is None else ""
+        files = ", ".join(f"`results/{o}`" for o in e.outputs)
+        rows.append(f"| `make {e.target}` | {e.item}: {e.what}{how} | {files} |")
+    return "\n".join(rows)
+
+
 class Report(Callback):
     """The end of an experiment's sweep (conf/experiment/<name>.yaml, hydra.callbacks.report): renders its table
     or figure from the sweep's cells into `out` (default results/). A table that cannot be rendered fails the
@@ -145,7 +155,7 @@ def main(argv=None) -> int:
     if Path(a.out).resolve() != (REPO_ROOT / "results").resolve():
         return 0  # README.md and docs/ show the committed results only
     from regnn.reporting import readme
-    changed = readme.update_all(REPO_ROOT)
+    changed = readme.update_all(REPO_ROOT, experiments=experiments_table())
     print(f"{'README, docs':<20} results sections regenerated from results/: "
           + (", ".join(changed) if changed else "every page already up to date"))
     return 0

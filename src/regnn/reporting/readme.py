@@ -134,33 +134,23 @@ def update(page_path: Path, page: str, results: Path) -> bool:
     return new != text
 
 
-def experiments_table() -> str:
-    """One row per declared experiment: its make target, the paper's table or figure, and its files."""
-    from regnn.reporting.experiments import EXPERIMENTS
-    rows = ["| target | reproduces | output |", "|---|---|---|"]
-    for e in EXPERIMENTS:
-        how = " (measures; no cells)" if e.renderer is None else ""
-        files = ", ".join(f"`results/{o}`" for o in e.outputs)
-        rows.append(f"| `make {e.target}` | {e.item}: {e.what}{how} | {files} |")
-    return "\n".join(rows)
-
-
-def update_experiments(page_path: Path) -> bool:
+def update_experiments(page_path: Path, table: str) -> bool:
     text = page_path.read_text()
     if EXPERIMENTS_START not in text or EXPERIMENTS_END not in text:
         raise SystemExit(f"{page_path} lacks the markers {EXPERIMENTS_START} / {EXPERIMENTS_END}")
-    new = (text[: text.index(EXPERIMENTS_START) + len(EXPERIMENTS_START)] + "\n" + experiments_table() + "\n"
+    new = (text[: text.index(EXPERIMENTS_START) + len(EXPERIMENTS_START)] + "\n" + table + "\n"
            + text[text.index(EXPERIMENTS_END):])
     if new != text:
         page_path.write_text(new)
     return new != text
 
 
-def update_all(root: Path = REPO_ROOT, results: Path | None = None) -> list[str]:
-    """Regenerates every page of PAGES and README's experiment table; returns the pages that changed."""
+def update_all(root: Path = REPO_ROOT, results: Path | None = None, experiments: str | None = None) -> list[str]:
+    """Regenerates every page of PAGES, and README's experiment table where `experiments` gives it
+    (regnn.reporting.experiments.experiments_table; `make tables`); returns the pages that changed."""
     results = results or root / "results"
     changed = [page for page in PAGES if update(root / page, page, results)]
-    if update_experiments(root / "README.md") and "README.md" not in changed:
+    if experiments is not None and update_experiments(root / "README.md", experiments) and "README.md" not in changed:
         changed.append("README.md")
     return changed
 

@@ -181,12 +181,3 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullB
                      history=history, relation_weights=getattr(model, "relation_weights", list)(),
                      train_time_s=train_time, train_loss_blowup=blowup.report,
                      embeddings=emb.detach().cpu() if emb is not None else None)
-
-
-def trainer_for(arch: str):
-    """The full-batch trainer of a model architecture (models.ARCHS): train_run, epoch by epoch with early
-    stopping, or for Metapath2vec the skip-gram passes and a classifier, with train_run's arguments and result."""
-    if arch == "metapath2vec":
-        from regnn.training.skipgram import fit
-        return fit
-    return train_run
