@@ -77,9 +77,10 @@ def events(log: Path, kind: str) -> list[str]:
 
 
 def scores(summary: dict) -> list:
-    """The runs' records without what differs between processes (times, speed, memory, which process trained it)."""
-    return [{k: v for k, v in r.items() if "time" not in k and k not in ("seeds_per_s", "peak_rss_gb", "pid", "host")}
-            for r in summary["per_run"]]
+    """The runs' records without what differs between processes (times, speed, the share of it sampling, memory,
+    which process trained it)."""
+    varies = ("seeds_per_s", "sampling_share", "peak_rss_gb", "pid", "host")
+    return [{k: v for k, v in r.items() if "time" not in k and k not in varies} for r in summary["per_run"]]
 
 
 def finished_runs(out: Path, runs: int) -> set[int]:
