@@ -63,8 +63,8 @@ slurm-stop: ## stop the single-node SLURM of slurm-start
 EXPERIMENT_TARGETS := $(shell grep -l 'regnn.reporting.experiments.Report' conf/experiment/*.yaml | sed 's|.*/||; s|\.yaml$$||; s|_|-|g')
 .PHONY: $(EXPERIMENT_TARGETS) $(addsuffix -smoke,$(EXPERIMENT_TARGETS)) fig-efficiency-smoke compare-smoke
 $(EXPERIMENT_TARGETS): setup
-	$(PY) train.py experiment=$(subst -,_,$@) $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER)) \
-		$(if $(ALLOW_MISSING),++hydra.callbacks.report.allow_missing=true)
+	$(PY) train.py experiment=$(subst -,_,$@) ++hydra.callbacks.report.out=$(CURDIR)/results \
+		$(if $(LAUNCHER),hydra/launcher=$(LAUNCHER)) $(if $(ALLOW_MISSING),++hydra.callbacks.report.allow_missing=true)
 $(addsuffix -smoke,$(EXPERIMENT_TARGETS)): %-smoke: venv
 	$(PY) train.py experiment=$(subst -,_,$*) debug=smoke hydra.sweeper.params.dataset=synthetic \
 		hydra.sweep.dir=$(SMOKE)/cells ++hydra.callbacks.report.out=$(SMOKE)/results $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER))

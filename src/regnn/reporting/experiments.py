@@ -88,16 +88,19 @@ def experiments_table() -> str:
 
 
 class Report(Callback):
-    """The end of an experiment's sweep (conf/experiment/<name>.yaml, hydra.callbacks.report): renders its table
-    or figure from the sweep's cells into `out` (default results/). A table that cannot be rendered fails the
-    command, unless allow_missing, which renders what exists and names the missing cells."""
+    """The end of an experiment's sweep (conf/experiment/<name>.yaml, hydra.callbacks.report): where `out` is given
+    (`make <name>` gives results/, `make <name>-smoke` its smoke folder), renders the table or figure from the
+    sweep's cells into it; a table that cannot be rendered then fails the command, unless allow_missing, which
+    renders what exists and names the missing cells. A plain `train.py -m experiment=<name>` only trains."""
 
     def __init__(self, item: str, what: str, renderer: str, outputs, out: str | None = None,
                  allow_missing: bool = False):
         self.item, self.what, self.renderer, self.outputs = item, what, renderer, tuple(outputs)
-        self.out, self.allow_missing = Path(out or REPO_ROOT / "results"), allow_missing
+        self.out, self.allow_missing = (Path(out) if out else None), allow_missing
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        if self.out is None:
+            return
         params = config.hydra.sweeper.params
         target = str(config.hydra.runtime.choices.get("experiment") or "").replace("_", "-")
         e = Experiment(target, self.item, self.what, self.outputs, self.renderer, _words(params.dataset), _words(params.model))
