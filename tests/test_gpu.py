@@ -184,8 +184,8 @@ def test_minibatch_training_runs_on_the_device(device, synthetic, torch_backend)
     sg = SampledGraph(synthetic)
     seed_everything(0)
     inputs = NodeInputs(synthetic.features, embed_dim=16)
-    regnn = REGNN(in_dims=inputs.in_dims, num_classes=synthetic.num_classes, relation_names=sg.relation_names,
-                  num_edge_relations=sg.num_edge_relations, backbone="gcn", hidden=16, num_layers=2, dropout=0.2,
+    regnn = REGNN(in_dims=inputs.in_dims, num_classes=synthetic.num_classes, relation_types=sg,
+                  backbone="gcn", hidden=16, num_layers=2, dropout=0.2,
                   relation=relation(), norm="right", layout="stack")
     model = SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(device)
     r = train_minibatch_run(model, sg, synthetic.labels, synthetic.splits, seed=0, num_classes=synthetic.num_classes,

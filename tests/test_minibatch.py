@@ -24,8 +24,8 @@ def mag(mag_root):
 def model_for(d, sg, backbone="gcn", features=None, **kw):
     inputs = NodeInputs(features or d.features, embed_dim=16)
     opts = dict(hidden=16, norm="right") if backbone == "gcn" else dict(hidden=4, heads=2)
-    regnn = REGNN(in_dims=inputs.in_dims, num_classes=d.num_classes, relation_names=sg.relation_names,
-                  num_edge_relations=sg.num_edge_relations, backbone=backbone, num_layers=2, dropout=0.2,
+    regnn = REGNN(in_dims=inputs.in_dims, num_classes=d.num_classes, relation_types=sg,
+                  backbone=backbone, num_layers=2, dropout=0.2,
                   relation=relation(), layout="stack", **(opts | kw))
     return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type)
 

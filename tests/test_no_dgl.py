@@ -22,6 +22,8 @@ SCRIPT = textwrap.dedent('''
             return None
 
     sys.meta_path.insert(0, NoDGL())
+    from types import SimpleNamespace
+
     import torch
 
     import regnn.core
@@ -40,6 +42,7 @@ SCRIPT = textwrap.dedent('''
     dst = torch.tensor([4, 5, 6, 4, 0, 1, 2, 3] + list(range(7)))
     rel = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1] + [2] * 4 + [3] * 3)
     names = ["ab", "ba", "self:a", "self:b"]
+    types = SimpleNamespace(relation_names=names, num_edge_relations=2)
     feats = {"a": torch.randn(4, 5), "b": torch.randn(3, 2)}
     backends = [TORCH] + [b for b in [choose_backend("cpu")] if b.kernels is not None]
     for backend in backends:
@@ -47,7 +50,7 @@ SCRIPT = textwrap.dedent('''
         inputs = RelationInputs(adj, ["a", "b"], torch.arange(4), None)
         for backbone, extra in (("gcn", {}), ("gat", {"heads": 2, "attn_dropout": 0.0, "activation": "elu"})):
             torch.manual_seed(0)
-            m = REGNN(in_dims={"a": 5, "b": 2}, num_classes=3, relation_names=names, num_edge_relations=2,
+            m = REGNN(in_dims={"a": 5, "b": 2}, num_classes=3, relation_types=types,
                       relation=Relation(scale=100.0, negative_slope=0.01, edge_embeddings=True,
                                         self_loop_embeddings=True),
                       backbone=backbone, hidden=8, num_layers=3, dropout=0.0, **extra)

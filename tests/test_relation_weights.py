@@ -23,8 +23,8 @@ def syn():
 
 def model(data, rg, backbone="gcn", scale=None, edge=True, self_loop=True, **kw):
     """Double precision: the tests check the update rules, not float32 rounding near 1."""
-    return REGNN(in_dims=data.in_dims, num_classes=data.num_classes, relation_names=rg.relation_names,
-                 num_edge_relations=rg.num_edge_relations, backbone=backbone, hidden=16, num_layers=3,
+    return REGNN(in_dims=data.in_dims, num_classes=data.num_classes, relation_types=rg,
+                 backbone=backbone, hidden=16, num_layers=3,
                  dropout=0.0, relation=relation(edge_embeddings=edge, self_loop_embeddings=self_loop,
                                                     **({} if scale is None else {"scale": scale})),
                  **kw).double()

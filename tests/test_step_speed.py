@@ -85,8 +85,8 @@ def _model(d, sg, backbone="gcn"):
     from regnn.models.sampled import NodeInputs, SampledREGNN
     inputs = NodeInputs(d.features, embed_dim=8)
     opts = dict(hidden=16, norm="right") if backbone == "gcn" else dict(hidden=4, heads=2)
-    regnn = REGNN(in_dims=inputs.in_dims, num_classes=d.num_classes, relation_names=sg.relation_names,
-                  num_edge_relations=sg.num_edge_relations, backbone=backbone, num_layers=2, dropout=0.2,
+    regnn = REGNN(in_dims=inputs.in_dims, num_classes=d.num_classes, relation_types=sg,
+                  backbone=backbone, num_layers=2, dropout=0.2,
                   relation=relation(), layout="stack", **opts)
     inputs._fixed = {t: (x.double() if not x.is_sparse else x) for t, x in inputs._fixed.items()}
     return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).double()

@@ -7,7 +7,7 @@ from regnn.data.dataset import HeteroDataset
 from regnn.data.magnn import load_magnn
 from regnn.data.relation_graph import RelationGraph, build_relation_graph
 from regnn.data.specs import BUILTIN, MagnnSpec, builtin_spec
-from regnn.data.synthetic import make_count_graph, make_synthetic
+from regnn.data.synthetic import CountGraph, make_count_graph, make_synthetic
 from regnn.errors import DataError
 
 __all__ = ["HeteroDataset", "RelationGraph", "build_relation_graph", "load_magnn", "MagnnSpec", "BUILTIN",
@@ -25,7 +25,7 @@ def dataset_keys(format: str) -> set[str]:
     if format == "synthetic":
         loader = make_synthetic
     elif format == "synthetic_counts":
-        loader = make_count_graph
+        loader = CountGraph
     elif format == "ogb":
         from regnn.data.ogb import load_ogb as loader
     elif format == "custom":

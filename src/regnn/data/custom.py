@@ -210,16 +210,8 @@ def _npz_ids(x: np.ndarray, n: int, what: str) -> torch.Tensor:
     return torch.from_numpy(np.sort(exact_ints(x, what)))  # range: HeteroDataset, naming the file (_dataset)
 
 
-def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
-    gfile = where.parent / _need(meta, "graph", where, "the .npz file of edge, feature, label and split arrays")
-    if (why := not_a_file(gfile)) is not None:
-        raise DataError(f"{why.replace(' is missing', ' does not exist')}; write it with numpy.savez('{gfile.name}', "
-                        f"**arrays) ({_DOC})")
-    z = read_array(gfile, USER_FIX)
-    if not isinstance(z, dict):
-        raise DataError(f"{gfile} is a scipy sparse matrix, not a file of named arrays; write it with numpy.savez "
-                        f"({_DOC})")
-    target = _need(meta, "target", where, "the labelled node type")
+def _named_arrays(z: dict, gfile: Path) -> tuple[dict, dict, dict]:
+    """The graph file's edges (per canonical relation), node counts and raw features (per node type)."""
     edges, counts, raw = {}, {}, {}
     for key, a in z.items():
         kind, _, rest = key.partition(":")
@@ -243,6 +235,20 @@ def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
         elif key not in ("labels", "train", "val", "test"):
             raise DataError(f"{gfile}: unknown array {key!r}; arrays are edges:<src>:<relation>:<dst>, "
                             f"num_nodes:<type>, features:<type>, labels, train, val, test ({_DOC})")
+    return edges, counts, raw
+
+
+def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
+    gfile = where.parent / _need(meta, "graph", where, "the .npz file of edge, feature, label and split arrays")
+    if (why := not_a_file(gfile)) is not None:
+        raise DataError(f"{why.replace(' is missing', ' does not exist')}; write it with numpy.savez('{gfile.name}', "
+                        f"**arrays) ({_DOC})")
+    z = read_array(gfile, USER_FIX)
+    if not isinstance(z, dict):
+        raise DataError(f"{gfile} is a scipy sparse matrix, not a file of named arrays; write it with numpy.savez "
+                        f"({_DOC})")
+    target = _need(meta, "target", where, "the labelled node type")
+    edges, counts, raw = _named_arrays(z, gfile)
     if not edges:
         raise DataError(f"{gfile} holds no edges:<src>:<relation>:<dst> array; the graph needs at least one relation")
     types = sorted({t for s, _, d in edges for t in (s, d)} | set(counts) | set(raw))

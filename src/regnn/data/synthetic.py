@@ -9,6 +9,8 @@ source nodes and carries no signal.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -56,9 +58,8 @@ def random_split(rng, n: int, train: float, val: float) -> dict[str, torch.Tenso
             (("train", perm[:a]), ("val", perm[a:b]), ("test", perm[b:]))}
 
 
-def make_count_graph(num_items: int = 800, num_users: int = 400, num_tags: int = 50, num_classes: int = 3,
-                     feat_dim: int = 20, max_rate: float = 60.0, overlap: float = 0.8, user_degree: int = 6,
-                     homophily: float = 0.15, tag_degree: int = 4, seed: int = 0) -> HeteroDataset:
+@dataclass(frozen=True)
+class CountGraph:
     """A heterograph like many users' own: the target nodes' features are raw counts (Poisson, rates up to
     `max_rate`) that carry most of the class signal, and the structure is only weakly informative.
 
@@ -68,26 +69,47 @@ def make_count_graph(num_items: int = 800, num_users: int = 400, num_tags: int =
     random one. Tags link to random items (no signal). Users and tags have no features (one-hot ids). Split
     30/30/40 (train/val/test), so the validation set is large enough to compare settings on.
     """
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, num_classes, num_items)
-    shared = rng.uniform(0.05, 1.0, feat_dim)
-    own = rng.uniform(0.05, 1.0, (num_classes, feat_dim))
-    rates = max_rate * (overlap * shared + (1 - overlap) * own)
-    x = rng.poisson(rates[y]).astype(np.float32)
-    user_y = np.arange(num_users) % num_classes
-    by_class = [np.flatnonzero(user_y == c) for c in range(num_classes)]
-    u_item = np.repeat(np.arange(num_items), user_degree)
-    same = rng.random(u_item.size) < homophily
-    u_user = np.where(same, [rng.choice(by_class[c]) for c in y[u_item]], rng.integers(0, num_users, u_item.size))
-    t_item = np.repeat(np.arange(num_items), tag_degree)
-    t_tag = rng.integers(0, num_tags, t_item.size)
-    t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
-    graph = HeteroGraph({
-        ("item", "item->user", "user"): (t(u_item), t(u_user)),
-        ("user", "user->item", "item"): (t(u_user), t(u_item)),
-        ("item", "item->tag", "tag"): (t(t_item), t(t_tag)),
-        ("tag", "tag->item", "item"): (t(t_tag), t(t_item)),
-    }, {"item": num_items, "user": num_users, "tag": num_tags})
-    features = {"item": torch.from_numpy(x), "user": one_hot_ids(num_users), "tag": one_hot_ids(num_tags)}
-    return HeteroDataset(name="counts", graph=graph, features=features, target="item", labels=t(y),
-                         splits=random_split(rng, num_items, 0.3, 0.3), num_classes=num_classes)
+
+    num_items: int = 800
+    num_users: int = 400
+    num_tags: int = 50
+    num_classes: int = 3
+    feat_dim: int = 20
+    max_rate: float = 60.0
+    overlap: float = 0.8
+    user_degree: int = 6
+    homophily: float = 0.15
+    tag_degree: int = 4
+    seed: int = 0
+
+    def build(self) -> HeteroDataset:
+        s = self
+        rng = np.random.default_rng(s.seed)
+        y = rng.integers(0, s.num_classes, s.num_items)
+        shared = rng.uniform(0.05, 1.0, s.feat_dim)
+        own = rng.uniform(0.05, 1.0, (s.num_classes, s.feat_dim))
+        rates = s.max_rate * (s.overlap * shared + (1 - s.overlap) * own)
+        x = rng.poisson(rates[y]).astype(np.float32)
+        user_y = np.arange(s.num_users) % s.num_classes
+        by_class = [np.flatnonzero(user_y == c) for c in range(s.num_classes)]
+        u_item = np.repeat(np.arange(s.num_items), s.user_degree)
+        same = rng.random(u_item.size) < s.homophily
+        u_user = np.where(same, [rng.choice(by_class[c]) for c in y[u_item]],
+                          rng.integers(0, s.num_users, u_item.size))
+        t_item = np.repeat(np.arange(s.num_items), s.tag_degree)
+        t_tag = rng.integers(0, s.num_tags, t_item.size)
+        t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
+        graph = HeteroGraph({
+            ("item", "item->user", "user"): (t(u_item), t(u_user)),
+            ("user", "user->item", "item"): (t(u_user), t(u_item)),
+            ("item", "item->tag", "tag"): (t(t_item), t(t_tag)),
+            ("tag", "tag->item", "item"): (t(t_tag), t(t_item)),
+        }, {"item": s.num_items, "user": s.num_users, "tag": s.num_tags})
+        features = {"item": torch.from_numpy(x), "user": one_hot_ids(s.num_users), "tag": one_hot_ids(s.num_tags)}
+        return HeteroDataset(name="counts", graph=graph, features=features, target="item", labels=t(y),
+                             splits=random_split(rng, s.num_items, 0.3, 0.3), num_classes=s.num_classes)
+
+
+def make_count_graph(**shape) -> HeteroDataset:
+    """The graph of `CountGraph(**shape)` (its fields: sizes, count rates, link degrees, seed)."""
+    return CountGraph(**shape).build()

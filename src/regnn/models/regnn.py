@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from torch import nn
@@ -81,6 +81,12 @@ class TypeProjection(nn.Module):
         return torch.cat([self.project(t, feats[t]) for t in order])
 
 
+class RelationTypes(Protocol):
+    """The relation types a graph has (a RelationGraph, or the sampler's graph of the mini-batch trainer)."""
+    relation_names: list[str]  # the edge relations, then one self-loop per node type
+    num_edge_relations: int
+
+
 class REGNN(nn.Module):
     """A homogeneous GNN made heterogeneity-aware by one scalar weight per relation type per layer.
 
@@ -88,19 +94,20 @@ class REGNN(nn.Module):
     The graph is an argument of forward, never stored on the model.
     """
 
-    def __init__(self, *, in_dims: dict[str, int], num_classes: int, relation_names: list[str],
-                 num_edge_relations: int, relation: Relation, backbone: str = "gcn", hidden: int = 64,
-                 num_layers: int = 4, dropout: float = 0.6, double_dropout: bool = False, **backbone_kwargs):
+    def __init__(self, *, in_dims: dict[str, int], num_classes: int, relation_types: RelationTypes,
+                 relation: Relation, backbone: str = "gcn", hidden: int = 64, num_layers: int = 4,
+                 dropout: float = 0.6, double_dropout: bool = False, **backbone_kwargs):
         super().__init__()
         if backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {backbone!r}; known: {sorted(BACKBONES)}")
-        self.relation_names = list(relation_names)
+        self.relation_names = list(relation_types.relation_names)
+        num_edge_relations = relation_types.num_edge_relations
         self.proj = TypeProjection(in_dims, hidden)
         stack = BACKBONES[backbone](hidden=hidden, num_classes=num_classes, num_layers=num_layers, **backbone_kwargs)
         self.convs = nn.ModuleList(stack.convs)  # one per call: a layer called twice is held twice
         self.head = stack.head
         self.relation_of = stack.relation_of or list(range(len(stack.convs)))
-        num_node_types = len(relation_names) - num_edge_relations
+        num_node_types = len(self.relation_names) - num_edge_relations
         # one RelationWeights per run of consecutive layers with the same number of heads (a GCN or the
         # authors' GAT stack: one for all layers), see layer_alphas
         self.relations = nn.ModuleList(
@@ -122,8 +129,7 @@ class REGNN(nn.Module):
 
     @classmethod
     def from_inputs(cls, inputs: RelationInputs, in_dims: dict[str, int], num_classes: int, **kwargs) -> "REGNN":
-        return cls(in_dims=in_dims, num_classes=num_classes, relation_names=inputs.rg.relation_names,
-                   num_edge_relations=inputs.rg.num_edge_relations, **kwargs)
+        return cls(in_dims=in_dims, num_classes=num_classes, relation_types=inputs.rg, **kwargs)
 
     def forward(self, inputs: RelationInputs, feats: dict[str, torch.Tensor], embed: bool = False):
         """(class scores of the target nodes, their representations fed to the output layer or None)."""

@@ -15,7 +15,7 @@ from regnn.runs.executor import job_threads, plan_workers, run_in_workers
 from regnn.spec import training_of
 from regnn.pipeline.job import run_job
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
-from regnn.runs.store import CellStore, failed_note, run_record
+from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
 from regnn.training.device import select_device
 from regnn.training.divergence import Diverged, failed_record
 from regnn.perf import keep_freed_memory
@@ -139,11 +139,11 @@ class FullBatchJob:
         rec, result = train_one(self.job, self.store, run, self.logger, progress)
         return rec, None if result is None else result.relation_weights
 
-    def summary_fields(self) -> dict:
-        return {"device": self.device, "device_note": self.why,
-                "environment": {"threads": self.worker_threads, "workers": self.workers},
-                "num_parameters": self.num_parameters,
-                "relation_names": getattr(self.model, "relation_names", []), "worker_peak_gb": self.peak_gb}
+    def summary_fields(self) -> JobFacts:
+        return JobFacts(device=self.device, device_note=self.why,
+                        environment={"threads": self.worker_threads, "workers": self.workers},
+                        num_parameters=self.num_parameters,
+                        relation_names=getattr(self.model, "relation_names", []), worker_peak_gb=self.peak_gb)
 
     def report(self, summary: dict) -> None:
         m = summary["metrics"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from regnn.runs.store import CellStore
+from regnn.runs.store import CellStore, JobFacts
 
 
 class CellJob(Protocol):
@@ -26,8 +26,8 @@ class CellJob(Protocol):
     def train_one(self, run: int) -> tuple[dict, Any]:
         """(the run's record, its relation weights or None)."""
 
-    def summary_fields(self) -> dict:
-        """CellStore.summary's keyword arguments (device, environment, model size, ...)."""
+    def summary_fields(self) -> JobFacts:
+        """What the cell's summary records of the job (device, environment, model size, ...)."""
 
     def report(self, summary: dict) -> None:
         """The cell's closing log line."""
@@ -43,7 +43,7 @@ def run_job(job: CellJob) -> dict:
     kept = job.kept_runs()
     collect = job.before_runs(kept)
     records, weights = store.collect(kept, job.train_one, **collect)
-    summary = store.summary(records, job.summary_keys, job.t0, **job.summary_fields())
+    summary = store.summary(records, job.summary_keys, job.t0, job.summary_fields())
     if job.is_main:
         store.finish(summary, weights)
     job.logger.finish(summary)

@@ -17,7 +17,7 @@ from regnn.runs.executor import job_threads
 from regnn.pipeline.job import run_job
 from regnn.pipeline.from_config import load_data, model_kwargs
 from regnn.spec import training_of
-from regnn.runs.store import CellStore, failed_note, run_record
+from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
 from regnn.perf import keep_freed_memory, peak_rss_gb
 from regnn.training.device import select_device
 from regnn.training.divergence import Diverged, failed_record
@@ -79,13 +79,13 @@ class MinibatchJob:
     def before_runs(self, kept: set[int]) -> dict:
         return {"score": ("test_acc", "test accuracy")}
 
-    def summary_fields(self) -> dict:
+    def summary_fields(self) -> JobFacts:
         if self.num_parameters is None:  # every run was kept: count one model
             self.counted(self.build())
-        return {"device": self.device, "device_note": self.why, "trainer": "minibatch",
-                "environment": {"threads": torch.get_num_threads(), "processes": self.dist.world_size},
-                "num_parameters": self.num_parameters, "relation_names": self.sg.relation_names,
-                "extra": {"load_time_s": self.load_s}}
+        return JobFacts(device=self.device, device_note=self.why, trainer="minibatch",
+                        environment={"threads": torch.get_num_threads(), "processes": self.dist.world_size},
+                        num_parameters=self.num_parameters, relation_names=self.sg.relation_names,
+                        extra={"load_time_s": self.load_s})
 
     def report(self, summary: dict) -> None:
         m = summary["metrics"]
@@ -102,8 +102,8 @@ class MinibatchJob:
 
         data, sg = self.data, self.sg
         inputs = NodeInputs(data.features, embed_dim=int(self.cfg.trainer.embed_dim))
-        regnn = REGNN(in_dims=inputs.in_dims, num_classes=data.num_classes, relation_names=sg.relation_names,
-                      num_edge_relations=sg.num_edge_relations, **model_kwargs(self.cfg.model))
+        regnn = REGNN(in_dims=inputs.in_dims, num_classes=data.num_classes, relation_types=sg,
+                      **model_kwargs(self.cfg.model))
         return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(self.device)
 
     def counted(self, model):

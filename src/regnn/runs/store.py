@@ -16,6 +16,7 @@ import logging
 import os
 import platform
 import time
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -155,6 +156,19 @@ def _dgl_version() -> str | None:
     return dgl.__version__
 
 
+@dataclass(frozen=True)
+class JobFacts:
+    """What a job knows about itself that its cell's summary records."""
+    device: object
+    device_note: str
+    environment: dict
+    num_parameters: int
+    relation_names: list
+    extra: dict = field(default_factory=dict)
+    trainer: str | None = None  # the mini-batch job names itself; the full-batch job is the default
+    worker_peak_gb: float = 0.0  # of the largest worker process, where runs were trained in workers
+
+
 class CellStore:
     """The output directory of one cell, trained with cfg."""
 
@@ -281,32 +295,30 @@ class CellStore:
         io_safe.write_json(run_dir / "results.json", {**rec, "relation_weights": result.relation_weights})
 
     # -- the cell's summary -------------------------------------------------------------------------------
-    def summary(self, records: list[dict], keys, t0: float, *, device, device_note: str, environment: dict,
-                num_parameters: int, relation_names, extra: dict | None = None, trainer: str | None = None,
-                worker_peak_gb: float = 0.0) -> dict:
+    def summary(self, records: list[dict], keys, t0: float, facts: JobFacts) -> dict:
         """The cell's results.json: metrics (mean ± std of `keys`) over its finished runs, every run's record,
         the model's size, the environment and times. peak_rss_gb: of this process so far (a multirun process
         holds several cells), or of its largest worker process."""
         ok = finished(records)
         return {
             "dataset": str(self.cfg.dataset.name), "model": str(self.cfg.model.name),
-            **({"trainer": trainer} if trainer else {}),
+            **({"trainer": facts.trainer} if facts.trainer else {}),
             "runs": int(self.cfg.runs), "seeds": [r["seed"] for r in records],
             "metrics": summary_metrics(records, keys, mean_std), "finished_runs": len(ok),
             "failed_runs": len(records) - len(ok),
             # runs whose training loss blew up while validation did not (regnn.training.divergence.TrainLossBlowup)
             "train_loss_blowup_runs": sum(1 for r in records if r.get("train_loss_blowup")),
             "per_run": records,
-            "num_parameters": int(num_parameters),
-            "relation_names": list(relation_names),
-            **(extra or {}),
-            "environment": {"device": str(device), "device_note": device_note, "run_devices": run_devices(records),
-                            **environment,
+            "num_parameters": int(facts.num_parameters),
+            "relation_names": list(facts.relation_names),
+            **facts.extra,
+            "environment": {"device": str(facts.device), "device_note": facts.device_note, "run_devices": run_devices(records),
+                            **facts.environment,
                             "torch": torch.__version__, "dgl": _dgl_version(), "python": platform.python_version(),
                             "machine": platform.machine()},
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "wall_time_s": time.perf_counter() - t0,
-            "peak_rss_gb": max(peak_rss_gb(), worker_peak_gb),
+            "peak_rss_gb": max(peak_rss_gb(), facts.worker_peak_gb),
         }
 
     def finish(self, summary: dict, weights: list | None = None) -> None:

@@ -167,19 +167,20 @@ class IntraMetapathAttention(nn.Module):
 
 
 class MAGNN(nn.Module):
-    def __init__(self, *, in_dims: dict[str, int], num_classes: int, target: str, metapath_names: list[str],
-                 num_rotations: int, hidden: int = 64, heads: int = 8, num_layers: int = 1, attn_vec_dim: int = 128,
-                 dropout: float = 0.5, encoder: str = "rotate"):
+    def __init__(self, *, in_dims: dict[str, int], num_classes: int, instances: MetapathInstances, hidden: int = 64,
+                 heads: int = 8, num_layers: int = 1, attn_vec_dim: int = 128, dropout: float = 0.5,
+                 encoder: str = "rotate"):
+        """instances: the meta-path instances the model reads (their target type, meta-paths and rotations)."""
         super().__init__()
         if num_layers != 1:
             raise ValueError(f"MAGNN is built with one layer centred on the target type, got num_layers={num_layers}")
         if encoder != "rotate":
             raise ValueError(f"encoder={encoder!r}: only the relational rotation encoder (rotate) is built")
-        self.target, self.metapath_names = target, list(metapath_names)
+        self.target, self.metapath_names = instances.target, list(instances.buckets)
         self.relation_names = self.metapath_names  # recorded in results.json
         self.proj = TypeProjection(in_dims, hidden)
         self.feat_drop = nn.Dropout(dropout)
-        self.encoder = RotationEncoder(num_rotations, hidden)
+        self.encoder = RotationEncoder(instances.num_rotations, hidden)
         self.intra = nn.ModuleList(IntraMetapathAttention(hidden, heads, dropout) for _ in self.metapath_names)
         self.inter = SemanticAttention(hidden * heads, attn_vec_dim)
         self.head = nn.Linear(hidden * heads, num_classes)
@@ -189,8 +190,8 @@ class MAGNN(nn.Module):
     @classmethod
     def from_inputs(cls, inputs: MetapathInstances, in_dims, num_classes, metapaths=None, max_instances=None,
                     sample_seed=None, **kwargs) -> "MAGNN":
-        return cls(in_dims={t: in_dims[t] for t in inputs.projected_types()}, num_classes=num_classes, target=inputs.target,
-                   metapath_names=list(inputs.buckets), num_rotations=inputs.num_rotations, **kwargs)
+        return cls(in_dims={t: in_dims[t] for t in inputs.projected_types()}, num_classes=num_classes,
+                   instances=inputs, **kwargs)
 
     def project(self, inputs, feats: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Hidden vectors of every node type on a meta-path (before feature dropout)."""

@@ -28,6 +28,8 @@ class EdgeTypeGATConv(nn.Module):
     def __init__(self, in_dim: int, out_dim: int, heads: int, num_etypes: int, edge_dim: int,
                  attn_dropout: float, negative_slope: float, residual: bool, beta: float):
         super().__init__()
+        if not 0 <= beta <= 1:
+            raise ValueError(f"beta (residual attention weight) must be in [0, 1], got {beta}")
         self.heads, self.out_dim, self.beta, self.negative_slope = heads, out_dim, beta, negative_slope
         self.fc = nn.Linear(in_dim, heads * out_dim, bias=False)
         self.edge_emb = nn.Embedding(num_etypes, edge_dim)
@@ -63,16 +65,13 @@ class EdgeTypeGATConv(nn.Module):
 
 class SimpleHGN(nn.Module):
     def __init__(self, *, in_dims: dict[str, int], num_classes: int, num_etypes: int, hidden: int = 64,
-                 heads: int = 8, num_layers: int = 3, edge_dim: int = 64, dropout: float = 0.5,
-                 attn_dropout: float = 0.5, negative_slope: float = 0.05, beta: float = 0.05, residual: bool = True):
+                 heads: int = 8, num_layers: int = 3, dropout: float = 0.5, residual: bool = True, **attention):
+        """attention: EdgeTypeGATConv's edge_dim, attn_dropout, negative_slope and beta, the same in every layer."""
         super().__init__()
         if num_layers < 1:
             raise ValueError(f"num_layers must be >= 1 (hidden layers before the output layer), got {num_layers}")
-        if not 0 <= beta <= 1:
-            raise ValueError(f"beta (residual attention weight) must be in [0, 1], got {beta}")
         self.proj = TypeProjection(in_dims, hidden)
-        kw = dict(num_etypes=num_etypes, edge_dim=edge_dim, attn_dropout=attn_dropout,
-                  negative_slope=negative_slope, beta=beta)
+        kw = dict(num_etypes=num_etypes, **attention)
         self.convs = nn.ModuleList(
             EdgeTypeGATConv(hidden if i == 0 else hidden * heads, hidden, heads, residual=residual and i > 0, **kw)
             for i in range(num_layers))
