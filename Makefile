@@ -45,6 +45,10 @@ test-all: setup ## the fast suite plus the tests marked slow (pyproject.toml lis
 	$(PY) -m pytest -m "not serial and not slurm" -q -n $(TEST_WORKERS) --dist worksteal
 	$(PY) -m pytest -m serial -q
 
+.PHONY: check-cells
+check-cells: venv ## compose every cell of the experiments and check that the configs the trained cells stored (outputs/experiments/cells) compute as they compose now
+	$(PY) scripts/compose_cells.py --out outputs/check_cells/$$(date +%Y-%m-%d_%H-%M-%S).json --stored outputs/experiments/cells
+
 .PHONY: test-slurm slurm-start slurm-stop
 test-slurm: setup ## sweeps through a real single-node SLURM: launch, preemption, time limit, two sweeps at once (root)
 	@./scripts/local_slurm.sh start
