@@ -31,29 +31,28 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from benchmark_report import write, write_efficiency  # noqa: E402  (scripts/ is on the path as the script's folder)
+from benchmark_report import write  # noqa: E402  (scripts/ is on the path as the script's folder)
 
 
 def _build(dataset: str, model: str, overrides=(), data=None):
-    """In a child process: (cfg, data, inputs, net) for one dataset x model as the experiments configure it,
-    seeded with 0; `data` reuses an already loaded dataset. GCN-M/GAT-M (metapath=best: one job per
+    """In a child process: (cfg, job, net) for one dataset x model as the experiments configure it: the
+    pipeline's full-batch job on the CPU (regnn.pipeline.fullbatch.Job: data, the model's inputs, its trainer)
+    and its model of seed 0; `data` reuses an already loaded dataset. GCN-M/GAT-M (metapath=best: one job per
     meta-path) get their first meta-path."""
+    import torch
     from hydra import compose, initialize_config_dir
 
     import regnn.config  # noqa: F401
-    from regnn.pipeline import arch_of, build_model, load_data, model_kwargs
-    from regnn.training.seed import seed_everything
+    from regnn.pipeline.fullbatch import Job
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}", *overrides])
-    data = load_data(cfg.dataset) if data is None else data
     if cfg.model.get("metapath") == "best":
         from omegaconf import open_dict
         with open_dict(cfg):
             cfg.model.metapath = next(iter(cfg.model.metapaths))
-    inputs = arch_of(cfg.model).prepare(data, "cpu", **model_kwargs(cfg.model))
-    seed_everything(0)
-    return cfg, data, inputs, build_model(cfg.model, data, inputs)
+    job = Job(cfg, torch.device("cpu"), data=data)
+    return cfg, job, job.build(0)
 
 
 def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = False, overrides=()) -> dict:
@@ -64,15 +63,14 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
 
     from regnn.perf import keep_freed_memory
     from regnn.spec import training_of
-    from regnn.training.trainers import trainer_for
 
     keep_freed_memory(every_size=True)
-    cfg, data, inputs, net = _build(dataset, model, overrides)
+    cfg, job, net = _build(dataset, model, overrides)
     n = warmup + epochs
     options = training_of(cfg)  # the configured trainer; timed runs: exactly n epochs, no early stop
     options = options if full else dataclasses.replace(options, max_epochs=n, patience=n + 1)
-    fit = trainer_for(cfg.model.get("arch", "regnn"))  # as the pipeline trains it (Metapath2vec: walks, classifier)
-    r = fit(net, inputs, data.features, data.labels, data.splits, seed=0, options=options)
+    fit = job.trainer()  # as the pipeline trains it (Metapath2vec: walks, then its classifier)
+    r = fit(net, job.inputs, job.feats, job.labels, job.splits, seed=0, options=options)
     times = [h["epoch_time_s"] for h in r.history[warmup:]] or [h["epoch_time_s"] for h in r.history]
     return {"dataset": dataset, "model": model, "metapath": cfg.model.get("metapath"), "epochs_timed": len(times), "run_s": r.train_time_s,
             "run_epochs": r.epochs, "test_micro_f1": r.metrics["test_micro_f1"],
@@ -96,8 +94,9 @@ def paired_cell(dataset: str, plain: str, re_model: str, epochs: int, warmup: in
     keep_freed_memory(every_size=True)
     steps, data = [], None
     for model in (plain, re_model):
-        cfg, data, inputs, net = _build(dataset, model, data=data)
-        steps.append(epoch_steps(net, inputs, data.features, data.labels, data.splits, training_of(cfg)))
+        cfg, job, net = _build(dataset, model, data=data)
+        data = job.data
+        steps.append(epoch_steps(net, job.inputs, job.feats, job.labels, job.splits, training_of(cfg)))
     times = [[], []]
     for i in range(warmup + epochs):
         for k in (0, 1) if i % 2 == 0 else (1, 0):  # alternate who goes first
@@ -204,6 +203,7 @@ def main(argv=None) -> int:
     rows = [combine(rs, ("median_epoch_s", "p10_epoch_s", "p90_epoch_s", "run_s"), "median_epoch_s",
                     largest=("peak_rss_mb",)) for rs in measured.values()]
     if a.efficiency:
+        from regnn.reporting.efficiency import write_efficiency
         write_efficiency(rows, Path(a.out), a.overrides)
         print(f"wrote {a.out}/table_efficiency.csv, .md, fig_efficiency.png", file=sys.stderr)
         return 0

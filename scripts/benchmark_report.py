@@ -1,6 +1,6 @@
-"""The benchmark's reports (scripts/benchmark.py measures, this module writes): results/benchmark.{json,csv,md}
-for the speed cells, plain/RE pairs and main job, and results/table_efficiency.{csv,md} with
-results/fig_efficiency.png for --efficiency (the paper's efficiency figure)."""
+"""The benchmark's report (scripts/benchmark.py measures, this module writes): results/benchmark.{json,csv,md}
+for the speed cells, plain/RE pairs and main job. Figure 8 (--efficiency) is rendered by
+regnn.reporting.efficiency."""
 from __future__ import annotations
 
 import json
@@ -68,47 +68,3 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
                   f"{job['test_micro_f1']['mean']:.2f} ± {job['test_micro_f1']['std']:.2f}, "
                   f"{job['epochs_per_run']:.0f} epochs per run on average.", ""]
     (out / "benchmark.md").write_text("\n".join(lines))
-
-
-def write_efficiency(rows: list[dict], out: Path, overrides=()) -> None:
-    import pandas as pd
-
-    from regnn.reporting.collect import write_table
-    from regnn.reporting.common import label
-    from regnn.reporting.figures import PLAIN, RE, save, subplots
-    df = pd.DataFrame(rows)
-    ref = df[df.model == "re_gcn"]
-    cols = {"num_parameters": "parameters", "median_epoch_s": "s / epoch", "run_s": "s / run", "peak_rss_mb": "peak MB"}
-    for c in cols:
-        df[f"{c}_vs_re_gcn"] = df[c] / ref[c].iloc[0] if len(ref) else float("nan")
-    mp = df["metapath"] if "metapath" in df else [None] * len(df)
-    names = [label(m) + (f" ({p})" if isinstance(p, str) else "") for m, p in zip(df.model, mp)]
-    md = pd.DataFrame({"model": names, "parameters": df.num_parameters.map("{:,}".format),
-                       "params / RE-GCN": df.num_parameters_vs_re_gcn.map("{:.3f}".format),
-                       "s / epoch": df.median_epoch_s.map("{:.3f}".format),
-                       "epoch / RE-GCN": df.median_epoch_s_vs_re_gcn.map("{:.2f}".format),
-                       "s / run": df.run_s.map("{:.1f}".format), "epochs": df.run_epochs,
-                       "run / RE-GCN": df.run_s_vs_re_gcn.map("{:.2f}".format),
-                       "peak MB": df.peak_rss_mb.map("{:.0f}".format)})
-    write_table(df, md, out, "table_efficiency", f"Efficiency on {df.dataset.iloc[0].upper()} (Figure 8)",
-                [f"One full training run per model (seed 0, its configured early stopping), each in its own process, "
-                 f"one after another on {os.cpu_count()} CPU cores (`make fig-efficiency`); s / epoch is the median "
-                 "of one training step plus the validation pass; peak MB is the process's resident high-water mark.",
-                 "Ratios are to RE-GCN, as the paper reports them."]
-                + (["Metapath2vec has no training epochs: its epoch is one pass of meta-path walks from every target "
-                    "node with its skip-gram steps (`model.walks_per_node` passes), its run those passes plus the "
-                    "logistic regression."] if (df.model == "metapath2vec").any() else [])
-                + ([f"Every run under `{' '.join(overrides)}`: s / run is the time of that (capped) run, not of a "
-                    "full one; s / epoch is unaffected."] if overrides else []))
-    fig, axes = subplots(1, 3, figsize=(18, 4.2))
-    colours = [RE if m.startswith("re_") else PLAIN for m in df.model]
-    for ax, (c, title) in zip(axes, [("num_parameters", "parameters"), ("median_epoch_s", "seconds per epoch"),
-                                      ("run_s", "seconds per training run")]):
-        ax.bar(range(len(df)), df[c], color=colours)
-        ax.set_yscale("log")  # the models span three orders of magnitude
-        for i, r in enumerate(df[f"{c}_vs_re_gcn"]):
-            ax.text(i, df[c].iloc[i] * 1.1, f"{r:.2f}×", ha="center", va="bottom", fontsize=6, rotation=90)
-        ax.margins(y=0.25)
-        ax.set_xticks(range(len(df)), [label(m) for m in df.model], rotation=45, ha="right", fontsize=8)
-        ax.set_title(f"{title} ({df.dataset.iloc[0].upper()}; × RE-GCN)", fontsize=10)
-    save(fig, out / "fig_efficiency.png")

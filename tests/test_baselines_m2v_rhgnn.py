@@ -11,6 +11,7 @@ from regnn.runs import io_safe
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import ConfigError
 from regnn.pipeline import arch_of, build_model, load_data, model_kwargs, train
+from regnn.pipeline.from_config import prepare_inputs
 from regnn.pipeline import check as check_config
 from regnn.training.seed import seed_everything
 from regnn.training.trainer import train_run
@@ -55,8 +56,10 @@ def test_bad_metapath2vec_settings_are_refused(override, message, synthetic, tmp
         with pytest.raises(ConfigError, match=message):
             check_config(c)
     else:
-        with pytest.raises(ConfigError, match="model.metapath='XYZ' is not valid"):
+        with pytest.raises(ValueError, match="model.metapath='XYZ' is not valid"):  # the layer: a plain error
             arch_of(c.model).prepare(synthetic, "cpu", **model_kwargs(c.model))
+        with pytest.raises(ConfigError, match="^model.metapath='XYZ' is not valid"):  # the job: the user's one line
+            prepare_inputs(c.model, synthetic, "cpu")
 
 
 def test_skipgram_pairs_join_nodes_of_one_walk_only():

@@ -9,6 +9,7 @@ the fused kernels are CPU code).
 import pytest
 import torch
 import torch.nn.functional as F
+from omegaconf import OmegaConf
 
 from conftest import cfg as _cfg, relation, fullbatch, minibatch
 from regnn.core.adjacency import Adjacency
@@ -17,6 +18,7 @@ from regnn.data import build_relation_graph, load_dataset
 from regnn.pipeline import train
 from regnn.errors import ConfigError
 from regnn.models import REGNN, RelationInputs
+from regnn.pipeline.from_config import device_of
 from regnn.training.device import select_device
 from regnn.training.minibatch import train_minibatch_run
 from regnn.models.sampled import NodeInputs, SampledREGNN
@@ -211,8 +213,10 @@ def test_every_model_uses_the_gpu_torch_sees(cuda_seen):
 
 def test_cuda_without_a_gpu_is_one_line(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(ConfigError, match=r"^device=cuda requested but torch sees no CUDA device; use device=cpu"):
+    with pytest.raises(ValueError, match=r"^device=cuda requested but torch sees no CUDA device; use device=cpu"):
         select_device("cuda")
+    with pytest.raises(ConfigError, match=r"^device=cuda requested but torch sees no CUDA device; use device=cpu"):
+        device_of(OmegaConf.create({"device": "cuda"}))  # as the job asks: the user's one-line error
     assert select_device("auto")[0].type == "cpu"
 
 

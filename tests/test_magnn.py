@@ -16,6 +16,7 @@ from regnn.models.baselines.magnn import MetapathInstances, RotationEncoder, pad
 from regnn.models.baselines.magnn_ac import CompletionInputs, featureless
 from regnn.models.baselines.metapath_instances import metapath_instances
 from regnn.pipeline import arch_of, build_model, check, load_data, model_kwargs
+from regnn.pipeline.from_config import prepare_inputs
 from regnn.training.seed import seed_everything
 from regnn.training.trainer import train_run
 from test_baselines import cfg
@@ -182,8 +183,10 @@ def test_configs_compose_with_the_papers_settings(dataset, metapaths, model):
 
 def test_bad_max_instances_is_refused_in_one_line(synthetic):
     c = cfg("dataset=synthetic", "model=magnn", "model.max_instances=0")
-    with pytest.raises(ConfigError, match="model.max_instances=0 is not valid"):
+    with pytest.raises(ValueError, match="model.max_instances=0 is not valid"):
         MetapathInstances.build(synthetic, "cpu", **model_kwargs(c.model))
+    with pytest.raises(ConfigError, match="^model.max_instances=0 is not valid"):
+        prepare_inputs(c.model, synthetic, "cpu")
     with pytest.raises(Exception, match="hiden"):
         cfg("dataset=synthetic", "model=magnn", "model.hiden=3")
 

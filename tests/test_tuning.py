@@ -229,6 +229,21 @@ def test_a_configured_value_starts_the_study_only_inside_its_range():
     assert matching(CategoricalDistribution(["authors", "stack"]), None) == (False, None)
 
 
+
+def test_the_tuned_settings_merge_in_the_order_of_the_train_config(tmp_path):
+    from regnn.tuning import tuned_groups, tuned_settings
+    assert tuned_groups() == ["tuned/backbone", "tuned/relation", "tuned"]  # conf/train.yaml's own order
+    (tmp_path / "train.yaml").write_text("defaults:\n  - dataset: dblp\n  - optional tuned: ${dataset}_${model}\n"
+                                         "  - optional tuned/backbone: ${dataset}_${backbone}\n  - _self_\n")
+    for group, body in (("tuned", "model: {hidden: 8, dropout: 0.5}"), ("tuned/backbone", "model: {hidden: 16}")):
+        (tmp_path / group).mkdir(parents=True, exist_ok=True)
+        (tmp_path / group / "x.yaml").write_text(body)
+    assert tuned_groups(tmp_path / "train.yaml") == ["tuned", "tuned/backbone"]
+    both = {"tuned": "x", "tuned/backbone": "x", "tuned/relation": "x"}  # a group the file does not list: unused
+    assert tuned_settings(both, tmp_path) == {"model": {"hidden": 16, "dropout": 0.5}}  # the later file wins
+    assert tuned_settings({"tuned": "x", "tuned/backbone": "missing"}, tmp_path) == {
+        "model": {"hidden": 8, "dropout": 0.5}}  # an optional file that does not exist sets nothing
+
 APP = """
 import math, sys
 import hydra

@@ -16,6 +16,12 @@ PAPER_DATASETS = ("dblp", "acm", "imdb")        # Tables 2 and 3
 FIGURE3_DATASETS = ("dblp", "acm")              # Figure 3
 FIGURE3_BACKBONES = ("gcn", "gat", "sage", "gin", "gatv2", "mixhop")  # Figure 3's rows, in order
 LABELS = {"gcn": "GCN", "gat": "GAT", "sage": "GraphSAGE", "gin": "GIN", "gatv2": "GATv2", "mixhop": "MixHop"}
+ARCH_DEFAULT = "regnn"  # a model config without `arch` is a backbone with relation weights
+
+
+def arch_name(model) -> str:
+    """The architecture a model config names (model.arch, regnn.models.ARCHS' key)."""
+    return str(model.get("arch", ARCH_DEFAULT))
 
 
 def backbones() -> list[str]:

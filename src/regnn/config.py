@@ -9,7 +9,9 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 import regnn.schema  # noqa: F401  (also registers the model schemas and names in Hydra's ConfigStore)
+from regnn.catalog import ARCH_DEFAULT, arch_name
 from regnn.errors import ConfigError, quote
+from regnn.models import ARCHS
 from regnn.paths import REPO_ROOT
 
 
@@ -88,7 +90,7 @@ def _validate_job(cfg: DictConfig) -> None:
 
 def _validate_model(cfg: DictConfig, backbones) -> None:
     m = cfg.model
-    if "backbone" in m or m.get("arch", "regnn") == "regnn":  # the heterogeneous baselines have none
+    if "backbone" in m or arch_name(m) == ARCH_DEFAULT:  # the heterogeneous baselines have none
         _check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
     known = regnn.schema.model_keys(OmegaConf.to_container(m))
     unknown = sorted(set(m) - known)
@@ -159,8 +161,8 @@ MINIBATCH_BACKBONES = ("gcn", "gat", "sage", "mlp")
 def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     """The mini-batch trainer's values, and the model settings it cannot run with."""
     t, m = cfg.trainer, cfg.model
-    arch = m.get("arch", "regnn")
-    _check(arch == "regnn", "model.arch", arch, f"trainer=minibatch trains the RE-GNN stacks only, not the "
+    arch = arch_name(m)
+    _check(getattr(ARCHS.get(arch), "sampled", None) is not None, "model.arch", arch, f"trainer=minibatch trains the RE-GNN stacks only, not the "
            f"heterogeneous baseline {m.name}: train it with trainer=fullbatch")
     if m.get("backbone") in ("gat", "gatv2"):
         _check(m.backbone == "gat", "model.backbone", m.backbone, "trainer=minibatch has GAT layers one per "

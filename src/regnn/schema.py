@@ -83,7 +83,7 @@ def model_keys(model: dict) -> set[str]:
     """The keys a composed model config may hold: its schema's, where the model names one (a `+model.<key>`
     override bypasses the composition check, so validation asks this)."""
     from regnn.models.backbones import BACKBONES
-    arch = model.get("arch", "regnn")
+    arch = catalog.arch_name(model)
     if arch in BASELINE_KEYS:
         return set(BASELINE_KEYS[arch])
     b = model.get("backbone")

@@ -6,15 +6,26 @@ nothing here supplies a default.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
+from regnn.catalog import arch_name
 from regnn.core.relation import Relation
+from regnn.errors import ConfigError
 from regnn.training.options import FullBatchOptions, MinibatchOptions
 
-ARCH_DEFAULT = "regnn"  # a model config without `arch` is a backbone with relation weights
+@contextlib.contextmanager
+def user_errors():
+    """A setting the layers below refuse, as the one-line user error. The layers (data loading, the models'
+    inputs and builds, the device) raise plain ValueErrors that say what is wrong and how to fix it; around the
+    calls the pipeline makes with the config's values, such an error is the user's configuration, not a bug."""
+    try:
+        yield
+    except ValueError as e:
+        raise ConfigError(str(e)) from e
 
 
 def relation_of(block: Mapping) -> Relation:
@@ -34,8 +45,9 @@ class ModelSpec:
     @classmethod
     def from_config(cls, mcfg: DictConfig | Mapping) -> "ModelSpec":
         m = OmegaConf.to_container(mcfg, resolve=True) if isinstance(mcfg, DictConfig) else dict(mcfg)
-        rel = m.pop("relation", None)
-        return cls(name=str(m.pop("name")), arch=str(m.pop("arch", ARCH_DEFAULT)), options=m,
+        rel, arch = m.pop("relation", None), arch_name(m)
+        m.pop("arch", None)
+        return cls(name=str(m.pop("name")), arch=arch, options=m,
                    relation=None if rel is None else relation_of(rel))
 
     def kwargs(self) -> dict:

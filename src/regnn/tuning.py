@@ -73,19 +73,26 @@ def _nested(flat: dict) -> dict:
     return out
 
 
-def tuned_settings(name: str, tuned_dir: Path = REPO_ROOT / "conf" / "tuned") -> dict:
-    """conf/tuned/<name>.yaml with its defaults list merged in (the settings a trial starts from), or {}."""
-    path = tuned_dir / f"{name}.yaml"
-    if not path.is_file():
-        return {}
-    own = OmegaConf.load(path)
-    order = list(own.pop("defaults", [])) or ["_self_"]
-    if "_self_" not in order:
-        order.append("_self_")
+def tuned_groups(train_yaml: Path = REPO_ROOT / "conf" / "train.yaml") -> list[str]:
+    """The config groups of tuned settings, in the order conf/train.yaml's defaults list merges them (a later one
+    wins where two set the same key)."""
+    groups = []
+    for entry in OmegaConf.to_container(OmegaConf.load(train_yaml).defaults):
+        if isinstance(entry, dict):
+            group = next(iter(entry)).removeprefix("optional ").strip()
+            if group == "tuned" or group.startswith("tuned/"):
+                groups.append(group)
+    return groups
+
+
+def tuned_settings(choices, conf: Path = REPO_ROOT / "conf") -> dict:
+    """The settings of the tuned files a trial composed (its Hydra choices), merged as its config merged them: the
+    settings a trial starts from. A tuned file is settings only (no defaults list: tests/test_config.py)."""
     merged = OmegaConf.create()
-    for entry in order:
-        part = own if entry == "_self_" else OmegaConf.create(tuned_settings(str(entry), tuned_dir))
-        merged = OmegaConf.merge(merged, part)
+    for group in tuned_groups(conf / "train.yaml"):
+        path = conf / group / f"{choices.get(group)}.yaml"
+        if choices.get(group) and path.is_file():  # the groups are optional: a missing file sets nothing
+            merged = OmegaConf.merge(merged, OmegaConf.load(path))
     return OmegaConf.to_container(merged)
 
 
@@ -190,11 +197,7 @@ class TuneCallback(Callback):
         number, how = run_finalists(config, study, sweep)
         chosen = next(t for t in complete if t.number == number)
         choices = config.hydra.runtime.choices
-        base: dict = {}
-        for group in ("tuned/backbone", "tuned/relation", "tuned"):  # the order of conf/train.yaml
-            if choices.get(group):
-                base = OmegaConf.to_container(OmegaConf.merge(base, tuned_settings(
-                    choices[group], REPO_ROOT / "conf" / group)))
+        base = tuned_settings(choices)
         # the keys a searched layout needs (conf/layout/tune_<backbone>.yaml), for the runs with the best setting
         layout = f"tune_{choices.get('backbone')}"
         defaults = [f"/layout/{layout}"] if (REPO_ROOT / "conf" / "layout" / f"{layout}.yaml").is_file() else []

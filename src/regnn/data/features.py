@@ -5,7 +5,6 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from regnn.errors import ConfigError
 
 # raw: every type its own features (one-hot ids where a type has none)   [authors' feats_type 0]
 # target_zeros: target type raw, every other type a 10-d zero vector      [authors' feats_type 1]
@@ -18,7 +17,7 @@ ZERO_DIM = 10
 def canonical_feats_type(value) -> str:
     name = _ALIASES.get(str(value), str(value))
     if name not in FEATS_TYPES:
-        raise ConfigError(f"feats_type={value!r} is not one of {list(FEATS_TYPES)} (or the authors' codes 0/1/2)")
+        raise ValueError(f"feats_type={value!r} is not one of {list(FEATS_TYPES)} (or the authors' codes 0/1/2)")
     return name
 
 

@@ -24,7 +24,6 @@ import scipy.sparse as sp
 import torch
 from sklearn.preprocessing import StandardScaler, normalize
 
-from regnn.errors import ConfigError
 
 log = logging.getLogger("regnn")
 
@@ -45,12 +44,12 @@ def per_type_norms(value, ntypes) -> dict[str, str]:
         _check_method(value, "dataset.feature_norm")
         return {t: value for t in ntypes}
     if not hasattr(value, "items"):
-        raise ConfigError(f"dataset.feature_norm={value!r} is not valid: use one of {list(FEATURE_NORMS)} or a "
-                          "mapping {node type: method}")
+        raise ValueError(f"dataset.feature_norm={value!r} is not valid: use one of {list(FEATURE_NORMS)} or a "
+                         "mapping {node type: method}")
     unknown = sorted(set(value) - set(ntypes))
     if unknown:
-        raise ConfigError(f"dataset.feature_norm names node types {unknown} that the graph lacks (types: "
-                          f"{list(ntypes)})")
+        raise ValueError(f"dataset.feature_norm names node types {unknown} that the graph lacks (types: "
+                         f"{list(ntypes)})")
     for t, m in value.items():
         _check_method(m, f"dataset.feature_norm.{t}")
     return {t: str(value.get(t, "none")) for t in ntypes}
@@ -58,7 +57,7 @@ def per_type_norms(value, ntypes) -> dict[str, str]:
 
 def _check_method(m, key: str) -> None:
     if m not in FEATURE_NORMS:
-        raise ConfigError(f"{key}={m!r} is not valid: use one of {list(FEATURE_NORMS)}")
+        raise ValueError(f"{key}={m!r} is not valid: use one of {list(FEATURE_NORMS)}")
 
 
 def _to_numpy(x: torch.Tensor):

@@ -13,12 +13,16 @@ from typing import Any, Callable
 
 from regnn.models.backbones import BACKBONES
 from regnn.models.regnn import REGNN, RelationInputs, TypeProjection
+from regnn.models.sampled import SampledREGNN
 
 
 @dataclass(frozen=True)
 class Arch:
     prepare: Callable[..., Any]  # (data, device, **model kwargs) -> inputs (e.g. meta-path graphs)
     build: Callable[..., Any]  # (inputs, in_dims, num_classes, **model kwargs) -> nn.Module
+    # the mini-batch trainer's build, for an architecture it can train on sampled blocks:
+    # (sampler's graph, features, num_classes, embed_dim=, **model kwargs) -> nn.Module
+    sampled: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,7 @@ class LazyArch:
     """An Arch whose prepare and build live in a module imported on first use: "module:attr.attr"."""
     prepare_path: str
     build_path: str
+    sampled = None  # the baselines train full-batch only
 
     @property
     def prepare(self) -> Callable[..., Any]:
@@ -46,7 +51,7 @@ def _resolve(path: str):
 
 _BL = "regnn.models.baselines"
 ARCHS: dict[str, Arch | LazyArch] = {
-    "regnn": Arch(prepare=RelationInputs.build, build=REGNN.from_inputs),
+    "regnn": Arch(prepare=RelationInputs.build, build=REGNN.from_inputs, sampled=SampledREGNN.from_graph),
     # heterogeneous baselines, one module each under regnn/models/baselines/
     "rgcn": LazyArch(f"{_BL}:TypedGraph.build", f"{_BL}:RGCN.from_inputs"),
     "hgt": LazyArch(f"{_BL}:TypedGraph.build", f"{_BL}:HGT.from_inputs"),

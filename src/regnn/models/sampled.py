@@ -116,6 +116,16 @@ class SampledREGNN(nn.Module):
         self._offsets = [offsets[t] for t in self.ntypes]
         self._node_type = node_type  # (N,) type index of every homogeneous id; not a buffer (DDP broadcasts those)
 
+    @classmethod
+    def from_graph(cls, graph, features: dict[str, torch.Tensor], num_classes: int, *, embed_dim: int,
+                   **kwargs) -> "SampledREGNN":
+        """The registry's sampled build (ARCHS["regnn"].sampled): graph is the sampler's graph (its node types,
+        their offsets and relation types), kwargs REGNN's. The inputs are built before the REGNN, so a seed draws
+        the same weights as it always has."""
+        inputs = NodeInputs(features, embed_dim=embed_dim)
+        regnn = REGNN(in_dims=inputs.in_dims, num_classes=num_classes, relation_types=graph, **kwargs)
+        return cls(regnn, inputs, graph.ntypes, graph.offsets, graph.node_type)
+
     def input_rows(self, ids: torch.Tensor) -> torch.Tensor:
         """(len(ids), hidden) projected inputs of the homogeneous node ids.
 

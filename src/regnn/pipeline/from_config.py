@@ -1,4 +1,5 @@
-"""Config keys to call arguments: the model class's keyword arguments, its architecture, the dataset loader's."""
+"""Config keys to call arguments: the model class's keyword arguments, its architecture, the dataset loader's,
+the device."""
 from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
@@ -6,7 +7,9 @@ from omegaconf import DictConfig, OmegaConf
 from regnn.data import load_dataset
 from regnn.errors import ConfigError
 from regnn.models import ARCHS
-from regnn.spec import ARCH_DEFAULT, ModelSpec
+from regnn.catalog import arch_name
+from regnn.spec import ModelSpec, user_errors
+from regnn.training.device import select_device
 
 
 def model_kwargs(mcfg: DictConfig) -> dict:
@@ -15,18 +18,41 @@ def model_kwargs(mcfg: DictConfig) -> dict:
 
 
 def arch_of(mcfg: DictConfig):
-    name = mcfg.get("arch", ARCH_DEFAULT)
+    name = arch_name(mcfg)
     if name not in ARCHS:
         raise ConfigError(f"model.arch={name!r} is not valid: known architectures {sorted(ARCHS)}")
     return ARCHS[name]
 
 
+# The calls with the config's values: a value a layer refuses (a ValueError) reaches the user as one line.
+
+def prepare_inputs(mcfg: DictConfig, data, device):
+    """The model's inputs (its graph structures) on the device, once per job."""
+    with user_errors():
+        return arch_of(mcfg).prepare(data, device, **model_kwargs(mcfg))
+
+
 def build_model(mcfg: DictConfig, data, inputs):
-    return arch_of(mcfg).build(inputs, data.in_dims, data.num_classes, **model_kwargs(mcfg))
+    with user_errors():
+        return arch_of(mcfg).build(inputs, data.in_dims, data.num_classes, **model_kwargs(mcfg))
+
+
+def build_sampled(mcfg: DictConfig, data, graph, embed_dim: int):
+    """The mini-batch trainer's model on the sampler's graph (ARCHS[arch].sampled)."""
+    with user_errors():
+        return arch_of(mcfg).sampled(graph, data.features, data.num_classes, embed_dim=embed_dim,
+                                     **model_kwargs(mcfg))
+
+
+def device_of(cfg: DictConfig):
+    """(device, why) for cfg.device."""
+    with user_errors():
+        return select_device(str(cfg.device))
 
 
 def load_data(dcfg: DictConfig):
     d = OmegaConf.to_container(dcfg, resolve=True)
     d.pop("display_name", None)
     d.pop("metapaths", None)  # read by the meta-path models (model.metapaths), not by the loader
-    return load_dataset(**d)
+    with user_errors():
+        return load_dataset(**d)

@@ -9,14 +9,14 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from regnn.catalog import arch_name
 from regnn.evaluation.clustering import cluster_scores
 from regnn.loggers import make_logger
 from regnn.runs.executor import job_threads, plan_workers, run_in_workers
 from regnn.spec import training_of
 from regnn.pipeline.job import run_job
-from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
+from regnn.pipeline.from_config import build_model, device_of, load_data, prepare_inputs
 from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
-from regnn.training.device import select_device
 from regnn.training.divergence import Diverged, failed_record
 from regnn.perf import keep_freed_memory
 from regnn.training.seed import seed_everything
@@ -35,15 +35,25 @@ SUMMARY_KEYS = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1"
 class Job:
     """What every run of a cell shares: the data and the model's inputs on the device."""
 
-    def __init__(self, cfg: DictConfig, device, t0: float | None = None):
+    def __init__(self, cfg: DictConfig, device, t0: float | None = None, data=None):
+        """data: the dataset already loaded (a benchmark timing several models on it), else cfg.dataset's."""
         self.cfg, self.device = cfg, device
         t0 = time.perf_counter() if t0 is None else t0
-        self.data = data = load_data(cfg.dataset)
+        self.data = data = load_data(cfg.dataset) if data is None else data
         self.load_s = time.perf_counter() - t0
-        self.inputs = arch_of(cfg.model).prepare(data, device, **model_kwargs(cfg.model))
+        self.inputs = prepare_inputs(cfg.model, data, device)
         self.feats = {t: x.to(device) for t, x in data.features.items()}
         self.labels = data.labels.to(device)
         self.splits = {s: i.to(device) for s, i in data.splits.items()}
+
+    def build(self, seed: int):
+        """The model of seed `seed` on the device: seeded first, so a seed always draws the same weights."""
+        seed_everything(seed, self.cfg.deterministic)
+        return build_model(self.cfg.model, self.data, self.inputs).to(self.device)
+
+    def trainer(self):
+        """The model's trainer (regnn.training.trainers): fit(model, inputs, features, labels, splits, ...)."""
+        return trainer_for(arch_name(self.cfg.model))
 
 
 def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
@@ -51,12 +61,10 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
     result None for a run that diverged."""
     cfg, data = job.cfg, job.data
     seed = cfg.seed + run
-    seed_everything(seed, cfg.deterministic)
-    model = build_model(cfg.model, data, job.inputs).to(job.device)
+    model = job.build(seed)
     logger.start_run(run, seed)
     try:
-        fit = trainer_for(cfg.model.get("arch", "regnn"))
-        result = fit(model, job.inputs, job.feats, job.labels, job.splits, seed=seed, options=training_of(cfg),
+        result = job.trainer()(model, job.inputs, job.feats, job.labels, job.splits, seed=seed, options=training_of(cfg),
                      on_epoch=logger.log_epoch, progress=progress)
     except Diverged as e:
         progress.close()
@@ -95,7 +103,7 @@ class FullBatchJob:
         if threads:
             torch.set_num_threads(threads)
         self.threads = threads or DEFAULT_THREADS
-        self.device, self.why = select_device(str(cfg.device))
+        self.device, self.why = device_of(cfg)
         self.label = label = f"{cfg.model.name} on {cfg.dataset.name}"
         log.info("%s: device %s, %d threads, %d runs from seed %d", label, self.why, torch.get_num_threads(),
                  cfg.runs, cfg.seed)
@@ -161,7 +169,7 @@ _WORKER: dict = {}
 
 def _worker_setup(plain_cfg: dict, out_dir: str) -> None:
     cfg = OmegaConf.create(plain_cfg)
-    device, _ = select_device(str(cfg.device))
+    device, _ = device_of(cfg)
     _WORKER.update(job=Job(cfg, device), store=CellStore(cfg, Path(out_dir)))
 
 

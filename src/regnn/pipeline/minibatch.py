@@ -15,11 +15,10 @@ from regnn.config import whole_graph_degrees
 from regnn.loggers import make_logger
 from regnn.runs.executor import job_threads
 from regnn.pipeline.job import run_job
-from regnn.pipeline.from_config import load_data, model_kwargs
-from regnn.spec import training_of
+from regnn.pipeline.from_config import build_sampled, device_of, load_data
+from regnn.spec import training_of, user_errors
 from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
 from regnn.perf import keep_freed_memory, peak_rss_gb
-from regnn.training.device import select_device
 from regnn.training.divergence import Diverged, failed_record
 from regnn.training.seed import seed_everything
 
@@ -40,14 +39,16 @@ class MinibatchJob:
     summary_keys = SUMMARY_KEYS
 
     def __init__(self, cfg: DictConfig, store: CellStore):
+        from regnn.models.sampled import is_one_hot_ids
         from regnn.training.distributed import Dist
+        from regnn.training.minibatch import check_backend
         from regnn.training.sampling import SampledGraph
 
         self.cfg, t = cfg, cfg.trainer
         keep_freed_memory(every_size=True)  # a sampled step's (sources x hidden) tensors fault in ~0.1 s each
         if threads := job_threads(cfg):
             torch.set_num_threads(threads)
-        device, self.why = select_device(str(cfg.device))
+        device, self.why = device_of(cfg)
         self.dist = dist = Dist.from_env(str(t.ddp_backend), device)
         self.device = torch.device("cuda", dist.local_rank) if dist.enabled and device.type == "cuda" else device
         self.store = store.at(Path(dist.broadcast_object(str(store.dir))))  # every process reports to rank 0's
@@ -60,6 +61,8 @@ class MinibatchJob:
         self.t0 = time.perf_counter()
         with dist.main_first():  # rank 0 first: ogb writes its processed cache on first use
             self.data = data = load_data(cfg.dataset)
+        with user_errors():  # before anything is written: a backend that cannot train this graph's inputs
+            check_backend(any(is_one_hot_ids(x) for x in data.features.values()), dist.backend)
         self.sg = SampledGraph(data, whole_graph_degrees=whole_graph_degrees(cfg.model))
         self.load_s = time.perf_counter() - self.t0
         log.info("data: %s, %d nodes of %d types, %d edges of %d relation types, %d %s classes, train/val/test "
@@ -97,14 +100,7 @@ class MinibatchJob:
         self.dist.close()
 
     def build(self):
-        from regnn.models.regnn import REGNN
-        from regnn.models.sampled import NodeInputs, SampledREGNN
-
-        data, sg = self.data, self.sg
-        inputs = NodeInputs(data.features, embed_dim=int(self.cfg.trainer.embed_dim))
-        regnn = REGNN(in_dims=inputs.in_dims, num_classes=data.num_classes, relation_types=sg,
-                      **model_kwargs(self.cfg.model))
-        return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(self.device)
+        return build_sampled(self.cfg.model, self.data, self.sg, int(self.cfg.trainer.embed_dim)).to(self.device)
 
     def counted(self, model):
         if self.num_parameters is None:

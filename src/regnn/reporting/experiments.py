@@ -8,7 +8,7 @@ A cell missing from the pool is read from results/cells/<cell>.json, the summary
 weights) that an earlier rendering kept of it; every rendering writes there the summaries of the pool's cells.
 A table whose cells are not all trained is not rendered: its committed files in results/ stay as they are, and the
 line names the make target that trains the missing cells (`make reproduce` trains every missing cell).
-Figure 8 is a timing, not a set of cells: `make fig-efficiency` measures and renders it.
+Figure 8 is a timing, not a set of cells: `make fig-efficiency` measures and renders it (regnn.reporting.efficiency).
 """
 from __future__ import annotations
 
@@ -70,7 +70,8 @@ def declared(conf_dir: Path = REPO_ROOT / "conf" / "experiment") -> list[Experim
     return sorted(out, key=_sort_key)
 
 
-# Figure 8 is a timing, not a set of cells: scripts/benchmark.py measures and renders it (`make fig-efficiency`)
+# Figure 8 is a timing, not a set of cells: scripts/benchmark.py measures it (`make fig-efficiency`) and
+# regnn.reporting.efficiency renders it, again from its stored rows with `python -m regnn.reporting.efficiency`
 MEASURED = [Experiment("fig-efficiency", "Figure 8",
                        "parameters, time per epoch and per run, peak memory of every model on DBLP",
                        ("table_efficiency.csv", "table_efficiency.md", "fig_efficiency.png"))]

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import torch
 
-from regnn.errors import ConfigError
 
 
 def select_device(requested: str = "auto") -> tuple[torch.device, str]:
     """The device and a one-line explanation of the choice.
 
-    auto: CUDA whenever torch sees it, else the CPU. cuda / cuda:N where torch sees no GPU: a ConfigError naming
+    auto: CUDA whenever torch sees it, else the CPU. cuda / cuda:N where torch sees no GPU: a ValueError naming
     the reason and the fix."""
     if requested not in ("auto", "cpu", "cuda") and not requested.startswith("cuda:"):
-        raise ConfigError(f"device must be auto, cpu, cuda or cuda:N, got {requested!r}")
+        raise ValueError(f"device must be auto, cpu, cuda or cuda:N, got {requested!r}")
     if requested == "cpu":
         return torch.device("cpu"), "cpu (requested)"
     if torch.cuda.is_available():
@@ -23,5 +22,5 @@ def select_device(requested: str = "auto") -> tuple[torch.device, str]:
         return dev, f"{dev} ({torch.cuda.get_device_name(dev)})"
     why = "torch sees no CUDA device"
     if requested != "auto":
-        raise ConfigError(f"device={requested} requested but {why}; use device=cpu or device=auto")
+        raise ValueError(f"device={requested} requested but {why}; use device=cpu or device=auto")
     return torch.device("cpu"), f"cpu ({why})"

@@ -16,7 +16,6 @@ import torch
 import torch.nn.functional as F
 
 from regnn import interrupt
-from regnn.errors import ConfigError
 from regnn.evaluation.metrics import f1_scores
 from regnn.training.distributed import Dist
 from regnn.training.options import MinibatchOptions
@@ -111,6 +110,13 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
     return run.result(history, time.perf_counter() - t_run)
 
 
+def check_backend(learnt_embeddings: bool, backend: str) -> None:
+    """ValueError where the processes' backend cannot all-reduce the model's gradients."""
+    if learnt_embeddings and backend == "nccl":
+        raise ValueError("learnable node embeddings have sparse gradients, which NCCL cannot all-reduce; use "
+                         "trainer.ddp_backend=gloo, or features for every node type (dataset.featureless=mean|file)")
+
+
 class _MinibatchRun:
     """One run's optimizers, sampler, scorer and stopping state, and its epochs (train_minibatch_run's steps)."""
 
@@ -118,10 +124,7 @@ class _MinibatchRun:
                  options: MinibatchOptions, device, dist: Dist):
         o = options
         sparse = list(model.inputs.embeddings.parameters())
-        if sparse and dist.backend == "nccl":
-            raise ConfigError("learnable node embeddings have sparse gradients, which NCCL cannot all-reduce; use "
-                              "trainer.ddp_backend=gloo, or features for every node type "
-                              "(dataset.featureless=mean|file)")
+        check_backend(bool(sparse), dist.backend)
         self.model, self.net, self.sg, self.labels, self.splits = model, model, sg, labels, splits
         self.options, self.device, self.dist, self.seed = o, device, dist, seed
         if dist.enabled:

@@ -29,7 +29,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from regnn.data.hetero import HeteroGraph
-from regnn.errors import ConfigError
 from regnn.models.baselines.han import SemanticAttention
 from regnn.models.baselines.metapath import check_metapath
 from regnn.models.baselines.metapath_instances import metapath_instances
@@ -96,11 +95,11 @@ class MetapathInstances:
     @classmethod
     def build(cls, data, device="cpu", metapaths=None, max_instances=100, sample_seed=0, **_model_options):
         if not isinstance(metapaths, dict) or not metapaths:
-            raise ConfigError("model.metapaths must map meta-path names to relation lists (set dataset.metapaths, "
-                              f"e.g. APA: [author->paper, paper->author]); got {metapaths!r}")
+            raise ValueError("model.metapaths must map meta-path names to relation lists (set dataset.metapaths, "
+                             f"e.g. APA: [author->paper, paper->author]); got {metapaths!r}")
         if max_instances is not None and (not isinstance(max_instances, int) or max_instances < 1):
-            raise ConfigError(f"model.max_instances={max_instances!r} is not valid: use a whole number >= 1 "
-                              "(instances kept per target node), or null for all of them")
+            raise ValueError(f"model.max_instances={max_instances!r} is not valid: use a whole number >= 1 "
+                             "(instances kept per target node), or null for all of them")
         g, n = data.graph, data.graph.num_nodes(data.target)
         rot = reverse_pairs(g)
         out = {k: {} for k in ("buckets", "ntypes", "rotations")}

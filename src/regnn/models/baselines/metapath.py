@@ -20,7 +20,6 @@ import torch
 
 from regnn.core.adjacency import Adjacency
 from regnn.data.relation_graph import RelationGraph, sorted_by_destination
-from regnn.errors import ConfigError
 
 
 def relation_matrix(g, relation: str) -> sp.csr_matrix:
@@ -33,23 +32,23 @@ def relation_matrix(g, relation: str) -> sp.csr_matrix:
 
 
 def check_metapath(g, name: str, relations, endpoint: str | None = None) -> list[tuple]:
-    """The canonical etypes of a meta-path; ConfigError naming the problem when it does not chain."""
+    """The canonical etypes of a meta-path; a ValueError naming the problem when it does not chain."""
     rels = list(relations) if isinstance(relations, (list, tuple)) else None
     if not rels:
-        raise ConfigError(f"meta-path {name!r} must be a non-empty list of relation names, got {relations!r}")
+        raise ValueError(f"meta-path {name!r} must be a non-empty list of relation names, got {relations!r}")
     known = {cet[1]: cet for cet in g.canonical_etypes}
     missing = [r for r in rels if r not in known]
     if missing:
-        raise ConfigError(f"meta-path {name!r} names unknown relations {missing}; the graph's relations are "
-                          f"{sorted(known)}")
+        raise ValueError(f"meta-path {name!r} names unknown relations {missing}; the graph's relations are "
+                         f"{sorted(known)}")
     cets = [known[r] for r in rels]
     for a, b in zip(cets, cets[1:]):
         if a[2] != b[0]:
-            raise ConfigError(f"meta-path {name!r} does not chain: {a[1]!r} ends at {a[2]!r} but {b[1]!r} starts "
-                              f"at {b[0]!r}")
+            raise ValueError(f"meta-path {name!r} does not chain: {a[1]!r} ends at {a[2]!r} but {b[1]!r} starts "
+                             f"at {b[0]!r}")
     if endpoint is not None and (cets[0][0] != endpoint or cets[-1][2] != endpoint):
-        raise ConfigError(f"meta-path {name!r} runs {cets[0][0]!r} -> {cets[-1][2]!r}; the meta-path models need "
-                          f"paths from the target type {endpoint!r} back to it")
+        raise ValueError(f"meta-path {name!r} runs {cets[0][0]!r} -> {cets[-1][2]!r}; the meta-path models need "
+                         f"paths from the target type {endpoint!r} back to it")
     return cets
 
 
@@ -79,8 +78,8 @@ def metapath_edges(g, relations, name: str = "meta-path",
     """
     a = metapath_adjacency(g, relations, name).tocoo()
     if a.shape[0] != a.shape[1]:
-        raise ConfigError(f"meta-path {name!r} joins two different node types; a meta-path graph needs the same "
-                          "type at both ends")
+        raise ValueError(f"meta-path {name!r} joins two different node types; a meta-path graph needs the same "
+                         "type at both ends")
     keep = a.row != a.col
     src, dst = a.row[keep].astype(np.int64), a.col[keep].astype(np.int64)
     n = a.shape[0]
@@ -107,12 +106,12 @@ def _target_metapaths(data, metapaths: dict, names=None) -> dict[str, list]:
     """{name: relations} of the named meta-paths (all when None), each checked to run from the target type back
     to it."""
     if not isinstance(metapaths, dict) or not metapaths:
-        raise ConfigError("model.metapaths must map meta-path names to relation lists (set dataset.metapaths, "
-                          f"e.g. APA: [author->paper, paper->author]); got {metapaths!r}")
+        raise ValueError("model.metapaths must map meta-path names to relation lists (set dataset.metapaths, "
+                         f"e.g. APA: [author->paper, paper->author]); got {metapaths!r}")
     names = list(metapaths) if names is None else list(names)
     unknown = [n for n in names if n not in metapaths]
     if unknown:
-        raise ConfigError(f"meta-paths {unknown} are not defined; dataset.metapaths defines {list(metapaths)}")
+        raise ValueError(f"meta-paths {unknown} are not defined; dataset.metapaths defines {list(metapaths)}")
     for n in names:
         check_metapath(data.graph, n, metapaths[n], endpoint=data.target)
     return {n: metapaths[n] for n in names}

@@ -26,7 +26,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from regnn.errors import ConfigError
 from regnn.models.baselines.metapath import check_metapath
 
 Csr = tuple[torch.Tensor, torch.Tensor]  # (indptr over the source nodes, destination of every out-edge)
@@ -101,8 +100,8 @@ class WalkInputs:
     @classmethod
     def build(cls, data, device="cpu", metapaths=None, metapath=None, walk_length=100, **_model_options):
         if not isinstance(metapaths, dict) or metapath not in metapaths:
-            raise ConfigError(f"model.metapath={metapath!r} is not valid: use one of {list(metapaths or {})} or best "
-                              "(set dataset.metapaths)")
+            raise ValueError(f"model.metapath={metapath!r} is not valid: use one of {list(metapaths or {})} or best "
+                             "(set dataset.metapaths)")
         rels = list(metapaths[metapath])
         cets = check_metapath(data.graph, metapath, rels, endpoint=data.target)
         repeats = max(1, int(walk_length) // len(rels))
@@ -119,7 +118,7 @@ class SkipGram(nn.Module):
     def __init__(self, inputs: WalkInputs, window: int, emb_dim: int, negative_size: int):
         super().__init__()
         if window > len(inputs.walk) + 1:
-            raise ConfigError(f"model.window={window} is longer than the walks ({len(inputs.walk)} steps)")
+            raise ValueError(f"model.window={window} is longer than the walks ({len(inputs.walk)} steps)")
         self.window_size, self.negative_size, self.steps = window, negative_size, inputs.steps
         offsets, start = {}, 0
         for t, n in inputs.num_nodes.items():
