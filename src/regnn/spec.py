@@ -1,4 +1,5 @@
-"""The run spec: a composed config read once into frozen, typed settings that the layers below take as arguments.
+"""The run spec: a composed config read once into frozen, typed settings that the layers below take as arguments
+(the dataset loader's, the model's with its relation settings as one value, the trainer's).
 
 Each layer owns the type of its settings (the relation weights' `regnn.core.relation.Relation`, ...); this module is
 the one place that knows which config key fills which field. The values themselves live in the YAML files only:
@@ -33,6 +34,19 @@ def relation_of(block: Mapping) -> Relation:
     return Relation(scale=float(block["scale"]), negative_slope=float(block["negative_slope"]),
                     edge_embeddings=bool(block["edge_embeddings"]),
                     self_loop_embeddings=bool(block["self_loop_embeddings"]))
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    name: str
+    loader: Mapping[str, Any]  # regnn.data.load_dataset's other keyword arguments (format, dir, feats_type, ...)
+
+    @classmethod
+    def from_config(cls, dcfg: DictConfig | Mapping) -> "DataSpec":
+        d = OmegaConf.to_container(dcfg, resolve=True) if isinstance(dcfg, DictConfig) else dict(dcfg)
+        d.pop("display_name", None)  # the tables' name for the dataset
+        d.pop("metapaths", None)  # read by the meta-path models (model.metapaths), not by the loader
+        return cls(name=str(d.pop("name")), loader=d)
 
 
 @dataclass(frozen=True)

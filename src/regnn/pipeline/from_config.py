@@ -2,13 +2,13 @@
 the device."""
 from __future__ import annotations
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from regnn.data import load_dataset
 from regnn.errors import ConfigError
 from regnn.models import ARCHS
 from regnn.catalog import arch_name
-from regnn.spec import ModelSpec, user_errors
+from regnn.spec import DataSpec, ModelSpec, user_errors
 from regnn.training.device import select_device
 
 
@@ -51,8 +51,6 @@ def device_of(cfg: DictConfig):
 
 
 def load_data(dcfg: DictConfig):
-    d = OmegaConf.to_container(dcfg, resolve=True)
-    d.pop("display_name", None)
-    d.pop("metapaths", None)  # read by the meta-path models (model.metapaths), not by the loader
+    spec = DataSpec.from_config(dcfg)
     with user_errors():
-        return load_dataset(**d)
+        return load_dataset(spec.name, **spec.loader)
