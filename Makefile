@@ -45,6 +45,14 @@ test-all: setup ## the fast suite plus the tests marked slow (pyproject.toml lis
 	$(PY) -m pytest -m "not serial and not slurm" -q -n $(TEST_WORKERS) --dist worksteal
 	$(PY) -m pytest -m serial -q
 
+.PHONY: paper-text
+paper-text: setup ## Table 2's plain GCN/GAT rows under the paper's stated settings too (5 cells of 10 runs, resumable) -> results/table_paper_text.{csv,md}
+	@for c in dblp:gcn acm:gcn imdb:gat acm:gat dblp:gat; do d=$${c%%:*}; m=$${c##*:}; \
+		$(PY) train.py dataset=$$d model=$$m tuned/relation=$${d}_$${m}_plain_paper_text runs=10 resume=true \
+			hydra.run.dir=outputs/paper_text/$${d}_$${m} || exit 1; done
+	$(PY) -m regnn.reporting.paper_text
+	$(PY) -m regnn.reporting.readme
+
 .PHONY: check-cells
 check-cells: venv ## compose every cell of the experiments and check that the configs the trained cells stored (outputs/experiments/cells) compute as they compose now
 	$(PY) scripts/compose_cells.py --out outputs/check_cells/$$(date +%Y-%m-%d_%H-%M-%S).json --stored outputs/experiments/cells

@@ -33,6 +33,7 @@ class Part:
 CLASSIFICATION = Part("table_classification.md")
 PAPER = [
     CLASSIFICATION,
+    Part("table_paper_text.md"),
     Part("table_baselines.md"),
     Part("table_clustering.md"),
     Part("table_ablation.md"),
