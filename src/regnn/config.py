@@ -162,7 +162,8 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     """The mini-batch trainer's values, and the model settings it cannot run with."""
     t, m = cfg.trainer, cfg.model
     arch = arch_name(m)
-    _check(getattr(ARCHS.get(arch), "sampled", None) is not None, "model.arch", arch, f"trainer=minibatch trains the RE-GNN stacks only, not the "
+    sampled = getattr(ARCHS.get(arch), "sampled", None)  # the registry's build on sampled blocks
+    _check(sampled is not None, "model.arch", arch, f"trainer=minibatch trains the RE-GNN stacks only, not the "
            f"heterogeneous baseline {m.name}: train it with trainer=fullbatch")
     if m.get("backbone") in ("gat", "gatv2"):
         _check(m.backbone == "gat", "model.backbone", m.backbone, "trainer=minibatch has GAT layers one per "

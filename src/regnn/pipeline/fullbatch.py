@@ -64,7 +64,8 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
     model = job.build(seed)
     logger.start_run(run, seed)
     try:
-        result = job.trainer()(model, job.inputs, job.feats, job.labels, job.splits, seed=seed, options=training_of(cfg),
+        fit = job.trainer()
+        result = fit(model, job.inputs, job.feats, job.labels, job.splits, seed=seed, options=training_of(cfg),
                      on_epoch=logger.log_epoch, progress=progress)
     except Diverged as e:
         progress.close()
