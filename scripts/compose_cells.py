@@ -64,18 +64,21 @@ def compose_all(conf: Path) -> dict[str, dict]:
     return out
 
 
-def compare(new: dict, old: dict) -> list[str]:
+def differs(a: dict, b: dict) -> list[str]:
+    """The top-level settings in which two configs compute differently (regnn.runs.store.computation), or []."""
     from regnn.runs.store import computation
 
+    ca, cb = computation(a), computation(b)
+    return sorted(k for k in ca if ca[k] != cb.get(k))
+
+
+def compare(new: dict, old: dict) -> list[str]:
     problems = []
     for name in sorted(set(new) | set(old)):
         if name not in new or name not in old:
             problems.append(f"{name}: only in {'the new' if name in new else 'the old'} tree")
-        elif new[name]["config"] != old[name]["config"]:
-            a, b = computation(new[name]["config"]), computation(old[name]["config"])
-            if a != b:
-                keys = sorted(k for k in a if a[k] != b.get(k))
-                problems.append(f"{name}: computes differently in {keys}")
+        elif new[name]["config"] != old[name]["config"] and (keys := differs(new[name]["config"], old[name]["config"])):
+            problems.append(f"{name}: computes differently in {keys}")
     return problems
 
 
@@ -104,17 +107,14 @@ def main(argv=None) -> int:
 def stored_problems(cells: dict, pool: Path) -> list[str]:
     import yaml
 
-    from regnn.runs.store import computation
-
     problems, n = [], 0
     for f in sorted(pool.glob("*/config.yaml")):
         n += 1
         name, stored = f.parent.name, yaml.safe_load(f.read_text())
         if name not in cells:
             problems.append(f"{name}: stored in {pool} but no experiment composes it")
-        elif computation(stored) != computation(cells[name]["config"]):
-            a, b = computation(stored), computation(cells[name]["config"])
-            problems.append(f"{name}: its stored config computes differently in {sorted(k for k in a if a[k] != b[k])}")
+        elif keys := differs(stored, cells[name]["config"]):
+            problems.append(f"{name}: its stored config computes differently in {keys}")
     print(f"{n} stored cell configs in {pool}: {n - len(problems)} compute as composed now")
     return problems
 
