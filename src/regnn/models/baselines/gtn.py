@@ -1,16 +1,18 @@
 """GTN (Yun et al., NeurIPS 2019): soft edge-type selection and composite adjacency products, kept sparse.
 
 Each of `num_channels` channels learns num_layers + 1 soft selections P_k = sum_r softmax(w_k)_r A_r over the
-relation matrices and the identity (the last candidate, so shorter meta-paths stay reachable), and chains them
-as the GTN code does: M_1 = P_1 P_0, M_k = P_k D_{k-1}^-1 M_{k-1} (the product row-normalised before each
-further step), then one GCN layer on D^-1 (M_L + I). A GCN weight shared by the channels, the channels
-concatenated, a hidden linear layer with ReLU and a linear output layer follow.
+relation matrices and the identity (the last candidate, so shorter meta-paths stay reachable), and chains them:
+M_1 = P_1 P_0, M_k = P_k D_{k-1}^-1 M_{k-1} (the product row-normalised before each further step), then one GCN
+layer on D^-1 (M_L + I). A GCN weight shared by the channels, the channels concatenated, a hidden linear layer
+with ReLU (the GTN code's earlier version; the current one has none) and a linear output layer follow. Where the
+GTN code (both versions) differs: it multiplies the raw features by the GCN weight (here per-type projections
+come first), and it row-normalises the last product too before adding the self-loops, (D^-1 M_L + I) / 2.
 
 The products are never formed: M_L Y = P_L(... D_1^-1 P_1(P_0 Y)) is a chain of sparse matmuls over the union
 graph, and the row sums come from the same chain applied to a column of ones. DBLP's 2-hop products through
-terms and venues would hold tens of millions of entries; this chain costs a few SpMMs per channel. One
-difference from the GTN code: it removes the diagonal of each product before normalising, which needs the
-product explicitly; here self-paths (e.g. an author to itself through its papers) stay in, as in the GTN
+terms and venues would hold tens of millions of entries; this chain costs a few SpMMs per channel. The GTN
+code's earlier version also removes the diagonal of each product before normalising, which needs the product
+explicitly; here self-paths (e.g. an author to itself through its papers) stay in, as in the GTN
 paper's equations.
 """
 from __future__ import annotations
