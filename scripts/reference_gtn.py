@@ -25,10 +25,10 @@ import json
 import sys
 import time
 import types
-from pathlib import Path
 
 import numpy as np
 import torch
+from reference_runs import check, parser, summarise  # scripts/ is on the path as the script's folder
 
 
 def scatter_add(src, index, dim=0, out=None, dim_size=None):
@@ -95,25 +95,15 @@ def gtn_inputs(ds):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--repo", required=True, help="a checkout of seongjunyun/Graph_Transformer_Networks")
-    p.add_argument("--dataset", default="imdb")
-    p.add_argument("--data-dir", default="data/IMDB")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p = parser("seongjunyun/Graph_Transformer_Networks")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--channels", type=int, default=2)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--epochs", type=int, default=50)
     p.add_argument("--lr", type=float, default=0.02)
     p.add_argument("--wd", type=float, default=0.001)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default=None)
     a = p.parse_args()
-    if not (Path(a.repo) / "model_gtn.py").is_file():
-        sys.exit(f"{a.repo} is not a checkout of seongjunyun/Graph_Transformer_Networks (no model_gtn.py); "
-                 "clone it, see --help")
-    if a.out and Path(a.out).exists():
-        sys.exit(f"{a.out} exists; choose another --out (results are never overwritten)")
+    check(a, "seongjunyun/Graph_Transformer_Networks", "model_gtn.py")
     try:
         install_compat()
     except ImportError:
@@ -164,12 +154,7 @@ def main():
         row = {"seed": seed, **best, "epochs": a.epochs, "seconds": round(time.time() - t0, 1)}
         rows.append(row)
         print(json.dumps(row), flush=True)
-    mi = np.array([r["test_micro"] for r in rows])
-    ma = np.array([r["test_macro"] for r in rows])
-    summary = {"args": vars(a), "runs": rows, "test_micro": [mi.mean(), mi.std()], "test_macro": [ma.mean(), ma.std()]}
-    print(f"test Micro-F1 {mi.mean():.2f} ± {mi.std():.2f}  Macro-F1 {ma.mean():.2f} ± {ma.std():.2f}", flush=True)
-    if a.out:
-        Path(a.out).write_text(json.dumps(summary, indent=1) + "\n")
+    summarise(a, rows)
 
 
 if __name__ == "__main__":

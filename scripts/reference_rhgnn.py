@@ -13,25 +13,19 @@ early stopping with patience 50 where an epoch is the best only when validation 
 (utils.evaluate_node_classification), at most 200 epochs, and the test scores of the best epoch's weights.
 Defaults are the released settings (64 hidden x 8 heads; the RE-GNN paper trains 16).
 """
-import argparse
 import copy
 import json
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn as nn
+from reference_runs import check, parser, summarise  # scripts/ is on the path as the script's folder
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--repo", required=True, help="a checkout of yule-BUAA/R-HGNN")
-    p.add_argument("--dataset", default="imdb")
-    p.add_argument("--data-dir", default="data/IMDB")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p = parser("yule-BUAA/R-HGNN")
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--relation-hidden", type=int, default=8)
@@ -43,16 +37,11 @@ def main():
     p.add_argument("--patience", type=int, default=50)
     p.add_argument("--no-residual", action="store_true")
     p.add_argument("--feats-type", default=None, help="default: the dataset's (the RE-GNN authors', as conf/dataset)")
-    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--stop", choices=["metrics", "loss"], default="metrics",
                    help="metrics: validation accuracy and Macro-F1 must both improve (the authors'); loss: validation loss")
     p.add_argument("--constant-lr", action="store_true", help="no cosine annealing")
-    p.add_argument("--out", default=None)
     a = p.parse_args()
-    if not (Path(a.repo) / "model" / "R_HGNN.py").is_file():
-        sys.exit(f"{a.repo} is not a checkout of yule-BUAA/R-HGNN (no model/R_HGNN.py); clone it, see --help")
-    if a.out and Path(a.out).exists():
-        sys.exit(f"{a.out} exists; choose another --out (results are never overwritten)")
+    check(a, "yule-BUAA/R-HGNN", "model/R_HGNN.py")
     torch.set_num_threads(a.threads)
     sys.path.insert(0, a.repo)
     from model.R_HGNN import R_HGNN
@@ -118,11 +107,7 @@ def main():
                "best_epoch": best_epoch, "epochs": epoch + 1, "seconds": round(time.time() - t0, 1)}
         rows.append(row)
         print(json.dumps(row), flush=True)
-    mi = np.array([r["test_micro"] for r in rows]); ma = np.array([r["test_macro"] for r in rows])
-    summary = {"args": vars(a), "runs": rows, "test_micro": [mi.mean(), mi.std()], "test_macro": [ma.mean(), ma.std()]}
-    print(f"test Micro-F1 {mi.mean():.2f} ± {mi.std():.2f}  Macro-F1 {ma.mean():.2f} ± {ma.std():.2f}", flush=True)
-    if a.out:
-        Path(a.out).write_text(json.dumps(summary, indent=1) + "\n")
+    summarise(a, rows)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,12 @@
-"""scripts/reference_gtn.py: the torch stand-ins for the two compiled functions GTN's model imports compute what
+"""scripts/reference_gtn.py (and the reference drivers' shared parts): the torch stand-ins for the two compiled functions GTN's model imports compute what
 those functions do, and our graph reaches GTN in its own layout (edge_index = (col, row) of a source-row
 adjacency, the identity last, one feature matrix)."""
 import importlib.util
+import json
+import sys
 from types import SimpleNamespace
+
+import pytest
 
 import torch
 
@@ -10,6 +14,7 @@ from regnn.data.hetero import HeteroGraph
 
 from conftest import REPO
 
+sys.path.insert(0, str(REPO / "scripts"))  # as when the script runs: its folder is on the path
 spec = importlib.util.spec_from_file_location("reference_gtn", REPO / "scripts" / "reference_gtn.py")
 rg = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(rg)
@@ -54,3 +59,23 @@ def test_featured_types_of_other_widths_are_refused():
         assert "one feature matrix" in str(e)
     else:
         raise AssertionError("mixed feature widths were accepted")
+
+
+def test_a_driver_refuses_a_wrong_checkout_and_an_existing_output(tmp_path):
+    import reference_runs as rr
+    a = rr.parser("x/y").parse_args(["--repo", str(tmp_path), "--out", str(tmp_path / "out.json")])
+    with pytest.raises(SystemExit, match="not a checkout of x/y"):
+        rr.check(a, "x/y", "model.py")
+    (tmp_path / "model.py").write_text("")
+    rr.check(a, "x/y", "model.py")
+    (tmp_path / "out.json").write_text("{}")
+    with pytest.raises(SystemExit, match="exists"):
+        rr.check(a, "x/y", "model.py")
+
+
+def test_the_summary_is_the_runs_mean_and_std(tmp_path):
+    import reference_runs as rr
+    a = rr.parser("x/y").parse_args(["--repo", "r", "--out", str(tmp_path / "s.json")])
+    rr.summarise(a, [{"test_micro": 50.0, "test_macro": 40.0}, {"test_micro": 54.0, "test_macro": 44.0}])
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["test_micro"] == [52.0, 2.0] and s["test_macro"] == [42.0, 2.0] and len(s["runs"]) == 2
