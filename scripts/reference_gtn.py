@@ -84,8 +84,8 @@ def gtn_inputs(ds):
                              "GTN takes one feature matrix")
         x[offset[t]:offset[t] + f.shape[0], :f.shape[1]] = f
     adjs = []
-    for s, _, d in g.canonical_etypes:
-        u, v = g.edges((s, _, d))
+    for s, e, d in g.canonical_etypes:
+        u, v = g.edges((s, e, d))
         # GTN's main.py reads an adjacency M (row = source) as edge_index = (M.col, M.row)
         idx = torch.stack([v.long() + offset[d], u.long() + offset[s]])
         adjs.append((idx, torch.ones(idx.shape[1])))
