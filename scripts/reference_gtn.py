@@ -112,9 +112,9 @@ def main():
     torch.set_num_threads(a.threads)
     sys.path.insert(0, a.repo)
     from model_gtn import GTN
-    from sklearn.metrics import f1_score
 
     from regnn.data import load_dataset
+    from regnn.evaluation.metrics import f1_scores
     ds = load_dataset(a.dataset, dir=a.data_dir)
     adjs, x, off, n = gtn_inputs(ds)
     split = {k: v.long() for k, v in ds.splits.items()}
@@ -125,9 +125,9 @@ def main():
     # the attributes of main.py's argparse namespace that GTN's classes read
     gtn_args = argparse.Namespace(dataset=a.dataset.upper(), remove_self_loops=False, num_nodes=n)
 
-    def scores(logits, y):
-        pred = logits.argmax(1).numpy()
-        return 100 * f1_score(y.numpy(), pred, average="micro"), 100 * f1_score(y.numpy(), pred, average="macro")
+    def scores(logits, y):  # sklearn's micro and macro F1 (main.py's), as regnn computes them
+        f = f1_scores(logits, y)
+        return f["micro_f1"], f["macro_f1"]
 
     rows = []
     for seed in a.seeds:
