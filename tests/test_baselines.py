@@ -127,7 +127,7 @@ def test_gtn_sparse_chain_equals_the_dense_composite_adjacency():
         d = m.sum(1, keepdim=True)
         return torch.where(d > 0, m / d.clamp(min=1e-30), torch.zeros_like(m))
 
-    m = mat(ws[2]) @ rownorm(mat(ws[1]) @ mat(ws[0]))  # M_2 = P_2 D_1^-1 P_1 P_0
+    m = rownorm(mat(ws[0]) @ mat(ws[1]) @ mat(ws[2]))  # N = D^-1 S_0 S_1 S_2
     want = (m + torch.eye(n, dtype=m.dtype)) @ y / (m.sum(1, keepdim=True) + 1)
     got = composite_propagate(adj, ws, y)
     torch.testing.assert_close(got, want)

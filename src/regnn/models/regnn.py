@@ -56,9 +56,9 @@ class TypeProjection(nn.Module):
     transpose, built once per input tensor, gives the weight gradient.
     """
 
-    def __init__(self, in_dims: dict[str, int], out_dim: int):
+    def __init__(self, in_dims: dict[str, int], out_dim: int, bias: bool = True):
         super().__init__()
-        self.lins = nn.ModuleDict({t: nn.Linear(d, out_dim) for t, d in in_dims.items()})
+        self.lins = nn.ModuleDict({t: nn.Linear(d, out_dim, bias=bias) for t, d in in_dims.items()})
         for lin in self.lins.values():
             nn.init.xavier_normal_(lin.weight, gain=1.414)
         self._csr_cache: dict[int, tuple] = {}
@@ -75,7 +75,8 @@ class TypeProjection(nn.Module):
         if not x.is_sparse:
             return lin(x)
         with full_precision(x):
-            return _SparseInputMM.apply(lin.weight.t(), *self._csr(x)) + lin.bias
+            out = _SparseInputMM.apply(lin.weight.t(), *self._csr(x))
+            return out if lin.bias is None else out + lin.bias
 
     def forward(self, feats: dict[str, torch.Tensor], order: list[str]) -> torch.Tensor:
         return torch.cat([self.project(t, feats[t]) for t in order])

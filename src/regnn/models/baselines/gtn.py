@@ -1,19 +1,22 @@
-"""GTN (Yun et al., NeurIPS 2019): soft edge-type selection and composite adjacency products, kept sparse.
+"""GTN (Yun et al., NeurIPS 2019) as the GTN code's final version has it (seongjunyun/Graph_Transformer_Networks at
+0df0c69, `model_gtn.py` and `gcn.py`), with the products kept sparse.
 
-Each of `num_channels` channels learns num_layers + 1 soft selections P_k = sum_r softmax(w_k)_r A_r over the
-relation matrices and the identity (the last candidate, so shorter meta-paths stay reachable), and chains them:
-M_1 = P_1 P_0, M_k = P_k D_{k-1}^-1 M_{k-1} (the product row-normalised before each further step), then one GCN
-layer on D^-1 (M_L + I). A GCN weight shared by the channels, the channels concatenated, a hidden linear layer
-with ReLU (the GTN code's earlier version; the current one has none) and a linear output layer follow. Where the
-GTN code (both versions) differs: it multiplies the raw features by the GCN weight (here per-type projections
-come first), and it row-normalises the last product too before adding the self-loops, (D^-1 M_L + I) / 2.
+Each of `num_channels` channels learns num_layers + 1 soft selections S_k = sum_r softmax(w_k)_r A_r over the
+relation matrices and the identity (the last candidate, so shorter meta-paths stay reachable). The first GT layer
+multiplies two of them and each further layer one more on the right, and every layer row-normalises its product;
+row scalings on the left commute with the products that follow, so the result is N = D^-1 S_0 S_1 ... S_L with D
+the row sums of the whole product. One GCN layer per channel follows, the GTN code's `GCNConv`: self-loops added
+to N and rows normalised again, ((N + I) / 2) X W + b on a row with a path, X W + b on one without; a GCN weight
+and bias shared by the channels, ReLU, the channels concatenated at the target nodes, and one linear output layer.
+The concatenation is the representation Table 3 clusters.
 
-The products are never formed: M_L Y = P_L(... D_1^-1 P_1(P_0 Y)) is a chain of sparse matmuls over the union
-graph, and the row sums come from the same chain applied to a column of ones. DBLP's 2-hop products through
-terms and venues would hold tens of millions of entries; this chain costs a few SpMMs per channel. The GTN
-code's earlier version also removes the diagonal of each product before normalising, which needs the product
-explicitly; here self-paths (e.g. an author to itself through its papers) stay in, as in the GTN
-paper's equations.
+The GTN code multiplies one feature matrix by the GCN weight; node types here have features of different widths,
+so the GCN weight is one bias-free matrix per node type (the same map where the widths agree and the weights
+do). Dropout (none in the GTN code) is optional, on X W and before the output layer.
+
+N is never formed: N Y = S_0(S_1(... S_L Y)) is a chain of sparse matmuls over the union graph, and D comes from
+the same chain applied to a column of ones. DBLP's 2-hop products through terms and venues would hold tens of
+millions of entries; this chain costs a few SpMMs per channel.
 """
 from __future__ import annotations
 
@@ -32,14 +35,15 @@ def _row_inverse(d: torch.Tensor) -> torch.Tensor:
 
 
 def composite_propagate(adj: Adjacency, edge_weights: list[torch.Tensor], y: torch.Tensor) -> torch.Tensor:
-    """D^-1 (M + I) y for the composite adjacency M of the soft selections (each (E,) in CSR order)."""
+    """((N + I) / (rowsum(N) + 1)) y, N = D^-1 S_0 ... S_L, the soft selections S_k given as (E,) edge weights in
+    CSR order: the GTN code's normalised product through its GCN's self-loops and row normalisation."""
     if len(edge_weights) < 2:
         raise ValueError("a composite adjacency needs at least two soft selections")
     x = torch.cat([y, torch.ones_like(y[:, :1])], 1)  # the ones column carries the row sums along
-    x = adj.spmm(adj.spmm(x, edge_weights[0]), edge_weights[1])
-    for w in edge_weights[2:]:
-        x = adj.spmm(x * _row_inverse(x[:, -1:]), w)
-    return (x[:, :-1] + y) / (x[:, -1:] + 1.0)
+    for w in reversed(edge_weights):
+        x = adj.spmm(x, w)
+    inv = _row_inverse(x[:, -1:])
+    return (x[:, :-1] * inv + y) / (x[:, -1:] * inv + 1.0)
 
 
 class GTN(nn.Module):
@@ -50,19 +54,19 @@ class GTN(nn.Module):
             raise ValueError(f"num_layers and num_channels must be >= 1, got {num_layers} and {num_channels}")
         self.relation_names = list(relation_names)  # the candidates: relations, then the identity
         num_relations = len(self.relation_names)
-        self.proj = TypeProjection(in_dims, hidden)
+        self.gcn = TypeProjection(in_dims, hidden, bias=False)  # X W, W split by node type
+        for lin in self.gcn.lins.values():
+            nn.init.xavier_uniform_(lin.weight)  # GTN's glorot
+        self.gcn_bias = nn.Parameter(torch.zeros(hidden))
         if select_lr_scale <= 0:
             raise ValueError(f"select_lr_scale must be > 0, got {select_lr_scale}")
         # Selection logits per (step, channel, candidate), held as scale * s: the GTN code trains them with their
-        # own learning rate (lr 0.5, `adaptive_lr`); one optimizer serves every model here, and with Adam the
-        # logits then move by about scale x lr per step (RE-GNN's gradient scaling). GTN starts them at a
-        # constant 0.1 (a uniform softmax).
+        # own learning rate in some settings (`adaptive_lr`); one optimizer serves every model here, and with Adam
+        # the logits then move by about scale x lr per step (RE-GNN's gradient scaling). GTN draws them from
+        # N(0, 0.01^2).
         self.select_lr_scale = float(select_lr_scale)
-        self.select = nn.Parameter(torch.full((num_layers + 1, num_channels, num_relations), 0.1 / select_lr_scale))
-        self.weight = nn.Parameter(torch.empty(hidden, hidden))  # the GCN weight, shared by the channels
-        nn.init.xavier_uniform_(self.weight)
-        self.linear1 = nn.Linear(num_channels * hidden, hidden)
-        self.linear2 = nn.Linear(hidden, num_classes)
+        self.select = nn.Parameter(torch.randn(num_layers + 1, num_channels, num_relations) * (0.01 / select_lr_scale))
+        self.linear = nn.Linear(num_channels * hidden, num_classes)
         self.dropout = nn.Dropout(dropout)
 
     @classmethod
@@ -75,15 +79,14 @@ class GTN(nn.Module):
 
     def forward(self, inputs: SelfLoopGraph, feats: dict[str, torch.Tensor], embed: bool = False):
         adj = inputs.adj
-        xw = self.dropout(self.proj(feats, inputs.ntypes)) @ self.weight
+        xw = self.dropout(self.gcn(feats, inputs.ntypes))
         sel = self.selections()
         outs = []
         for c in range(sel.shape[1]):
             ws = [adj.edge_weights(sel[k, c].unsqueeze(1))[:, 0] for k in range(sel.shape[0])]
-            outs.append(F.relu(composite_propagate(adj, ws, xw)))
-        t = inputs.target_nodes
-        h = F.relu(self.linear1(self.dropout(torch.cat(outs, 1)[t])))
-        return self.linear2(h), (h if embed else None)
+            outs.append(F.relu(composite_propagate(adj, ws, xw) + self.gcn_bias))
+        h = torch.cat(outs, 1)[inputs.target_nodes]
+        return self.linear(self.dropout(h)), (h if embed else None)
 
     def relation_weights(self) -> list[dict]:
         """Per step: {candidate: [weight per channel]}, to read which meta-paths GTN chose (results files)."""
