@@ -50,7 +50,7 @@ class _SparseInputMM(torch.autograd.Function):
 
 
 class TypeProjection(nn.Module):
-    """x~_i = x_i W_type(i) + b_type(i): one linear map per node type into a shared space.
+    """x~_i = x_i W_type(i) + b_type(i): one linear map per node type into a shared space (no b with bias=False).
 
     Sparse inputs (bag-of-words, one-hot ids) stay sparse: they are multiplied as CSR, and the CSR of their
     transpose, built once per input tensor, gives the weight gradient.
