@@ -99,6 +99,11 @@ def test_aggregation_and_gradients_match_a_dense_reference(device, torch_backend
 MODELS = {
     "re_gcn": dict(backbone="gcn", hidden=16, num_layers=2, norm="both"),
     "re_gat": dict(backbone="gat", hidden=8, heads=2, num_layers=2, attn_dropout=0.0),
+    "re_gatv2": dict(backbone="gatv2", hidden=8, heads=2, num_layers=2, attn_dropout=0.0),
+    # the released GIN, GraphSAGE and MixHop layers (tests/test_released_backbones.py pins them to the authors')
+    "re_gin": dict(backbone="gin", hidden=16, num_layers=3, mlp_dropout=0.0),
+    "re_sage": dict(backbone="sage", hidden=16, num_layers=3, double_dropout=True),
+    "re_mixhop": dict(backbone="mixhop", hidden=8, num_layers=2, powers=[0, 1, 2]),
 }
 
 
@@ -222,7 +227,7 @@ def test_cuda_without_a_gpu_is_one_line(monkeypatch):
 
 
 @pytest.mark.parametrize("model", ["re_gcn", "simple_hgn", "gcn_m", "rgcn", "hgt", "han", "rhgnn", "magnn_ac",
-                                   "metapath2vec"])
+                                   "metapath2vec", "gtn"])
 @pytest.mark.parametrize("device", DEVICES)
 def test_pipeline_trains_on_the_device(tmp_path, device, model, torch_backend, set_threads):
     """The pipeline's full-batch path, as `train.py device=...` runs it: the device is in results.json."""

@@ -58,7 +58,9 @@ PAGES = {
         Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole epoch per model, profiled"),
         Part("scale_benchmark_paired.md", "Training speed against the DGL-era code, run in turn (full size)"),
     ],
-    "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/gpu_check.sh)")],
+    "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/gpu_check.sh)"),
+                    Part("gpu_dblp_backbones.md", "Figure 3's GIN, GraphSAGE and MixHop and the GTN baseline on "
+                                                  "the GPU (scripts/gpu_check.sh, 3 seeds)")],
     "docs/custom_data.md": [Part("tune_protocol.md", "Tuning protocols: the search's best, the finalists' choice and "
                                                      "the configured setting (scripts/tune_protocol.py)"),
                             Part("defaults_check.md", "Defaults on a graph without tuned settings "
