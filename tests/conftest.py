@@ -22,6 +22,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # make test runs one worker per core:
 def cfg(*overrides: str):
     """conf/train.yaml composed with these overrides, as train.py composes it."""
     from hydra import compose, initialize_config_dir
+    import regnn.config  # noqa: F401  (as train.py: the schemas, the generated model names and the resolvers)
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         return compose("train", overrides=list(overrides))
 
