@@ -43,8 +43,12 @@ def _hydra_line(e: Exception) -> str | None:
 def run(main) -> None:
     """Calls the @hydra.main function `main` and exits with one line where Hydra fails before regnn's code runs."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors to here instead of printing and exiting 1
+    from regnn.interrupt import Interrupted
+
     try:
         main()
+    except Interrupted as e:  # a local sweep stopped by a signal: each cell has said what it kept and how to resume
+        sys.exit(128 + e.signum)
     except Exception as e:  # noqa: BLE001 (only Hydra's own errors and the run folder's are turned into a line)
         line = _hydra_line(e)  # first: Hydra's MissingConfigException is an OSError too
         if line is None and isinstance(e, OSError):  # the run folder: a file, a read-only parent, a full disk
