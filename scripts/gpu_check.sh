@@ -65,16 +65,9 @@ set -e
 EXTRA=${EXTRA:-} MODELS=${MODELS:-re_gcn re_gat} "$PY" - "$WORK" "$REPORT" "$tests_rc" <<'EOF'
 import csv, json, os, pathlib, sys
 work, out, tests_rc = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-NAMES = {"sage": "GraphSAGE", "mixhop": "MixHop", "gatv2": "GATv2", "simple_hgn": "Simple-HGN", "rhgnn": "R-HGNN"}
+from regnn.reporting.common import label  # the tables' names: RE-GCN, GraphSAGE, Simple-HGN, ...
+
 models = os.environ["MODELS"].split()
-
-
-def label(model):
-    plain = model[3:] if model.startswith("re_") else model
-    name = NAMES.get(plain, plain.upper().replace("_", "-"))
-    return f"RE-{name}" if model != plain else name
-
-
 cpu = {}  # the CPU's Micro-F1 on DBLP: Table 2's cells and baselines, then Figure 3's plain and RE backbones
 for name in ("table_classification", "table_baselines"):
     table = pathlib.Path(f"results/{name}.csv")
