@@ -63,24 +63,23 @@ done
 set -e
 
 EXTRA=${EXTRA:-} MODELS=${MODELS:-re_gcn re_gat} "$PY" - "$WORK" "$REPORT" "$tests_rc" <<'EOF'
-import csv, json, os, pathlib, sys
+import json, os, pathlib, sys
 work, out, tests_rc = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+from regnn.reporting.cells import CELLS, MissingCells, load_cell, metric
 from regnn.reporting.common import label  # the tables' names: RE-GCN, GraphSAGE, Simple-HGN, ...
 
 models = os.environ["MODELS"].split()
-cpu = {}  # the CPU's Micro-F1 on DBLP: Table 2's cells and baselines, then Figure 3's plain and RE backbones
-for name in ("table_classification", "table_baselines"):
-    table = pathlib.Path(f"results/{name}.csv")
-    if table.is_file():
-        for r in csv.DictReader(table.open()):
-            if r["dataset"] == "dblp":
-                cpu.setdefault(r["model"], ("Table 2", r["micro_f1_mean"], r["micro_f1_std"]))
-table = pathlib.Path("results/table_backbones.csv")
-if table.is_file():
-    for r in csv.DictReader(table.open()):
-        if r["dataset"] == "dblp":
-            cpu.setdefault(r["backbone"], ("Figure 3", r["plain_micro_f1"], r["plain_std"]))
-            cpu.setdefault("re_" + r["backbone"], ("Figure 3", r["re_micro_f1"], r["re_std"]))
+
+
+def cpu_micro_f1(model):
+    """The model's DBLP cell as Table 2 and Figure 3 report it (the pool's, else the summary in results/cells)."""
+    try:
+        cell = load_cell(CELLS, f"dblp_{model}", archive=pathlib.Path("results/cells"))
+    except MissingCells:
+        return "n/a"
+    return "{:.2f} ± {:.2f}".format(*metric(cell, "test_micro_f1"))
+
+
 tail = (work / "pytest_gpu.log").read_text().strip().splitlines()
 extra = os.environ["EXTRA"]
 report = {"gpu_tests": {"exit_status": tests_rc, "summary": tail[-1] if tail else ""}, "overrides": extra, "models": {}}
@@ -95,10 +94,8 @@ for model in models:
     report["environment"] = {k: env.get(k) for k in ("device", "device_note", "torch", "python")}
     report["models"][model] = {"runs": s["finished_runs"], "failed_runs": s["failed_runs"], "cell": str(p.parent),
                                **{k: m[k] for k in ("test_micro_f1", "test_macro_f1", "epochs", "epoch_time_s")}}
-    c = cpu.get(model)
-    ref = f"{float(c[1]):.2f} ± {float(c[2]):.2f} ({c[0]})" if c else "n/a"
     rows.append(f"| {label(model)} | {s['finished_runs']} | {m['test_micro_f1']['mean']:.2f} ± {m['test_micro_f1']['std']:.2f}"
-                f" | {m['test_macro_f1']['mean']:.2f} ± {m['test_macro_f1']['std']:.2f} | {ref} | "
+                f" | {m['test_macro_f1']['mean']:.2f} ± {m['test_macro_f1']['std']:.2f} | {cpu_micro_f1(model)} | "
                 f"{1e3 * m['epoch_time_s']['mean']:.1f} |")
 pathlib.Path(out + ".json").write_text(json.dumps(report, indent=2) + "\n")
 env = report.get("environment", {})
