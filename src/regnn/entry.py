@@ -13,6 +13,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from regnn.interrupt import Interrupted
+
 
 HYDRA_FILES = {".hydra", "train.log"}  # what Hydra writes into a run folder before train.py's code runs
 
@@ -43,8 +45,6 @@ def _hydra_line(e: Exception) -> str | None:
 def run(main) -> None:
     """Calls the @hydra.main function `main` and exits with one line where Hydra fails before regnn's code runs."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors to here instead of printing and exiting 1
-    from regnn.interrupt import Interrupted
-
     try:
         main()
     except Interrupted as e:  # a local sweep stopped by a signal: each cell has said what it kept and how to resume
