@@ -5,6 +5,7 @@ the fused kernels where they are built. The per-edge tensors of an Adjacency are
 attention and the edge dropout are checked in DGL's edge order too."""
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,6 +14,7 @@ from dgl_fixtures import assert_close, load_fixture
 from regnn.core.adjacency import Adjacency
 from regnn.core.backend import TORCH, choose_backend
 from regnn.data.hetero import HeteroGraph
+from regnn.models.baselines.spectral import canonical_basis
 
 # the graphs of the fixtures (scripts/dgl_fixtures.py: RHGNN_*, MAGNN_*), rebuilt from their edge arrays
 RHGNN_COUNTS = {"a": 6, "b": 5, "c": 4, "d": 3}
@@ -177,6 +179,14 @@ def test_homogeneous_numbering_is_dgls():
     ids = torch.tensor([offsets[g.ntypes[t]] + i for t, i in zip(fx["ntype"].tolist(), fx["nid"].tolist())])
     assert torch.equal(ids, torch.arange(g.num_nodes()))  # DGL's node i is (ntype[i], nid[i])
     emb = topological_embedding(g, 6, 0)
-    for t in g.ntypes:  # the same matrix; randomized_svd's float32 result, within rounding
-        assert emb[t].shape == fx[f"emb_{t}"].shape
-        assert torch.allclose(emb[t].double(), fx[f"emb_{t}"], atol=1e-5), t
+    ours = torch.cat([emb[t] for t in g.ntypes]).double()
+    theirs = torch.cat([fx[f"emb_{t}"] for t in g.ntypes])
+    assert ours.shape == theirs.shape
+    # what the SVD defines (U S U^T) is the DGL version's; its basis was the machine's, ours is the canonical one
+    assert torch.allclose(ours @ ours.T, theirs @ theirs.T, atol=1e-5)
+    u = theirs.numpy() / np.linalg.norm(theirs.numpy(), axis=0)  # U (unit columns) and S
+    s = np.linalg.norm(theirs.numpy(), axis=0) ** 2
+    groups = [(0, 4), (4, 6)]  # two components, bipartite: singular values 1 (four times) and 0.874 (twice)
+    assert all(np.allclose(s[a:b], s[a], atol=1e-6) for a, b in groups) and s[3] - s[4] > 0.1
+    canonical = np.concatenate([canonical_basis(u[:, a:b]) * np.sqrt(s[a:b].mean()) for a, b in groups], axis=1)
+    assert np.allclose(ours.numpy(), canonical, atol=1e-5)

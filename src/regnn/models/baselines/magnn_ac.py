@@ -7,8 +7,9 @@ the most edges to them):  h_v = mean_k ELU(sum_u a^k_vu W_s x_u),  a^k_vu = soft
 before the softmax. The sum runs over projected vectors W_s x_u + b_s, as the HGNN-AC code completes
 the transformed features. MAGNN then runs on the completed vectors.
 
-Topological embeddings: the rank-emb_dim truncated SVD (randomised, seeded) of D^-1/2 A D^-1/2 over all nodes,
-U sqrt(S) (a spectral structural embedding; HGNN-AC pretrains metapath2vec, which would take minutes per job).
+Topological embeddings: the rank-emb_dim truncated SVD (exact, float64, in a canonical basis: spectral.py) of
+D^-1/2 A D^-1/2 over all nodes, U sqrt(S) (a spectral structural embedding; HGNN-AC pretrains metapath2vec, which
+would take minutes per job).
 
 HGNN-AC's extra training term: each training step hides the features of feats_drop_rate of the featured source
 nodes and rebuilds them with the same attention from their source-type neighbours through a completed type
@@ -36,6 +37,7 @@ from regnn.data.hetero import HeteroGraph
 from regnn.errors import DataError
 from regnn.models.baselines.magnn import MAGNN, MetapathInstances
 from regnn.models.baselines.metapath_instances import metapath_instances
+from regnn.models.baselines.spectral import spectral_embedding
 
 
 def featureless(x: torch.Tensor) -> bool:
@@ -62,8 +64,8 @@ def homogeneous_edges(g: HeteroGraph) -> tuple[torch.Tensor, torch.Tensor, dict[
 
 
 def topological_embedding(g: HeteroGraph, dim: int, seed: int) -> dict[str, torch.Tensor]:
-    """{node type: (n, dim)} rows of U sqrt(S), the truncated SVD of the normalised adjacency of all nodes."""
-    from sklearn.utils.extmath import randomized_svd
+    """{node type: (n, dim)} rows of U sqrt(S), the truncated SVD of the normalised adjacency of all nodes, in the
+    canonical basis of regnn.models.baselines.spectral (the same embedding on every machine)."""
     u, v, offsets = homogeneous_edges(g)
     u, v = u.numpy(), v.numpy()
     n = g.num_nodes()
@@ -72,9 +74,9 @@ def topological_embedding(g: HeteroGraph, dim: int, seed: int) -> dict[str, torc
     d = np.asarray(a.sum(1)).ravel()
     inv = sp.diags(np.where(d > 0, 1.0 / np.sqrt(np.maximum(d, 1e-12)), 0.0))
     k = min(dim, n - 1)
-    left, s, _ = randomized_svd(inv @ a @ inv, k, random_state=seed)
+    left, _ = spectral_embedding((inv @ a @ inv).tocsr(), k, seed)
     emb = np.zeros((n, dim), dtype=np.float32)
-    emb[:, :k] = left * np.sqrt(s)
+    emb[:, :k] = left
     return {t: torch.from_numpy(emb[offsets[t]:offsets[t] + g.num_nodes(t)]) for t in g.ntypes}
 
 
