@@ -110,6 +110,43 @@ def run_train(*overrides: str, cwd: Path = REPO, env: dict | None = None, timeou
 
 
 
+# train.py in a process that, at its first stop-signal check once a path matching $REGNN_TEST_HOLD_AFTER exists (a
+# glob: a finished run's record, a trial's folder), writes $REGNN_TEST_HOLD_READY and waits there for a stop signal.
+# A test that signals or kills the job once that file appears does so at a known point of the job, however slowly
+# the machine runs it, instead of racing it with a polling loop.
+HOLD = r"""
+import glob, os, runpy, sys, time
+import regnn.interrupt as interrupt
+after, ready, check = os.environ["REGNN_TEST_HOLD_AFTER"], os.environ["REGNN_TEST_HOLD_READY"], interrupt.check
+def held(where=""):
+    if glob.glob(after) and not os.path.exists(ready):
+        open(ready, "w").close()
+        while interrupt._received is None:  # SIGTERM/SIGUSR1 end the wait (SIGKILL ends the process)
+            time.sleep(0.05)
+    check(where)
+interrupt.check = held
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def start_held(args: list[str], hold_after: Path | str, ready: Path, env: dict | None = None, **popen):
+    """Starts `python train.py args...` under HOLD (above); the caller waits for `ready` (wait_for_file)."""
+    e = {**os.environ, "HYDRA_FULL_ERROR": "0", **(env or {}), "REGNN_TEST_HOLD_AFTER": str(hold_after),
+         "REGNN_TEST_HOLD_READY": str(ready)}
+    return subprocess.Popen([sys.executable, "-c", HOLD, str(REPO / "train.py"), *args], cwd=REPO, env=e, **popen)
+
+
+def wait_for_file(path: Path, p: subprocess.Popen, timeout: float = 600):
+    """Waits until `path` exists; fails if the process ends first (or after `timeout` s, a hang, not a race)."""
+    import time
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert p.poll() is None, f"the job ended (status {p.returncode}) before {path} appeared"
+        assert time.monotonic() < deadline, f"no {path} after {timeout} s"
+        time.sleep(0.05)
+
+
 @pytest.fixture(scope="session")
 def mag_root(tmp_path_factory) -> Path:
     """A tiny graph with OGBN-MAG's schema in OGB's on-disk layout (read by ogb's own loader); 5 venues used."""

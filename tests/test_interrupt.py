@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, start_held, wait_for_file
 
 SLOW_RUNS = ["dataset=synthetic", "model=re_gcn", "trainer.max_epochs=100", "trainer.patience=100"]
 
@@ -34,8 +34,14 @@ def wait_for(path, p, timeout=240):
 ])
 def test_a_stop_signal_keeps_finished_runs_and_the_same_command_trains_the_rest(tmp_path, sig, workers, runs):
     out = tmp_path / "cell"
-    p = start(out, f"workers={workers}", f"threads={workers}", f"runs={runs}")  # one thread per run
-    wait_for(out / "runs" / "run_00" / "results.json", p)
+    first_run = out / "runs" / "run_00" / "results.json"
+    if workers == 1:  # the job holds before run 1 until the signal comes: run 1 can never finish first
+        p = start_held([*SLOW_RUNS, f"hydra.run.dir={out}", "workers=1", "threads=1", f"runs={runs}"], first_run,
+                       tmp_path / "held", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        wait_for_file(tmp_path / "held", p)
+    else:  # runs train in worker processes, which the hold does not reach; 6 runs of 100 epochs outlast the poll
+        p = start(out, f"workers={workers}", f"threads={workers}", f"runs={runs}")  # one thread per run
+        wait_for(first_run, p)
     p.send_signal(sig)  # to the job only: it passes the signal on to its worker processes
     log, _ = p.communicate(timeout=120)
     assert p.returncode == 128 + sig, log[-3000:]

@@ -6,13 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, start_held, wait_for_file
 
 # --- the choice, on given numbers ---------------------------------------------------------------------------------
 
@@ -158,14 +157,13 @@ def tunes(tmp_path_factory):
     sweep = root / "s0"
     args = [sys.executable, str(REPO / "train.py"), *TUNE, f"hydra.sweeper.sampler.seed={SAMPLER_SEEDS[0]}",
             f"hydra.sweep.dir={sweep}"]
-    first = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
-    deadline = time.time() + 240
-    while first.poll() is None and time.time() < deadline and not any(
-            sweep.glob("finalist_trial_*/results.json")):
-        time.sleep(0.1)
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
+    first = start_held(args[2:], sweep / "finalist_trial_*" / "results.json", root / "held", env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:  # held at its next check once a finalist has finished: killed inside the finalist stage
+        wait_for_file(root / "held", first)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
     killed = {p.parent.name: p.read_bytes() for p in sweep.glob("finalist_trial_*/results.json")}
     procs = {s: subprocess.Popen([sys.executable, str(REPO / "train.py"), *TUNE, f"hydra.sweeper.sampler.seed={s}",
                                   f"hydra.sweep.dir={root / f's{s}'}"], cwd=REPO, env=env, text=True,
