@@ -1,6 +1,9 @@
 # regnn: run `make help` for the targets. Every target that needs Python sets up .venv first (once).
 SHELL := /bin/bash
-PY := .venv/bin/python
+# the environment (VENV=.venv-3.12 PYTHON=python3.12 keeps one per Python beside the default, as CI does)
+VENV ?= .venv
+export VENV
+PY := $(VENV)/bin/python
 export REGNN_DATA_MIRROR ?= $(abspath ../shared/datasets)
 FORCE ?=
 # where an experiment's cells train (conf/hydra/launcher/, docs/scale.md): empty = one after another in this
@@ -17,7 +20,7 @@ help: ## list the targets
 		"$$(sed -n 's/^ *what: *"\(.*\)"$$/\1/p' conf/experiment/$$(echo $$e | tr - _).yaml)"; done
 
 venv: ## create .venv (once) with the pinned stack and regnn in editable mode
-	@./scripts/setup.sh
+	@REGNN_VENV=$(VENV) ./scripts/setup.sh
 
 setup: venv data ## venv + data: everything a fresh machine needs
 
@@ -36,10 +39,13 @@ lint: venv ## the package's import layers (pyproject.toml: a lower layer never i
 	$(PY) -c 'import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))'
 	$(PY) -m ruff check src scripts tests train.py
 
-# tests marked serial (multi-process DDP) run afterwards, alone
+# tests marked serial (multi-process DDP) run afterwards, alone; TEST_MARKS narrows both (CI: "not onepython" on
+# all but its newest Python)
+TEST_MARKS ?=
 test: setup lint ## the import layers and ruff's error rules, then the fast test suite (CPU only; every test runs without DGL)
-	$(PY) -m pytest -m "not slow and not serial and not slurm" -q -n $(TEST_WORKERS) --dist worksteal
-	$(PY) -m pytest -m "serial and not slow" -q
+	@$(PY) -c 'import sys, numpy, torch; print(f"test: Python {sys.version.split()[0]}, numpy {numpy.__version__}, torch {torch.__version__} ($(VENV))")'
+	$(PY) -m pytest -m "not slow and not serial and not slurm$(if $(TEST_MARKS), and $(TEST_MARKS))" -q -n $(TEST_WORKERS) --dist worksteal
+	$(PY) -m pytest -m "serial and not slow$(if $(TEST_MARKS), and $(TEST_MARKS))" -q
 
 test-all: setup ## the fast suite plus the tests marked slow (pyproject.toml lists the markers)
 	$(PY) -m pytest -m "not serial and not slurm" -q -n $(TEST_WORKERS) --dist worksteal

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Creates .venv once and reuses it. The heavy, pinned third-party stack (torch is ~5 GB) is installed once per
+# Creates .venv (or $REGNN_VENV: one per Python, as CI keeps them) once and reuses it. The heavy, pinned
+# third-party stack (torch is ~5 GB) is installed once per
 # machine into a cache keyed by the hash of requirements.lock and shared by every checkout through a .pth file;
 # .venv itself only holds the editable install of this package. REGNN_VENV_CACHE=none installs everything
 # straight into .venv instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+venv=${REGNN_VENV:-.venv}
 # this machine's pip config names local index folders that may not exist; hide those warnings only
 quiet_pip() { "$@" 2> >(grep -v "^WARNING: Location 'file://" >&2); }
 
@@ -14,10 +16,10 @@ supported() { "$1" -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] 
 if [ -n "${PYTHON:-}" ]; then
   PY=$PYTHON
   supported "$PY" || { echo "setup: PYTHON=$PY is not Python 3.11, 3.12 or 3.13 (or does not run); regnn supports those" >&2; exit 1; }
-elif [ -x .venv/bin/python ] && supported .venv/bin/python; then
+elif [ -x "$venv/bin/python" ] && supported "$venv/bin/python"; then
   # an existing .venv keeps its Python: only an explicit PYTHON makes it again (a make target run from a shell
   # whose PATH finds another Python, e.g. under pyenv, must not replace the venv a user set up)
-  PY=$(.venv/bin/python -c 'import sys; print(getattr(sys, "_base_executable", sys.executable))')
+  PY=$("$venv/bin/python" -c 'import sys; print(getattr(sys, "_base_executable", sys.executable))')
 else
   PY=
   for c in python3.13 python3.12 python3.11 python3; do
@@ -30,7 +32,6 @@ if [ "${1:-}" = "--which-python" ]; then echo "$PY ($pyver)"; exit 0; fi  # the 
 lock_hash=$(sha256sum requirements.lock | cut -c1-16)
 # the lock is the whole constraint: a site-wide pip constraint file that caps a locked version would stop the install
 export PIP_CONSTRAINT="$PWD/requirements.lock"
-venv=.venv
 site_of() { "$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 
 if [ -x "$venv/bin/python" ] && [ "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$pyver" ]; then
