@@ -69,6 +69,7 @@ SLOW_TARGETS = ("table-clustering-smoke", "fig-efficiency-smoke", "fig-case-stud
 
 @pytest.mark.parametrize("target", [pytest.param(t, marks=pytest.mark.slow) if t in SLOW_TARGETS else t
                                     for t in TARGETS])
+@pytest.mark.onepython
 def test_smoke_target_renders_its_outputs(target, smoke_dir):
     """Each target on its own (the tests may run in any order, in parallel workers): its files, and for the
     tables with fixed rows, every model / backbone / setting in its row."""

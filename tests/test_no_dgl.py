@@ -100,6 +100,7 @@ TABLE2 = ["mlp", "metapath2vec", "rgcn", "hgt", "simple_hgn", "rhgnn", "han", "g
           "gat_m", "gcn", "gat", "re_gcn", "re_gat"]
 
 
+@pytest.mark.onepython
 def test_train_py_trains_every_table2_model_and_minibatch_with_dgl_blocked(tmp_path):
     """A package named dgl that fails on import shadows any installed DGL for the whole process tree."""
     block = tmp_path / "block" / "dgl"

@@ -18,6 +18,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from regnn.config import graph_folder
 from regnn.paths import REPO_ROOT
 from regnn.errors import ConfigError
 from regnn.reporting.compare import default_archive, render, sweep_models
@@ -57,7 +58,7 @@ class CompareCallback(Callback):
         sweep = Path(config.hydra.sweep.dir)
         try:
             written = render(sweep, str(config.dataset.name), sweep_models(config),
-                                     archive=default_archive(str(config.dataset.name), sweep))
+                             archive=default_archive(str(config.dataset.name), sweep), graph=graph_folder(config.dataset))
         except Exception as e:  # noqa: BLE001 (Hydra would turn it into a warning; the command must fail)
             log.error("compare: %s", e)
             raise SystemExit(1) from e

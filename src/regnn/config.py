@@ -22,6 +22,26 @@ if not OmegaConf.has_resolver("regnn.pick"):
     OmegaConf.register_new_resolver("regnn.pick", lambda flag, yes, no: yes if flag else no)
 
 
+def graph_folder(dataset) -> str:
+    """${regnn.graph_name:${dataset}}: the graph's own name as a folder name (a custom description's `name:`, else
+    its folder's name; the dataset's name otherwise), so that two custom graphs never share a folder by default.
+    A description that cannot be read gives the dataset's name: the loader then says what is wrong with it."""
+    import re
+
+    from regnn.data.fingerprint import graph_name
+    from regnn.errors import RegnnError
+    ds = OmegaConf.to_container(dataset, resolve=True) if isinstance(dataset, DictConfig) else dict(dataset)
+    try:
+        name = graph_name(ds)
+    except (RegnnError, OSError):
+        name = str(ds.get("name"))
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or str(ds.get("name"))
+
+
+if not OmegaConf.has_resolver("regnn.graph_name"):
+    OmegaConf.register_new_resolver("regnn.graph_name", graph_folder)
+
+
 # upper bounds: a value past these is a typo or a unit slip, and would fail deep inside (an allocation of
 # petabytes, a seed numpy cannot take, a loop that never ends) after the run folder was written
 MAX_RUNS = 1000

@@ -11,6 +11,7 @@ the models refused on this graph (with the reason) and those not trained yet.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -124,13 +125,14 @@ def figure(df: pd.DataFrame, path: Path, title: str) -> None:
 
 
 def render(sweep: Path, dataset: str, models: list[str], out: Path | None = None,
-           archive: Path | None = None) -> list[Path]:
-    """Reads the cells and writes OUT.csv, OUT.md, OUT.png (OUT: <sweep>/compare by default)."""
+           archive: Path | None = None, graph: str | None = None) -> list[Path]:
+    """Reads the cells (<sweep>/<dataset>_<model>) and writes OUT.csv, OUT.md, OUT.png (OUT: <sweep>/compare by
+    default), titled with the graph's own name (default: the dataset's)."""
     sweep = Path(sweep)
     out = Path(out) if out is not None else sweep / "compare"
     pool = CellPool(sweep, allow_missing=True, archive=archive)
     df, notes = compare_frame(pool, dataset, models)
-    title = f"Every model on {dataset}"
+    title = f"Every model on {graph or dataset}"
     write_table(df, render_frame(df), out.parent, out.name, f"{title}: validation and test F1", notes,
                 missing=[f"{dataset}_{m}" for m in df.model[df.source == "missing"]], devices=pool.devices)
     figure(df, out.with_suffix(".png"), title)
@@ -154,7 +156,12 @@ def main(argv=None) -> int:
         return 1
     models = a.models or (sweep_models(OmegaConf.create(conf)) if conf else list(MODELS))
     archive = Path(a.archive) if a.archive else default_archive(dataset, sweep)
-    for w in render(sweep, dataset, models, Path(a.out) if a.out else None, archive):
+    graph = None
+    if conf.get("dataset", {}).get("name") == dataset:  # the sweep's own graph: titled with its name
+        from regnn.data.fingerprint import graph_name  # reading the description needs the data layer
+        with contextlib.suppress(Exception):
+            graph = graph_name(conf["dataset"])
+    for w in render(sweep, dataset, models, Path(a.out) if a.out else None, archive, graph=graph):
         print(f"wrote {w}", file=sys.stderr)
     return 0
 

@@ -26,7 +26,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from regnn import interrupt
-from regnn.runs import io_safe
+from regnn.runs import identity, io_safe
 from regnn.runs.claim import claim, host_id
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
@@ -175,6 +175,7 @@ class CellStore:
     def __init__(self, cfg: DictConfig, out_dir: str | Path):
         self.cfg, self.dir = cfg, Path(out_dir)
         self.results = self.dir / "results.json"
+        self._graph: dict | None = None
 
     def at(self, out_dir: str | Path) -> CellStore:
         """The same cell written to another directory (under torchrun: rank 0's, for every rank)."""
@@ -211,13 +212,24 @@ class CellStore:
                               "overwrite it. Choose another hydra.run.dir, or set resume=true to continue that "
                               "training (its settings are checked)")
 
+    def graph(self) -> dict:
+        """The graph this cell trains on (regnn.runs.identity: name, path, the files' fingerprint), read once."""
+        if self._graph is None:
+            self._graph = identity.describe(self.cfg)
+        return self._graph
+
+    def _same_graph(self) -> None:
+        identity.check(self.cfg, self.dir, self.graph(), stored_config(self.dir))
+
     def _finished(self) -> dict | None:
         stored = io_safe.read_json(self.results, io_safe.is_cell_summary)
         if stored is None:
             if self.cfg.resume:
                 check_same_computation(self.cfg, self.dir)  # an unfinished cell: config.yaml is written first
+                self._same_graph()
             return None
         stored_runs = check_same_computation(self.cfg, self.dir)
+        self._same_graph()
         if stored_runs is None:
             log.info("%s already holds results; skipped (resume=true)", self.dir)
             return stored
@@ -272,6 +284,7 @@ class CellStore:
 
     def write_config(self) -> None:
         io_safe.write_text(self.dir / "config.yaml", OmegaConf.to_yaml(self.cfg, resolve=True))
+        identity.write(self.dir, self.graph())
 
     def save_failed(self, rec: dict, logger, device) -> dict:
         """A diverged run: recorded as failed (kept on resume: the same seed diverges again), never scored."""

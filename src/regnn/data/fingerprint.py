@@ -1,0 +1,93 @@
+"""Which graph a cell was trained on: the dataset's files, each by size and SHA-256, and one digest over them.
+
+A cell's identity (regnn.runs.store) includes this, so that a resumed sweep never reuses a cell trained on
+another graph: another `dataset.path`, or the same path whose files were changed in place. Hashing reads every
+byte once; the result is cached per file by (path, size, modification time) in $REGNN_CACHE (default
+~/.cache/regnn)/fingerprints.json, so a graph is hashed again only when a file of it changes.
+
+The files of a dataset: for `dataset=custom`, the description and every file beside it (and in its `dir:`, for the
+magnn format); for a dataset read from a folder (DBLP, ACM, IMDB, OGBN-MAG), that folder's files. Generated
+graphs (synthetic, counts) have no files: their config is their identity.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+CHUNK = 1 << 22
+
+
+def cache_path() -> Path:
+    return Path(os.environ.get("REGNN_CACHE", Path.home() / ".cache" / "regnn")) / "fingerprints.json"
+
+
+def _listed(folder: Path) -> list[Path]:
+    """The regular, non-hidden files directly in folder."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+def data_files(dataset: Mapping[str, Any]) -> list[Path]:
+    """The files that define the dataset of this `dataset` config (resolved), or [] for a generated one."""
+    if dataset.get("format") == "custom" and dataset.get("path"):
+        from regnn.data.custom import read_meta
+        meta, desc = read_meta(dataset["path"])
+        files = set(_listed(desc.parent)) | {desc}
+        extra = desc.parent / str(meta.get("dir", ".")) if isinstance(meta.get("dir"), str) else None
+        if extra is not None and extra.is_dir():
+            files |= set(_listed(extra))
+        return sorted(p.resolve() for p in files)
+    folder = dataset.get("dir")
+    if folder and Path(folder).is_dir():
+        return [p.resolve() for p in _listed(Path(folder))]
+    return []
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fingerprint(dataset: Mapping[str, Any]) -> dict | None:
+    """{"files": {name: "<size>:<sha256>"}, "digest": sha256 over them} for the dataset's files (names relative to
+    their common folder), or None for a generated dataset."""
+    files = data_files(dataset)
+    if not files:
+        return None
+    cache_file = cache_path()
+    try:
+        cache = json.loads(cache_file.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    root = Path(os.path.commonpath([str(p.parent) for p in files]))
+    entries, changed = {}, False
+    for p in files:
+        st = p.stat()
+        key, stamp = str(p), [st.st_size, st.st_mtime_ns]
+        if not isinstance(cache.get(key), dict) or cache[key].get("stamp") != stamp:
+            cache[key], changed = {"stamp": stamp, "sha256": _sha256(p)}, True
+        entries[str(p.relative_to(root))] = f"{st.st_size}:{cache[key]['sha256']}"
+    if changed:
+        try:
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache_file.with_name(f"{cache_file.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(cache))
+            os.replace(tmp, cache_file)
+        except OSError:  # a read-only home: hash again next time
+            pass
+    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
+    return {"files": entries, "digest": digest}
+
+
+def graph_name(dataset: Mapping[str, Any]) -> str:
+    """The graph's own name: a custom description's `name:` (else its folder's name), else the dataset's name."""
+    if dataset.get("format") == "custom" and dataset.get("path"):
+        from regnn.data.custom import read_meta
+        meta, desc = read_meta(dataset["path"])
+        return str(meta.get("name") or desc.parent.name or dataset.get("name"))
+    return str(dataset.get("name"))

@@ -1,0 +1,61 @@
+"""A cell knows its graph: data.json beside config.yaml names the graph a cell was trained on (its name, where it
+was read from, and the fingerprint of its files: regnn.data.fingerprint), and a resumed or reused cell is checked
+against the graph of the command that finds it. A cell of another graph is refused in one line, never reused.
+
+Cells written before data.json existed: a custom graph's is compared by the path its config.yaml stored; a
+built-in dataset's (pinned by data/SHA256SUMS) is taken as it is.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from regnn.data.fingerprint import fingerprint, graph_name
+from regnn.errors import ConfigError
+from regnn.runs import io_safe
+
+DATA_FILE = "data.json"
+
+
+def describe(cfg: DictConfig) -> dict:
+    """What data.json holds for the graph of cfg."""
+    ds = OmegaConf.to_container(cfg.dataset, resolve=True)
+    where = ds.get("path") if ds.get("format") == "custom" else ds.get("dir")
+    return {"dataset": ds.get("name"), "graph": graph_name(ds), "path": str(Path(where).resolve()) if where else None,
+            "fingerprint": fingerprint(ds)}
+
+
+def write(cell: Path, data: dict) -> None:
+    io_safe.write_json(cell / DATA_FILE, data)
+
+
+def _label(d: dict) -> str:
+    fp = (d.get("fingerprint") or {}).get("digest")
+    return f"{d.get('graph')} at {d.get('path')}" + (f", files {fp[:12]}" if fp else "")
+
+
+def _changed_files(old: dict, new: dict) -> list[str]:
+    a, b = (old.get("fingerprint") or {}).get("files", {}), (new.get("fingerprint") or {}).get("files", {})
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+def check(cfg: DictConfig, cell: Path, now: dict, stored_config: dict | None) -> None:
+    """ConfigError when the cell at `cell` was trained on another graph than `now` (describe(cfg))."""
+    stored = io_safe.read_json(cell / DATA_FILE, lambda d: isinstance(d, dict) and "fingerprint" in d)
+    if stored is None:  # a cell from before data.json: only a custom graph's stored path can tell
+        old = ((stored_config or {}).get("dataset") or {})
+        if old.get("format") != "custom" or not old.get("path") or now["path"] is None:
+            return
+        if str(Path(str(old["path"])).resolve()) == now["path"]:
+            return
+        stored = {"graph": old.get("name"), "path": str(Path(str(old["path"])).resolve()), "fingerprint": None}
+    same_files = (stored.get("fingerprint") or {}).get("digest") == (now.get("fingerprint") or {}).get("digest")
+    if same_files and (stored.get("fingerprint") is not None or stored.get("path") == now["path"]):
+        return
+    changed = _changed_files(stored, now)
+    what = f" ({', '.join(changed[:3])}{' ...' if len(changed) > 3 else ''} differ)" if changed and \
+        stored.get("path") == now["path"] else ""
+    raise ConfigError(f"{cell} holds results trained on another graph ({_label(stored)}) than this one "
+                      f"({_label(now)}){what}; choose another folder (hydra.run.dir=..., or hydra.sweep.dir=... "
+                      "for a sweep) or move that one away")
