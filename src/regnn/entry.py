@@ -16,7 +16,7 @@ from pathlib import Path
 from regnn.interrupt import Interrupted
 
 
-HYDRA_FILES = {".hydra", "train.log"}  # what Hydra writes into a run folder before train.py's code runs
+HYDRA_FILES = {".hydra", "train.log", "predict.log"}  # what Hydra writes into a run folder before our code runs
 
 
 def _hydra_line(e: Exception) -> str | None:
@@ -77,7 +77,8 @@ def discard_unused_run_dir(out_dir: str | Path) -> None:
             handler.close()
             logging.getLogger().removeHandler(handler)
     shutil.rmtree(out / ".hydra", ignore_errors=True)
-    (out / "train.log").unlink(missing_ok=True)
+    for log_file in HYDRA_FILES - {".hydra"}:
+        (out / log_file).unlink(missing_ok=True)
     try:
         out.rmdir()
     except OSError:

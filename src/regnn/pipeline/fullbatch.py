@@ -77,7 +77,7 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
                               repeats=cfg.clustering.repeats, n_init=cfg.clustering.n_init,
                               seed=cfg.clustering.seed)
     logger.end_run(rec)
-    store.save_run(rec, result, data, cfg.save_embeddings)
+    store.save_run(rec, result, data, cfg.save_embeddings, model=model)
     log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f%s (best epoch %d of %d, %.1fs)", run + 1,
              cfg.runs, seed, rec["test_micro_f1"], rec["test_macro_f1"],
              f" NMI {rec['nmi']:.2f} ARI {rec['ari']:.2f}" if "nmi" in rec else "", rec["best_epoch"],

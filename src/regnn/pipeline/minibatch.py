@@ -134,7 +134,7 @@ class MinibatchJob:
                           "param_digests": dist.gather_objects(param_digest(model))}
         self.logger.end_run(rec)
         if dist.is_main:
-            self.store.save_run(rec, result, data, False)
+            self.store.save_run(rec, result, data, False, model=model, trainer="minibatch")
         log.info("run %d/%d seed %d: test accuracy %.2f (Macro-F1 %.2f), val %.2f (best epoch %d of %d, %.0f "
                  "seeds/s, %.0f%% of it sampling, %.1fs)", run + 1, cfg.runs, seed, rec["test_acc"],
                  rec["test_macro_f1"], rec["val_acc"], rec["best_epoch"], rec["epochs"], rec["seeds_per_s"],

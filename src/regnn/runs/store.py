@@ -26,7 +26,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from regnn import interrupt
-from regnn.runs import identity, io_safe
+from regnn.runs import checkpoint, identity, io_safe
 from regnn.runs.claim import claim, host_id
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
@@ -296,9 +296,15 @@ class CellStore:
         io_safe.write_json(run_dir / "results.json", {**rec, "relation_weights": []})
         return rec
 
-    def save_run(self, rec: dict, result, data, save_embeddings: bool) -> None:
+    def save_run(self, rec: dict, result, data, save_embeddings: bool, model=None, trainer: str = "fullbatch") -> None:
+        """Writes the run's files: history, embeddings where asked, its model (save_model, the default) and last
+        results.json. `model` holds the best-validation weights."""
         run_dir = self.run_dir(rec["run"])
         run_dir.mkdir(parents=True, exist_ok=True)
+        if model is not None and self.cfg.get("save_model", True):
+            checkpoint.save(run_dir, model, {"run": rec["run"], "seed": rec["seed"], "trainer": trainer,
+                                             "model": str(self.cfg.model.name), "schema": checkpoint.graph_schema(data),
+                                             "graph": self.graph(), "torch": torch.__version__})
         io_safe.write_text(run_dir / "history.csv", pd.DataFrame(result.history).to_csv(index=False))
         if save_embeddings and result.embeddings is not None:
             test = data.splits["test"]

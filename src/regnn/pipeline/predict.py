@@ -1,0 +1,155 @@
+"""predict.py: a trained run's predictions for every target node, labelled or not.
+
+The run's model is rebuilt from its cell's config.yaml through the same builders train.py used, its best-validation
+weights read from runs/run_XX/model.pt (tensors only), and applied to the graph it was trained on, or to a graph of
+the same schema with more nodes and edges (dataset_path). The labelled splits are scored as the run scored them
+when it trained: the printed test Micro-F1 is its results.json's, which tests the checkpoint.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from regnn.errors import ConfigError, DataError
+from regnn.evaluation.metrics import f1_scores
+from regnn.pipeline.from_config import device_of
+from regnn.pipeline.fullbatch import Job
+from regnn.runs import checkpoint, io_safe
+from regnn.training.trainer import autocast
+
+log = logging.getLogger("regnn")
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class Chosen:
+    cell: Path
+    runs: list[Path]  # the run folders whose models predict (one, or every finished run for an ensemble)
+    why: str
+
+
+def choose_runs(path: Path, ensemble: bool) -> Chosen:
+    """A run folder as it is; a cell folder: its run with the best validation Micro-F1 (ties: the earlier run), or
+    every finished run with ensemble=true."""
+    path = Path(path).resolve()
+    if (path / checkpoint.META_FILE).exists() or path.parent.name == "runs":
+        return Chosen(path.parent.parent, [path], f"run {path.name}")
+    chosen_path = (io_safe.read_json(path / "results.json", io_safe.is_cell_summary) or {}).get("metapath")
+    if chosen_path and (path / "metapaths" / chosen_path / "config.yaml").exists():
+        path = path / "metapaths" / chosen_path  # GCN-M / GAT-M / ...: the meta-path the cell chose on validation
+    if not (path / "config.yaml").exists():
+        raise ConfigError(f"run={path} is neither a cell folder (config.yaml, runs/) nor a run folder (runs/run_XX); "
+                          "give one that train.py wrote")
+    recs = []
+    for d in sorted((path / "runs").glob("run_*")):
+        rec = io_safe.read_json(d / "results.json", io_safe.is_run_record)
+        if rec is not None and "failed" not in rec and (d / checkpoint.MODEL_FILE).exists():
+            recs.append((d, rec))
+    if not recs:
+        raise DataError(f"{path} holds no finished run with a saved model (runs/run_XX/model.pt); train it with "
+                        "save_model=true (the default)")
+    if ensemble:
+        return Chosen(path, [d for d, _ in recs], f"the ensemble of its {len(recs)} runs")
+    best = max(recs, key=lambda dr: (dr[1]["val_micro_f1"], -dr[1]["run"]))
+    return Chosen(path, [best[0]], f"run {best[1]['run']} (best validation Micro-F1 {best[1]['val_micro_f1']:.2f})")
+
+
+def trained_config(cell: Path, dataset_path: str | None) -> DictConfig:
+    cfg = OmegaConf.load(cell / "config.yaml")
+    if dataset_path is not None:
+        if cfg.dataset.get("format") != "custom":
+            raise ConfigError(f"dataset_path= replaces a custom graph's files; {cell} was trained on "
+                              f"{cfg.dataset.name}, read from its own folder")
+        cfg.dataset.path = str(Path(dataset_path).resolve())
+    return cfg
+
+
+def model_logits(job: Job, cfg: DictConfig, run_dir: Path) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(class scores, representations) of every target node from the run's saved weights."""
+    meta = checkpoint.load_meta(run_dir)
+    if meta.get("trainer", "fullbatch") != "fullbatch":
+        raise ConfigError(f"{run_dir} was trained with trainer={meta['trainer']}; predict.py reads full-batch "
+                          "models (layer-wise prediction of mini-batch models is not there yet)")
+    diff = checkpoint.schema_differences(meta["schema"], checkpoint.graph_schema(job.data))
+    if diff:
+        raise DataError(f"the graph does not fit the model of {run_dir}: {'; '.join(diff)}")
+    state = checkpoint.load_weights(run_dir / checkpoint.MODEL_FILE)
+    model = job.build(int(meta["seed"]))
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as e:
+        raise DataError(f"{run_dir / checkpoint.MODEL_FILE} does not fit the model its config.yaml builds "
+                        f"({str(e).splitlines()[0][:200]})") from None
+    model.eval()
+    with torch.no_grad(), autocast(str(cfg.get("precision", "fp32")), job.labels.device):
+        logits, emb = model(job.inputs, job.feats, embed=True)
+    return logits.float().cpu(), (emb.float().cpu() if emb is not None else None)
+
+
+def split_names(data) -> np.ndarray:
+    names = np.full(data.graph.num_nodes(data.target), "unlabelled", dtype=object)
+    for s in SPLITS:
+        names[data.splits[s].numpy()] = s
+    return names
+
+
+def predictions_frame(data, probs: torch.Tensor) -> pd.DataFrame:
+    pred = probs.argmax(1).numpy()
+    labels = data.labels.numpy()
+    df = pd.DataFrame({"node": np.arange(len(pred)), "split": split_names(data),
+                       "label": np.where(labels >= 0, labels, -1), "predicted": pred})
+    for c in range(probs.shape[1]):
+        df[f"p_{c}"] = probs[:, c].numpy()
+    return df
+
+
+def scores(data, logits: torch.Tensor) -> dict[str, float]:
+    out = {}
+    for s in SPLITS:
+        i = data.splits[s]
+        out |= {f"{s}_{k}": v for k, v in f1_scores(logits[i], data.labels[i], logits.shape[1]).items()}
+    return out
+
+
+def predict(cfg: DictConfig, out_dir: Path) -> dict:
+    """Writes predictions.csv (and embeddings.npz on request) into out_dir; returns the scores."""
+    chosen = choose_runs(Path(cfg.run), bool(cfg.ensemble))
+    tcfg = trained_config(chosen.cell, cfg.get("dataset_path"))
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg.threads))
+    device, why = device_of(OmegaConf.create({"device": cfg.device}))
+    job = Job(tcfg, device)
+    data = job.data
+    log.info("predict: %s of %s on %s (%d %s nodes), device %s", chosen.why, chosen.cell, data.name,
+             data.graph.num_nodes(data.target), data.target, why)
+    probs, per_run, emb = None, {}, None
+    for run_dir in chosen.runs:
+        logits, emb = model_logits(job, tcfg, run_dir)
+        per_run[run_dir.name] = scores(data, logits)
+        p = logits.softmax(1)
+        probs = p if probs is None else probs + p
+    probs = probs / len(chosen.runs)
+    result = {"runs": per_run, "chosen": chosen.why}
+    if len(chosen.runs) > 1:
+        result["ensemble"] = scores(data, probs.log())
+    for name, sc in per_run.items():
+        log.info("predict: %s: test Micro-F1 %.4f Macro-F1 %.4f, validation Micro-F1 %.4f", name,
+                 sc["test_micro_f1"], sc["test_macro_f1"], sc["val_micro_f1"])
+    if "ensemble" in result:
+        e = result["ensemble"]
+        log.info("predict: ensemble of %d runs: test Micro-F1 %.4f Macro-F1 %.4f, validation Micro-F1 %.4f",
+                 len(chosen.runs), e["test_micro_f1"], e["test_macro_f1"], e["val_micro_f1"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    io_safe.write_text(out_dir / "predictions.csv", predictions_frame(data, probs).to_csv(index=False))
+    if cfg.get("embeddings") and emb is not None:
+        np.savez_compressed(out_dir / "embeddings.npz", node=np.arange(emb.shape[0]), embeddings=emb.numpy(),
+                            split=split_names(data).astype(str))
+    io_safe.write_json(out_dir / "scores.json", result)
+    log.info("predict: wrote %s", out_dir / "predictions.csv")
+    return result

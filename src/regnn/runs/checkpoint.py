@@ -1,0 +1,84 @@
+"""A run's trained model on disk: runs/run_XX/model.pt (the best-validation weights, tensors only) and model.json
+(what rebuilding it needs beside the cell's config.yaml: the graph's schema, and the fingerprint of the graph it was
+trained on).
+
+model.pt is a plain state dict written by torch.save and read with torch.load(weights_only=True): it loads
+without running code, and anything but tensors in it (a pickled object) is refused, as is a damaged or truncated
+file, in one line.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import torch
+
+from regnn.errors import DataError
+from regnn.runs import io_safe
+
+MODEL_FILE, META_FILE = "model.pt", "model.json"
+
+
+def graph_schema(data) -> dict:
+    """What a model's weights are shaped by: node types and counts, relations, feature widths, classes."""
+    g = data.graph
+    return {"target": data.target, "node_types": {t: int(g.num_nodes(t)) for t in g.ntypes},
+            "relations": [list(e) for e in g.canonical_etypes], "feature_widths": data.in_dims,
+            "num_classes": int(data.num_classes)}
+
+
+def save(run_dir: Path, model: torch.nn.Module, meta: dict) -> None:
+    """Writes model.pt, then model.json, each whole (a kill leaves the old file or none, never half of one)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().to("cpu").clone().contiguous() for k, v in model.state_dict().items()}
+    tmp = run_dir / f".{MODEL_FILE}.{os.getpid()}.tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, run_dir / MODEL_FILE)
+    io_safe.write_json(run_dir / META_FILE, meta)
+
+
+def load_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The state dict in path; DataError (one line) for a file that holds anything but tensors or is damaged."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path} does not exist: the run was trained with save_model=false, or before models were "
+                        "saved; train it again to predict with it")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DataError(f"{path} holds more than tensors ({first[:160]}); regnn loads only tensors, so it is "
+                        "refused: use the model.pt a run wrote") from None
+    except (RuntimeError, EOFError, OSError, ValueError) as e:
+        raise DataError(f"{path} is damaged or truncated ({str(e).splitlines()[0][:160] if str(e) else type(e).__name__}); "
+                        "copy it again whole, or train the run again") from None
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        raise DataError(f"{path} is not a model's state dict (names to tensors); use the model.pt a run wrote")
+    return state
+
+
+def load_meta(run_dir: Path) -> dict:
+    meta = io_safe.read_json(Path(run_dir) / META_FILE, lambda d: isinstance(d, dict) and "schema" in d)
+    if meta is None:
+        raise DataError(f"{Path(run_dir) / META_FILE} is missing or unreadable; train the run again to predict with it")
+    return meta
+
+
+def schema_differences(trained: dict, now: dict) -> list[str]:
+    """What differs between the graph schema a model was trained on and another graph's, in words (empty: fits).
+    Node counts may grow; relations, feature widths, the target type and the classes may not change."""
+    out = []
+    if trained["target"] != now["target"]:
+        out.append(f"target type {trained['target']} vs {now['target']}")
+    if sorted(map(tuple, trained["relations"])) != sorted(map(tuple, now["relations"])):
+        gone = sorted({tuple(r) for r in trained["relations"]} - {tuple(r) for r in now["relations"]})
+        new = sorted({tuple(r) for r in now["relations"]} - {tuple(r) for r in trained["relations"]})
+        out.append(f"relations (missing {[r[1] for r in gone]}, new {[r[1] for r in new]})")
+    for t, w in trained["feature_widths"].items():
+        if now["feature_widths"].get(t) != w:
+            out.append(f"{t} features {w} wide when trained, {now['feature_widths'].get(t)} now")
+    if trained["num_classes"] != now["num_classes"]:
+        out.append(f"{trained['num_classes']} classes when trained, {now['num_classes']} now")
+    return out

@@ -1,0 +1,127 @@
+"""Every run keeps its model (runs/run_XX/model.pt, tensors only) and predict.py uses it: reloaded weights give the
+trained model's logits, the scores printed are the run's own to the last digit, every target node gets a row,
+and a damaged, foreign or ill-fitting checkpoint is refused in one line."""
+import json
+import pickle
+
+import pandas as pd
+import pytest
+import torch
+
+from conftest import REPO, cfg, run_train
+from regnn.errors import DataError
+from regnn.runs import checkpoint
+
+TABLE2 = ["mlp", "metapath2vec", "rgcn", "hgt", "simple_hgn", "rhgnn", "han", "gtn", "magnn", "magnn_ac", "gcn_m",
+          "gat_m", "gcn", "gat", "re_gcn", "re_gat"]
+FIGURE3 = ["sage", "gin", "gatv2", "mixhop", "re_sage", "re_gin", "re_gatv2", "re_mixhop"]
+
+
+def predict(*overrides, timeout=300):
+    import subprocess
+    import sys
+    import os
+    return subprocess.run([sys.executable, str(REPO / "predict.py"), *overrides], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+
+
+@pytest.mark.parametrize("model", TABLE2 + FIGURE3)
+def test_a_saved_and_reloaded_model_gives_the_trained_models_logits(model, tmp_path):
+    from regnn.pipeline.fullbatch import Job
+    c = cfg("dataset=synthetic", f"model={model}")
+    if c.model.get("metapath") == "best":  # a cell trains one model per meta-path; each saves its own
+        c = cfg("dataset=synthetic", f"model={model}", f"model.metapath={next(iter(c.dataset.metapaths))}")
+    job = Job(c, "cpu")
+    trained = job.build(0)
+    with torch.no_grad():  # weights unlike any initialisation
+        for p in trained.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    checkpoint.save(tmp_path, trained, {"schema": checkpoint.graph_schema(job.data)})
+    fresh = job.build(1)
+    fresh.load_state_dict(checkpoint.load_weights(tmp_path / checkpoint.MODEL_FILE))
+    for m in (trained, fresh):
+        m.eval()
+    with torch.no_grad():
+        a, _ = trained(job.inputs, job.feats)
+        b, _ = fresh(job.inputs, job.feats)
+    assert torch.equal(a, b)  # the same ops on the same weights: bit for bit
+    assert checkpoint.schema_differences(checkpoint.load_meta(tmp_path)["schema"], checkpoint.graph_schema(job.data)) == []
+
+
+@pytest.fixture(scope="module")
+def trained_cell(tmp_path_factory):
+    cell = tmp_path_factory.mktemp("cell") / "cell"
+    r = run_train("dataset=synthetic", "model=re_gcn", "runs=3", "threads=1", "trainer.max_epochs=30",
+                  "trainer.patience=10", f"hydra.run.dir={cell}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return cell
+
+
+def test_predict_on_a_cell_prints_its_best_runs_scores_and_writes_every_target_node(trained_cell, tmp_path):
+    out = tmp_path / "pred"
+    r = predict(f"run={trained_cell}", "ensemble=true", f"hydra.run.dir={out}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((trained_cell / "results.json").read_text())
+    scores = json.loads((out / "scores.json").read_text())
+    for rec in summary["per_run"]:  # every run's scores, to the last digit
+        got = scores["runs"][f"run_{rec['run']:02d}"]
+        assert all(got[k] == rec[k] for k in ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1"))
+        assert f"test Micro-F1 {rec['test_micro_f1']:.4f}" in r.stderr
+    assert "ensemble of 3 runs: test Micro-F1" in r.stderr and "test_micro_f1" in scores["ensemble"]
+    df = pd.read_csv(out / "predictions.csv")
+    from regnn.pipeline.from_config import load_data
+    d = load_data(cfg("dataset=synthetic").dataset)
+    assert len(df) == d.graph.num_nodes(d.target) and list(df.node) == list(range(len(df)))
+    for s in ("train", "val", "test"):
+        assert sorted(df.node[df.split == s]) == sorted(d.splits[s].tolist())
+    probs = df[[c for c in df.columns if c.startswith("p_")]]
+    assert ((probs.sum(axis=1) - 1).abs() < 1e-5).all() and (probs.values.argmax(1) == df.predicted).all()
+    # one run: the one with the best validation Micro-F1 (ties: the earlier)
+    best = max(summary["per_run"], key=lambda rec: (rec["val_micro_f1"], -rec["run"]))
+    one = predict(f"run={trained_cell}", f"hydra.run.dir={tmp_path / 'one'}")
+    assert one.returncode == 0 and f"run {best['run']} (best validation Micro-F1" in one.stderr
+
+
+@pytest.mark.parametrize("damage", ["pickled object", "truncated", "missing"])
+def test_a_damaged_or_foreign_checkpoint_is_refused_in_one_line_and_nothing_is_written(trained_cell, tmp_path,
+                                                                                        damage):
+    import shutil
+    cell = tmp_path / "cell"
+    shutil.copytree(trained_cell, cell)
+    path = cell / "runs" / "run_00" / checkpoint.MODEL_FILE
+    if damage == "pickled object":
+        torch.save({"weight": torch.zeros(2), "payload": pd.DataFrame({"a": [1]})}, path)
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    else:
+        path.unlink()
+    out = tmp_path / "pred"
+    r = predict(f"run={cell / 'runs' / 'run_00'}", f"hydra.run.dir={out}")
+    errors = [ln for ln in r.stderr.splitlines() if "model.pt" in ln]
+    assert r.returncode == 2 and len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert not out.exists()
+
+
+class Payload:
+    """Any object a pickle would rebuild by running code."""
+
+
+def test_load_weights_refuses_what_is_not_a_state_dict(tmp_path):
+    p = tmp_path / "x.pt"
+    with open(p, "wb") as f:
+        pickle.dump(Payload(), f)
+    with pytest.raises(DataError, match="holds more than tensors|damaged"):
+        checkpoint.load_weights(p)
+    torch.save([torch.zeros(1)], p)
+    with pytest.raises(DataError, match="not a model's state dict"):
+        checkpoint.load_weights(p)
+
+
+def test_a_graph_of_another_schema_is_refused_naming_what_differs():
+    trained = {"target": "item", "relations": [["item", "a", "tag"], ["tag", "b", "item"]],
+               "feature_widths": {"item": 8, "tag": 4}, "num_classes": 3, "node_types": {"item": 10, "tag": 4}}
+    grown = {**trained, "node_types": {"item": 60, "tag": 9}}
+    assert checkpoint.schema_differences(trained, grown) == []  # more nodes of the same schema: fits
+    other = {**trained, "relations": [["item", "a", "tag"]], "feature_widths": {"item": 8, "tag": 9}}
+    diff = checkpoint.schema_differences(trained, other)
+    assert any("missing ['b']" in d for d in diff) and any("tag features 4 wide when trained, 9 now" in d for d in diff)
