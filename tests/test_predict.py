@@ -125,3 +125,61 @@ def test_a_graph_of_another_schema_is_refused_naming_what_differs():
     other = {**trained, "relations": [["item", "a", "tag"]], "feature_widths": {"item": 8, "tag": 9}}
     diff = checkpoint.schema_differences(trained, other)
     assert any("missing ['b']" in d for d in diff) and any("tag features 4 wide when trained, 9 now" in d for d in diff)
+
+
+def grow(z, new_customers=50, new_shops=10, seed=3):
+    """50 new customers (unlabelled, in no split) and 10 new shops, joined only to each other: the old nodes'
+    neighbourhoods are unchanged."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    n_c, n_s = z["features:customer"].shape[0], z["features:shop"].shape[0]
+    for key, n_new in (("features:customer", new_customers), ("features:shop", new_shops)):
+        z[key] = np.concatenate([z[key], rng.random((n_new, z[key].shape[1])).astype(z[key].dtype)])
+    for rel in [k for k in z if k.startswith("edges:customer:") and k.endswith(":shop")]:
+        u = rng.integers(n_c, n_c + new_customers, 120)
+        z[rel] = np.concatenate([z[rel], np.stack([u, rng.integers(n_s, n_s + new_shops, 120)])], axis=1)
+    z["labels"] = np.concatenate([z["labels"], -np.ones(new_customers, dtype=z["labels"].dtype)])
+    for s in ("val", "test"):
+        z[s] = np.concatenate([z[s], np.zeros(new_customers, dtype=bool)])
+
+
+def test_unlabelled_nodes_get_predictions_and_so_do_new_nodes_once_the_graph_grows(tmp_path):
+    import numpy as np
+    from custom_data import edit_npz, write_npz
+
+    def unlabel(z):  # a fifth of the target nodes taken out of the test split, label -1
+        test = np.flatnonzero(z["test"])
+        out = test[: len(z["labels"]) // 5]
+        z["test"][out] = False
+        z["labels"][out] = -1
+    graph = write_npz(tmp_path / "shops", change=unlabel).parent
+    cell = tmp_path / "cell"
+    r = run_train("dataset=custom", f"dataset.path={graph}", "model=re_gcn", "runs=1", "trainer.max_epochs=20",
+                  "trainer.patience=20", f"hydra.run.dir={cell}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    first = predict(f"run={cell}", f"hydra.run.dir={tmp_path / 'p1'}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = pd.read_csv(tmp_path / "p1" / "predictions.csv")
+    with np.load(graph / "graph.npz") as f:
+        labels = f["labels"]
+    unlabelled = np.flatnonzero(labels == -1)
+    assert len(unlabelled) > 0.15 * len(labels) and set(before.node[before.split == "unlabelled"]) == set(unlabelled)
+    grown = tmp_path / "shops_v2"
+    import shutil
+    shutil.copytree(graph, grown)
+    edit_npz(grown, grow)
+    second = predict(f"run={cell}", f"dataset_path={grown}", f"hydra.run.dir={tmp_path / 'p2'}")
+    assert second.returncode == 0, second.stderr[-3000:]
+    after = pd.read_csv(tmp_path / "p2" / "predictions.csv")
+    assert len(after) == len(before) + 50 and set(after.split[len(before):]) == {"unlabelled"}
+    old = after.iloc[: len(before)]
+    assert (old.predicted.values == before.predicted.values).all()
+    probs = [c for c in before.columns if c.startswith("p_")]
+    assert np.allclose(old[probs].values, before[probs].values, atol=1e-5)
+    # another schema: a relation gone
+    other = tmp_path / "other"
+    shutil.copytree(graph, other)
+    edit_npz(other, lambda z: z.pop(next(k for k in z if k.startswith("edges:customer:"))))
+    refused = predict(f"run={cell}", f"dataset_path={other}", f"hydra.run.dir={tmp_path / 'p3'}")
+    assert refused.returncode == 2 and "does not fit the model" in refused.stderr and "relations" in refused.stderr
+    assert not (tmp_path / "p3").exists()
