@@ -15,12 +15,11 @@ import time
 import torch
 import torch.nn.functional as F
 
-from regnn import interrupt
 from regnn.evaluation.metrics import f1_scores
 from regnn.training.distributed import Dist
 from regnn.training.options import MinibatchOptions
-from regnn.training.divergence import TrainLossBlowup, check_loss, check_parameters
-from regnn.training.early_stopping import EarlyStopping
+from regnn.training.divergence import check_loss, check_parameters
+from regnn.training.loop import EpochLoop, StopRule
 from regnn.perf import StepTimer, peak_rss_gb
 from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits, to_device
 from regnn.training.trainer import RunResult, make_optimizer
@@ -87,26 +86,18 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
     projection, the forward of every layer, backward, optimizer step) and the process's memory high-water mark
     at batches 50 and 300 and the epoch's last (peak_rss_gb_batch_*)."""
     run = _MinibatchRun(model, sg, labels, splits, seed, num_classes, options, device, dist or Dist())
-    history, steps, best_step = [], 0, 0
+
+    def report(row, best_epoch):
+        log.info("epoch %d: train loss %.4f acc %.2f | val acc %.2f | %.0f seeds/s, %.1fs (best epoch %d)",
+                 row["epoch"], row["train_loss"], row["train_acc"], row["val_acc"], row["seeds_per_s"],
+                 row["epoch_time_s"], best_epoch)
+
+    loop = run.loop = EpochLoop(model, StopRule(run.max_epochs, options.patience, options.stop_on,
+                                                options.patience_steps, options.min_steps),
+                                num_classes, options.optimizer.get("lr"), check_losses=False,  # run.epoch checks
+                                on_epoch=on_epoch, report=report)
     t_run = time.perf_counter()
-    for epoch in range(run.max_epochs):
-        interrupt.check(f"before epoch {epoch}")
-        row = run.epoch(epoch, steps)
-        steps = row["steps"]
-        history.append(row)
-        if run.blowup.step(epoch, row["train_loss"], row["val_loss"]):
-            log.warning(TrainLossBlowup.message(run.blowup.report))
-        if on_epoch:
-            on_epoch(row)
-        stopper = run.stopper
-        log.info("epoch %d: train loss %.4f acc %.2f | val acc %.2f | %.0f seeds/s, %.1fs (best epoch %d)", epoch,
-                 row["train_loss"], row["train_acc"], row["val_acc"], row["seeds_per_s"], row["epoch_time_s"],
-                 epoch if stopper.improves(row) else stopper.best_epoch)
-        if stopper.improves(row):
-            best_step = steps
-        if stopper.step(row, epoch, model) and steps - best_step >= options.patience_steps \
-                and steps >= options.min_steps:
-            break
+    history = loop.run(lambda epoch: run.epoch(epoch, loop.steps))
     return run.result(history, time.perf_counter() - t_run)
 
 
@@ -137,8 +128,6 @@ class _MinibatchRun:
         self.loader = sampled_loader(sg, sg.seeds(splits["train"]), list(o.fanouts), o.batch_size, shuffle=True,
                                      use_ddp=dist.enabled, num_workers=o.num_workers, sampling=o.sampling, seed=seed)
         self.score = Scorer(model, sg, labels, num_classes, o, device=device, dist=dist, seed=seed)
-        self.stopper = EarlyStopping(patience=o.patience, monitor=o.stop_on)
-        self.blowup = TrainLossBlowup(num_classes)
         n = len(self.loader)
         self.n_batches = n if not o.max_batches else min(n, o.max_batches)
         self.max_epochs = o.max_epochs if o.max_epochs is not None else max(
@@ -227,13 +216,13 @@ class _MinibatchRun:
     def result(self, history: list[dict], train_time: float) -> RunResult:
         """The scores of the best-validation weights, restored."""
         self.timer.remove()
-        self.stopper.restore(self.model)
-        best = history[self.stopper.best_epoch]
+        self.loop.restore()
+        best = history[self.loop.stopper.best_epoch]
         metrics = {"train_acc": best["train_acc"], "train_loss": best["train_loss"]}
         for s in ("val", "test"):
             r = self.score(self.splits[s])
             metrics |= {f"{s}_acc": r["acc"], f"{s}_micro_f1": r["micro_f1"], f"{s}_macro_f1": r["macro_f1"],
                         f"{s}_loss": r["loss"]}
-        return RunResult(seed=self.seed, best_epoch=self.stopper.best_epoch, epochs=len(history), metrics=metrics,
+        return RunResult(seed=self.seed, best_epoch=self.loop.stopper.best_epoch, epochs=len(history), metrics=metrics,
                          history=history, relation_weights=self.model.relation_weights(), train_time_s=train_time,
-                         train_loss_blowup=self.blowup.report)
+                         train_loss_blowup=self.loop.blowup.report)

@@ -14,8 +14,7 @@ import torch.nn.functional as F
 from regnn import interrupt
 from regnn.core.adjacency import at_least_fp32
 from regnn.evaluation.metrics import f1_scores
-from regnn.training.divergence import TrainLossBlowup, check_loss, check_parameters
-from regnn.training.early_stopping import EarlyStopping
+from regnn.training.loop import EpochLoop, StopRule
 from regnn.training.options import FullBatchOptions
 
 log = logging.getLogger("regnn")
@@ -94,80 +93,92 @@ def make_schedule(opt, name: str, epochs: int):
     raise ValueError(f"unknown lr schedule {name!r} ({', '.join(LR_SCHEDULES)})")
 
 
-def epochs(model, inputs, feats, labels, splits, options: FullBatchOptions):
-    """Trains `model` one epoch per step of the generator, without end: yields each epoch's history row
-    (losses, validation F1, epoch_time_s = one training step plus the validation pass). train_run stops it;
-    a benchmark can step two models in turn so both see the same machine conditions. A cosine lr_schedule
-    anneals over max_epochs."""
-    idx = splits
-    y = {s: labels[i] for s, i in splits.items()}
-    opt = make_optimizer(model.parameters(), **options.optimizer)
-    schedule = make_schedule(opt, options.lr_schedule, options.max_epochs)
-    precision = options.precision
-    for epoch in itertools.count():
-        interrupt.check(f"before epoch {epoch}")
+class FullBatchStep:
+    """One full-batch epoch: a training step on the whole graph, then the validation pass; the step function of
+    the epoch loop (regnn.training.loop). Owns the optimizer and the lr schedule (a cosine schedule anneals over
+    max_epochs), which a checkpoint keeps."""
+
+    def __init__(self, model, inputs, feats, labels, splits, options: FullBatchOptions):
+        self.model, self.inputs, self.feats, self.labels, self.idx = model, inputs, feats, labels, splits
+        self.y = {s: labels[i] for s, i in splits.items()}
+        self.opt = make_optimizer(model.parameters(), **options.optimizer)
+        self.schedule = make_schedule(self.opt, options.lr_schedule, options.max_epochs)
+        self.precision = options.precision
+
+    def __call__(self, epoch: int) -> dict:
+        model, idx, y, precision = self.model, self.idx, self.y, self.precision
         t = time.perf_counter()
         model.train()
-        with autocast(precision, labels.device):
-            logits, _ = model(inputs, feats)
+        with autocast(precision, self.labels.device):
+            logits, _ = model(self.inputs, self.feats)
         loss = F.cross_entropy(at_least_fp32(logits[idx["train"]]), y["train"])
         extra = getattr(model, "auxiliary_loss", lambda: None)()  # a model's own training term (MAGNN-AC's)
         if extra is not None:
             loss = loss + extra
-        opt.zero_grad()
+        self.opt.zero_grad()
         loss.backward()
-        opt.step()
-        if schedule is not None:
-            schedule.step()
+        self.opt.step()
+        if self.schedule is not None:
+            self.schedule.step()
         model.eval()
-        with torch.no_grad(), autocast(precision, labels.device):
-            logits, _ = model(inputs, feats)
+        with torch.no_grad(), autocast(precision, self.labels.device):
+            logits, _ = model(self.inputs, self.feats)
             logits = at_least_fp32(logits)
             val_loss = F.cross_entropy(logits[idx["val"]], y["val"]).item()
             val = f1_scores(logits[idx["val"]], y["val"], logits.shape[1])
-        yield {"epoch": epoch, "train_loss": loss.item(), "val_loss": val_loss, "val_micro_f1": val["micro_f1"],
-               "val_macro_f1": val["macro_f1"], "epoch_time_s": time.perf_counter() - t}
+        return {"epoch": epoch, "train_loss": loss.item(), "val_loss": val_loss, "val_micro_f1": val["micro_f1"],
+                "val_macro_f1": val["macro_f1"], "epoch_time_s": time.perf_counter() - t}
+
+    def state(self) -> dict:
+        return {"optimizer": self.opt.state_dict(),
+                "schedule": self.schedule.state_dict() if self.schedule is not None else None}
+
+    def load_state(self, state: dict) -> None:
+        self.opt.load_state_dict(state["optimizer"])
+        if self.schedule is not None:
+            self.schedule.load_state_dict(state["schedule"])
+
+
+def epochs(model, inputs, feats, labels, splits, options: FullBatchOptions):
+    """Trains `model` one epoch per step of the generator, without end: yields each epoch's history row
+    (losses, validation F1, epoch_time_s = one training step plus the validation pass); a benchmark can step two
+    models in turn so both see the same machine conditions."""
+    step = FullBatchStep(model, inputs, feats, labels, splits, options)
+    for epoch in itertools.count():
+        interrupt.check(f"before epoch {epoch}")
+        yield step(epoch)
 
 
 def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullBatchOptions, on_epoch=None,
-              progress: Progress | None = None) -> RunResult:
+              progress: Progress | None = None, checkpoint=None) -> RunResult:
     """Trains `model` and returns the scores of its best-validation weights: those of the last epoch where
     every score in `stop_on` improved (the protocol: validation loss alone).
 
     model(inputs, feats, embed) gives the class scores of the target nodes; labels and splits index them.
     on_epoch(row) is called with each history row (for loggers). A non-finite loss or parameter raises
-    regnn.training.divergence.Diverged.
+    regnn.training.divergence.Diverged. checkpoint (regnn.runs.resume.RunCheckpoint): mid-run checkpoints, and
+    the run continued from one where it exists.
     """
     idx = splits
     y = {s: labels[i] for s, i in splits.items()}
-    stopper = EarlyStopping(patience=options.patience, monitor=options.stop_on)
-    blowup = TrainLossBlowup(int(labels.max()) + 1 if labels.numel() else 2)
-    history = []
-    t0 = time.perf_counter()
-    steps = epochs(model, inputs, feats, labels, splits, options)
-    for row in itertools.islice(steps, options.max_epochs):
-        epoch, val_loss = row["epoch"], row["val_loss"]
-        lr = options.optimizer.get("lr")
-        check_loss(row["train_loss"], "training loss", epoch, lr)  # a diverged run is stopped, never scored
-        check_parameters(model, epoch, lr)
-        check_loss(val_loss, "validation loss", epoch, lr)
-        history.append(row)
-        if blowup.step(epoch, row["train_loss"], val_loss):
-            if progress:
-                progress.close()
-            log.warning(TrainLossBlowup.message(blowup.report))
-        if on_epoch:
-            on_epoch(row)
+    step = FullBatchStep(model, inputs, feats, labels, splits, options)
+
+    def report(row, best_epoch):
         if progress:
-            progress.update(f"epoch {epoch:3d} train {row['train_loss']:.4f} val {val_loss:.4f} "
-                            f"val micro-F1 {row['val_micro_f1']:.2f} (best epoch {max(stopper.best_epoch, 0)})")
-        if stopper.step(row, epoch, model):
-            break
-    steps.close()
-    train_time = time.perf_counter() - t0
+            progress.update(f"epoch {row['epoch']:3d} train {row['train_loss']:.4f} val {row['val_loss']:.4f} "
+                            f"val micro-F1 {row['val_micro_f1']:.2f} (best epoch {max(best_epoch, 0)})")
+
+    loop = EpochLoop(model, StopRule(options.max_epochs, options.patience, options.stop_on),
+                     int(labels.max()) + 1 if labels.numel() else 2, options.optimizer.get("lr"),
+                     on_epoch=on_epoch, report=report)
+    t0 = time.perf_counter()
+    if checkpoint is not None:
+        checkpoint.attach(model, step, loop)
+    history = loop.run(step, checkpoint)
+    train_time = time.perf_counter() - t0 + (checkpoint.trained_s if checkpoint is not None else 0.0)
     if progress:
         progress.close()
-    stopper.restore(model)
+    loop.restore()
     model.eval()
     with torch.no_grad(), autocast(options.precision, labels.device):
         logits, emb = model(inputs, feats, embed=True)
@@ -177,7 +188,7 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullB
         for k, v in f1_scores(logits[idx[s]], y[s], logits.shape[1]).items():
             metrics[f"{s}_{k}"] = v
         metrics[f"{s}_loss"] = F.cross_entropy(logits[idx[s]], y[s]).item()
-    return RunResult(seed=seed, best_epoch=stopper.best_epoch, epochs=len(history), metrics=metrics,
+    return RunResult(seed=seed, best_epoch=loop.stopper.best_epoch, epochs=len(history), metrics=metrics,
                      history=history, relation_weights=getattr(model, "relation_weights", list)(),
-                     train_time_s=train_time, train_loss_blowup=blowup.report,
+                     train_time_s=train_time, train_loss_blowup=loop.blowup.report,
                      embeddings=emb.detach().cpu() if emb is not None else None)
