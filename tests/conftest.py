@@ -118,8 +118,11 @@ HOLD = r"""
 import glob, os, runpy, sys, time
 import regnn.interrupt as interrupt
 after, ready, check = os.environ["REGNN_TEST_HOLD_AFTER"], os.environ["REGNN_TEST_HOLD_READY"], interrupt.check
+skip = [int(os.environ.get("REGNN_TEST_HOLD_SKIP", "0"))]  # checks to let pass once the file exists
 def held(where=""):
-    if glob.glob(after) and not os.path.exists(ready):
+    if glob.glob(after) and not os.path.exists(ready) and skip[0] > 0:
+        skip[0] -= 1
+    elif glob.glob(after) and not os.path.exists(ready):
         open(ready, "w").close()
         while interrupt._received is None:  # SIGTERM/SIGUSR1 end the wait (SIGKILL ends the process)
             time.sleep(0.05)
@@ -130,10 +133,12 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def start_held(args: list[str], hold_after: Path | str, ready: Path, env: dict | None = None, **popen):
-    """Starts `python train.py args...` under HOLD (above); the caller waits for `ready` (wait_for_file)."""
+def start_held(args: list[str], hold_after: Path | str, ready: Path, env: dict | None = None, skip: int = 0,
+               **popen):
+    """Starts `python train.py args...` under HOLD (above), held at the check `skip` checks after the first one
+    that finds `hold_after`; the caller waits for `ready` (wait_for_file)."""
     e = {**os.environ, "HYDRA_FULL_ERROR": "0", **(env or {}), "REGNN_TEST_HOLD_AFTER": str(hold_after),
-         "REGNN_TEST_HOLD_READY": str(ready)}
+         "REGNN_TEST_HOLD_READY": str(ready), "REGNN_TEST_HOLD_SKIP": str(skip)}
     return subprocess.Popen([sys.executable, "-c", HOLD, str(REPO / "train.py"), *args], cwd=REPO, env=e, **popen)
 
 

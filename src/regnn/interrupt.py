@@ -3,9 +3,9 @@
 SLURM asks a job to stop with SIGTERM (preemption, `scancel`, the time limit; SIGKILL follows after the
 cluster's KillWait) or with a signal the job asked for (`--signal=USR1@<seconds>`). `install()` makes SIGTERM and
 SIGUSR1 set a flag instead of killing the process; the training loops call `check()` at the start of every
-epoch (and the job before every run), which raises `Interrupted` once the flag is set. The run in progress is
-abandoned (nothing of it is written: a run's files are written when it ends, each atomically), the finished
-runs stay in the cell folder, and the same command (resume=true, as every sweep) trains only the missing ones.
+epoch (and the job before every run), which raises `Interrupted` once the flag is set. The epoch loop first writes
+the run's checkpoint (regnn.runs.resume; full-batch runs), the finished runs stay in the cell folder, and the same
+command (resume=true, as every sweep) continues the stopped run from its checkpoint and trains the missing ones.
 A process with worker processes passes the signal on to them. SIGUSR2 stays with submitit, which uses it to
 requeue a job before its time limit (hydra.launcher.signal_delay_s, max_num_timeout; docs/scale.md).
 """
@@ -23,7 +23,8 @@ _slurm_end: dt.datetime | None = None  # the job's projected end, read when the 
 
 
 class Interrupted(Exception):
-    """A stop signal arrived; the run in progress was abandoned. Picklable (crosses from worker processes)."""
+    """A stop signal arrived; the run in progress stopped (its checkpoint written where it has one). Picklable
+    (crosses from worker processes)."""
 
     def __init__(self, message: str, signum: int = int(signal.SIGTERM)):
         super().__init__(message)

@@ -16,7 +16,8 @@ from regnn.runs.executor import job_threads, plan_workers, run_in_workers
 from regnn.spec import training_of
 from regnn.pipeline.job import run_job
 from regnn.pipeline.from_config import build_model, device_of, load_data, prepare_inputs
-from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
+from regnn.runs.resume import RunCheckpoint, run_identity
+from regnn.runs.store import CellStore, JobFacts, computation, failed_note, run_record
 from regnn.training.divergence import Diverged, failed_record
 from regnn.perf import keep_freed_memory
 from regnn.training.seed import seed_everything
@@ -63,12 +64,17 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
     seed = cfg.seed + run
     model = job.build(seed)
     logger.start_run(run, seed)
+    every = cfg.get("checkpoint_every_s", None)
+    ckpt = RunCheckpoint(store.run_dir(run), None if every is None else float(every),
+                         run_identity(computation(OmegaConf.to_container(cfg, resolve=True)), store.graph(), seed),
+                         bool(cfg.resume))
     try:
         fit = job.trainer()
         result = fit(model, job.inputs, job.feats, job.labels, job.splits, seed=seed, options=training_of(cfg),
-                     on_epoch=logger.log_epoch, progress=progress)
+                     on_epoch=logger.log_epoch, progress=progress, checkpoint=ckpt)
     except Diverged as e:
         progress.close()
+        ckpt.remove()
         return store.save_failed(failed_record(run, seed, e), logger, job.device), None
     rec = run_record(result, run, job.device)
     if cfg.clustering.enabled and result.embeddings is not None:
@@ -78,6 +84,7 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
                               seed=cfg.clustering.seed)
     logger.end_run(rec)
     store.save_run(rec, result, data, cfg.save_embeddings, model=model)
+    ckpt.remove()  # the run is finished: results.json holds it
     log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f%s (best epoch %d of %d, %.1fs)", run + 1,
              cfg.runs, seed, rec["test_micro_f1"], rec["test_macro_f1"],
              f" NMI {rec['nmi']:.2f} ARI {rec['ari']:.2f}" if "nmi" in rec else "", rec["best_epoch"],

@@ -38,21 +38,28 @@ def save(run_dir: Path, model: torch.nn.Module, meta: dict) -> None:
     io_safe.write_json(run_dir / META_FILE, meta)
 
 
+def load_tensors(path: Path, what: str = "model"):
+    """What torch.save wrote to path, read without running code (tensors, numbers, strings and containers only);
+    DataError (one line) for a file that holds anything else, or is damaged or truncated."""
+    path = Path(path)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DataError(f"{path} holds more than tensors ({first[:160]}); regnn loads only tensors, so it is "
+                        f"refused: use the {what} file a run wrote") from None
+    except (RuntimeError, EOFError, OSError, ValueError) as e:
+        why = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+        raise DataError(f"{path} is damaged or truncated ({why}); copy it again whole, or train the run again") from None
+
+
 def load_weights(path: Path) -> dict[str, torch.Tensor]:
     """The state dict in path; DataError (one line) for a file that holds anything but tensors or is damaged."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path} does not exist: the run was trained with save_model=false, or before models were "
                         "saved; train it again to predict with it")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DataError(f"{path} holds more than tensors ({first[:160]}); regnn loads only tensors, so it is "
-                        "refused: use the model.pt a run wrote") from None
-    except (RuntimeError, EOFError, OSError, ValueError) as e:
-        raise DataError(f"{path} is damaged or truncated ({str(e).splitlines()[0][:160] if str(e) else type(e).__name__}); "
-                        "copy it again whole, or train the run again") from None
+    state = load_tensors(path)
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                               for k, v in state.items()):
         raise DataError(f"{path} is not a model's state dict (names to tensors); use the model.pt a run wrote")

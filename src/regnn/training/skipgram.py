@@ -13,9 +13,10 @@ from regnn.training.trainer import RunResult
 
 
 def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epoch=None,
-        progress=None) -> RunResult:
+        progress=None, checkpoint=None) -> RunResult:
     """train_run's counterpart (its arguments; `options` is not read: the optimizer and the number of passes are
-    the model's own settings): skip-gram
+    the model's own settings; no mid-run checkpoint: its few walk passes take seconds, `checkpoint` is ignored):
+    skip-gram
     for `walks_per_node` passes (shuffled start nodes, batches of walks, SparseAdam), then sklearn's
     LogisticRegression on the training nodes; the scores of every split, as train_run reports them."""
     o = model.fit_options
