@@ -13,31 +13,38 @@ from conftest import run_train, start_held, wait_for_file
 
 RUN = ["dataset=synthetic", "model=re_gcn", "runs=1", "threads=1", "workers=1", "trainer.max_epochs=25",
        "trainer.patience=25", "model.dropout=0.3"]
-TIMES = ("epoch_time_s", "train_time_s", "pid", "finished_at")
+# mini-batch: batches of 64 (several per epoch), sampled neighbours, learnable embeddings of the feature-less type
+MINIBATCH = ["trainer=minibatch", "trainer.batch_size=64", "trainer.fanouts=[5,5]", "trainer.max_epochs=8",
+             "trainer.patience=8", "trainer.min_steps=0", "trainer.patience_steps=0"]
+TRAINERS = {"fullbatch": [], "minibatch": MINIBATCH}
+def timing(key: str) -> bool:
+    """Seconds, rates and memory: what a machine measures, not what the run computes."""
+    return key.endswith("_s") or key in ("pid", "finished_at", "sampling_share", "peak_rss_gb")
 
 
 def record(cell):
     rec = json.loads((cell / "runs" / "run_00" / "results.json").read_text())
-    return {k: v for k, v in rec.items() if k not in TIMES}
+    return {k: v for k, v in rec.items() if not timing(k)}
 
 
 def history(cell):
-    return pd.read_csv(cell / "runs" / "run_00" / "history.csv").drop(columns=["epoch_time_s"])
+    df = pd.read_csv(cell / "runs" / "run_00" / "history.csv")
+    return df.drop(columns=[c for c in df.columns if timing(c)])
 
 
-@pytest.fixture(scope="module")
-def whole(tmp_path_factory):
+@pytest.fixture(scope="module", params=list(TRAINERS))
+def whole(request, tmp_path_factory):
     cell = tmp_path_factory.mktemp("whole") / "cell"
-    r = run_train(*RUN, f"hydra.run.dir={cell}")
+    r = run_train(*RUN, *TRAINERS[request.param], f"hydra.run.dir={cell}")
     assert r.returncode == 0, r.stderr[-3000:]
-    return cell
+    return request.param, cell
 
 
-def stopped_at_epoch(tmp_path, k: int, every: str = "0"):
+def stopped_at_epoch(tmp_path, k: int, trainer: str = "fullbatch", every: str = "0"):
     """The run, held before epoch k (a checkpoint after every epoch: the first one appears after epoch 0), then
     SIGTERM: it writes its checkpoint and stops."""
     cell = tmp_path / "cell"
-    p = start_held([*RUN, f"hydra.run.dir={cell}", f"checkpoint_every_s={every}"],
+    p = start_held([*RUN, *TRAINERS[trainer], f"hydra.run.dir={cell}", f"checkpoint_every_s={every}"],
                    cell / "runs" / "run_00" / "checkpoint.pt", tmp_path / "held", skip=k - 1,
                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     wait_for_file(tmp_path / "held", p)
@@ -49,10 +56,12 @@ def stopped_at_epoch(tmp_path, k: int, every: str = "0"):
 
 
 def test_a_run_stopped_at_epoch_k_and_resumed_equals_the_run_never_stopped(whole, tmp_path):
-    cell = stopped_at_epoch(tmp_path, 7)
-    again = run_train(*RUN, f"hydra.run.dir={cell}", "checkpoint_every_s=0", "resume=true")
+    trainer, whole = whole
+    k = 7 if trainer == "fullbatch" else 3
+    cell = stopped_at_epoch(tmp_path, k, trainer)
+    again = run_train(*RUN, *TRAINERS[trainer], f"hydra.run.dir={cell}", "checkpoint_every_s=0", "resume=true")
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "run continues from" in again.stderr and "at epoch 7" in again.stderr
+    assert "run continues from" in again.stderr and f"at epoch {k}" in again.stderr
     pd.testing.assert_frame_equal(history(cell), history(whole))  # every epoch's losses and scores, bit for bit
     assert record(cell) == record(whole)
     assert not (cell / "runs" / "run_00" / "checkpoint.pt").exists()  # removed once the run finished

@@ -4,7 +4,7 @@ SLURM asks a job to stop with SIGTERM (preemption, `scancel`, the time limit; SI
 cluster's KillWait) or with a signal the job asked for (`--signal=USR1@<seconds>`). `install()` makes SIGTERM and
 SIGUSR1 set a flag instead of killing the process; the training loops call `check()` at the start of every
 epoch (and the job before every run), which raises `Interrupted` once the flag is set. The epoch loop first writes
-the run's checkpoint (regnn.runs.resume; full-batch runs), the finished runs stay in the cell folder, and the same
+the run's checkpoint (regnn.runs.resume), the finished runs stay in the cell folder, and the same
 command (resume=true, as every sweep) continues the stopped run from its checkpoint and trains the missing ones.
 A process with worker processes passes the signal on to them. SIGUSR2 stays with submitit, which uses it to
 requeue a job before its time limit (hydra.launcher.signal_delay_s, max_num_timeout; docs/scale.md).

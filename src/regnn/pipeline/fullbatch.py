@@ -16,8 +16,8 @@ from regnn.runs.executor import job_threads, plan_workers, run_in_workers
 from regnn.spec import training_of
 from regnn.pipeline.job import run_job
 from regnn.pipeline.from_config import build_model, device_of, load_data, prepare_inputs
-from regnn.runs.resume import RunCheckpoint, run_identity
-from regnn.runs.store import CellStore, JobFacts, computation, failed_note, run_record
+from regnn.runs.resume import checkpoint_of
+from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
 from regnn.training.divergence import Diverged, failed_record
 from regnn.perf import keep_freed_memory
 from regnn.training.seed import seed_everything
@@ -64,10 +64,7 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
     seed = cfg.seed + run
     model = job.build(seed)
     logger.start_run(run, seed)
-    every = cfg.get("checkpoint_every_s", None)
-    ckpt = RunCheckpoint(store.run_dir(run), None if every is None else float(every),
-                         run_identity(computation(OmegaConf.to_container(cfg, resolve=True)), store.graph(), seed),
-                         bool(cfg.resume))
+    ckpt = checkpoint_of(cfg, store, run)
     try:
         fit = job.trainer()
         result = fit(model, job.inputs, job.feats, job.labels, job.splits, seed=seed, options=training_of(cfg),

@@ -17,6 +17,7 @@ from regnn.runs.executor import job_threads
 from regnn.pipeline.job import run_job
 from regnn.pipeline.from_config import build_sampled, device_of, load_data
 from regnn.spec import training_of, user_errors
+from regnn.runs.resume import checkpoint_of
 from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
 from regnn.perf import keep_freed_memory, peak_rss_gb
 from regnn.training.divergence import Diverged, failed_record
@@ -118,10 +119,11 @@ class MinibatchJob:
         seed_everything(seed, cfg.deterministic)
         model = self.counted(self.build())
         self.logger.start_run(run, seed)
+        ckpt = None if dist.enabled else checkpoint_of(cfg, self.store, run)  # one process: one writer
         try:
             result = train_minibatch_run(model, self.sg, data.labels, data.splits, seed=seed,
                                          num_classes=data.num_classes, options=training_of(cfg), device=device,
-                                         dist=dist, on_epoch=self.logger.log_epoch)
+                                         dist=dist, on_epoch=self.logger.log_epoch, checkpoint=ckpt)
         except Diverged as e:
             rec = failed_record(run, seed, e)
             return (self.store.save_failed(rec, self.logger, device) if dist.is_main else rec), None
@@ -135,6 +137,8 @@ class MinibatchJob:
         self.logger.end_run(rec)
         if dist.is_main:
             self.store.save_run(rec, result, data, False, model=model, trainer="minibatch")
+        if ckpt is not None:
+            ckpt.remove()
         log.info("run %d/%d seed %d: test accuracy %.2f (Macro-F1 %.2f), val %.2f (best epoch %d of %d, %.0f "
                  "seeds/s, %.0f%% of it sampling, %.1fs)", run + 1, cfg.runs, seed, rec["test_acc"],
                  rec["test_macro_f1"], rec["val_acc"], rec["best_epoch"], rec["epochs"], rec["seeds_per_s"],

@@ -18,9 +18,11 @@ import time
 from pathlib import Path
 
 import torch
+from omegaconf import OmegaConf
 
 from regnn.errors import DataError
 from regnn.runs.checkpoint import load_tensors
+from regnn.runs.store import computation
 from regnn.training.loop import random_states, set_random_states
 
 log = logging.getLogger("regnn")
@@ -79,3 +81,10 @@ class RunCheckpoint:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def checkpoint_of(cfg, store, run: int) -> RunCheckpoint:
+    """Run `run`'s checkpoint in its cell (cfg.checkpoint_every_s; resume=true continues from it)."""
+    every = cfg.get("checkpoint_every_s", None)
+    identity = run_identity(computation(OmegaConf.to_container(cfg, resolve=True)), store.graph(), cfg.seed + run)
+    return RunCheckpoint(store.run_dir(run), None if every is None else float(every), identity, bool(cfg.resume))

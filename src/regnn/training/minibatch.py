@@ -69,7 +69,7 @@ class Scorer:
 
 def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: dict[str, torch.Tensor], *,
                         seed: int, num_classes: int, options: MinibatchOptions, device="cpu",
-                        dist: Dist | None = None, on_epoch=None) -> RunResult:
+                        dist: Dist | None = None, on_epoch=None, checkpoint=None) -> RunResult:
     """Trains `model` (a SampledREGNN) and returns the scores of its best-validation weights (stop_on: the scores
     that must improve for an epoch to be the best, as the full-batch trainer's: val_acc, val_loss, ...).
 
@@ -97,8 +97,10 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
                                 num_classes, options.optimizer.get("lr"), check_losses=False,  # run.epoch checks
                                 on_epoch=on_epoch, report=report)
     t_run = time.perf_counter()
-    history = loop.run(lambda epoch: run.epoch(epoch, loop.steps))
-    return run.result(history, time.perf_counter() - t_run)
+    if checkpoint is not None:  # mid-run checkpoints (regnn.runs.resume): the sampler's epoch travels with them
+        checkpoint.attach(model, run, loop)
+    history = loop.run(lambda epoch: run.epoch(epoch, loop.steps), checkpoint)
+    return run.result(history, time.perf_counter() - t_run + (checkpoint.trained_s if checkpoint else 0.0))
 
 
 def check_backend(learnt_embeddings: bool, backend: str) -> None:
@@ -135,6 +137,16 @@ class _MinibatchRun:
         self.timer = model.timer = StepTimer(False, device)  # on for training steps only, not evaluation
         self.timer.layers({f"forward layer {i}": conv for i, conv in enumerate(model.regnn.convs)}
                           | ({"forward output layer": model.regnn.head} if model.regnn.head is not None else {}))
+
+    def state(self) -> dict:
+        """What a checkpoint keeps of the run beyond the model and the loop: the optimizers and the sampler's epoch
+        (every batch of an epoch draws from a generator seeded by the run's seed and the epoch)."""
+        return {"optimizers": [o.state_dict() for o in self.opts], "loader_epoch": self.loader.epoch}
+
+    def load_state(self, state: dict) -> None:
+        for o, st in zip(self.opts, state["optimizers"]):
+            o.load_state_dict(st)
+        self.loader.epoch = int(state["loader_epoch"])
 
     def _step(self, input_nodes, output_nodes, adjs):
         """One optimizer step on one sampled batch: (its loss, its labels, its logits)."""
