@@ -119,12 +119,15 @@ import glob, os, runpy, sys, time
 import regnn.interrupt as interrupt
 after, ready, check = os.environ["REGNN_TEST_HOLD_AFTER"], os.environ["REGNN_TEST_HOLD_READY"], interrupt.check
 skip = [int(os.environ.get("REGNN_TEST_HOLD_SKIP", "0"))]  # checks to let pass once the file exists
+parent = os.getppid()
 def held(where=""):
     if glob.glob(after) and not os.path.exists(ready) and skip[0] > 0:
         skip[0] -= 1
     elif glob.glob(after) and not os.path.exists(ready):
         open(ready, "w").close()
         while interrupt._received is None:  # SIGTERM/SIGUSR1 end the wait (SIGKILL ends the process)
+            if os.getppid() != parent:  # the test that started it is gone: never wait as an orphan
+                os._exit(1)
             time.sleep(0.05)
     check(where)
 interrupt.check = held
