@@ -183,3 +183,18 @@ def test_unlabelled_nodes_get_predictions_and_so_do_new_nodes_once_the_graph_gro
     refused = predict(f"run={cell}", f"dataset_path={other}", f"hydra.run.dir={tmp_path / 'p3'}")
     assert refused.returncode == 2 and "does not fit the model" in refused.stderr and "relations" in refused.stderr
     assert not (tmp_path / "p3").exists()
+
+
+def test_a_minibatch_run_predicts_layer_by_layer_with_its_own_scores(tmp_path):
+    cell = tmp_path / "cell"
+    r = run_train("dataset=synthetic", "model=re_gcn", "trainer=minibatch", "trainer.eval=layerwise", "runs=1",
+                  "threads=1", "trainer.max_epochs=4", "trainer.patience=4", f"hydra.run.dir={cell}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = tmp_path / "pred"
+    p = predict(f"run={cell}", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-3000:]
+    rec = json.loads((cell / "runs" / "run_00" / "results.json").read_text())
+    got = json.loads((out / "scores.json").read_text())["runs"]["run_00"]
+    assert all(got[k] == pytest.approx(rec[k], abs=1e-9) for k in ("test_micro_f1", "test_macro_f1", "val_micro_f1"))
+    weights = json.loads((out / "relation_weights.json").read_text())["run_00"]
+    assert weights == rec["relation_weights"]  # the layers' relation weights, as the run recorded them

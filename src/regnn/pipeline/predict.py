@@ -70,26 +70,39 @@ def trained_config(cell: Path, dataset_path: str | None) -> DictConfig:
     return cfg
 
 
-def model_logits(job: Job, cfg: DictConfig, run_dir: Path) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(class scores, representations) of every target node from the run's saved weights."""
-    meta = checkpoint.load_meta(run_dir)
-    if meta.get("trainer", "fullbatch") != "fullbatch":
-        raise ConfigError(f"{run_dir} was trained with trainer={meta['trainer']}; predict.py reads full-batch "
-                          "models (layer-wise prediction of mini-batch models is not there yet)")
-    diff = checkpoint.schema_differences(meta["schema"], checkpoint.graph_schema(job.data))
-    if diff:
-        raise DataError(f"the graph does not fit the model of {run_dir}: {'; '.join(diff)}")
+def _loaded(model, run_dir: Path):
     state = checkpoint.load_weights(run_dir / checkpoint.MODEL_FILE)
-    model = job.build(int(meta["seed"]))
     try:
         model.load_state_dict(state)
     except RuntimeError as e:
         raise DataError(f"{run_dir / checkpoint.MODEL_FILE} does not fit the model its config.yaml builds "
                         f"({str(e).splitlines()[0][:200]})") from None
-    model.eval()
+    return model.eval()
+
+
+def model_logits(job: Job, cfg: DictConfig, run_dir: Path) -> tuple[torch.Tensor, torch.Tensor | None, list]:
+    """(class scores, representations or None, relation weights) of every target node from the run's saved
+    weights: the whole graph at once for a full-batch model, layer by layer with every neighbour for a mini-batch
+    one (regnn.training.sampling.layerwise_logits: graphs too large for one pass)."""
+    meta = checkpoint.load_meta(run_dir)
+    diff = checkpoint.schema_differences(meta["schema"], checkpoint.graph_schema(job.data))
+    if diff:
+        raise DataError(f"the graph does not fit the model of {run_dir}: {'; '.join(diff)}")
+    if meta.get("trainer", "fullbatch") == "minibatch":
+        from regnn.config import whole_graph_degrees
+        from regnn.pipeline.from_config import build_sampled
+        from regnn.training.sampling import SampledGraph, layerwise_logits
+        sg = SampledGraph(job.data, whole_graph_degrees=whole_graph_degrees(cfg.model))
+        model = _loaded(build_sampled(cfg.model, job.data, sg, int(cfg.trainer.embed_dim)).to(job.device), run_dir)
+        seeds = sg.seeds(torch.arange(job.data.graph.num_nodes(job.data.target)))
+        with torch.no_grad():
+            logits = layerwise_logits(model, sg, seeds, int(cfg.trainer.eval_batch_size), job.device)
+        return logits.float().cpu(), None, model.relation_weights()
+    model = _loaded(job.build(int(meta["seed"])), run_dir)
     with torch.no_grad(), autocast(str(cfg.get("precision", "fp32")), job.labels.device):
         logits, emb = model(job.inputs, job.feats, embed=True)
-    return logits.float().cpu(), (emb.float().cpu() if emb is not None else None)
+    weights = getattr(model, "relation_weights", list)()
+    return logits.float().cpu(), (emb.float().cpu() if emb is not None else None), weights
 
 
 def split_names(data) -> np.ndarray:
@@ -128,9 +141,9 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     data = job.data
     log.info("predict: %s of %s on %s (%d %s nodes), device %s", chosen.why, chosen.cell, data.name,
              data.graph.num_nodes(data.target), data.target, why)
-    probs, per_run, emb = None, {}, None
+    probs, per_run, emb, weights = None, {}, None, {}
     for run_dir in chosen.runs:
-        logits, emb = model_logits(job, tcfg, run_dir)
+        logits, emb, weights[run_dir.name] = model_logits(job, tcfg, run_dir)
         per_run[run_dir.name] = scores(data, logits)
         p = logits.softmax(1)
         probs = p if probs is None else probs + p
@@ -151,5 +164,8 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
         np.savez_compressed(out_dir / "embeddings.npz", node=np.arange(emb.shape[0]), embeddings=emb.numpy(),
                             split=split_names(data).astype(str))
     io_safe.write_json(out_dir / "scores.json", result)
+    # the learned weight of every relation and node-type self-loop in every layer: which relations the model's
+    # predictions rest on (RE-GNN's explanation; empty for models without relation weights)
+    io_safe.write_json(out_dir / "relation_weights.json", weights)
     log.info("predict: wrote %s", out_dir / "predictions.csv")
     return result
