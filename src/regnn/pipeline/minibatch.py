@@ -21,6 +21,7 @@ from regnn.runs.resume import checkpoint_of
 from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
 from regnn.perf import keep_freed_memory, peak_rss_gb
 from regnn.training.divergence import Diverged, failed_record
+from regnn.training.loop import Hooks
 from regnn.training.seed import seed_everything
 
 log = logging.getLogger("regnn")
@@ -123,7 +124,7 @@ class MinibatchJob:
         try:
             result = train_minibatch_run(model, self.sg, data.labels, data.splits, seed=seed,
                                          num_classes=data.num_classes, options=training_of(cfg), device=device,
-                                         dist=dist, on_epoch=self.logger.log_epoch, checkpoint=ckpt)
+                                         dist=dist, hooks=Hooks(self.logger.log_epoch, ckpt))
         except Diverged as e:
             rec = failed_record(run, seed, e)
             return (self.store.save_failed(rec, self.logger, device) if dist.is_main else rec), None

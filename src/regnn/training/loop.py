@@ -30,6 +30,13 @@ class StopRule:
     min_steps: int = 0             # never stop before this many steps
 
 
+@dataclass(frozen=True)
+class Hooks:
+    """What a job hands a trainer beside the training itself: a logger's per-epoch call, mid-run checkpoints."""
+    on_epoch: Callable | None = None
+    checkpoint: object | None = None  # regnn.runs.resume.RunCheckpoint
+
+
 class EpochLoop:
     """Runs step(epoch) -> row until the stop rule ends it; holds the state a checkpoint keeps."""
 

@@ -19,7 +19,7 @@ from regnn.evaluation.metrics import f1_scores
 from regnn.training.distributed import Dist
 from regnn.training.options import MinibatchOptions
 from regnn.training.divergence import check_loss, check_parameters
-from regnn.training.loop import EpochLoop, StopRule
+from regnn.training.loop import EpochLoop, Hooks, StopRule
 from regnn.perf import StepTimer, peak_rss_gb
 from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits, to_device
 from regnn.training.trainer import RunResult, make_optimizer
@@ -69,9 +69,10 @@ class Scorer:
 
 def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: dict[str, torch.Tensor], *,
                         seed: int, num_classes: int, options: MinibatchOptions, device="cpu",
-                        dist: Dist | None = None, on_epoch=None, checkpoint=None) -> RunResult:
+                        dist: Dist | None = None, hooks: Hooks = Hooks()) -> RunResult:
     """Trains `model` (a SampledREGNN) and returns the scores of its best-validation weights (stop_on: the scores
-    that must improve for an epoch to be the best, as the full-batch trainer's: val_acc, val_loss, ...).
+    that must improve for an epoch to be the best, as the full-batch trainer's: val_acc, val_loss, ...). hooks: the
+    logger's per-epoch call and the run's mid-run checkpoint (regnn.training.loop.Hooks).
 
     Training length is counted in epochs and in optimizer steps, so that it works whether an epoch is one batch
     (a few hundred training nodes) or hundreds (OGBN-MAG): the run lasts up to max_epochs epochs (None:
@@ -95,12 +96,13 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
     loop = run.loop = EpochLoop(model, StopRule(run.max_epochs, options.patience, options.stop_on,
                                                 options.patience_steps, options.min_steps),
                                 num_classes, options.optimizer.get("lr"), check_losses=False,  # run.epoch checks
-                                on_epoch=on_epoch, report=report)
+                                on_epoch=hooks.on_epoch, report=report)
     t_run = time.perf_counter()
-    if checkpoint is not None:  # mid-run checkpoints (regnn.runs.resume): the sampler's epoch travels with them
-        checkpoint.attach(model, run, loop)
-    history = loop.run(lambda epoch: run.epoch(epoch, loop.steps), checkpoint)
-    return run.result(history, time.perf_counter() - t_run + (checkpoint.trained_s if checkpoint else 0.0))
+    ckpt = hooks.checkpoint
+    if ckpt is not None:  # mid-run checkpoints (regnn.runs.resume): the sampler's epoch travels with them
+        ckpt.attach(model, run, loop)
+    history = loop.run(lambda epoch: run.epoch(epoch, loop.steps), ckpt)
+    return run.result(history, time.perf_counter() - t_run + (ckpt.trained_s if ckpt else 0.0))
 
 
 def check_backend(learnt_embeddings: bool, backend: str) -> None:
