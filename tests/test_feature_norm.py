@@ -19,7 +19,7 @@ X = np.array([[1.0, 3.0, 0.0], [0.0, 0.0, 0.0], [2.0, 2.0, 4.0], [-1.0, 0.0, 1.0
 def test_row_divides_every_row_by_its_absolute_sum_and_keeps_zero_rows(sparse):
     import scipy.sparse as sp
     x = to_tensor(sp.csr_matrix(X) if sparse else X)
-    out = scale_matrix(x, "row")
+    out = scale_matrix(x, "row")[0]
     assert out.is_sparse == sparse
     expected = X / np.maximum(np.abs(X).sum(1, keepdims=True), 1e-12)
     np.testing.assert_allclose(out.to_dense().numpy(), expected, rtol=1e-6)
@@ -28,9 +28,9 @@ def test_row_divides_every_row_by_its_absolute_sum_and_keeps_zero_rows(sparse):
 
 def test_standard_gives_zero_mean_unit_variance_columns_dense_and_unit_variance_sparse():
     import scipy.sparse as sp
-    dense = scale_matrix(torch.from_numpy(X), "standard").numpy()
+    dense = scale_matrix(torch.from_numpy(X), "standard")[0].numpy()
     np.testing.assert_allclose(dense, (X - X.mean(0)) / X.std(0), rtol=1e-5, atol=1e-6)
-    sparse = scale_matrix(to_tensor(sp.csr_matrix(X)), "standard")
+    sparse = scale_matrix(to_tensor(sp.csr_matrix(X)), "standard")[0]
     assert sparse.is_sparse  # not centred: a bag-of-words stays sparse
     np.testing.assert_allclose(sparse.to_dense().numpy(), X / X.std(0), rtol=1e-5)
 
@@ -67,7 +67,8 @@ def test_auto_standardises_only_the_types_far_outside_the_usual_scale(caplog):
     assert far_outside(raw.features["item"])
     with caplog.at_level(logging.INFO, logger="regnn"):
         apply_feature_norm(data, "auto")
-    np.testing.assert_allclose(data.features["item"].numpy(), scale_matrix(raw.features["item"], "standard").numpy())
+    want = scale_matrix(raw.features["item"], "standard")[0].numpy()
+    np.testing.assert_allclose(data.features["item"].numpy(), want)
     assert not [r for r in caplog.records if "far outside" in r.getMessage() and r.levelno >= logging.WARNING]
     assert any("standardised" in r.getMessage() for r in caplog.records)
     for t in ("user", "tag"):  # one-hot ids stay as they are
@@ -118,3 +119,25 @@ def test_mlp_ignores_the_graph():
     a, _ = model(inputs, data.features)
     b, _ = model(RelationInputs.build(other), data.features)
     assert torch.equal(a, b) and not list(model.relations.parameters())
+
+
+@pytest.mark.parametrize("norm", ["auto", "standard", "row", {"item": "standard", "user": "row"}])
+def test_stored_scaling_gives_the_same_bits_and_is_never_refitted_on_another_graph(norm):
+    trained = make_count_graph(num_items=90, num_users=30, num_tags=6)
+    apply_feature_norm(trained, norm)
+    again = make_count_graph(num_items=90, num_users=30, num_tags=6)
+    apply_feature_norm(again, "none", fitted=trained.feature_scaling)
+    for t in trained.features:
+        assert torch.equal(again.features[t].to_dense(), trained.features[t].to_dense()), t
+    grown = make_count_graph(num_items=90, num_users=30, num_tags=6)
+    grown.features["item"] = grown.features["item"] * 3  # another graph: its own column statistics differ
+    refit = make_count_graph(num_items=90, num_users=30, num_tags=6)
+    refit.features["item"] = refit.features["item"] * 3
+    apply_feature_norm(grown, "none", fitted=trained.feature_scaling)
+    apply_feature_norm(refit, norm)
+    if trained.feature_scaling.get("item", {}).get("method") == "standard":
+        stats = trained.feature_scaling["item"]
+        raw = make_count_graph(num_items=90, num_users=30, num_tags=6).features["item"].to_dense().double() * 3
+        expect = (raw - torch.from_numpy(stats["mean"])) / torch.from_numpy(stats["scale"])
+        torch.testing.assert_close(grown.features["item"].to_dense().double(), expect, rtol=1e-5, atol=1e-5)
+        assert not torch.allclose(grown.features["item"].to_dense(), refit.features["item"].to_dense())

@@ -12,7 +12,8 @@ from regnn.models import REGNN
 from regnn.training.early_stopping import MONITORS
 from regnn.training.minibatch import Scorer, train_minibatch_run
 from regnn.models.sampled import NodeInputs, SampledREGNN
-from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits
+from regnn.training.sampling import (SampledGraph, layerwise_logits, layerwise_outputs, sampled_loader,
+                                     sampled_logits)
 from regnn.training.seed import seed_everything
 
 
@@ -79,9 +80,11 @@ def test_layerwise_and_full_fanout_inference_equal_the_full_graph(mag, backbone)
     m.eval()
     rg = build_relation_graph(d)
     with torch.no_grad():
-        full, _ = m.regnn.propagate(rg.adjacency(), m.input_rows(torch.arange(rg.num_nodes)))
+        full, emb = m.regnn.propagate(rg.adjacency(), m.input_rows(torch.arange(rg.num_nodes)), embed=True)
     seeds = sg.seeds(d.splits["val"][:40])
     assert torch.allclose(layerwise_logits(m, sg, seeds, batch_size=17), full[seeds], atol=1e-4)
+    logits, rep = layerwise_outputs(m, sg, seeds, batch_size=17)  # the representations too (embeddings.npz)
+    assert torch.allclose(logits, full[seeds], atol=1e-4) and torch.allclose(rep, emb[seeds], atol=1e-4)
     assert torch.allclose(sampled_logits(m, sg, seeds, [-1, -1], 13), full[seeds], atol=1e-4)
     assert not torch.allclose(sampled_logits(m, sg, seeds, [1, 1], 13), full[seeds], atol=1e-4)
 

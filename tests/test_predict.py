@@ -154,9 +154,13 @@ def test_unlabelled_nodes_get_predictions_and_so_do_new_nodes_once_the_graph_gro
         z["labels"][out] = -1
     graph = write_npz(tmp_path / "shops", change=unlabel).parent
     cell = tmp_path / "cell"
+    # standardised features: the grown graph's inputs must be scaled with the statistics of the trained one
     r = run_train("dataset=custom", f"dataset.path={graph}", "model=re_gcn", "runs=1", "trainer.max_epochs=20",
-                  "trainer.patience=20", f"hydra.run.dir={cell}")
+                  "trainer.patience=20", "dataset.feature_norm=standard", f"hydra.run.dir={cell}")
     assert r.returncode == 0, r.stderr[-3000:]
+    meta = json.loads((cell / "runs" / "run_00" / checkpoint.META_FILE).read_text())
+    assert set(meta["feature_scaling"].values()) == {"standard"}
+    assert (cell / "runs" / "run_00" / checkpoint.SCALING_FILE).is_file()
     first = predict(f"run={cell}", f"hydra.run.dir={tmp_path / 'p1'}")
     assert first.returncode == 0, first.stderr[-3000:]
     before = pd.read_csv(tmp_path / "p1" / "predictions.csv")
@@ -187,12 +191,19 @@ def test_unlabelled_nodes_get_predictions_and_so_do_new_nodes_once_the_graph_gro
 
 def test_a_minibatch_run_predicts_layer_by_layer_with_its_own_scores(tmp_path):
     cell = tmp_path / "cell"
+    import numpy as np
     r = run_train("dataset=synthetic", "model=re_gcn", "trainer=minibatch", "trainer.eval=layerwise", "runs=1",
-                  "threads=1", "trainer.max_epochs=4", "trainer.patience=4", f"hydra.run.dir={cell}")
+                  "threads=1", "trainer.max_epochs=4", "trainer.patience=4", "save_embeddings=true",
+                  f"hydra.run.dir={cell}")
     assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "pred"
-    p = predict(f"run={cell}", f"hydra.run.dir={out}")
+    p = predict(f"run={cell}", "embeddings=true", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-3000:]
+    saved, predicted = np.load(cell / "runs" / "run_00" / "embeddings.npz"), np.load(out / "embeddings.npz")
+    n = len(pd.read_csv(out / "predictions.csv"))
+    assert saved["embeddings"].shape[0] == predicted["embeddings"].shape[0] == n  # every target node
+    assert np.allclose(saved["embeddings"], predicted["embeddings"], atol=1e-5)
+    assert {"train", "val", "test"} <= set(saved["split"].tolist()) <= {"train", "val", "test", "unlabelled"}
     rec = json.loads((cell / "runs" / "run_00" / "results.json").read_text())
     got = json.loads((out / "scores.json").read_text())["runs"]["run_00"]
     assert all(got[k] == pytest.approx(rec[k], abs=1e-9) for k in ("test_micro_f1", "test_macro_f1", "val_micro_f1"))

@@ -1,8 +1,9 @@
 """The in-memory form every loader produces: a heterograph (arrays) plus features, labels and splits."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from regnn.data.hetero import HeteroGraph
@@ -20,6 +21,12 @@ class HeteroDataset:
     labels: torch.Tensor  # (num target nodes,) int64
     splits: dict[str, torch.Tensor]  # "train"/"val"/"test" -> local ids of target nodes
     num_classes: int
+    # the user's own ids per node type, position i -> id (tables, PyG with ids), and class names by class id:
+    # predictions and embeddings carry them where the data has them
+    node_ids: dict[str, np.ndarray] | None = None
+    class_names: list[str] | None = None
+    # what dataset.feature_norm fitted per node type (regnn.data.scaling): a saved model applies the same
+    feature_scaling: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.validate()

@@ -77,18 +77,34 @@ def _is_placeholder(x: torch.Tensor) -> bool:
     return not bool(x.any())
 
 
-def scale_matrix(x: torch.Tensor, method: str) -> torch.Tensor:
-    """x scaled by `method` (float32; sparse stays sparse)."""
+def scale_matrix(x: torch.Tensor, method: str, fitted: dict | None = None) -> tuple[torch.Tensor, dict]:
+    """(x scaled by `method` (float32; sparse stays sparse), what was fitted: {"method", and for standard the
+    column "mean" (None for a sparse matrix) and "scale" (float64)}). With `fitted`, the statistics come from
+    it instead of x: a saved model's inputs scaled as they were when it trained, never recomputed."""
     from regnn.data.features import to_tensor
 
     if method == "none":
-        return x
+        return x, {"method": "none"}
     a = _to_numpy(x)
-    if method == "row":
-        a = normalize(a, norm="l1", axis=1)
+    if method == "row":  # per row: nothing to fit
+        return to_tensor(normalize(a, norm="l1", axis=1).astype(np.float32)), {"method": "row"}
+    scaler = StandardScaler(with_mean=not sp.issparse(a))
+    if fitted is None:
+        scaler.fit(a)
     else:
-        a = StandardScaler(with_mean=not sp.issparse(a)).fit_transform(a)
-    return to_tensor(a.astype(np.float32))
+        if fitted["scale"].shape[0] != a.shape[1]:
+            raise ValueError(f"the stored feature scaling has {fitted['scale'].shape[0]} columns, the features "
+                             f"{a.shape[1]}")
+        mean = fitted.get("mean")
+        scaler.with_mean = mean is not None
+        scaler.mean_ = None if mean is None else np.asarray(mean, dtype=np.float64)
+        scaler.scale_ = np.asarray(fitted["scale"], dtype=np.float64)
+        scaler.n_features_in_ = a.shape[1]
+    # fit, then transform: StandardScaler.fit_transform's own order, so a stored scaler gives the same bits
+    a = scaler.transform(a)
+    stats = {"method": "standard", "mean": None if scaler.mean_ is None or not scaler.with_mean else scaler.mean_,
+             "scale": scaler.scale_}
+    return to_tensor(a.astype(np.float32)), stats
 
 
 def scale_stats(x: torch.Tensor) -> tuple[float, float, float]:
@@ -110,10 +126,13 @@ def scale_stats(x: torch.Tensor) -> tuple[float, float, float]:
     return biggest, float(l1.max()), init_std
 
 
-def apply_feature_norm(data, feature_norm="none"):
+def apply_feature_norm(data, feature_norm="none", fitted: dict | None = None):
     """Scales data.features in place per node type, then warns (one line per type) where a matrix is still far
-    outside the usual scale. Returns data."""
+    outside the usual scale. Records what it fitted per type in data.feature_scaling; `fitted` (such a record,
+    from a saved model) applies those statistics instead of fitting them on this graph. Returns data."""
     norms = per_type_norms(feature_norm, list(data.features))
+    if fitted is not None:
+        norms = {t: fitted.get(t, {"method": "none"})["method"] for t in data.features}
     for t, method in norms.items():
         x = data.features[t]
         if method == "auto":
@@ -122,7 +141,7 @@ def apply_feature_norm(data, feature_norm="none"):
                 log.info("%s: features of %r are far outside the usual scale; standardised (dataset.feature_norm="
                          "auto; none keeps them as stored)", data.name, t)
         if method != "none" and not _is_placeholder(x):
-            data.features[t] = scale_matrix(x, method)
+            data.features[t], data.feature_scaling[t] = scale_matrix(x, method, (fitted or {}).get(t))
     for t, x in data.features.items():
         stats = scale_stats(x)
         if _far(stats):

@@ -137,7 +137,12 @@ class MinibatchJob:
                           "param_digests": dist.gather_objects(param_digest(model))}
         self.logger.end_run(rec)
         if dist.is_main:
-            self.store.save_run(rec, result, data, False, model=model, trainer="minibatch")
+            if cfg.save_embeddings:  # every target node's representation, with every neighbour (no sampling)
+                from regnn.training.sampling import layerwise_outputs
+                seeds = self.sg.seeds(torch.arange(data.graph.num_nodes(data.target)))
+                result.embeddings = layerwise_outputs(model.eval(), self.sg, seeds,
+                                                      int(cfg.trainer.eval_batch_size), device)[1]
+            self.store.save_run(rec, result, data, cfg.save_embeddings, model=model, trainer="minibatch")
         if ckpt is not None:
             ckpt.remove()
         log.info("run %d/%d seed %d: test accuracy %.2f (Macro-F1 %.2f), val %.2f (best epoch %d of %d, %.0f "

@@ -18,9 +18,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.errors import ConfigError, DataError
 from regnn.evaluation.metrics import f1_scores
-from regnn.pipeline.from_config import device_of
+from regnn.data.scaling import apply_feature_norm
+from regnn.pipeline.from_config import device_of, load_data
 from regnn.pipeline.fullbatch import Job
-from regnn.runs import checkpoint, io_safe
+from regnn.runs import checkpoint, embeddings, io_safe
 from regnn.training.trainer import autocast
 
 log = logging.getLogger("regnn")
@@ -70,6 +71,16 @@ def trained_config(cell: Path, dataset_path: str | None) -> DictConfig:
     return cfg
 
 
+def graph_as_trained(cfg: DictConfig, run_dir: Path):
+    """The graph, its features scaled with the statistics the run trained with (dataset.feature_norm: fitted on
+    the training graph and saved beside the model, never refitted on this one)."""
+    fitted = checkpoint.load_scaling(run_dir, checkpoint.load_meta(run_dir))
+    if fitted is None:  # a model saved without its scaling: the configured scaling, fitted on this graph
+        return load_data(cfg.dataset)
+    raw = OmegaConf.merge(cfg.dataset, {"feature_norm": "none"})
+    return apply_feature_norm(load_data(raw), "none", fitted=fitted)
+
+
 def _loaded(model, run_dir: Path):
     state = checkpoint.load_weights(run_dir / checkpoint.MODEL_FILE)
     try:
@@ -91,13 +102,12 @@ def model_logits(job: Job, cfg: DictConfig, run_dir: Path) -> tuple[torch.Tensor
     if meta.get("trainer", "fullbatch") == "minibatch":
         from regnn.config import whole_graph_degrees
         from regnn.pipeline.from_config import build_sampled
-        from regnn.training.sampling import SampledGraph, layerwise_logits
+        from regnn.training.sampling import SampledGraph, layerwise_outputs
         sg = SampledGraph(job.data, whole_graph_degrees=whole_graph_degrees(cfg.model))
         model = _loaded(build_sampled(cfg.model, job.data, sg, int(cfg.trainer.embed_dim)).to(job.device), run_dir)
         seeds = sg.seeds(torch.arange(job.data.graph.num_nodes(job.data.target)))
-        with torch.no_grad():
-            logits = layerwise_logits(model, sg, seeds, int(cfg.trainer.eval_batch_size), job.device)
-        return logits.float().cpu(), None, model.relation_weights()
+        logits, emb = layerwise_outputs(model, sg, seeds, int(cfg.trainer.eval_batch_size), job.device)
+        return logits.float().cpu(), emb.float().cpu(), model.relation_weights()
     model = _loaded(job.build(int(meta["seed"])), run_dir)
     with torch.no_grad(), autocast(str(cfg.get("precision", "fp32")), job.labels.device):
         logits, emb = model(job.inputs, job.feats, embed=True)
@@ -105,20 +115,21 @@ def model_logits(job: Job, cfg: DictConfig, run_dir: Path) -> tuple[torch.Tensor
     return logits.float().cpu(), (emb.float().cpu() if emb is not None else None), weights
 
 
-def split_names(data) -> np.ndarray:
-    names = np.full(data.graph.num_nodes(data.target), "unlabelled", dtype=object)
-    for s in SPLITS:
-        names[data.splits[s].numpy()] = s
-    return names
-
-
 def predictions_frame(data, probs: torch.Tensor) -> pd.DataFrame:
+    """One row per target node: its id (the user's own where the data has one, else its position), split, label
+    and predicted class (by name where the classes have names, -1 / empty: unlabelled) and the probabilities."""
     pred = probs.argmax(1).numpy()
     labels = data.labels.numpy()
-    df = pd.DataFrame({"node": np.arange(len(pred)), "split": split_names(data),
-                       "label": np.where(labels >= 0, labels, -1), "predicted": pred})
+    ids = embeddings.user_ids(data)
+    df = pd.DataFrame({"node": np.arange(len(pred)) if ids is None else ids, "split": embeddings.split_names(data)})
+    names = data.class_names
+    if names:
+        df["label"] = [names[y] if y >= 0 else "" for y in labels]
+        df["predicted"] = [names[y] for y in pred]
+    else:
+        df["label"], df["predicted"] = np.where(labels >= 0, labels, -1), pred
     for c in range(probs.shape[1]):
-        df[f"p_{c}"] = probs[:, c].numpy()
+        df[f"p_{names[c] if names else c}"] = probs[:, c].numpy()
     return df
 
 
@@ -137,7 +148,7 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
     device, why = device_of(OmegaConf.create({"device": cfg.device}))
-    job = Job(tcfg, device)
+    job = Job(tcfg, device, data=graph_as_trained(tcfg, chosen.runs[0]))
     data = job.data
     log.info("predict: %s of %s on %s (%d %s nodes), device %s", chosen.why, chosen.cell, data.name,
              data.graph.num_nodes(data.target), data.target, why)
@@ -161,8 +172,7 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     io_safe.write_text(out_dir / "predictions.csv", predictions_frame(data, probs).to_csv(index=False))
     if cfg.get("embeddings") and emb is not None:
-        np.savez_compressed(out_dir / "embeddings.npz", node=np.arange(emb.shape[0]), embeddings=emb.numpy(),
-                            split=split_names(data).astype(str))
+        embeddings.write(out_dir / "embeddings.npz", data, emb)
     io_safe.write_json(out_dir / "scores.json", result)
     # the learned weight of every relation and node-type self-loop in every layer: which relations the model's
     # predictions rest on (RE-GNN's explanation; empty for models without relation weights)

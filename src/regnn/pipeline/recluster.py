@@ -15,10 +15,9 @@ import logging
 import sys
 from pathlib import Path
 
-import numpy as np
 from omegaconf import OmegaConf
 
-from regnn.runs import io_safe
+from regnn.runs import embeddings, io_safe
 from regnn.paths import REPO_ROOT
 from regnn.evaluation.clustering import cluster_scores
 from regnn.evaluation.metrics import mean_std
@@ -45,9 +44,9 @@ def _rescore_cell(cell: Path, n_init: int, num_classes: int) -> dict:
     cfg = OmegaConf.load(cell / "config.yaml")
     by_run = {}
     for run_dir in _runs_to_rescore(cell):
-        z = np.load(run_dir / "embeddings.npz")
+        emb, labels = embeddings.read_test(run_dir / "embeddings.npz")
         rec = io_safe.read_json(run_dir / "results.json")
-        rec |= cluster_scores(z["embeddings"], z["labels"], num_classes, repeats=int(cfg.clustering.repeats),
+        rec |= cluster_scores(emb, labels, num_classes, repeats=int(cfg.clustering.repeats),
                               n_init=n_init, seed=int(cfg.clustering.seed))
         io_safe.write_json(run_dir / "results.json", rec)
         by_run[rec["run"]] = {k: v for k, v in rec.items() if k != "relation_weights"}

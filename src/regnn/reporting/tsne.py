@@ -18,6 +18,7 @@ from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CELLS, CellPool, MissingCells, as_pool
 from regnn.reporting.common import label
 from regnn.reporting.figures import save, subplots
+from regnn.runs import embeddings
 
 
 def embed_2d(x: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -36,9 +37,9 @@ def render(source, out: Path, dataset: str, models: list[str], run: int = 0, see
         f = cells[f"{dataset}_{m}"]["dir"] / "runs" / f"run_{run:02d}" / "embeddings.npz"
         if not f.exists():
             raise MissingCells(f"{f} is missing: train the cell with save_embeddings=true")
-        z = np.load(f, allow_pickle=False)
-        xy = embed_2d(z["embeddings"], seed)
-        sc = ax.scatter(xy[:, 0], xy[:, 1], c=z["labels"], cmap="tab10", s=3, alpha=0.8, linewidths=0)
+        emb, labels = embeddings.read_test(f)
+        xy = embed_2d(emb, seed)
+        sc = ax.scatter(xy[:, 0], xy[:, 1], c=labels, cmap="tab10", s=3, alpha=0.8, linewidths=0)
         ax.set_title(f"{label(m)} ({dataset.upper()}, run {run})")
         ax.set_xticks([]), ax.set_yticks([])
     # beside the last panel, where tight_layout (in save) makes room for it

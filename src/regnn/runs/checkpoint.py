@@ -1,6 +1,7 @@
-"""A run's trained model on disk: runs/run_XX/model.pt (the best-validation weights, tensors only) and model.json
-(what rebuilding it needs beside the cell's config.yaml: the graph's schema, and the fingerprint of the graph it was
-trained on).
+"""A run's trained model on disk: runs/run_XX/model.pt (the best-validation weights, tensors only), model.json
+(what rebuilding it needs beside the cell's config.yaml: the graph's schema, the fingerprint of the graph it was
+trained on, the feature scaling per node type) and, where dataset.feature_norm standardised a type, scaling.pt
+(the column statistics it used, tensors only: a prediction scales new inputs with them, never refits them).
 
 model.pt is a plain state dict written by torch.save and read with torch.load(weights_only=True): it loads
 without running code, and anything but tensors in it (a pickled object) is refused, as is a damaged or truncated
@@ -17,7 +18,7 @@ import torch
 from regnn.errors import DataError
 from regnn.runs import io_safe
 
-MODEL_FILE, META_FILE = "model.pt", "model.json"
+MODEL_FILE, META_FILE, SCALING_FILE = "model.pt", "model.json", "scaling.pt"
 
 
 def graph_schema(data) -> dict:
@@ -28,14 +29,47 @@ def graph_schema(data) -> dict:
             "num_classes": int(data.num_classes)}
 
 
-def save(run_dir: Path, model: torch.nn.Module, meta: dict) -> None:
-    """Writes model.pt, then model.json, each whole (a kill leaves the old file or none, never half of one)."""
+def _write_tensors(path: Path, obj) -> None:
+    """torch.save, whole: a kill leaves the old file or none, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None = None) -> None:
+    """Writes model.pt (and scaling.pt), then model.json. scaling: the dataset's feature_scaling record."""
     run_dir.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to("cpu").clone().contiguous() for k, v in model.state_dict().items()}
-    tmp = run_dir / f".{MODEL_FILE}.{os.getpid()}.tmp"
-    torch.save(state, tmp)
-    os.replace(tmp, run_dir / MODEL_FILE)
-    io_safe.write_json(run_dir / META_FILE, meta)
+    _write_tensors(run_dir / MODEL_FILE, state)
+    scaling = scaling or {}
+    stats = {f"{t}.{k}": torch.from_numpy(r[k]) for t, r in scaling.items() for k in ("mean", "scale")
+             if r.get(k) is not None}
+    if stats:
+        _write_tensors(run_dir / SCALING_FILE, stats)
+    io_safe.write_json(run_dir / META_FILE, {**meta, "feature_scaling": {t: r["method"] for t, r in scaling.items()}})
+
+
+def load_scaling(run_dir: Path, meta: dict) -> dict | None:
+    """The feature scaling the run trained with ({node type: {"method", "mean", "scale"}}, as
+    regnn.data.scaling.apply_feature_norm takes it), or None for a model saved without that record."""
+    if "feature_scaling" not in meta:
+        return None
+    methods, f = meta["feature_scaling"], Path(run_dir) / SCALING_FILE
+    if "standard" in methods.values() and not f.is_file():
+        raise DataError(f"{f} is missing: the run standardised its features and a prediction needs the same "
+                        "statistics; copy the run folder whole, or train it again")
+    stats = load_tensors(f, "scaling") if "standard" in methods.values() else {}
+    if not isinstance(stats, dict):
+        raise DataError(f"{Path(run_dir) / SCALING_FILE} is not the feature statistics a run wrote")
+    out = {}
+    for t, m in methods.items():
+        out[t] = {"method": m}
+        if m == "standard":
+            if f"{t}.scale" not in stats:
+                raise DataError(f"{Path(run_dir) / SCALING_FILE} lacks the statistics of {t!r}; train the run again")
+            mean = stats.get(f"{t}.mean")
+            out[t] |= {"mean": None if mean is None else mean.numpy(), "scale": stats[f"{t}.scale"].numpy()}
+    return out
 
 
 def load_tensors(path: Path, what: str = "model"):

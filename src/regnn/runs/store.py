@@ -26,7 +26,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from regnn import interrupt
-from regnn.runs import checkpoint, identity, io_safe
+from regnn.runs import checkpoint, embeddings, identity, io_safe
 from regnn.runs.claim import claim, host_id
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
@@ -304,12 +304,11 @@ class CellStore:
         if model is not None and self.cfg.get("save_model", True):
             checkpoint.save(run_dir, model, {"run": rec["run"], "seed": rec["seed"], "trainer": trainer,
                                              "model": str(self.cfg.model.name), "schema": checkpoint.graph_schema(data),
-                                             "graph": self.graph(), "torch": torch.__version__})
+                                             "graph": self.graph(), "torch": torch.__version__},
+                            scaling=data.feature_scaling)
         io_safe.write_text(run_dir / "history.csv", pd.DataFrame(result.history).to_csv(index=False))
         if save_embeddings and result.embeddings is not None:
-            test = data.splits["test"]
-            np.savez_compressed(run_dir / "embeddings.npz", node_ids=test.numpy(),
-                                embeddings=result.embeddings[test].numpy(), labels=data.labels[test].numpy())
+            embeddings.write(run_dir / "embeddings.npz", data, result.embeddings)
         # results.json last (and whole): its presence marks a finished run (reused_run)
         io_safe.write_json(run_dir / "results.json", {**rec, "relation_weights": result.relation_weights})
 

@@ -133,7 +133,15 @@ def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor, alphas: list | No
 @torch.no_grad()
 def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: int = 4096,
                      device="cpu") -> torch.Tensor:
-    """Exact class scores of `seeds` with every neighbour (no sampling), one layer at a time.
+    """Exact class scores of `seeds` with every neighbour (no sampling), one layer at a time."""
+    return layerwise_outputs(model, sg, seeds, batch_size, device)[0]
+
+
+@torch.no_grad()
+def layerwise_outputs(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: int = 4096,
+                      device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """(class scores, representations) of `seeds` with every neighbour (no sampling), one layer at a time; the
+    representation is the one REGNN.propagate(embed=True) returns: the classifier's input.
 
     Layer l is computed only for the nodes the layers above need: the seeds at the top, and each layer below adds
     the in-neighbours of the layer above. Each layer's output is held for those nodes only (memory: nodes x
@@ -161,8 +169,14 @@ def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: i
         pos.fill_(-1)
         pos[nodes] = torch.arange(nodes.numel())
         prev = out
+        if layer == num_layers - 2:  # the last layer's input: the representation where there is no head
+            before_last = prev[pos[seeds]]
     h = prev[pos[seeds]].to(device)
-    return (regnn.head(h) if regnn.head is not None else h).cpu()
+    if regnn.head is None:
+        emb = before_last if num_layers > 1 else model.input_rows(seeds.to(device)).cpu()
+        return h.cpu(), emb
+    represent = getattr(regnn.head, "represent", None)
+    return regnn.head(h).cpu(), (represent(h) if represent is not None else h).cpu()
 
 
 SAMPLING_MODES = ("deterministic", "parallel")
