@@ -64,6 +64,13 @@ else
       [ -f "$d/.complete" ] && [ "$d" != "$deps" ] && { echo "$d"; break; }; done || true)
     if [ -n "$seed" ] && ! cp -alf "$(site_of "$seed")/." "$(site_of "$deps")/" 2>/dev/null; then
       rm -rf "$deps" && "$PY" -m venv "$deps"
+    elif [ -n "$seed" ]; then
+      # pip keeps the packages it finds installed, so their programs in bin/ (ruff's binary, console scripts)
+      # come from the seed too, their first line pointing at this cache's Python
+      for f in "$seed"/bin/*; do
+        [ -e "$deps/bin/$(basename "$f")" ] && continue
+        cp -p "$f" "$deps/bin/" && sed -i "1s|^#!$seed/bin/python|#!$deps/bin/python|" "$deps/bin/$(basename "$f")"
+      done
     fi
     quiet_pip "$deps/bin/pip" install -q --disable-pip-version-check -r requirements.lock
     touch "$deps/.complete"

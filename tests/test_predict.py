@@ -168,6 +168,8 @@ def test_unlabelled_nodes_get_predictions_and_so_do_new_nodes_once_the_graph_gro
         labels = f["labels"]
     unlabelled = np.flatnonzero(labels == -1)
     assert len(unlabelled) > 0.15 * len(labels) and set(before.node[before.split == "unlabelled"]) == set(unlabelled)
+    assert (before.label[before.split == "unlabelled"] == -1).all()  # no label shown where the data has none
+    assert (before.label[before.split != "unlabelled"].values == labels[before.split != "unlabelled"]).all()
     grown = tmp_path / "shops_v2"
     import shutil
     shutil.copytree(graph, grown)

@@ -89,6 +89,12 @@ def load_custom(path: str | Path | None = None, name: str = "custom", feats_type
         schema = _need(meta, "schema", desc, "node_types, target, relations and features of the MAGNN files")
         spec = MagnnSpec.from_dict({"name": meta.get("name", name), **schema})
         return load_magnn(base / meta.get("dir", "."), spec, feats_type or spec.default_feats_type, fix=USER_FIX)
+    if fmt == "tables":
+        from regnn.data.tables import load_tables
+        return load_tables(meta, desc, meta.get("name", name), feats_type or "raw")
+    if fmt == "pyg":
+        from regnn.data.pyg import load_pyg
+        return load_pyg(meta, desc, meta.get("name", name), feats_type or "raw")
     if fmt == "npz":
         return _load_npz(meta, desc, meta.get("name", name), feats_type or "raw")
     return _load_dgl(meta, desc, meta.get("name", name), feats_type or "raw")
@@ -185,7 +191,7 @@ def _load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     if missing:
         raise DataError(f"{where}: splits lacks {missing}; name a mask for each of train, val and test")
     splits = {s: _ids(str(split_keys[s]), g, target, extra, n, where) for s in ("train", "val", "test")}
-    labels = unlabelled_outside_splits(labels, splits, str(where))  # -1 outside the splits: never scored
+    labels, unlabelled = unlabelled_outside_splits(labels, splits, str(where))  # -1 outside the splits: never scored
     fkey = meta.get("features", "feat")
     if "features" in meta and not any(fkey in g.nodes[t].data for t in g.ntypes):
         keys = sorted({k for t in g.ntypes for k in g.nodes[t].data})
@@ -197,7 +203,7 @@ def _load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     feats = select_features(raw, {t: graph.num_nodes(t) for t in graph.ntypes}, target, feats_type)
     num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
     return _dataset(gfile, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
-                    num_classes=num_classes)
+                    num_classes=num_classes, unlabelled=unlabelled)
 
 
 def _npz_ids(x: np.ndarray, n: int, what: str) -> torch.Tensor:
@@ -271,12 +277,12 @@ def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     if labels.shape[0] != n:
         raise DataError(f"{gfile}: labels has {labels.shape[0]} entries but there are {n} {target} nodes")
     splits = {s: _npz_ids(z[s], n, f"{gfile}: {s}") for s in ("train", "val", "test")}
-    labels = unlabelled_outside_splits(labels, splits, str(gfile))
+    labels, unlabelled = unlabelled_outside_splits(labels, splits, str(gfile))
     graph = _unique_relations(g, str(meta.get("reverse", "add")), where)
     feats = select_features(raw, counts, target, feats_type)
     num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
     return _dataset(gfile, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
-                    num_classes=num_classes)
+                    num_classes=num_classes, unlabelled=unlabelled)
 
 
 def _dataset(gfile: Path, **fields) -> HeteroDataset:

@@ -12,7 +12,9 @@ import torch
 from regnn.errors import DataError, quote
 
 DOC = "see docs/custom_data.md"
-FORMATS = ("npz", "dgl", "magnn")
+FORMATS = ("tables", "pyg", "npz", "dgl", "magnn")
+TABLES_KEYS = ("format", "name", "target", "nodes", "edges", "classes", "reverse", "num_classes")
+PYG_KEYS = ("format", "name", "graph", "target", "reverse", "num_classes")
 DGL_KEYS = ("format", "name", "graph", "graph_index", "target", "label", "features", "splits", "reverse",
             "num_classes")
 NPZ_KEYS = ("format", "name", "graph", "target", "reverse", "num_classes")
@@ -51,9 +53,21 @@ def check_description(meta: dict, path: Path) -> str:
     fmt = meta.get("format") or ("magnn" if "schema" in meta else None if "graph" not in meta
                                  else "npz" if str(meta["graph"]).endswith(".npz") else "dgl")
     if fmt not in FORMATS:
-        raise DataError(f"{where}: format {quote(fmt)} is not known; set format: npz (one numpy .npz of arrays), format: "
-                        f"dgl (a dgl.save_graphs file) or format: magnn (MAGNN-style processed files); "
+        raise DataError(f"{where}: format {quote(fmt)} is not known; set format: tables (CSV or parquet node and edge "
+                        "tables), format: pyg (a PyG HeteroData saved as tensors), format: npz (one numpy .npz of "
+                        "arrays), format: dgl (a dgl.save_graphs file) or format: magnn (MAGNN-style processed files); "
                         f"{did_you_mean(fmt, FORMATS)}({DOC})")
+    if fmt in ("tables", "pyg"):
+        _unknown(meta, TABLES_KEYS if fmt == "tables" else PYG_KEYS, where, "key")
+        for k in ("name", "graph", "target"):
+            _text(meta, k, where)
+        _whole(meta, "num_classes", where, 1)
+        if meta.get("reverse", "add") not in ("add", "keep"):
+            raise DataError(f"{where}: reverse={quote(meta['reverse'])}; use add (reverse every relation) or keep")
+        classes = meta.get("classes")
+        if classes is not None and (not isinstance(classes, list) or len(set(map(str, classes))) != len(classes)):
+            raise DataError(f"{where}: classes must be a list of distinct class names, got {quote(classes)} ({DOC})")
+        return fmt
     if fmt in ("dgl", "npz"):
         _unknown(meta, DGL_KEYS if fmt == "dgl" else NPZ_KEYS, where, "key")
         for k in ("name", "graph", "target", "label", "features"):
@@ -119,9 +133,11 @@ def exact_ints(x, what: str) -> np.ndarray:
     return a.astype(np.int64)
 
 
-def unlabelled_outside_splits(labels: torch.Tensor, splits: dict[str, torch.Tensor], where: str) -> torch.Tensor:
-    """Target nodes outside the splits may carry label -1 (unlabelled, never scored: set to 0 here); a node in a
-    split must have a class id."""
+def unlabelled_outside_splits(labels: torch.Tensor, splits: dict[str, torch.Tensor],
+                              where: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(labels, unlabelled mask or None where every node has a label). Target nodes outside the splits may carry
+    label -1 (unlabelled, never scored: set to 0 here, the mask keeps which they are); a node in a split must have
+    a class id."""
     n = labels.shape[0]
     for s, idx in splits.items():
         if idx.numel() and int(idx.min()) >= 0 and int(idx.max()) < n and (labels[idx] < 0).any():
@@ -130,7 +146,8 @@ def unlabelled_outside_splits(labels: torch.Tensor, splits: dict[str, torch.Tens
     if (labels < -1).any():
         raise DataError(f"{where}: labels hold {int(labels.min())}; use class ids 0..C-1, and -1 only for "
                         "unlabelled nodes outside the splits")
-    return labels.clamp(min=0)
+    unlabelled = labels < 0
+    return labels.clamp(min=0), (unlabelled if bool(unlabelled.any()) else None)
 
 
 MAX_CLASSES = 100_000  # a class count past this is a typo (the output layer alone would not fit in memory)

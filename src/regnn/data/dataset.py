@@ -25,11 +25,19 @@ class HeteroDataset:
     # predictions and embeddings carry them where the data has them
     node_ids: dict[str, np.ndarray] | None = None
     class_names: list[str] | None = None
+    unlabelled: torch.Tensor | None = None  # target nodes without a label (stored as class 0, never scored)
     # what dataset.feature_norm fitted per node type (regnn.data.scaling): a saved model applies the same
     feature_scaling: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.validate()
+
+    def known_labels(self) -> np.ndarray:
+        """The class id of every target node, -1 where it has none."""
+        labels = self.labels.numpy().copy()
+        if self.unlabelled is not None:
+            labels[self.unlabelled.numpy()] = -1
+        return labels
 
     @property
     def in_dims(self) -> dict[str, int]:

@@ -106,9 +106,9 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
     graph, num_nodes = _graph(root, spec, adj, node_types)
     features = select_features(_read_features(root, spec, num_nodes, fix), num_nodes, spec.target,
                                spec.default_feats_type if feats_type is None else feats_type)
-    labels, splits, num_classes = _read_labels(root, spec, fix)
+    labels, splits, num_classes, unlabelled = _read_labels(root, spec, fix)
     return HeteroDataset(name=spec.name, graph=graph, features=features, target=spec.target,
-                         labels=labels, splits=splits, num_classes=num_classes)
+                         labels=labels, splits=splits, num_classes=num_classes, unlabelled=unlabelled)
 
 
 def _read_structure(root: Path, spec: MagnnSpec, fix: str):
@@ -194,6 +194,6 @@ def _read_labels(root: Path, spec: MagnnSpec, fix: str):
         raise DataError(f"{split_file} must hold arrays train_idx, val_idx and test_idx; {fix}")
     splits = {s: torch.from_numpy(np.sort(_ints(split[f"{s}_idx"], split_file, f"{s}_idx", fix)))
               for s in ("train", "val", "test")}
-    labels = unlabelled_outside_splits(torch.from_numpy(labels), splits, str(label_path))
+    labels, unlabelled = unlabelled_outside_splits(torch.from_numpy(labels), splits, str(label_path))
     num_classes = class_count(spec.num_classes, labels, splits, str(label_path))
-    return labels, splits, num_classes
+    return labels, splits, num_classes, unlabelled

@@ -119,7 +119,7 @@ def predictions_frame(data, probs: torch.Tensor) -> pd.DataFrame:
     """One row per target node: its id (the user's own where the data has one, else its position), split, label
     and predicted class (by name where the classes have names, -1 / empty: unlabelled) and the probabilities."""
     pred = probs.argmax(1).numpy()
-    labels = data.labels.numpy()
+    labels = data.known_labels()
     ids = embeddings.user_ids(data)
     df = pd.DataFrame({"node": np.arange(len(pred)) if ids is None else ids, "split": embeddings.split_names(data)})
     names = data.class_names

@@ -32,7 +32,7 @@ def user_ids(data, ntype: str | None = None) -> np.ndarray | None:
 def write(path: Path, data, embeddings: torch.Tensor) -> None:
     """embeddings: (target nodes, dim), position order."""
     arrays = {"node_ids": np.arange(embeddings.shape[0]), "embeddings": embeddings.float().numpy(),
-              "labels": data.labels.numpy(), "split": split_names(data)}
+              "labels": data.known_labels(), "split": split_names(data)}
     ids = user_ids(data)
     if ids is not None:
         arrays["ids"] = ids.astype(str)

@@ -1,0 +1,184 @@
+"""A graph as tables with its own ids (format: tables) and as a PyG HeteroData (from_heterodata, to_heterodata,
+format: pyg): both read back the graph they were written from, train to the same scores as the graph itself, carry
+the user's ids into predictions, and refuse a bad table in one line."""
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from conftest import REPO, run_train
+from regnn.data import load_dataset
+from regnn.data.custom import load_custom
+from regnn.data.pyg import from_pyg_dict, save_pyg
+from regnn.data.tables import write_tables
+from regnn.errors import DataError
+
+
+def synthetic():
+    return load_dataset("synthetic", format="synthetic")
+
+
+def assert_same_graph(a, b):
+    assert a.graph.ntypes == b.graph.ntypes and a.graph.canonical_etypes == b.graph.canonical_etypes
+    for et in a.graph.canonical_etypes:
+        for x, y in zip(a.graph.edges(etype=et), b.graph.edges(etype=et)):
+            assert torch.equal(x, y), et
+    for t in a.features:
+        assert torch.equal(a.features[t].to_dense(), b.features[t].to_dense()), t
+    assert torch.equal(a.labels, b.labels) and a.num_classes == b.num_classes
+    assert all(torch.equal(a.splits[s], b.splits[s]) for s in ("train", "val", "test"))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_tables_read_back_the_graph_with_its_ids_and_class_names(tmp_path, fmt):
+    d = synthetic()
+    got = load_custom(write_tables(d, tmp_path, fmt=fmt))
+    assert_same_graph(d, got)
+    assert list(got.node_ids["item"][:2]) == ["item:0", "item:1"] and got.class_names == ["0", "1", "2"]
+
+
+def test_heterodata_round_trip_without_and_with_pyg(tmp_path):
+    d = synthetic()
+    pytest.importorskip("torch_geometric")
+    from regnn.data.pyg import from_heterodata, to_heterodata
+    hd = to_heterodata(d)
+    assert set(hd.node_types) == set(d.graph.ntypes) and hd["item"].train_mask.sum() == len(d.splits["train"])
+    assert_same_graph(d, from_heterodata(hd, target="item", name="synthetic"))
+    assert_same_graph(d, load_custom(save_pyg(d, tmp_path)))  # saved as tensors, read without PyG
+
+
+def test_heterodata_unlabelled_nodes_ids_and_reversed_relations():
+    x = torch.rand(5, 3)
+    d = {"_global_store": {},
+         "paper": {"x": x, "y": torch.tensor([0, 1, -1, 1, 0]), "node_id": ["p1", "p2", "p3", "p4", "p5"],
+                   "train_mask": torch.tensor([1, 1, 0, 0, 0], dtype=torch.bool),
+                   "val_idx": torch.tensor([3]), "test_idx": torch.tensor([4]), "class_names": ["db", "ml"]},
+         "author": {"num_nodes": 2},
+         ("author", "writes", "paper"): {"edge_index": torch.tensor([[0, 1, 1], [0, 2, 4]])}}
+    ds = from_pyg_dict(d, "paper", reverse="add")
+    assert [r for _, r, _ in ds.graph.canonical_etypes] == ["writes", "rev_writes"]
+    assert ds.known_labels().tolist() == [0, 1, -1, 1, 0] and ds.class_names == ["db", "ml"]
+    assert list(ds.node_ids["paper"]) == ["p1", "p2", "p3", "p4", "p5"] and ds.features["author"].shape == (2, 2)
+    d["paper"]["y"] = torch.tensor([0, 1, -1, 1, -1])  # a test node without a label
+    with pytest.raises(DataError, match="split 'test' have no label"):
+        from_pyg_dict(d, "paper")
+    d["paper"].pop("train_mask")
+    with pytest.raises(DataError, match="neither train_mask nor train_idx"):
+        from_pyg_dict(d, "paper")
+
+
+def settings_of(cell) -> list[str]:
+    """The model, optimizer and trainer settings a cell trained with, as overrides (a custom graph gets the custom
+    defaults; the same settings make the runs comparable)."""
+    from omegaconf import OmegaConf
+    cfg = OmegaConf.load(cell / "config.yaml")
+    out = []
+    for section in ("model", "optimizer", "trainer"):
+        flat = pd.json_normalize(OmegaConf.to_container(cfg[section], resolve=True), sep=".").iloc[0].to_dict()
+        out += [f"{section}.{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in flat.items()]
+    return out
+
+
+def train(tmp_path, name, *data):
+    cell = tmp_path / name
+    r = run_train(*data, "model=re_gcn", "runs=2", "trainer.max_epochs=15", "trainer.patience=15", "threads=1",
+                  "workers=1", f"hydra.run.dir={cell}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return cell, [(p["test_micro_f1"], p["val_micro_f1"], p["best_epoch"])
+                  for p in json.loads((cell / "results.json").read_text())["per_run"]]
+
+
+def test_the_graph_as_tables_and_as_heterodata_trains_to_the_same_scores_and_predicts_with_its_ids(tmp_path):
+    first, builtin = train(tmp_path, "builtin", "dataset=synthetic")
+    same = settings_of(first)
+    d = synthetic()
+    cell, tables = train(tmp_path, "tables", "dataset=custom", f"dataset.path={write_tables(d, tmp_path / 't')}",
+                         *same)
+    assert tables == builtin
+    _, pyg = train(tmp_path, "pyg", "dataset=custom", f"dataset.path={save_pyg(d, tmp_path / 'p')}", *same)
+    assert pyg == builtin
+    p = __import__("subprocess").run([__import__("sys").executable, str(REPO / "predict.py"), f"run={cell}",
+                                      "embeddings=true", f"hydra.run.dir={tmp_path / 'pred'}"],
+                                     cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = pd.read_csv(tmp_path / "pred" / "predictions.csv")
+    assert rows.node.tolist() == [f"item:{i}" for i in range(len(rows))]
+    assert set(rows.predicted.astype(str)) <= {"0", "1", "2"} and {"p_0", "p_1", "p_2"} <= set(rows.columns)
+    z = np.load(tmp_path / "pred" / "embeddings.npz")
+    assert list(z["ids"][:2]) == ["item:0", "item:1"]
+
+
+def bad_dangling(folder, meta):
+    f = folder / meta["edges"][next(iter(meta["edges"]))]["file"]
+    df = pd.read_csv(f, dtype=str)
+    df.loc[3, "source"] = "item:nobody"
+    df.to_csv(f, index=False)
+    return "row 4: source id 'item:nobody' is not in the item table"
+
+
+def bad_duplicate(folder, meta):
+    f = folder / meta["nodes"]["tag"]["file"]
+    df = pd.read_csv(f, dtype=str)
+    df.loc[2, "id"] = df.loc[0, "id"]
+    df.to_csv(f, index=False)
+    return "id 'tag:0' appears twice (again in row 3)"
+
+
+def bad_test_only_class(folder, meta):
+    f = folder / meta["nodes"]["item"]["file"]
+    df = pd.read_csv(f, dtype={"id": str, "label": str})
+    meta["classes"] = meta["classes"] + ["rare"]
+    df.loc[df.index[df.split == "test"][0], "label"] = "rare"
+    df.to_csv(f, index=False)
+    return "class 'rare' has nodes in test but none in train"
+
+
+def bad_text_feature(folder, meta):
+    f = folder / meta["nodes"]["item"]["file"]
+    df = pd.read_csv(f, dtype={"id": str})
+    df["f1"] = df["f1"].astype(object)
+    df.loc[5, "f1"] = "high"
+    df.to_csv(f, index=False)
+    return "feature column 'f1' holds text (row 6: 'high')"
+
+
+def bad_empty_edges(folder, meta):
+    f = folder / meta["edges"][next(iter(meta["edges"]))]["file"]
+    f.write_text("source,target\n")
+    return "holds no edges"
+
+
+@pytest.mark.parametrize("spoil", [bad_dangling, bad_duplicate, bad_test_only_class, bad_text_feature,
+                                   bad_empty_edges])
+def test_a_bad_table_is_refused_in_one_line_and_nothing_is_written(tmp_path, spoil):
+    folder = tmp_path / "tables"
+    y = write_tables(synthetic(), folder)
+    meta = yaml.safe_load(y.read_text())
+    message = spoil(folder, meta)
+    y.write_text(yaml.safe_dump(meta, sort_keys=False))
+    with pytest.raises(DataError) as e:
+        load_custom(y)
+    assert message in str(e.value) and "\n" not in str(e.value)
+    out = tmp_path / "out"
+    r = run_train("dataset=custom", f"dataset.path={y}", "runs=1", f"hydra.run.dir={out}")
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+    assert not (out / "results.json").exists() and not (out / "runs").exists()
+
+
+def test_unknown_keys_and_types_are_named(tmp_path):
+    y = write_tables(synthetic(), tmp_path / "t")
+    meta = yaml.safe_load(y.read_text())
+    meta["nodes"]["item"]["lable"] = "label"
+    y.write_text(yaml.safe_dump(meta))
+    with pytest.raises(DataError, match="nodes.item: unknown key 'lable'; did you mean 'label'"):
+        load_custom(y)
+    meta["nodes"]["item"].pop("lable")
+    meta["edges"][next(iter(meta["edges"]))]["source"] = "itme"
+    y.write_text(yaml.safe_dump(meta))
+    with pytest.raises(DataError, match="node type 'itme' has no node table"):
+        load_custom(y)
+    shutil.rmtree(tmp_path / "t")
