@@ -45,3 +45,11 @@ def _no_network_outdated() -> None:
 _no_network_outdated()
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # regnn.run(overrides): train.py from Python (regnn.pipeline.api), imported on first use only
+    if name == "run":
+        from regnn.pipeline.api import run
+        return run
+    raise AttributeError(f"module 'regnn' has no attribute {name!r}")

@@ -1,17 +1,19 @@
-"""Datasets as DGL heterographs, and the relation-typed homogeneous graph RE-GNN runs on."""
+"""Datasets as heterographs on arrays, and the relation-typed homogeneous graph RE-GNN runs on."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from regnn.data.dataset import HeteroDataset
 from regnn.data.magnn import load_magnn
+from regnn.data.pyg import from_heterodata, to_heterodata
 from regnn.data.relation_graph import RelationGraph, build_relation_graph
 from regnn.data.specs import BUILTIN, MagnnSpec, builtin_spec
 from regnn.data.synthetic import CountGraph, make_count_graph, make_synthetic
 from regnn.errors import DataError
 
 __all__ = ["HeteroDataset", "RelationGraph", "build_relation_graph", "load_magnn", "MagnnSpec", "BUILTIN",
-           "builtin_spec", "make_synthetic", "make_count_graph", "load_dataset", "dataset_keys"]
+           "builtin_spec", "make_synthetic", "make_count_graph", "load_dataset", "dataset_keys", "from_heterodata",
+           "to_heterodata"]
 
 # the keys of every dataset config: load_dataset's own, the display name and the meta-paths (read by the models)
 COMMON_KEYS = frozenset({"name", "format", "dir", "feats_type", "verify", "sums", "feature_norm", "display_name",
