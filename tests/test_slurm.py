@@ -132,3 +132,56 @@ def test_two_sweeps_over_the_same_cells_train_each_cell_once(tmp_path):
         assert len(per_run) == 2 and len({r["pid"] for r in per_run}) == 1, per_run  # one job trained the cell
         trained = [line for line in (cell / "train.log").read_text().splitlines() if ": test Micro-F1" in line]
         assert len(trained) == 2, trained  # each run once, across both sweeps' jobs
+
+
+# Imported by every Python process of a job through PYTHONPATH: the run stops at the first epoch check once its
+# checkpoint exists (after $REGNN_TEST_HOLD_SKIP more), once per test ($REGNN_TEST_HOLD_READY marks it), and waits
+# there until a signal ends the wait, so the job reaches its time limit mid-run on any machine.
+SITE_HOLD = r"""
+import glob, os, time
+if os.environ.get("REGNN_TEST_HOLD_AFTER"):
+    import regnn.interrupt as interrupt
+    after, ready, check = os.environ["REGNN_TEST_HOLD_AFTER"], os.environ["REGNN_TEST_HOLD_READY"], interrupt.check
+    skip = [int(os.environ.get("REGNN_TEST_HOLD_SKIP", "0"))]
+    def held(where=""):
+        if glob.glob(after) and not os.path.exists(ready):
+            if skip[0] > 0:
+                skip[0] -= 1
+            else:
+                open(ready, "w").close()
+                while interrupt._received is None:  # submitit's SIGUSR2 handler requeues and exits from here
+                    time.sleep(0.05)
+        check(where)
+    interrupt.check = held
+"""
+
+
+def test_a_run_out_of_time_is_requeued_and_continues_from_its_checkpoint(tmp_path):
+    """A cell whose run outlasts its job: submitit requeues the job before the time limit (USR2, max_num_timeout)
+    and the requeued job continues the run from its mid-run checkpoint, not from epoch 0. The first job is held
+    mid-run (SITE_HOLD) until the limit comes, so the run is cut at a known epoch on any machine."""
+    cells = tmp_path / "cells"
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITE_HOLD)
+    ready, epochs = tmp_path / "held", 300
+    env = {**os.environ, "HYDRA_FULL_ERROR": "1", "PYTHONPATH": f"{site}:{os.environ.get('PYTHONPATH', '')}",
+           "REGNN_TEST_HOLD_AFTER": str(cells / "*" / "runs" / "run_00" / "checkpoint.pt"),
+           "REGNN_TEST_HOLD_READY": str(ready), "REGNN_TEST_HOLD_SKIP": "20"}
+    cmd = [sys.executable, str(REPO / "train.py"), "-m", "dataset=synthetic", "model=re_gcn", "runs=1", "resume=true",
+           f"trainer.max_epochs={epochs}", f"trainer.patience={epochs}", "checkpoint_every_s=0", "threads=1",
+           "hydra/launcher=slurm_local", f"hydra.sweep.dir={cells}", "hydra.launcher.timeout_min=2",
+           "hydra.launcher.signal_delay_s=60", "hydra.launcher.max_num_timeout=2"]
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    (cell,) = [d for d in cells.iterdir() if d.name.endswith("synthetic_re_gcn")]
+    assert ready.exists(), "the first job was never held mid-run"
+    log = (cell / "train.log").read_text()
+    starts = [int(line.rsplit("at epoch ", 1)[1].split()[0]) for line in log.splitlines()
+              if "run continues from" in line]
+    assert len(starts) == 1 and 20 < starts[0] < epochs, log[-3000:]  # requeued once, on from where it was held
+    errs = "".join(f.read_text() for f in (cells / ".submitit").rglob("*_log.err"))
+    assert "timed-out" in errs, errs[-3000:]
+    history = (cell / "runs" / "run_00" / "history.csv").read_text().splitlines()
+    assert len(history) - 1 == epochs  # every epoch once: the requeued job trained epochs - k, not all again
+    assert json.loads((cell / "results.json").read_text())["finished_runs"] == 1
