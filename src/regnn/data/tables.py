@@ -18,7 +18,8 @@ and embeddings carry them. Class names come from the label column (or `classes:`
 
 A node table's `split` column holds train, val or test (empty: in no split); an empty label marks an unlabelled
 node, which must then be in no split. `features:` lists the feature columns (default: every column but the id,
-label and split), or names one list column (parquet) holding each node's vector.
+label and split), or names one list column (parquet) holding each node's vector. Feature matrices that are mostly
+zeros (bag-of-words) are kept sparse.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from regnn.errors import DataError
 NODE_KEYS = ("file", "id", "label", "split", "features")
 EDGE_KEYS = ("file", "source", "target", "columns")
 SPLITS = ("train", "val", "test")
+SPARSE_BELOW = 0.1  # share of non-zero entries under which a feature matrix is kept sparse
 
 
 def _entries(meta: dict, key: str, known: tuple, where: Path) -> dict[str, dict]:
@@ -81,6 +83,20 @@ def read_table(path: Path, id_columns=()) -> pd.DataFrame:
     return df
 
 
+def pa_strings(ids: pd.Series):
+    import pyarrow as pa
+
+    return pa.array(ids.astype("string"), type=pa.string())
+
+
+def sparse_if_mostly_zero(x: np.ndarray):
+    """Features with under SPARSE_BELOW of their entries non-zero (bag-of-words) as a sparse matrix: the input
+    projection multiplies them as such, several times faster, with the same values."""
+    import scipy.sparse as sp
+
+    return sp.csr_matrix(x) if x.size and np.count_nonzero(x) < SPARSE_BELOW * x.size else x
+
+
 def csv_header(path: Path) -> list[str]:
     """A CSV file's column names (none for parquet, whose columns keep their types)."""
     import csv
@@ -113,11 +129,14 @@ class NodeTable:
             row = int(np.flatnonzero(dup.to_numpy())[0])
             raise DataError(f"{self.path}: id {ids.iloc[row]!r} appears twice (again in row {row + 1}); node ids of "
                             "a type must be unique")
-        self.ids = pd.Index(ids.to_numpy(dtype=object))
+        self.ids = pa_strings(ids)
         self.entry = entry
 
     def positions(self, ids: pd.Series, path: Path, end: str) -> np.ndarray:
-        pos = self.ids.get_indexer(ids.to_numpy(dtype=object))
+        """The position of every id in this table (pyarrow's hash lookup: millions of edges in seconds)."""
+        import pyarrow.compute as pc
+
+        pos = pc.index_in(pa_strings(ids), value_set=self.ids).fill_null(-1).to_numpy().astype(np.int64)
         if (pos < 0).any():
             row = int(np.flatnonzero(pos < 0)[0])
             raise DataError(f"{path}: row {row + 1}: {end} id {ids.iloc[row]!r} is not in the {self.ntype} table "
@@ -135,7 +154,7 @@ class NodeTable:
             except (TypeError, ValueError) as e:
                 raise DataError(f"{self.path}: column {spec!r} must hold one list of numbers per node, all of one "
                                 f"length ({e})") from None
-            return check_features(x, f"{self.path}: column {spec!r}")
+            return sparse_if_mostly_zero(check_features(x, f"{self.path}: column {spec!r}"))
         cols = list(spec) if spec is not None else [c for c in self.df.columns if c not in skip]
         if not cols:
             return None
@@ -147,7 +166,7 @@ class NodeTable:
                 raise DataError(f"{self.path}: feature column {c!r} holds text{example}; features must be numbers: "
                                 "encode it, or leave it out with features: [...]")
         x = np.array(self.df[cols].to_numpy(dtype=np.float32, na_value=np.nan))  # writable: torch shares it
-        return check_features(x, f"{self.path}: feature columns")
+        return sparse_if_mostly_zero(check_features(x, f"{self.path}: feature columns"))
 
     def labels(self, classes) -> tuple[torch.Tensor, list[str]]:
         col = _column(self.df, self.entry.get("label", "label"), self.path, "the class of each target node")
@@ -229,7 +248,7 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDa
     num_classes = class_count(meta.get("num_classes", len(names)), labels, splits, str(where))
     return _dataset(where, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
                     num_classes=num_classes, unlabelled=unlabelled, class_names=names,
-                    node_ids={t: np.asarray(n.ids, dtype=str) for t, n in nodes.items()})
+                    node_ids={t: n.ids.to_numpy(zero_copy_only=False).astype(str) for t, n in nodes.items()})
 
 
 def write_tables(data: HeteroDataset, folder: str | Path, prefix_ids: bool = True, fmt: str = "csv") -> Path:
