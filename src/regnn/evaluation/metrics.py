@@ -24,6 +24,16 @@ def f1_scores(logits: torch.Tensor, labels: torch.Tensor, num_classes: int | Non
     return {"micro_f1": 100.0 * float(micro), "macro_f1": 100.0 * float(f1[present].mean())}
 
 
+def split_scores(logits: torch.Tensor, labels: torch.Tensor, splits: dict[str, torch.Tensor]) -> dict[str, float]:
+    """{<split>_micro_f1, <split>_macro_f1} of every split (node ids into logits and labels), as a run reports them
+    and predict.py re-scores them."""
+    out = {}
+    for s, i in splits.items():
+        i = i.to(logits.device)
+        out |= {f"{s}_{k}": v for k, v in f1_scores(logits[i], labels.to(logits.device)[i], logits.shape[1]).items()}
+    return out
+
+
 def mean_std(values) -> dict[str, float]:
     """Mean and population standard deviation (ddof=0, as numpy and the authors' scripts)."""
     a = np.asarray(values, dtype=float)

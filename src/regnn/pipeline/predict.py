@@ -17,7 +17,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from regnn.errors import ConfigError, DataError
-from regnn.evaluation.metrics import f1_scores
+from regnn.evaluation.metrics import split_scores
 from regnn.data.scaling import apply_feature_norm
 from regnn.pipeline.from_config import device_of, load_data
 from regnn.pipeline.fullbatch import Job
@@ -134,11 +134,7 @@ def predictions_frame(data, probs: torch.Tensor) -> pd.DataFrame:
 
 
 def scores(data, logits: torch.Tensor) -> dict[str, float]:
-    out = {}
-    for s in SPLITS:
-        i = data.splits[s]
-        out |= {f"{s}_{k}": v for k, v in f1_scores(logits[i], data.labels[i], logits.shape[1]).items()}
-    return out
+    return split_scores(logits, data.labels, {s: data.splits[s] for s in SPLITS})
 
 
 def predict(cfg: DictConfig, out_dir: Path) -> dict:

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from regnn import interrupt
-from regnn.evaluation.metrics import f1_scores
+from regnn.evaluation.metrics import split_scores
 from regnn.training.trainer import RunResult
 
 
@@ -56,10 +56,9 @@ def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epo
     with torch.no_grad():
         logits, _ = model(inputs, feats)
         logits = logits.cpu()
-    metrics = {}
+    metrics = split_scores(logits, y, {s: splits[s].cpu() for s in ("train", "val", "test")})
     for s in ("train", "val", "test"):
         i = splits[s].cpu()
-        metrics |= {f"{s}_{k}": v for k, v in f1_scores(logits[i], y[i], logits.shape[1]).items()}
         metrics[f"{s}_loss"] = F.cross_entropy(logits[i].log_softmax(-1).clamp(min=-1e4), y[i]).item()
     for row in history:  # the classifier's validation scores, one classifier: the same for every pass
         row |= {"val_micro_f1": metrics["val_micro_f1"], "val_macro_f1": metrics["val_macro_f1"]}

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from regnn import interrupt
 from regnn.core.adjacency import at_least_fp32
-from regnn.evaluation.metrics import f1_scores
+from regnn.evaluation.metrics import f1_scores, split_scores
 from regnn.training.loop import EpochLoop, StopRule
 from regnn.training.options import FullBatchOptions
 
@@ -183,10 +183,8 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullB
     with torch.no_grad(), autocast(options.precision, labels.device):
         logits, emb = model(inputs, feats, embed=True)
         logits, emb = at_least_fp32(logits), (at_least_fp32(emb) if emb is not None else None)
-    metrics = {}
+    metrics = split_scores(logits, labels, {s: idx[s] for s in ("train", "val", "test")})
     for s in ("train", "val", "test"):
-        for k, v in f1_scores(logits[idx[s]], y[s], logits.shape[1]).items():
-            metrics[f"{s}_{k}"] = v
         metrics[f"{s}_loss"] = F.cross_entropy(logits[idx[s]], y[s]).item()
     return RunResult(seed=seed, best_epoch=loop.stopper.best_epoch, epochs=len(history), metrics=metrics,
                      history=history, relation_weights=getattr(model, "relation_weights", list)(),
