@@ -17,7 +17,8 @@ scores are only read back for the listing, never by the search. The study lives 
 - at the end (on_multirun_end) the finalists, the `tune.finalists` best trials by search score and trial 0 (always),
   are trained again with `tune.finalist_seeds` new seeds (seed + 1000, ...: none of the search's or the final runs')
   in <sweep dir>/finalist_trial_<k>, each from its trial's config.yaml; the one with the best mean validation
-  Micro-F1 there is chosen (ties: the lower trial number, so trial 0 before any other). The best of many estimates
+  Micro-F1 there is chosen (ties: the lower trial number, so trial 0 before any other), unless its gain over trial
+  0 on the same seeds is within two standard errors of that paired difference: then trial 0 is kept. The best of many estimates
   from a few seeds on a small validation set is mostly a lucky one: its own score overstates it, fresh seeds do
   not. tune.finalists=0 chooses the search's best trial instead;
 - the chosen setting is written to <sweep dir>/tuned/best.yaml, a conf/tuned-style file
@@ -59,6 +60,9 @@ _FREE = ("experiment=", "tune.trials=", "tune.final_runs=", "tune.finalists=", "
 # final runs used, so the finalists' scores carry none of the luck that put them among the finalists
 FINALIST_SEED_OFFSET = 1000
 DEFAULT_TRIAL = 0  # the configured setting (enqueued first)
+# a searched setting replaces the configured one only when its mean validation gain over it, paired by seed, is
+# more than this many standard errors of that paired difference (about a one-sided test at 5% for 5 seeds)
+PAIRED_MARGIN_SE = 2.0
 
 
 def _nested(flat: dict) -> dict:
@@ -278,10 +282,49 @@ def _scored(finalist: dict) -> bool:
     return finalist["mean"] is not None and not math.isnan(finalist["mean"])
 
 
+def decided_order(finalists: dict[int, dict]) -> list[int]:
+    """choice_order with the chosen finalist first (the configured setting where choose keeps it)."""
+    order, chosen = choice_order(finalists), choose(finalists)
+    return order if chosen is None else [chosen, *(n for n in order if n != chosen)]
+
+
+def paired_gain(a: dict, b: dict) -> tuple[float, float, int] | None:
+    """(mean, standard error, seeds) of finalist a's validation score minus b's over the seeds both finished
+    (their "per_seed" scores); None where they share no seed or either lacks per-seed scores."""
+    pa, pb = a.get("per_seed"), b.get("per_seed")
+    if not pa or not pb:
+        return None
+    d = [pa[s] - pb[s] for s in pa if s in pb]
+    if not d:
+        return None
+    mean = sum(d) / len(d)
+    se = math.inf if len(d) < 2 else math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1) / len(d))
+    return mean, se, len(d)
+
+
+def beats_default(best: dict, default: dict) -> bool:
+    """Whether a searched setting's gain over the configured one on the same seeds exceeds its noise: the mean
+    paired difference above PAIRED_MARGIN_SE standard errors of it (one seed: never). Without per-seed scores,
+    the higher mean."""
+    gain = paired_gain(best, default)
+    if gain is None:
+        return best["mean"] > default["mean"]
+    mean, se, _ = gain
+    return mean > 0 and mean > PAIRED_MARGIN_SE * se
+
+
 def choose(finalists: dict[int, dict]) -> int | None:
-    """The chosen finalist (see choice_order), or None where none finished a run."""
+    """The chosen finalist, or None where none finished a run: the first of choice_order, unless the configured
+    setting (trial 0) is a finalist whose runs all finished and that one's paired gain over it is within the noise
+    (beats_default): then the configured setting is kept."""
     order = choice_order(finalists)
-    return order[0] if order and _scored(finalists[order[0]]) else None
+    if not order or not _scored(finalists[order[0]]):
+        return None
+    best, default = order[0], finalists.get(DEFAULT_TRIAL)
+    if best != DEFAULT_TRIAL and default is not None and _scored(default) and not default.get("failed"):
+        if not beats_default(finalists[best], default):
+            return DEFAULT_TRIAL
+    return best
 
 
 def finalist_dir(sweep: Path, number: int) -> Path:
@@ -298,7 +341,9 @@ def read_finalists(sweep: Path, numbers: list[int]) -> dict[int, dict]:
         res = json.loads(path.read_text())
         val = res["metrics"].get("val_micro_f1")  # absent where every run diverged
         out[n] = {"mean": val["mean"] if val else None, "std": val["std"] if val else None,
-                  "runs": res["runs"], "failed": res.get("failed_runs", 0)}
+                  "runs": res["runs"], "failed": res.get("failed_runs", 0),
+                  "per_seed": {r["seed"]: r["val_micro_f1"] for r in res.get("per_run", [])
+                               if r.get("val_micro_f1") is not None and "failed" not in r}}
     return out
 
 
@@ -345,6 +390,13 @@ def decision(study, sweep: Path) -> tuple[int, str, dict[int, dict]]:
     f = scores[number]
     how = (f"trial {number}, mean validation Micro-F1 {f['mean']:.2f} ± {f['std']:.2f} over {f['runs']} new seeds "
            f"(seeds {stage['seed']}-{stage['seed'] + stage['seeds'] - 1}), the best of {len(scores)} finalists")
+    top = choice_order(scores)[0]
+    if number == DEFAULT_TRIAL and top != DEFAULT_TRIAL:
+        gain = paired_gain(scores[top], f)
+        said = (f"+{gain[0]:.2f} ± {gain[1]:.2f} (standard error) over {gain[2]} seeds" if gain
+                else "not measured on shared seeds")
+        how = (f"trial 0, the configured setting, kept: the best finalist, trial {top}, gained {said} on the same "
+               f"seeds, not more than {PAIRED_MARGIN_SE:g} standard errors")
     return number, how, scores
 
 
@@ -360,13 +412,13 @@ def run_finalists(config: DictConfig, study, sweep: Path) -> tuple[int, str]:
                  n, scores[n], runs, seed)
         train_finalist(config, sweep, n, seed, runs)
     number, how, found = decision(study, sweep)
-    for n in choice_order(found):
+    for n in decided_order(found):
         f = found[n]
         shown = "no finished run" if f["mean"] is None else f"{f['mean']:.2f} ± {f['std']:.2f}"
         log.info("tune: finalist trial %d%s: validation Micro-F1 %s over %d new seeds (search score %.2f)", n,
                  " (configured setting)" if n == DEFAULT_TRIAL else "", shown, f["runs"], scores[n])
     if found and number == DEFAULT_TRIAL:
-        log.info("tune: the configured setting (trial 0) wins on the new seeds: no searched setting beat it")
+        log.info("tune: chosen: %s", how)
     return number, how
 
 
@@ -382,7 +434,7 @@ def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
     found = read_finalists(sweep, stage["trials"]) if stage else {}
     df = pd.DataFrame([_trial_row(sweep, t, found, stage) for t in study.get_trials(deepcopy=False)])
     # ties keep trial order, as Optuna's best_trial (the first of the best) does
-    rank = {n: i for i, n in enumerate(choice_order(found))}
+    rank = {n: i for i, n in enumerate(decided_order(found))}
     df["_rank"] = [rank.get(n, len(rank)) for n in df.trial]
     df["_score"] = [-v if v is not None and not math.isnan(v) else math.inf for v in df.val_micro_f1]
     df = df.sort_values(["_rank", "_score", "trial"], kind="stable").drop(columns=["_rank", "_score"])
@@ -423,7 +475,8 @@ def _choice_notes(study, sweep: Path, stage, found: dict, notes: list[str]) -> i
     notes.append(f"Finalists: the best trials by search score and trial 0 (the configured setting), "
                  f"{len(stage['trials'])} in all, each trained again with {stage['seeds']} new seeds (seeds "
                  f"{stage['seed']}-{stage['seed'] + stage['seeds'] - 1}); the highest mean validation Micro-F1 "
-                 "on those seeds is chosen (ties: the lower trial number).")
+                 "on those seeds is chosen (ties: the lower trial number), and replaces the configured setting "
+                 f"only if its gain over it, seed by seed, exceeds {PAIRED_MARGIN_SE:g} standard errors.")
     best = study.best_trial.number
     if number == DEFAULT_TRIAL:
         notes.append(f"Chosen: the configured setting, {how}: no searched setting beat it on the new seeds.")
