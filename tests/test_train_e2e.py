@@ -211,3 +211,13 @@ def test_worker_processes_end_with_a_killed_job(tmp_path):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         job.wait()
+
+
+def test_a_run_that_never_stopped_early_says_so(tmp_path):
+    r = run_train("dataset=synthetic", "model=re_gcn", "runs=1", "trainer.max_epochs=5", "threads=1",
+                  f"hydra.run.dir={tmp_path / 'short'}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "it trained all 5 allowed epochs without early stopping" in r.stderr
+    r = run_train("dataset=synthetic", "model=re_gcn", "runs=1", "trainer.max_epochs=400", "trainer.patience=5",
+                  "threads=1", f"hydra.run.dir={tmp_path / 'stopped'}")
+    assert r.returncode == 0 and "run 1/1" in r.stderr and "without early stopping" not in r.stderr

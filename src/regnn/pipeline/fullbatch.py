@@ -14,7 +14,7 @@ from regnn.evaluation.clustering import cluster_scores
 from regnn.loggers import make_logger
 from regnn.runs.executor import job_threads, plan_workers, run_in_workers
 from regnn.spec import training_of
-from regnn.pipeline.job import run_job
+from regnn.pipeline.job import run_job, stop_note
 from regnn.pipeline.from_config import build_model, device_of, load_data, prepare_inputs
 from regnn.runs.resume import checkpoint_of
 from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
@@ -82,10 +82,11 @@ def train_one(job: Job, store: CellStore, run: int, logger, progress: Progress):
     logger.end_run(rec)
     store.save_run(rec, result, data, cfg.save_embeddings, model=model)
     ckpt.remove()  # the run is finished: results.json holds it
-    log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f%s (best epoch %d of %d, %.1fs)", run + 1,
+    log.info("run %d/%d seed %d: test Micro-F1 %.2f Macro-F1 %.2f%s (best epoch %d of %d, %.1fs%s)", run + 1,
              cfg.runs, seed, rec["test_micro_f1"], rec["test_macro_f1"],
              f" NMI {rec['nmi']:.2f} ARI {rec['ari']:.2f}" if "nmi" in rec else "", rec["best_epoch"],
-             rec["epochs"], rec["train_time_s"])
+             rec["epochs"], rec["train_time_s"],
+             stop_note(rec, cfg.trainer.get("max_epochs") if arch_name(cfg.model) != "metapath2vec" else None))
     return rec, result
 
 

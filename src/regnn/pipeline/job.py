@@ -51,3 +51,11 @@ def run_job(job: CellJob) -> dict:
         job.report(summary)
     job.close()
     return summary
+
+
+def stop_note(rec: dict, max_epochs) -> str:
+    """A run's log line's note where early stopping never ended it: it trained every allowed epoch."""
+    if max_epochs is None or rec.get("epochs", 0) < int(max_epochs):
+        return ""
+    return (f"; it trained all {int(max_epochs)} allowed epochs without early stopping (best epoch "
+            f"{rec['best_epoch']}): a larger trainer.max_epochs may score higher")

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from regnn.config import whole_graph_degrees
 from regnn.loggers import make_logger
 from regnn.runs.executor import job_threads
-from regnn.pipeline.job import run_job
+from regnn.pipeline.job import run_job, stop_note
 from regnn.pipeline.from_config import build_sampled, device_of, load_data
 from regnn.spec import training_of, user_errors
 from regnn.runs.resume import checkpoint_of
@@ -146,7 +146,7 @@ class MinibatchJob:
         if ckpt is not None:
             ckpt.remove()
         log.info("run %d/%d seed %d: test accuracy %.2f (Macro-F1 %.2f), val %.2f (best epoch %d of %d, %.0f "
-                 "seeds/s, %.0f%% of it sampling, %.1fs)", run + 1, cfg.runs, seed, rec["test_acc"],
+                 "seeds/s, %.0f%% of it sampling, %.1fs%s)", run + 1, cfg.runs, seed, rec["test_acc"],
                  rec["test_macro_f1"], rec["val_acc"], rec["best_epoch"], rec["epochs"], rec["seeds_per_s"],
-                 100 * rec["sampling_share"], rec["train_time_s"])
+                 100 * rec["sampling_share"], rec["train_time_s"], stop_note(rec, cfg.trainer.get("max_epochs")))
         return rec, result.relation_weights
