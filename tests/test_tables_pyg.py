@@ -182,3 +182,12 @@ def test_unknown_keys_and_types_are_named(tmp_path):
     with pytest.raises(DataError, match="node type 'itme' has no node table"):
         load_custom(y)
     shutil.rmtree(tmp_path / "t")
+
+
+def test_npz_descriptions_name_their_classes(tmp_path):
+    from custom_data import write_npz
+    d = load_custom(write_npz(tmp_path / "a"))
+    names = [f"class {c}" for c in range(d.num_classes)]
+    assert load_custom(write_npz(tmp_path / "b", {"classes": names})).class_names == names
+    with pytest.raises(DataError, match=f"classes names 2 classes but the labels have {d.num_classes}"):
+        load_custom(write_npz(tmp_path / "c", {"classes": ["x", "y"]}))

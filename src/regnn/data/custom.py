@@ -39,8 +39,8 @@ import numpy as np
 import torch
 import yaml
 
-from regnn.data.custom_schema import (USER_FIX, check_description, check_features, class_count, exact_ints,
-                                      unlabelled_outside_splits)
+from regnn.data.custom_schema import (USER_FIX, check_description, check_features, class_count, class_names,
+                                      exact_ints, unlabelled_outside_splits)
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
@@ -203,7 +203,8 @@ def _load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     feats = select_features(raw, {t: graph.num_nodes(t) for t in graph.ntypes}, target, feats_type)
     num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
     return _dataset(gfile, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
-                    num_classes=num_classes, unlabelled=unlabelled)
+                    num_classes=num_classes, unlabelled=unlabelled,
+                    class_names=class_names(meta, num_classes, where))
 
 
 def _npz_ids(x: np.ndarray, n: int, what: str) -> torch.Tensor:
@@ -282,7 +283,8 @@ def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     feats = select_features(raw, counts, target, feats_type)
     num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
     return _dataset(gfile, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
-                    num_classes=num_classes, unlabelled=unlabelled)
+                    num_classes=num_classes, unlabelled=unlabelled,
+                    class_names=class_names(meta, num_classes, where))
 
 
 def _dataset(gfile: Path, **fields) -> HeteroDataset:

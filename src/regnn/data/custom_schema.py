@@ -16,8 +16,8 @@ FORMATS = ("tables", "pyg", "npz", "dgl", "magnn")
 TABLES_KEYS = ("format", "name", "target", "nodes", "edges", "classes", "reverse", "num_classes")
 PYG_KEYS = ("format", "name", "graph", "target", "reverse", "num_classes")
 DGL_KEYS = ("format", "name", "graph", "graph_index", "target", "label", "features", "splits", "reverse",
-            "num_classes")
-NPZ_KEYS = ("format", "name", "graph", "target", "reverse", "num_classes")
+            "num_classes", "classes")
+NPZ_KEYS = ("format", "name", "graph", "target", "reverse", "num_classes", "classes")
 MAGNN_KEYS = ("format", "name", "dir", "schema")
 SCHEMA_KEYS = ("name", "node_types", "target", "features", "relations", "num_classes", "default_feats_type")
 SPLIT_KEYS = ("train", "val", "test")
@@ -47,6 +47,23 @@ def _whole(d: dict, key: str, where: str, lo: int) -> None:
         raise DataError(f"{where}: {key} must be a whole number >= {lo}, got {quote(v)} ({DOC})")
 
 
+def _classes(meta: dict, where: str) -> None:
+    classes = meta.get("classes")
+    if classes is not None and (not isinstance(classes, list) or len(set(map(str, classes))) != len(classes)):
+        raise DataError(f"{where}: classes must be a list of distinct class names, got {quote(classes)} ({DOC})")
+
+
+def class_names(meta: dict, num_classes: int, where) -> list[str] | None:
+    """The description's `classes:` (names by class id), checked against the number of classes."""
+    classes = meta.get("classes")
+    if classes is None:
+        return None
+    if len(classes) != num_classes:
+        raise DataError(f"{where}: classes names {len(classes)} classes but the labels have {num_classes}; name "
+                        f"each class 0..{num_classes - 1} once ({DOC})")
+    return [str(c) for c in classes]
+
+
 def check_description(meta: dict, path: Path) -> str:
     """Validates a description's keys, types and ranges; returns its format."""
     where = str(path)
@@ -64,9 +81,7 @@ def check_description(meta: dict, path: Path) -> str:
         _whole(meta, "num_classes", where, 1)
         if meta.get("reverse", "add") not in ("add", "keep"):
             raise DataError(f"{where}: reverse={quote(meta['reverse'])}; use add (reverse every relation) or keep")
-        classes = meta.get("classes")
-        if classes is not None and (not isinstance(classes, list) or len(set(map(str, classes))) != len(classes)):
-            raise DataError(f"{where}: classes must be a list of distinct class names, got {quote(classes)} ({DOC})")
+        _classes(meta, where)
         return fmt
     if fmt in ("dgl", "npz"):
         _unknown(meta, DGL_KEYS if fmt == "dgl" else NPZ_KEYS, where, "key")
@@ -76,6 +91,7 @@ def check_description(meta: dict, path: Path) -> str:
         _whole(meta, "num_classes", where, 1)
         if meta.get("reverse", "add") not in ("add", "keep"):
             raise DataError(f"{where}: reverse={quote(meta['reverse'])}; use add (reverse every relation) or keep")
+        _classes(meta, where)
         splits = meta.get("splits")
         if splits is not None:
             if not isinstance(splits, dict):
