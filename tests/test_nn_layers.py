@@ -105,3 +105,19 @@ def test_bad_ids_are_named():
         layer(x, ei, torch.tensor([0, 2]), torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match=r"node_type must lie in \[0, 1\)"):
         layer(x, ei, torch.tensor([0, 1]), torch.tensor([0, 0, 1]))
+
+
+def test_learn_switches_give_the_ablations_and_the_plain_layer():
+    data, edge_index, edge_type, node_type = case(0)
+    rg = build_relation_graph(data)
+    R, T = rg.num_edge_relations, len(rg.ntypes)
+    x = torch.randn(rg.num_nodes, 5, dtype=torch.float64)
+    plain = REGCNConv(5, 3, R, T, learn="none").double()
+    own = REGraphConv(5, 3).double()
+    own.load_state_dict(plain.conv.state_dict())
+    assert not list(plain.relations.parameters())
+    torch.testing.assert_close(plain(x, edge_index, edge_type, node_type), own(rg.adjacency(), x, None))
+    assert REGCNConv(5, 3, R, T, learn="edges").relations.self_loop is None
+    assert REGATConv(5, 3, R, T, learn="self").relations.edge is None
+    with pytest.raises(ValueError, match="learn must be one of"):
+        REGCNConv(5, 3, R, T, learn="all")

@@ -64,6 +64,16 @@ def class_names(meta: dict, num_classes: int, where) -> list[str] | None:
     return [str(c) for c in classes]
 
 
+def _check_tables_or_pyg(meta: dict, fmt: str, where: str) -> None:
+    _unknown(meta, TABLES_KEYS if fmt == "tables" else PYG_KEYS, where, "key")
+    for k in ("name", "graph", "target"):
+        _text(meta, k, where)
+    _whole(meta, "num_classes", where, 1)
+    if meta.get("reverse", "add") not in ("add", "keep"):
+        raise DataError(f"{where}: reverse={quote(meta['reverse'])}; use add (reverse every relation) or keep")
+    _classes(meta, where)
+
+
 def check_description(meta: dict, path: Path) -> str:
     """Validates a description's keys, types and ranges; returns its format."""
     where = str(path)
@@ -75,13 +85,7 @@ def check_description(meta: dict, path: Path) -> str:
                         "arrays), format: dgl (a dgl.save_graphs file) or format: magnn (MAGNN-style processed files); "
                         f"{did_you_mean(fmt, FORMATS)}({DOC})")
     if fmt in ("tables", "pyg"):
-        _unknown(meta, TABLES_KEYS if fmt == "tables" else PYG_KEYS, where, "key")
-        for k in ("name", "graph", "target"):
-            _text(meta, k, where)
-        _whole(meta, "num_classes", where, 1)
-        if meta.get("reverse", "add") not in ("add", "keep"):
-            raise DataError(f"{where}: reverse={quote(meta['reverse'])}; use add (reverse every relation) or keep")
-        _classes(meta, where)
+        _check_tables_or_pyg(meta, fmt, where)
         return fmt
     if fmt in ("dgl", "npz"):
         _unknown(meta, DGL_KEYS if fmt == "dgl" else NPZ_KEYS, where, "key")

@@ -23,6 +23,10 @@ from regnn.core.relation import Relation, RelationWeights
 
 __all__ = ["REGCNConv", "REGATConv", "typed_adjacency"]
 
+# which relation weights a layer learns (the others stay 1): RE-GNN, its two ablations, the plain layer
+LEARN = {"both": (True, True), "edges": (True, False), "self": (False, True), "none": (False, False)}
+NEGATIVE_SLOPE = 0.01  # of tau = LeakyReLU (and of RE-GAT's attention logits): the authors' code
+
 
 def typed_adjacency(edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor,
                     num_relations: int) -> Adjacency:
@@ -41,14 +45,16 @@ def typed_adjacency(edge_index: torch.Tensor, edge_type: torch.Tensor, node_type
 class _RELayer(nn.Module):
     """What both layers share: relation weights, their checks, and the graph built once per input graph."""
 
-    def __init__(self, num_relations: int, num_node_types: int, heads: int, scale: float, negative_slope: float,
-                 edge_weights: bool, self_loop_weights: bool):
+    def __init__(self, num_relations: int, num_node_types: int, heads: int, scale: float, learn: str):
         super().__init__()
         if num_relations < 1 or num_node_types < 1:
             raise ValueError(f"num_relations and num_node_types must be >= 1, got {num_relations}, {num_node_types}")
+        if learn not in LEARN:
+            raise ValueError(f"learn must be one of {list(LEARN)}, got {learn!r}")
         self.num_relations, self.num_node_types = num_relations, num_node_types
+        edges, loops = LEARN[learn]
         self.relations = RelationWeights(num_relations, num_node_types,
-                                         Relation(edge_weights, self_loop_weights, scale, negative_slope), heads)
+                                         Relation(edges, loops, scale, NEGATIVE_SLOPE), heads)
         self._graph: tuple | None = None
 
     def adjacency(self, edge_index, edge_type, node_type) -> Adjacency:
@@ -90,15 +96,14 @@ class REGCNConv(_RELayer):
         num_relations: relation types (edge_type ids); num_node_types: node types (node_type ids).
         norm: "both" (as above) or "right" (:math:`\hat{\mathbf{D}}^{-1} \mathbf{A}_\alpha`).
         bias: add a learnable bias. scale: :math:`\lambda` (the paper's default 100).
-        edge_weights, self_loop_weights: learn the relation / self-loop weights (False: they stay 1; both False
-            is a plain GCN layer).
+        learn: which weights are learnt, the others staying 1: "both" (RE-GCN), "edges" (GCN-E), "self" (GCN-S)
+            or "none" (a plain GCN layer).
     Shapes: x (N, in_channels), edge_index (2, E), edge_type (E,), node_type (N,) -> (N, out_channels).
     """
 
     def __init__(self, in_channels: int, out_channels: int, num_relations: int, num_node_types: int,
-                 norm: str = "both", bias: bool = True, scale: float = 100.0, negative_slope: float = 0.01,
-                 edge_weights: bool = True, self_loop_weights: bool = True):
-        super().__init__(num_relations, num_node_types, 1, scale, negative_slope, edge_weights, self_loop_weights)
+                 norm: str = "both", bias: bool = True, scale: float = 100.0, learn: str = "both"):
+        super().__init__(num_relations, num_node_types, 1, scale, learn)
         self.conv = REGraphConv(in_channels, out_channels, bias=bias, norm=norm)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor,
@@ -122,20 +127,17 @@ class REGATConv(_RELayer):
         in_channels, out_channels: feature sizes (out_channels per head).
         num_relations, num_node_types: as REGCNConv. heads: attention heads. concat: concatenate the heads
             (N, heads * out_channels), else average them (N, out_channels).
-        attn_dropout: dropout on the attention coefficients. negative_slope: of both LeakyReLUs.
-        bias, residual: a learnable bias, a linear residual connection. scale, edge_weights, self_loop_weights:
-            as REGCNConv.
+        attn_dropout: dropout on the attention coefficients. bias: a learnable bias.
+        scale, learn: as REGCNConv ("both": RE-GAT, "none": a plain GAT layer). Both LeakyReLUs have slope 0.01.
     """
 
     def __init__(self, in_channels: int, out_channels: int, num_relations: int, num_node_types: int,
-                 heads: int = 1, concat: bool = True, attn_dropout: float = 0.0, negative_slope: float = 0.01,
-                 bias: bool = True, residual: bool = False, scale: float = 100.0, edge_weights: bool = True,
-                 self_loop_weights: bool = True):
-        super().__init__(num_relations, num_node_types, heads, scale, negative_slope, edge_weights,
-                         self_loop_weights)
+                 heads: int = 1, concat: bool = True, attn_dropout: float = 0.0, bias: bool = True,
+                 scale: float = 100.0, learn: str = "both"):
+        super().__init__(num_relations, num_node_types, heads, scale, learn)
         self.concat = concat
         self.conv = _GATLayer(in_channels, out_channels, heads=heads, attn_dropout=attn_dropout,
-                              negative_slope=negative_slope, bias=bias, residual=residual)
+                              negative_slope=NEGATIVE_SLOPE, bias=bias)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor,
                 node_type: torch.Tensor) -> torch.Tensor:
