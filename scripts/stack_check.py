@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                 return {"model": model, "error": f"no run finished; see {shown(res.parent)}"}
             here = {"seeds": [r["seed"] for r in s["per_run"] if "test_micro_f1" in r],
                     "micro_f1_mean": statistics.fmean(got),
-                    "micro_f1_std": statistics.stdev(got) if len(got) > 1 else 0.0,
+                    "micro_f1_std": statistics.pstdev(got),
                     "wall_time_s": s.get("wall_time_s"), "run_dir": shown(res.parent)}
             return judge(model, here, cell, a.floor)
         if model in earlier:
@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
                  f"`scripts/stack_check.py` on {env.get('device_note')}: torch {env.get('torch')}, Python "
                  f"{env.get('python')}, DGL {env.get('dgl') or 'not installed'}, {env.get('threads')} thread(s); "
                  f"seeds 0-{a.runs - 1} through `train.py` with each cell's settings"
-                 f"{' and ' + ' '.join(a.overrides) if a.overrides else ''}. Within: |mean here - the cell's mean "
+                 f"{' and ' + ' '.join(a.overrides) if a.overrides else ''}; mean ± population std (ddof=0, as the "
+                 f"cells). Within: |mean here - the cell's mean "
                  f"over the same seeds| <= max(the cell's 10-run std, {a.floor:g}).", "",
                  "| model | cell's stack | test Micro-F1 here | cell, same seeds | cell (10 runs) | difference, same "
                  "seeds | tolerance | within |", "|---|---|---|---|---|---|---|---|"]
