@@ -4,8 +4,8 @@
     python scripts/stack_check.py --dataset dblp --models mlp,gcn_e trainer.max_epochs=3 --out /tmp/x
 
 Each model trains through `train.py` (the cell's settings, seeds 0..runs-1, device=cpu, `threads` threads, under
-`nice -n 10`) into the stable folder <work>/<dataset>/<model>/ (default outputs/stack_check/) with resume=true, so a finished model
-is not retrained and a stopped one continues: running the same command again picks up where it stopped. The
+`nice -n 10`) into the stable folder <work>/<dataset>/<model>/ (default outputs/stack_check/) with resume=true,
+so a finished model is not retrained and a stopped one continues: the same command again picks up where it stopped. The
 verdict follows the cell's own spread: the mean test Micro-F1 over the seeds here against the cell's mean over the
 same seeds (its per_run), within when |difference| <= max(the cell's 10-run std, --floor).
 
@@ -66,8 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--floor", type=float, default=0.5, help="least tolerance, for cells of small spread")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--out", default=None, help="report path without .json/.md (default results/stack_check_<dataset>_cpu)")
-    ap.add_argument("--work", default=str(REPO / "outputs" / "stack_check"), help="run folders: <work>/<dataset>/<model>")
+    ap.add_argument("--out", default=None,
+                    help="report path without .json/.md (default results/stack_check_<dataset>_cpu)")
+    ap.add_argument("--work", default=str(REPO / "outputs" / "stack_check"),
+                    help="run folders: <work>/<dataset>/<model>")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("overrides", nargs="*", help="more train.py overrides (e.g. trainer.max_epochs=3 to try it)")
     a = ap.parse_args(argv)
@@ -76,12 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     torch_version = subprocess.run([a.python, "-c", "import torch; print(torch.__version__)"], check=True,
                                    capture_output=True, text=True).stdout.strip()
     models = a.models.split(",") if a.models else other_stack_models(a.dataset, torch_version)
-    models = [m for m in models if m]
-    earlier = {}
-    if out.with_suffix(".json").is_file():
-        earlier = {r["model"]: r for r in json.loads(out.with_suffix(".json").read_text())["models"]
-                   if "micro_f1_mean" in r}
-    env: dict = {}
+    for m in [m for m in models if cell_of(a.dataset, m) is None]:
+        print(f"stack_check: no committed cell {a.dataset}_{m}; skipping {m}", file=sys.stderr)
+    models = [m for m in models if m and cell_of(a.dataset, m) is not None]
+    previous = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").is_file() else {}
+    earlier = {r["model"]: r for r in previous.get("models", []) if "micro_f1_mean" in r}
+    env: dict = dict(previous.get("environment", {}))
 
     def row(model: str) -> dict | None:
         cell = cell_of(a.dataset, model)
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             return judge(model, here, cell, a.floor)
         if model in earlier:
             keep = ("seeds", "micro_f1_mean", "micro_f1_std", "wall_time_s", "run_dir")
-            return judge(model, {k: earlier[model].get(k) for k in keep}, cell, a.floor)
+            return judge(model, {**{k: earlier[model].get(k) for k in keep}, "earlier_report": True}, cell, a.floor)
         return None
 
     def write_report() -> None:
@@ -127,18 +129,19 @@ def main(argv: list[str] | None = None) -> int:
             if "error" in r:
                 lines.append(f"| {r['model']} | {stack} | failed: {r['error']} | | | | | no |")
                 continue
-            lines.append(f"| {r['model']} | {stack} | {r['micro_f1_mean']:.2f} ± {r['micro_f1_std']:.2f} | "
+            name = r["model"] + (" *" if r.get("earlier_report") else "")
+            lines.append(f"| {name} | {stack} | {r['micro_f1_mean']:.2f} ± {r['micro_f1_std']:.2f} | "
                          f"{r['cell_same_seeds_mean']:.2f} | {r['cell_micro_f1_mean']:.2f} ± "
                          f"{r['cell_micro_f1_std']:.2f} | {r['diff_same_seeds']:+.2f} | {r['tolerance']:.2f} | "
                          f"{'yes' if r['within'] else 'no'} |")
+        if any(r.get("earlier_report") for r in rows):
+            lines += ["", "\\* measured in an earlier sitting whose run folder is not here: its mean and std as that "
+                      "report gave them, judged against the cell now."]
         if pending:
             lines += ["", f"Not finished yet (the same command continues them): {', '.join(pending)}."]
         out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
     for i, model in enumerate(models, 1):
-        if cell_of(a.dataset, model) is None:
-            print(f"stack_check: no committed cell {a.dataset}_{model}; skipping {model}", file=sys.stderr)
-            continue
         run_dir = work / model
         print(f"stack_check: [{i}/{len(models)}] {model} on {a.dataset}, {a.runs} runs -> {run_dir}", flush=True)
         cmd = ["nice", "-n", "10", a.python, "train.py", f"dataset={a.dataset}", f"model={model}", f"runs={a.runs}",
