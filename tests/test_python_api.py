@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from conftest import REPO, run_train
 
@@ -12,6 +13,7 @@ SETTINGS = ["dataset=synthetic", "model=re_gcn", "runs=2", "trainer.max_epochs=1
             "threads=1", "workers=1"]
 
 
+@pytest.mark.onepython
 def test_regnn_run_trains_what_train_py_trains_and_returns_its_summary(tmp_path):
     code = ("import json, sys, regnn\n"
             f"out = regnn.run({SETTINGS!r}, run_dir=sys.argv[1])\n"

@@ -92,6 +92,7 @@ def train(tmp_path, name, *data):
                   for p in json.loads((cell / "results.json").read_text())["per_run"]]
 
 
+@pytest.mark.onepython
 def test_the_graph_as_tables_and_as_heterodata_trains_to_the_same_scores_and_predicts_with_its_ids(tmp_path):
     first, builtin = train(tmp_path, "builtin", "dataset=synthetic")
     same = settings_of(first)
@@ -163,10 +164,11 @@ def test_a_bad_table_is_refused_in_one_line_and_nothing_is_written(tmp_path, spo
     with pytest.raises(DataError) as e:
         load_custom(y)
     assert message in str(e.value) and "\n" not in str(e.value)
-    out = tmp_path / "out"
-    r = run_train("dataset=custom", f"dataset.path={y}", "runs=1", f"hydra.run.dir={out}")
-    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
-    assert not (out / "results.json").exists() and not (out / "runs").exists()
+    if spoil is bad_dangling:  # through train.py once: every DataError takes the same way out
+        out = tmp_path / "out"
+        r = run_train("dataset=custom", f"dataset.path={y}", "runs=1", f"hydra.run.dir={out}")
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+        assert not (out / "results.json").exists() and not (out / "runs").exists()
 
 
 def test_unknown_keys_and_types_are_named(tmp_path):
