@@ -29,7 +29,7 @@ def graph_schema(data) -> dict:
             "num_classes": int(data.num_classes)}
 
 
-def _write_tensors(path: Path, obj) -> None:
+def write_tensors(path: Path, obj) -> None:
     """torch.save, whole: a kill leaves the old file or none, never half of one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     torch.save(obj, tmp)
@@ -40,12 +40,12 @@ def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None
     """Writes model.pt (and scaling.pt), then model.json. scaling: the dataset's feature_scaling record."""
     run_dir.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to("cpu").clone().contiguous() for k, v in model.state_dict().items()}
-    _write_tensors(run_dir / MODEL_FILE, state)
+    write_tensors(run_dir / MODEL_FILE, state)
     scaling = scaling or {}
     stats = {f"{t}.{k}": torch.from_numpy(r[k]) for t, r in scaling.items() for k in ("mean", "scale")
              if r.get(k) is not None}
     if stats:
-        _write_tensors(run_dir / SCALING_FILE, stats)
+        write_tensors(run_dir / SCALING_FILE, stats)
     io_safe.write_json(run_dir / META_FILE, {**meta, "feature_scaling": {t: r["method"] for t, r in scaling.items()}})
 
 

@@ -13,15 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from pathlib import Path
 
-import torch
 from omegaconf import OmegaConf
 
 from regnn.errors import DataError
-from regnn.runs.checkpoint import load_tensors
+from regnn.runs.checkpoint import load_tensors, write_tensors
 from regnn.runs.store import computation
 from regnn.training.loop import random_states, set_random_states
 
@@ -72,10 +70,8 @@ class RunCheckpoint:
         state = {"identity": self.identity, "model": self.model.state_dict(), "step": self.step.state(),
                  "loop": loop.state(), "random": random_states(),
                  "trained_s": self.trained_s + time.monotonic() - self._t0}
-        tmp = self.path.with_name(f".{FILE}.{os.getpid()}.tmp")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(state, tmp)
-        os.replace(tmp, self.path)
+        write_tensors(self.path, state)
         self._last = time.monotonic()
         log.info("checkpoint of epoch %d written (%s): %s", loop.epoch, why, self.path)
 
