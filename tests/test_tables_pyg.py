@@ -14,7 +14,7 @@ from conftest import REPO, run_train
 from regnn.data import load_dataset
 from regnn.data.custom import load_custom
 from regnn.data.pyg import from_pyg_dict, save_pyg
-from regnn.data.tables import write_tables
+from regnn.data.tables_write import write_tables
 from regnn.errors import DataError
 
 
