@@ -159,7 +159,9 @@ if os.environ.get("REGNN_TEST_HOLD_AFTER"):
 def test_a_run_out_of_time_is_requeued_and_continues_from_its_checkpoint(tmp_path):
     """A cell whose run outlasts its job: submitit requeues the job before the time limit (USR2, max_num_timeout)
     and the requeued job continues the run from its mid-run checkpoint, not from epoch 0. The first job is held
-    mid-run (SITE_HOLD) until the limit comes, so the run is cut at a known epoch on any machine."""
+    mid-run (SITE_HOLD) until the limit comes, so the run is cut at a known epoch on any machine. SLURM may send the
+    signal up to a minute before signal_delay_s asks, so the limit is 3 minutes: a job that got its USR2 before submitit
+    set its handler (the unpickling imports torch) would die of it with no result to wait for."""
     cells = tmp_path / "cells"
     site = tmp_path / "site"
     site.mkdir()
@@ -170,7 +172,7 @@ def test_a_run_out_of_time_is_requeued_and_continues_from_its_checkpoint(tmp_pat
            "REGNN_TEST_HOLD_READY": str(ready), "REGNN_TEST_HOLD_SKIP": "20"}
     cmd = [sys.executable, str(REPO / "train.py"), "-m", "dataset=synthetic", "model=re_gcn", "runs=1", "resume=true",
            f"trainer.max_epochs={epochs}", f"trainer.patience={epochs}", "checkpoint_every_s=0", "threads=1",
-           "hydra/launcher=slurm_local", f"hydra.sweep.dir={cells}", "hydra.launcher.timeout_min=2",
+           "hydra/launcher=slurm_local", f"hydra.sweep.dir={cells}", "hydra.launcher.timeout_min=3",
            "hydra.launcher.signal_delay_s=60", "hydra.launcher.max_num_timeout=2"]
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
