@@ -56,7 +56,7 @@ runpy.run_path("train.py", run_name="__main__")
 
 TRAINERS = {
     "fullbatch": ["trainer.max_epochs=8", "trainer.patience=8"],
-    "minibatch": ["trainer=minibatch", "trainer.fanouts=[5,5]", "trainer.batch_size=100", "trainer.max_epochs=3",
+    "minibatch": ["trainer=minibatch", "trainer.default_fanout=5", "trainer.batch_size=100", "trainer.max_epochs=3",
                   "trainer.patience=3", "trainer.log_every=0"],
 }
 

@@ -15,7 +15,7 @@ from conftest import REPO, cfg, run_train
 from regnn.runs.io_safe import OutputError, read_json, write_text
 
 SYN = ["dataset=synthetic", "model=re_gcn", "runs=2", "threads=1", "trainer.max_epochs=4", "trainer.patience=4"]
-MINI = ["trainer=minibatch", "trainer.fanouts=[5,5]", "trainer.batch_size=100", "trainer.max_epochs=2",
+MINI = ["trainer=minibatch", "trainer.default_fanout=5", "trainer.batch_size=100", "trainer.max_epochs=2",
         "trainer.patience=2", "trainer.log_every=0"]
 
 

@@ -152,8 +152,8 @@ def test_train_py_trains_on_each_format(tmp_path):
 
 def test_train_py_minibatch_on_custom_data(tmp_path):
     p = run_train("dataset=custom", f"dataset.path={write_npz(tmp_path / 'npz')}", "trainer=minibatch",
-                  "model=re_gcn", "model.hidden=32", "trainer.fanouts=[10,10]", "trainer.batch_size=32",
-                  "trainer.max_epochs=15", "trainer.patience=15", "optimizer.lr=0.01", "runs=1", "threads=1",
+                  "model=re_gcn", "model.hidden=32", "trainer.default_fanout=10", "trainer.batch_size=32",
+                  "trainer.max_epochs=60", "trainer.patience=60", "optimizer.lr=0.01", "runs=1", "threads=1",
                   f"hydra.run.dir={tmp_path}/mb")
     assert p.returncode == 0, p.stderr
     r = json.loads((tmp_path / "mb" / "results.json").read_text())

@@ -54,7 +54,7 @@ def test_huge_learning_rate_fails_runs_instead_of_scoring_them(tmp_path):
 
 
 @pytest.mark.parametrize("trainer", [["trainer.max_epochs=5"],
-                                     ["trainer=minibatch", "trainer.fanouts=[5,5]", "trainer.max_epochs=3",
+                                     ["trainer=minibatch", "trainer.default_fanout=5", "trainer.max_epochs=3",
                                       "trainer.batch_size=64"]])
 def test_nan_in_a_feature_file_is_refused_at_load_naming_the_file(tmp_path, trainer):
     """Not trained into an epoch-0 divergence whose advice is to lower the learning rate: the file and the row."""

@@ -14,7 +14,7 @@ from conftest import run_train, start_held, wait_for_file
 RUN = ["dataset=synthetic", "model=re_gcn", "runs=1", "threads=1", "workers=1", "trainer.max_epochs=25",
        "trainer.patience=25", "model.dropout=0.3"]
 # mini-batch: batches of 64 (several per epoch), sampled neighbours, learnable embeddings of the feature-less type
-MINIBATCH = ["trainer=minibatch", "trainer.batch_size=64", "trainer.fanouts=[5,5]", "trainer.max_epochs=8",
+MINIBATCH = ["trainer=minibatch", "trainer.batch_size=64", "trainer.default_fanout=5", "trainer.max_epochs=8",
              "trainer.patience=8", "trainer.min_steps=0", "trainer.patience_steps=0"]
 TRAINERS = {"fullbatch": [], "minibatch": MINIBATCH}
 def timing(key: str) -> bool:

@@ -157,12 +157,10 @@ def test_train_py_minibatch_re_gat_on_generated_ogbn_mag(mag_root, tmp_path):
 
 @pytest.mark.parametrize("override,message", [
     ("trainer.fanouts=[10]", "needs one fanout per model layer"),
-    ("model.norm=both", "norm=both weighs a block by its nodes' whole-graph degrees"),
-    ("model.norm=both trainer.fanouts=[-1,-1] trainer.eval_fanouts=[5,5]", "or fanouts \\(and eval_fanouts\\) of -1"),
     ("trainer.eval=exact", "trainer.eval='exact' is not valid"),
-    ("model=re_sage trainer.fanouts=[5,5,5,5]", "the released GraphSAGE sums over every in-edge"),
     ("trainer.fanouts=[0,3]", "must be a list of positive integers"),
-    ("trainer.eval_fanouts=[5]", "must be null or 2 positive integers"),
+    ("trainer.eval_fanouts=[5]", "must be null or 4 positive integers"),
+    ("trainer.default_fanout=0", "trainer.default_fanout=0 is not valid"),
     ("trainer.batch_size=0", "trainer.batch_size=0 is not valid"),
     ("trainer.stop_on=[val_f1]", "trainer.stop_on=['val_f1'] is not valid: must be a list of one or more of"),
 ])
@@ -201,13 +199,40 @@ def test_minibatch_layout_composes_for_every_model(model):
     validate(cfg, BACKBONES, FEATS_TYPES)
     validate_minibatch(cfg, EVAL_MODES)
     m = cfg.model
-    assert m.layout == "stack" and m.num_layers == 2 and list(cfg.trainer.fanouts) == [25, 20]
+    assert m.layout == "stack" and m.num_layers == 2 and list(cfg.trainer.fanouts) == [25, 20]  # OGBN-MAG's own
     assert (m.hidden, m.get("heads")) == ((512, None) if m.backbone == "gcn" else (64, 8))
     assert tuned.model.hidden == 7  # the command line wins over the layout
-    # DBLP: GCN models keep the paper's full-batch model on blocks of every neighbour (conf/layout/dataset/)
-    assert (tuned.model.layout, list(tuned.trainer.fanouts), list(tuned.trainer.stop_on)) == (
-        ("authors", [-1] * 4, ["val_loss"]) if m.backbone == "gcn" else ("stack", [25, 20], ["val_acc"]))
+    # DBLP: GCN models on blocks of every neighbour (conf/layout/dataset/), GAT ones one layer per hop
+    assert (tuned.model.get("layout", "authors"), tuned.trainer.fanouts, list(tuned.trainer.stop_on)) == (
+        ("authors", [-1] * 4, ["val_loss"]) if m.backbone == "gcn" else ("stack", None, ["val_acc"]))
     validate_minibatch(tuned, EVAL_MODES)
+
+
+@pytest.mark.parametrize("dataset", ["dblp", "acm", "imdb", "custom", "synthetic"])
+@pytest.mark.parametrize("model", ["re_gcn", "re_gat", "gcn_s"])
+def test_minibatch_trains_the_model_full_batch_trains(dataset, model):
+    """Every key of the model and the optimizer as full batch composes them, but the GAT layout (one layer per
+    hop); the fanouts default to one entry per model layer."""
+    from hydra import compose, initialize_config_dir
+
+    from conftest import REPO
+    from regnn.config import validate_minibatch
+    from regnn.spec import training_of
+    from regnn.training.minibatch import EVAL_MODES
+    path = ["dataset.path=x"] if dataset == "custom" else []
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        full = compose("train", overrides=[f"dataset={dataset}", f"model={model}", *path])
+        mini = compose("train", overrides=[f"dataset={dataset}", f"model={model}", "trainer=minibatch", *path])
+    layout = {"layout", "layer_norm"} if full.model.backbone == "gat" else set()
+    assert {k: v for k, v in full.model.items() if k not in layout} == \
+        {k: v for k, v in mini.model.items() if k not in layout}
+    assert full.optimizer == mini.optimizer
+    if layout:
+        assert (full.model.layout, mini.model.layout) == ("authors", "stack")
+    validate_minibatch(mini, EVAL_MODES)
+    fanouts = training_of(mini).fanouts
+    assert len(fanouts) == mini.model.num_layers
+    assert fanouts == ((-1,) * 4 if (dataset, full.model.backbone) == ("dblp", "gcn") else (20,) * len(fanouts))
 
 
 def test_patience_and_length_count_optimizer_steps_where_an_epoch_is_one_batch(mag):
@@ -269,6 +294,44 @@ def test_norm_both_on_blocks_of_every_neighbour_is_the_full_graph_product(weight
     assert torch.equal(batch.adjs[1].source_counts, sg.in_counts[batch.blocks[1].src_nodes])
     with pytest.raises(ValueError, match="needs the source degrees of the whole graph"):
         SampledGraph(d).adjacency(block).normalized_spmm(h[block.src_nodes], alpha, "both")
+
+
+@pytest.mark.parametrize("layer", ["gcn_both", "sage"])
+def test_a_sampled_block_estimates_the_full_graph_sum_without_bias(layer):
+    """k of a node's n in-edges drawn: each counts n / k times, so over many draws the mean of the block's
+    product (norm=both; the released GraphSAGE's sum) is the whole graph's (float64). Without the factor the
+    mean falls short by k / n on every node with more than k in-edges."""
+    from regnn.core.adjacency import Adjacency
+    from regnn.core.conv import RESAGEConv
+    d = make_synthetic(num_items=120, num_sources=60, num_tags=10, random_degree=5, seed=1)
+    sg = SampledGraph(d, whole_graph_degrees=True)
+    rg = build_relation_graph(d)
+    full = Adjacency.from_edges(rg.src, rg.dst, rg.rel, rg.num_nodes)
+    gen = torch.Generator().manual_seed(0)
+    h = torch.randn(rg.num_nodes, 3, dtype=torch.float64, generator=gen)
+    alpha = torch.rand(len(sg.relation_names), 1, dtype=torch.float64, generator=gen) * 3 + 0.1
+    conv = RESAGEConv(3, 3, weight=False) if layer == "sage" else None
+
+    def op(adj, x):
+        return conv(adj, x, alpha) if conv else adj.normalized_spmm(x, alpha, "both")
+    degree = sg.csc.in_degrees(torch.arange(rg.num_nodes))
+    dst = torch.nonzero(degree > 6).view(-1)[:8]  # nodes a fanout of 3 samples
+    want = op(full, h)[dst]
+    draws, scaled, short = 3000, [], []
+    for _ in range(draws):
+        block = sg.csc.block(dst, 3, gen)
+        adj = sg.adjacency(block)
+        assert adj.edge_scale is not None and adj.edge_scale.max() > 1
+        scaled.append(op(adj, h[block.src_nodes]))
+        adj.edge_scale = None
+        short.append(op(adj, h[block.src_nodes]))
+    scaled, short = torch.stack(scaled), torch.stack(short)
+    standard_error = scaled.std(0) / draws ** 0.5
+    z = ((scaled.mean(0) - want) / standard_error).abs()
+    assert z.max() < 4.5  # 24 numbers, each within 4.5 standard errors of the full graph's
+    assert ((short.mean(0) - want) / standard_error).abs().max() > 20  # the factor is what removes the bias
+    full_block = sg.adjacency(sg.full_block(dst))
+    assert full_block.edge_scale is None  # every in-edge there: nothing to scale
 
 
 def test_released_sage_on_blocks_of_every_neighbour_is_the_full_graph_layer():

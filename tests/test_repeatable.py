@@ -9,7 +9,7 @@ from conftest import run_train
 
 @pytest.mark.slow  # make test-all: the blocks of both modes are compared directly in tests/test_sampler.py
 def test_two_minibatch_runs_give_identical_results_whether_batches_are_sampled_in_line_or_ahead(tmp_path):
-    args = ["dataset=synthetic", "model=re_gcn", "trainer=minibatch", "runs=1", "trainer.fanouts=[10,10]",
+    args = ["dataset=synthetic", "model=re_gcn", "trainer=minibatch", "runs=1", "trainer.default_fanout=10",
             "trainer.batch_size=64", "trainer.max_epochs=4", "trainer.patience=4", "trainer.log_every=0"]
     runs = []
     for i, mode in enumerate(["deterministic", "parallel"]):

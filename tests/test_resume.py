@@ -8,7 +8,7 @@ from conftest import cfg, run_train
 from regnn.errors import ConfigError
 from regnn.pipeline import train
 
-MINI = ["dataset=synthetic", "model=re_gcn", "threads=1", "trainer=minibatch", "trainer.fanouts=[5,5]",
+MINI = ["dataset=synthetic", "model=re_gcn", "threads=1", "trainer=minibatch", "trainer.default_fanout=5",
         "trainer.batch_size=100", "trainer.max_epochs=2", "trainer.patience=2", "trainer.log_every=0"]
 
 

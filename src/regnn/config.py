@@ -13,6 +13,7 @@ from regnn.catalog import ARCH_DEFAULT, arch_name
 from regnn.errors import ConfigError, quote
 from regnn.models import ARCHS
 from regnn.paths import REPO_ROOT
+from regnn.training.options import fanouts_for
 
 
 if not OmegaConf.has_resolver("repo_root"):
@@ -191,13 +192,16 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
                "model, or trainer=fullbatch")
         _check(m.get("layout", "authors") == "stack", "model.layout", m.get("layout", "authors"),
                "the authors' attention stack applies its last layer twice, one call more than sampled hops: "
-               "use model.layout=stack with trainer=minibatch (conf/layout/ sets it for gat and re_gat)")
+               "use model.layout=stack with trainer=minibatch (conf/layout/minibatch_gat.yaml sets it)")
     _check(m.backbone in MINIBATCH_BACKBONES, "model.backbone", m.backbone,
            f"trainer=minibatch runs {', '.join(MINIBATCH_BACKBONES)} layers on sampled blocks; {m.backbone} layers "
            f"need the whole graph (gin: the authors' full-batch stack only; mixhop: whole-graph source degrees): train "
            f"model={m.name} with "
            "trainer=fullbatch")
     fan = OmegaConf.to_container(t.fanouts) if OmegaConf.is_list(t.fanouts) else t.fanouts
+    _num(cfg, "trainer.default_fanout", lo=1, integer=True)
+    if fan is None:
+        fan = list(fanouts_for(None, m.num_layers, t.default_fanout))
     _check(isinstance(fan, list) and fan and all(isinstance(f, int) and (f > 0 or f == -1) for f in fan),
            "trainer.fanouts", fan, "must be a list of positive integers (or -1: every neighbour), input layer first")
     _check(len(fan) == m.num_layers, "trainer.fanouts", fan,
@@ -220,15 +224,6 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
            "use deterministic (each batch sampled when needed) or parallel (sampled ahead in threads)")
     _check(isinstance(t.profile, bool), "trainer.profile", t.profile, "use true or false")
     _check(t.ddp_backend in ("auto", "gloo", "nccl"), "trainer.ddp_backend", t.ddp_backend, "use auto, gloo or nccl")
-    every = fan if t.eval_fanouts is None or t.eval == "layerwise" else OmegaConf.to_container(t.eval_fanouts)
-    every_neighbour = all(f == -1 for f in fan + every)
-    _check(m.get("norm", "right") != "both" or every_neighbour, "model.norm", m.get("norm"),
-           "norm=both weighs a block by its nodes' whole-graph degrees, which a sampled neighbourhood does not "
-           "match: use model.norm=right, or fanouts (and eval_fanouts) of -1 (every neighbour)")
-    _check(m.backbone != "sage" or every_neighbour, "trainer.fanouts", fan,
-           "the released GraphSAGE sums over every in-edge, each divided by its source's whole-graph degree, "
-           "which a sampled neighbourhood does not match: use fanouts (and eval_fanouts) of -1 (every neighbour), "
-           "or model=re_gcn with sampled fanouts")
 
 
 def whole_graph_degrees(m: DictConfig) -> bool:

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from regnn.catalog import arch_name
 from regnn.core.relation import Relation
 from regnn.errors import ConfigError
-from regnn.training.options import FullBatchOptions, MinibatchOptions
+from regnn.training.options import FullBatchOptions, MinibatchOptions, fanouts_for
 
 @contextlib.contextmanager
 def user_errors():
@@ -81,7 +81,7 @@ def training_of(cfg: DictConfig) -> FullBatchOptions | MinibatchOptions:
         return FullBatchOptions(optimizer=optimizer, max_epochs=int(t["max_epochs"]), patience=int(t["patience"]),
                                 stop_on=tuple(t["stop_on"]), lr_schedule=str(t["lr_schedule"]),
                                 precision=str(cfg.precision))
-    fanouts = _ints(t["fanouts"])
+    fanouts = fanouts_for(t["fanouts"], cfg.model.num_layers, t["default_fanout"])
     return MinibatchOptions(
         optimizer=optimizer, fanouts=fanouts, batch_size=int(t["batch_size"]), eval=str(t["eval"]),
         eval_fanouts=_ints(t["eval_fanouts"]) or fanouts, eval_batch_size=int(t["eval_batch_size"]),

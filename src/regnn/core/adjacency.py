@@ -66,8 +66,11 @@ class Adjacency:
         self.in_degree = indptr.diff().to(torch.float32).unsqueeze(-1)
         self.rel = None if rel is None else (rel if self.perm is None else rel[self.perm])  # csr order
         # (num_src, num_relations) in-edge counts of every source in the whole graph, for norm="both" on a block
-        # of every neighbour (set by the sampler where the model asks for it; None: unknown)
+        # (set by the sampler where the model asks for it; None: unknown)
         self.source_counts: torch.Tensor | None = None
+        # (E,) in CSR order: how many of its destination's in-edges each edge stands for, where the sampler drew k
+        # of n (n / k on a sampled edge, 1 on the self-loop); None: every in-edge is there
+        self.edge_scale: torch.Tensor | None = None
         self._derived: dict = {}  # arrays derived from the structure, built on first use
         self.alphas = AlphaCache()  # what the relation weights give, per step (regnn.core.alpha_cache)
 
@@ -154,15 +157,25 @@ class Adjacency:
             return GcnAggregate.apply(h, alpha, self, norm)
 
     def _block_both(self, h: torch.Tensor, alpha: torch.Tensor | None) -> torch.Tensor:
-        """D^-1/2 A_w D^-1/2 h on a block whose destinations keep every in-edge, D from the whole graph's weighted
-        in-degrees (a destination is its block's first sources): the full graph's product restricted to the
-        block. Composed of autograd operations, so the degrees pass their gradient to alpha."""
+        """D^-1/2 A_w D^-1/2 h on a block, D from the whole graph's weighted in-degrees (a destination is its
+        block's first sources). Where every in-edge is there, the full graph's product restricted to the block;
+        where the sampler drew k of a destination's n in-edges, each drawn edge counts n / k times
+        (scaled_edge_weights): a uniform draw without replacement makes that sum an unbiased estimate of the full one.
+        Composed of autograd operations, so the degrees pass their gradient to alpha."""
         with full_precision(h):
             h = at_least_fp32(h)
             alpha = None if alpha is None else at_least_fp32(alpha[:, :1]).to(h.dtype)
-            w = None if alpha is None else alpha[:, 0].index_select(0, self.rel)
             s = self.source_degree(alpha, h.dtype).clamp(min=1).pow(-0.5).unsqueeze(-1)
-            return s[: self.num_dst] * CsrSpmm.apply(h * s, w, self)  # w None: every edge 1
+            return s[: self.num_dst] * CsrSpmm.apply(h * s, self.scaled_edge_weights(alpha, h.dtype), self)
+
+    def scaled_edge_weights(self, alpha: torch.Tensor | None, dtype=torch.float32) -> torch.Tensor | None:
+        """(E,) the relation weight of every edge (alpha (num_relations, 1); None: 1) times its edge_scale, in
+        CSR order; None where both are 1 everywhere."""
+        w = None if alpha is None else alpha[:, 0].index_select(0, self.rel)
+        if self.edge_scale is None:
+            return w
+        scale = self.edge_scale.to(device=self.indptr.device, dtype=dtype if alpha is None else alpha.dtype)
+        return scale if w is None else w * scale
 
     def source_degree(self, alpha: torch.Tensor | None, dtype=torch.float32) -> torch.Tensor:
         """(num_src,) weighted in-degree of every source in the whole graph (alpha (num_relations, 1); None: every

@@ -81,7 +81,7 @@ class RESAGEConv(nn.Module):
     def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
         alpha = None if alpha is None else alpha[:, :1].to(h.dtype)
         deg = adj.source_degree(alpha, h.dtype).clamp(min=1).unsqueeze(-1)
-        w = None if alpha is None else alpha[:, 0].index_select(0, adj.rel)
+        w = adj.scaled_edge_weights(alpha, h.dtype)  # on a sampled block, scaled to estimate the whole sum
         # (A_w D_src^-1 h + h) W equals the released A_w D_src^-1 (h W) + h W: one product with W instead of two
         out = adj.spmm(h / deg, w) + h[: adj.num_dst]
         if self.weight is not None:

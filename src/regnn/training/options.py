@@ -36,3 +36,10 @@ class MinibatchOptions:
     profile: bool
     stop_on: tuple[str, ...]
     evaluator: str                # the ogb Evaluator's dataset name
+
+
+
+def fanouts_for(fanouts, num_layers: int, each: int) -> tuple[int, ...]:
+    """trainer.fanouts as ints, or `each` (trainer.default_fanout) in every one of the model's num_layers layers
+    where it is null."""
+    return (int(each),) * int(num_layers) if fanouts is None else tuple(int(f) for f in fanouts)

@@ -15,8 +15,11 @@ full graph gives, so training on samples and exact full-neighbour inference (`la
 operator. The symmetric norm="both" needs every source node's weighted degree in the whole graph: a SampledGraph
 made with whole_graph_degrees=True gives each block the whole graph's in-edge counts per relation of its sources
 (Adjacency.source_counts), from which the layer weighs the degrees with its relation weights. On blocks of every
-neighbour (fanout -1) that is the full graph's product exactly; a sampled sum would also need rescaling, so
-norm="both" is allowed with fanouts of -1 only (regnn.config).
+neighbour (fanout -1) that is the full graph's product exactly. Where a destination's k in-edges were drawn of
+its n, each drawn edge also counts n / k times (Adjacency.edge_scale): the draw is uniform without replacement,
+so every in-edge is drawn with probability k / n and the scaled sum is an unbiased estimate of the whole graph's
+sum, with the whole graph's normalisation (the importance-sampling estimator of sampled GCNs; the mean of
+norm="right" needs no such factor). The released GraphSAGE's sum is scaled the same way.
 """
 from __future__ import annotations
 
@@ -113,6 +116,12 @@ class SampledGraph:
             nodes = block.src_nodes if src_pos is None else \
                 torch.empty_like(block.src_nodes).index_copy_(0, src_pos, block.src_nodes)
             adj.source_counts = self.in_counts.index_select(0, nodes)
+            whole = self.csc.in_degrees(block.dst_nodes)
+            drawn = counts - 1
+            if not torch.equal(whole, drawn):  # k of n drawn: each drawn in-edge stands for n / k of them
+                ratio = whole.to(torch.float64) / drawn.clamp(min=1)
+                adj.edge_scale = torch.ones(e + n_dst, dtype=torch.float32).index_copy_(
+                    0, at_edge, ratio.index_select(0, block.edge_dst).to(torch.float32))
         return adj if torch.device(device).type == "cpu" else adj.to(device)
 
     def full_block(self, dst: torch.Tensor) -> Block:
