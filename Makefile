@@ -39,8 +39,8 @@ lint: venv ## the package's import layers (pyproject.toml: a lower layer never i
 	$(PY) -c 'import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))'
 	$(PY) -m ruff check src scripts tests train.py
 
-# tests marked serial (multi-process DDP) run afterwards, alone; TEST_MARKS narrows both (CI: "not onepython" on
-# all but its newest Python)
+# tests marked serial (multi-process DDP) run afterwards, alone; TEST_MARKS narrows both (CI spreads the onepython
+# tests over its Pythons instead: REGNN_ONEPYTHON_SHARE, tests/conftest.py)
 TEST_MARKS ?=
 test: setup lint ## the import layers and ruff's error rules, then the fast test suite (CPU only; every test runs without DGL)
 	@$(PY) -c 'import sys, numpy, torch; print(f"test: Python {sys.version.split()[0]}, numpy {numpy.__version__}, torch {torch.__version__} ($(VENV))")'

@@ -102,6 +102,26 @@ def imdb_copy(tmp_path) -> Path:
 SET_UP = ["-o", "setup", "-o", "venv", "-o", "data"]
 
 
+def pytest_collection_modifyitems(config, items):
+    """CI (.ci/run) spreads the tests marked onepython over the Pythons it tests: with REGNN_ONEPYTHON_SHARE=k/n
+    this Python runs every n-th of them in name order from the k-th, so each runs on exactly one Python. Unset
+    (make test, make test-all): all of them."""
+    share = os.environ.get("REGNN_ONEPYTHON_SHARE")
+    if not share:
+        return
+    try:
+        k, n = (int(x) for x in share.split("/"))
+        assert 0 <= k < n
+    except (ValueError, AssertionError):
+        raise pytest.UsageError(f"REGNN_ONEPYTHON_SHARE={share!r}: expected k/n with 0 <= k < n, e.g. 0/3")
+    one = sorted(it.nodeid for it in items if it.get_closest_marker("onepython"))
+    mine = set(one[k::n])
+    keep = [it for it in items if it.nodeid in mine or not it.get_closest_marker("onepython")]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[it for it in items if it not in keep])
+        items[:] = keep
+
+
 def run_train(*overrides: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 300):
     """Runs `python train.py overrides...` in a subprocess; returns the CompletedProcess."""
     e = {**os.environ, "HYDRA_FULL_ERROR": "0", **(env or {})}

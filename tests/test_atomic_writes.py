@@ -107,6 +107,7 @@ def test_a_kill_at_every_write_is_recovered(tmp_path, monkeypatch, trainer):
         assert not (out / ".training.pid").exists()
 
 
+@pytest.mark.onepython
 def test_an_empty_results_json_or_config_yaml_does_not_block_the_cell(tmp_path):
     out = tmp_path / "cell"
     out.mkdir()

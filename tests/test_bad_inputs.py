@@ -180,6 +180,7 @@ def test_a_result_file_that_is_a_folder_is_named_as_such(tmp_path):
         io_safe.read_json(tmp_path / "results.json")
 
 
+@pytest.mark.onepython
 def test_a_run_record_of_the_wrong_shape_is_retrained_not_reported(tmp_path):
     """A `{}` run record was once reported as "trained with seed None ... move that directory away"."""
     out = tmp_path / "run"

@@ -63,6 +63,7 @@ def test_the_same_command_again_skips_every_finished_cell_and_renders_again(smok
     assert (sweep / "compare.md").read_text() == md
 
 
+@pytest.mark.onepython
 def test_a_model_the_graph_cannot_train_is_refused_in_one_line_and_the_others_go_on(tmp_path):
     sweep = tmp_path / "sweep"
     r = run_train("experiment=compare", "dataset=counts", "debug=smoke", "threads=1", "model=han,mlp",

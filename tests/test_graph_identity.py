@@ -69,6 +69,7 @@ def test_a_folder_that_holds_another_graphs_cells_is_refused_in_one_line(tmp_pat
     assert ours() == before  # results, config, data.json and the table: nothing touched
 
 
+@pytest.mark.onepython
 def test_a_graph_changed_in_place_is_not_reused_and_the_changed_file_is_named(tmp_path):
     g = write_graph(tmp_path / "shops")
     cell = tmp_path / "cell"
@@ -85,6 +86,7 @@ def test_a_graph_changed_in_place_is_not_reused_and_the_changed_file_is_named(tm
         changed.stderr[-2000:]
 
 
+@pytest.mark.onepython
 def test_a_cell_from_before_data_json_is_checked_by_its_stored_path(tmp_path):
     a, b = write_graph(tmp_path / "a"), write_graph(tmp_path / "b")
     cell = tmp_path / "cell"

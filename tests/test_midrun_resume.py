@@ -70,6 +70,7 @@ def test_a_run_stopped_at_epoch_k_and_resumed_equals_the_run_never_stopped(whole
     assert all(torch.equal(a[k], b[k]) for k in b)
 
 
+@pytest.mark.onepython
 def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path):
     cell = stopped_at_epoch(tmp_path, 3)
     other = tmp_path / "other"

@@ -143,6 +143,7 @@ def grow(z, new_customers=50, new_shops=10, seed=3):
         z[s] = np.concatenate([z[s], np.zeros(new_customers, dtype=bool)])
 
 
+@pytest.mark.onepython
 def test_unlabelled_nodes_get_predictions_and_so_do_new_nodes_once_the_graph_grows(tmp_path):
     import numpy as np
     from custom_data import edit_npz, write_npz

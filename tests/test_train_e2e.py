@@ -151,6 +151,7 @@ def first_weights(run_dir, run):
     return json.loads((run_dir / "runs" / f"run_{run:02d}" / "results.json").read_text())["relation_weights"]
 
 
+@pytest.mark.onepython
 def test_runs_in_worker_processes_equal_the_runs_in_turn(tmp_path):
     """workers=2 trains the runs side by side in two processes of one thread each: the same runs (seeds, scores,
     relation weights) as one process training them in turn with one thread, and every run's log line in
