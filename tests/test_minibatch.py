@@ -160,7 +160,7 @@ def test_train_py_minibatch_re_gat_on_generated_ogbn_mag(mag_root, tmp_path):
     ("trainer.eval=exact", "trainer.eval='exact' is not valid"),
     ("trainer.fanouts=[0,3]", "must be a list of positive integers"),
     ("trainer.eval_fanouts=[5]", "must be null or 4 positive integers"),
-    ("trainer.default_fanout=0", "trainer.default_fanout=0 is not valid"),
+    ("trainer.default_fanout=0", "trainer.default_fanout=0 is not valid: must be a positive integer, or -1"),
     ("trainer.batch_size=0", "trainer.batch_size=0 is not valid"),
     ("trainer.stop_on=[val_f1]", "trainer.stop_on=['val_f1'] is not valid: must be a list of one or more of"),
 ])

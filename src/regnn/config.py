@@ -199,7 +199,9 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
            f"model={m.name} with "
            "trainer=fullbatch")
     fan = OmegaConf.to_container(t.fanouts) if OmegaConf.is_list(t.fanouts) else t.fanouts
-    _num(cfg, "trainer.default_fanout", lo=1, integer=True)
+    each = t.default_fanout
+    _check(isinstance(each, int) and not isinstance(each, bool) and (each > 0 or each == -1), "trainer.default_fanout",
+           each, "must be a positive integer, or -1 (every neighbour)")
     if fan is None:
         fan = list(fanouts_for(None, m.num_layers, t.default_fanout))
     _check(isinstance(fan, list) and fan and all(isinstance(f, int) and (f > 0 or f == -1) for f in fan),
