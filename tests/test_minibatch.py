@@ -204,7 +204,8 @@ def test_minibatch_layout_composes_for_every_model(model):
     assert tuned.model.hidden == 7  # the command line wins over the layout
     # DBLP: GCN models on blocks of every neighbour (conf/layout/dataset/), GAT ones one layer per hop
     assert (tuned.model.get("layout", "authors"), tuned.trainer.fanouts, list(tuned.trainer.stop_on)) == (
-        ("authors", [-1] * 4, ["val_loss"]) if m.backbone == "gcn" else ("stack", None, ["val_acc"]))
+        ("authors", [-1] * 4, ["val_loss"]) if m.backbone == "gcn" else ("stack", None, ["val_loss"]))
+    assert (cfg.trainer.max_epochs, list(cfg.trainer.stop_on), cfg.trainer.min_steps) == (None, ["val_acc"], 500)
     validate_minibatch(tuned, EVAL_MODES)
 
 
@@ -212,7 +213,7 @@ def test_minibatch_layout_composes_for_every_model(model):
 @pytest.mark.parametrize("model", ["re_gcn", "re_gat", "gcn_s"])
 def test_minibatch_trains_the_model_full_batch_trains(dataset, model):
     """Every key of the model and the optimizer as full batch composes them, but the GAT layout (one layer per
-    hop); the fanouts default to one entry per model layer."""
+    hop), and the same stopping rule; the fanouts default to one entry per model layer."""
     from hydra import compose, initialize_config_dir
 
     from conftest import REPO
@@ -227,6 +228,8 @@ def test_minibatch_trains_the_model_full_batch_trains(dataset, model):
     assert {k: v for k, v in full.model.items() if k not in layout} == \
         {k: v for k, v in mini.model.items() if k not in layout}
     assert full.optimizer == mini.optimizer
+    assert all(full.trainer[k] == mini.trainer[k] for k in ("max_epochs", "patience", "stop_on"))  # one rule
+    assert (mini.trainer.patience_steps, mini.trainer.min_steps) == (0, 0)
     if layout:
         assert (full.model.layout, mini.model.layout) == ("authors", "stack")
     validate_minibatch(mini, EVAL_MODES)
