@@ -23,5 +23,6 @@ def test_the_table_holds_each_trainer_and_its_difference_from_full_batch_and_is_
     for r in df.iloc[1:].itertuples():
         assert r.test_diff == pytest.approx(r.test_micro_f1 - full.test_micro_f1)
     assert "| synthetic | re_gcn | sampled | 20 20 20 20 |" in (tmp_path / "trainers.md").read_text()
+    assert (tmp_path / "work" / "graphs" / "synthetic" / "graph.npz").exists()  # trained as a user's graph
     again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert again.returncode != 0 and "never overwritten" in again.stderr
