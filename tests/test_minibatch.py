@@ -89,6 +89,43 @@ def test_layerwise_and_full_fanout_inference_equal_the_full_graph(mag, backbone)
     assert not torch.allclose(sampled_logits(m, sg, seeds, [1, 1], 13), full[seeds], atol=1e-4)
 
 
+@pytest.mark.parametrize("backbone,options", [
+    ("gcn", dict(layout="authors", norm="both")),  # the full-batch RE-GCN of DBLP, ACM, IMDB and users' graphs
+    ("gcn", dict(layout="stack", norm="right")),   # OGBN-MAG's
+    ("gcn", dict(layout="stack", norm="both")),
+    ("gat", dict(layout="stack", heads=2)),
+    ("sage", dict()),  # the released GraphSAGE stack
+])
+def test_on_blocks_of_every_neighbour_the_model_computes_the_full_graph_model(backbone, options):
+    """Logits and the gradient of every parameter of a model on full-neighbour blocks equal the same model's on
+    the whole graph (float64, dropout off): mini-batch training with fanouts of -1 trains the full-batch model."""
+    from regnn.config import whole_graph_degrees
+    d = make_synthetic(num_items=120, num_sources=60, num_tags=10, random_degree=5, seed=1)
+    feats = {t: x.double() for t, x in d.features.items()}
+    sg = SampledGraph(d, whole_graph_degrees=whole_graph_degrees(dict(backbone=backbone, **options)))
+    torch.manual_seed(0)
+    m = SampledREGNN.from_graph(sg, feats, d.num_classes, embed_dim=8, backbone=backbone, hidden=6,
+                                num_layers=3, dropout=0.0, relation=relation(), **options).double().eval()
+    with torch.no_grad():
+        for rw in m.regnn.relations:  # relation weights away from 1, so a wrong relation id would show
+            for p in rw.parameters():
+                p.uniform_(-0.5, 0.5)
+    rg = build_relation_graph(d)
+    seeds = sg.seeds(torch.tensor([7, 0, 55, 3, 119, 42]))
+    g = torch.randn(seeds.numel(), d.num_classes, dtype=torch.float64)
+
+    def grads(logits):
+        return logits, torch.autograd.grad((logits * g).sum(), list(m.parameters()), allow_unused=True)
+    want, gw = grads(m.regnn.propagate(rg.adjacency(), m.input_rows(torch.arange(rg.num_nodes)))[0][seeds])
+    input_nodes, adjs = sg.batch(sg.sample_blocks(seeds, [-1] * len(m.regnn.convs), None))
+    got, gg = grads(m(input_nodes, adjs))
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
+    for (name, _), a, b in zip(m.named_parameters(), gg, gw):
+        assert (a is None) == (b is None), name
+        if a is not None:
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-10, msg=name)
+
+
 def first_best(history, monitor):
     """The epoch early stopping must choose: the first one holding the best value (ties go to the earlier epoch)."""
     values = [h[monitor] for h in history]
