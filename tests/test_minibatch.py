@@ -126,6 +126,36 @@ def test_on_blocks_of_every_neighbour_the_model_computes_the_full_graph_model(ba
             torch.testing.assert_close(a, b, rtol=0, atol=1e-10, msg=name)
 
 
+def test_feature_less_types_train_as_in_full_batch_through_the_input_projection():
+    """With trainer.embed_dim null (the default) a type without features is, as in full batch, its one-hot ids
+    times the input projection: the full-batch model's weights load into the mini-batch model as they are, and
+    on blocks of every neighbour both give the same logits and gradients (float64)."""
+    from regnn.data import make_count_graph
+    from regnn.models.regnn import RelationInputs
+    d = make_count_graph(num_items=60, num_users=30, num_tags=8, seed=0)
+    feats = {t: x.double() for t, x in d.features.items()}
+    sg = SampledGraph(d, whole_graph_degrees=True)
+    kw = dict(backbone="gcn", hidden=6, num_layers=3, dropout=0.0, relation=relation(), norm="both")
+    torch.manual_seed(0)
+    m = SampledREGNN.from_graph(sg, feats, d.num_classes, embed_dim=None, **kw).double().eval()
+    assert len(m.inputs.embeddings) == 0 and m.regnn.proj.lins["user"].in_features == 30  # a column per user
+    inputs = RelationInputs.build(d)
+    full = REGNN.from_inputs(inputs, {t: x.shape[1] for t, x in feats.items()}, d.num_classes, **kw).double().eval()
+    full.load_state_dict(m.regnn.state_dict())  # one set of weights: a checkpoint of either trainer fits both
+    local = torch.tensor([0, 9, 31, 59])
+    g = torch.randn(local.numel(), d.num_classes, dtype=torch.float64)
+    want = full(inputs, feats)[0][local]
+    gw = torch.autograd.grad((want * g).sum(), list(full.parameters()), allow_unused=True)
+    got = m(*sg.batch(sg.sample_blocks(sg.seeds(local), [-1] * 3, None)))
+    gg = torch.autograd.grad((got * g).sum(), list(m.regnn.parameters()), allow_unused=True)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
+    for (name, _), a, b in zip(full.named_parameters(), gg, gw):
+        assert (a is None) == (b is None), name
+        if a is not None:
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-10, msg=name)
+    assert len(SampledREGNN.from_graph(sg, feats, d.num_classes, embed_dim=4, **kw).inputs.embeddings) == 2
+
+
 def first_best(history, monitor):
     """The epoch early stopping must choose: the first one holding the best value (ties go to the earlier epoch)."""
     values = [h[monitor] for h in history]

@@ -212,8 +212,10 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
         ef = OmegaConf.to_container(t.eval_fanouts)
         _check(isinstance(ef, list) and len(ef) == len(fan) and all(isinstance(f, int) and (f > 0 or f == -1) for f in ef),
                "trainer.eval_fanouts", ef, f"must be null or {len(fan)} positive integers (or -1)")
-    for k in ("batch_size", "eval_batch_size", "embed_dim"):
+    for k in ("batch_size", "eval_batch_size"):
         _num(cfg, f"trainer.{k}", lo=1, integer=True)
+    if t.embed_dim is not None:
+        _num(cfg, "trainer.embed_dim", lo=1, integer=True)
     for k in ("num_workers", "log_every", "patience_steps", "min_steps"):
         _num(cfg, f"trainer.{k}", lo=0, integer=True)
     if t.max_batches is not None:

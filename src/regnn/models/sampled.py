@@ -1,10 +1,13 @@
 """Input rows of sampled nodes, and RE-GNN wrapped to run on sampled blocks.
 
-A node type whose features are one-hot ids (no features: the learnable-embedding choice) gets an
-`nn.Embedding(num_nodes, embed_dim, sparse=True)` instead: a linear map of one-hot ids is a per-node
-embedding, and a sparse one only touches (and only updates, with SparseAdam) the rows of the sampled nodes.
-The per-type projection then maps the embedding to the hidden size (a factorised embedding). Fixed features
-stay where they are (CPU) and only the sampled rows move to the model's device.
+A node type whose features are one-hot ids (no features: the learnable-embedding choice) is, as in full batch,
+its one-hot rows times the type's input projection (embed_dim None): the projection's columns of the sampled
+nodes, trained by the same optimizer, so that both trainers train one model. For a type too large for a dense
+(num_nodes x hidden) weight and its gradient (OGBN-MAG's authors), embed_dim gives it an
+`nn.Embedding(num_nodes, embed_dim, sparse=True)` instead: a linear map of one-hot ids is a per-node embedding,
+and a sparse one only touches (and only updates, with SparseAdam) the rows of the sampled nodes. The per-type
+projection then maps the embedding to the hidden size (a factorised embedding). Fixed features stay where they
+are (CPU) and only the sampled rows move to the model's device.
 """
 from __future__ import annotations
 
@@ -27,9 +30,9 @@ def is_one_hot_ids(x: torch.Tensor) -> bool:
 class NodeInputs(nn.Module):
     """Per node type: fixed features (dense or sparse) or a learnable sparse embedding; rows by local id."""
 
-    def __init__(self, features: dict[str, torch.Tensor], embed_dim: int = 128):
+    def __init__(self, features: dict[str, torch.Tensor], embed_dim: int | None = None):
         super().__init__()
-        learn = [t for t, x in features.items() if is_one_hot_ids(x)]
+        learn = [t for t, x in features.items() if embed_dim is not None and is_one_hot_ids(x)]
         self.embeddings = nn.ModuleDict({t: nn.Embedding(features[t].shape[0], embed_dim, sparse=True)
                                          for t in learn})
         self._fixed = {t: (x.coalesce() if x.is_sparse else x) for t, x in features.items() if t not in learn}
@@ -117,7 +120,7 @@ class SampledREGNN(nn.Module):
         self._node_type = node_type  # (N,) type index of every homogeneous id; not a buffer (DDP broadcasts those)
 
     @classmethod
-    def from_graph(cls, graph, features: dict[str, torch.Tensor], num_classes: int, *, embed_dim: int,
+    def from_graph(cls, graph, features: dict[str, torch.Tensor], num_classes: int, *, embed_dim: int | None,
                    **kwargs) -> "SampledREGNN":
         """The registry's sampled build (ARCHS["regnn"].sampled): graph is the sampler's graph (its node types,
         their offsets and relation types), kwargs REGNN's. The inputs are built before the REGNN, so a seed draws

@@ -37,7 +37,7 @@ def build_model(mcfg: DictConfig, data, inputs):
         return arch_of(mcfg).build(inputs, data.in_dims, data.num_classes, **model_kwargs(mcfg))
 
 
-def build_sampled(mcfg: DictConfig, data, graph, embed_dim: int):
+def build_sampled(mcfg: DictConfig, data, graph, embed_dim: int | None):
     """The mini-batch trainer's model on the sampler's graph (ARCHS[arch].sampled)."""
     with user_errors():
         return arch_of(mcfg).sampled(graph, data.features, data.num_classes, embed_dim=embed_dim,

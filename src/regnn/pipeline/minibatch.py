@@ -64,7 +64,8 @@ class MinibatchJob:
         with dist.main_first():  # rank 0 first: ogb writes its processed cache on first use
             self.data = data = load_data(cfg.dataset)
         with user_errors():  # before anything is written: a backend that cannot train this graph's inputs
-            check_backend(any(is_one_hot_ids(x) for x in data.features.values()), dist.backend)
+            check_backend(cfg.trainer.embed_dim is not None and any(is_one_hot_ids(x) for x in data.features.values()),
+                          dist.backend)
         self.sg = SampledGraph(data, whole_graph_degrees=whole_graph_degrees(cfg.model))
         self.load_s = time.perf_counter() - self.t0
         log.info("data: %s, %d nodes of %d types, %d edges of %d relation types, %d %s classes, train/val/test "
@@ -102,7 +103,7 @@ class MinibatchJob:
         self.dist.close()
 
     def build(self):
-        return build_sampled(self.cfg.model, self.data, self.sg, int(self.cfg.trainer.embed_dim)).to(self.device)
+        return build_sampled(self.cfg.model, self.data, self.sg, self.cfg.trainer.embed_dim).to(self.device)
 
     def counted(self, model):
         if self.num_parameters is None:

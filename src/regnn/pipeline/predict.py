@@ -104,7 +104,7 @@ def model_logits(job: Job, cfg: DictConfig, run_dir: Path) -> tuple[torch.Tensor
         from regnn.pipeline.from_config import build_sampled
         from regnn.training.sampling import SampledGraph, layerwise_outputs
         sg = SampledGraph(job.data, whole_graph_degrees=whole_graph_degrees(cfg.model))
-        model = _loaded(build_sampled(cfg.model, job.data, sg, int(cfg.trainer.embed_dim)).to(job.device), run_dir)
+        model = _loaded(build_sampled(cfg.model, job.data, sg, cfg.trainer.embed_dim).to(job.device), run_dir)
         seeds = sg.seeds(torch.arange(job.data.graph.num_nodes(job.data.target)))
         logits, emb = layerwise_outputs(model, sg, seeds, int(cfg.trainer.eval_batch_size), job.device)
         return logits.float().cpu(), emb.float().cpu(), model.relation_weights()
