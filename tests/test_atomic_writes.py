@@ -82,6 +82,7 @@ def test_empty_or_cut_summaries_count_as_absent(tmp_path):
     assert read_json(tmp_path / "none.json") is None
 
 
+@pytest.mark.onepython
 @pytest.mark.parametrize("trainer", [[], MINI], ids=["fullbatch", "minibatch"])
 def test_a_kill_at_every_write_is_recovered(tmp_path, monkeypatch, trainer):
     overrides = [*SYN, *trainer]

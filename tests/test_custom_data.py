@@ -131,6 +131,7 @@ def test_unlabelled_nodes_in_a_split_are_refused(tmp_path):
         load(path)
 
 
+@pytest.mark.onepython
 def test_train_py_trains_on_each_format(tmp_path):
     # lambda 10 at lr 0.01: a relation weight moves ~0.1 per step. At the default lambda 100 it moves ~1, weights
     # cross zero and stay there (LeakyReLU), and whether the planted relation survives is left to float rounding.

@@ -57,6 +57,7 @@ def trained_cell(tmp_path_factory):
     return cell
 
 
+@pytest.mark.onepython
 def test_predict_on_a_cell_prints_its_best_runs_scores_and_writes_every_target_node(trained_cell, tmp_path):
     out = tmp_path / "pred"
     r = predict(f"run={trained_cell}", "ensemble=true", f"hydra.run.dir={out}")

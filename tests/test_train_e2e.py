@@ -47,6 +47,7 @@ def test_train_writes_results_weights_history_and_config(tmp_path):
     assert 0.05 < r["peak_rss_gb"] < 8  # the process's own peak resident memory, in GiB
 
 
+@pytest.mark.onepython
 def test_refuses_to_overwrite_and_resume_skips(tmp_path):
     run_dir = tmp_path / "run"
     assert run_train(*FAST, "model=gcn", f"hydra.run.dir={run_dir}").returncode == 0
@@ -90,6 +91,7 @@ def test_multirun_sweep(tmp_path):
     assert cells == ["0_synthetic_gcn", "1_synthetic_re_gcn"]
 
 
+@pytest.mark.onepython
 @pytest.mark.parametrize("logger", ["csv", "wandb"])
 def test_loggers_work_offline(tmp_path, logger):
     run_dir = tmp_path / "run"
@@ -214,6 +216,7 @@ def test_worker_processes_end_with_a_killed_job(tmp_path):
         job.wait()
 
 
+@pytest.mark.onepython
 def test_a_run_that_never_stopped_early_says_so(tmp_path):
     r = run_train("dataset=synthetic", "model=re_gcn", "runs=1", "trainer.max_epochs=5", "threads=1",
                   f"hydra.run.dir={tmp_path / 'short'}")
