@@ -118,7 +118,8 @@ def pytest_collection_modifyitems(config, items):
     mine = set(one[k::n])
     keep = [it for it in items if it.nodeid in mine or not it.get_closest_marker("onepython")]
     if len(keep) < len(items):
-        config.hook.pytest_deselected(items=[it for it in items if it not in keep])
+        kept = {it.nodeid for it in keep}
+        config.hook.pytest_deselected(items=[it for it in items if it.nodeid not in kept])
         items[:] = keep
 
 

@@ -199,18 +199,17 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
            f"model={m.name} with "
            "trainer=fullbatch")
     fan = OmegaConf.to_container(t.fanouts) if OmegaConf.is_list(t.fanouts) else t.fanouts
-    each = t.default_fanout
-    _check(isinstance(each, int) and not isinstance(each, bool) and (each > 0 or each == -1), "trainer.default_fanout",
-           each, "must be a positive integer, or -1 (every neighbour)")
+    _check(_fanout(t.default_fanout), "trainer.default_fanout", t.default_fanout,
+           "must be a positive integer, or -1 (every neighbour)")
     if fan is None:
         fan = list(fanouts_for(None, m.num_layers, t.default_fanout))
-    _check(isinstance(fan, list) and fan and all(isinstance(f, int) and (f > 0 or f == -1) for f in fan),
+    _check(isinstance(fan, list) and fan and all(_fanout(f) for f in fan),
            "trainer.fanouts", fan, "must be a list of positive integers (or -1: every neighbour), input layer first")
     _check(len(fan) == m.num_layers, "trainer.fanouts", fan,
            f"needs one fanout per model layer (model.num_layers={m.num_layers})")
     if t.eval_fanouts is not None:
         ef = OmegaConf.to_container(t.eval_fanouts)
-        _check(isinstance(ef, list) and len(ef) == len(fan) and all(isinstance(f, int) and (f > 0 or f == -1) for f in ef),
+        _check(isinstance(ef, list) and len(ef) == len(fan) and all(_fanout(f) for f in ef),
                "trainer.eval_fanouts", ef, f"must be null or {len(fan)} positive integers (or -1)")
     for k in ("batch_size", "eval_batch_size"):
         _num(cfg, f"trainer.{k}", lo=1, integer=True)
@@ -228,6 +227,11 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
            "use deterministic (each batch sampled when needed) or parallel (sampled ahead in threads)")
     _check(isinstance(t.profile, bool), "trainer.profile", t.profile, "use true or false")
     _check(t.ddp_backend in ("auto", "gloo", "nccl"), "trainer.ddp_backend", t.ddp_backend, "use auto, gloo or nccl")
+
+
+def _fanout(f) -> bool:
+    """A fanout: a positive number of neighbours, or -1 (every one)."""
+    return isinstance(f, int) and not isinstance(f, bool) and (f > 0 or f == -1)
 
 
 def whole_graph_degrees(m: DictConfig) -> bool:

@@ -27,12 +27,17 @@ def is_one_hot_ids(x: torch.Tensor) -> bool:
     return bool(torch.equal(x.indices()[0], ar) and torch.equal(x.indices()[1], ar) and (x.values() == 1).all())
 
 
+def learnt_types(features: dict[str, torch.Tensor], embed_dim: int | None) -> list[str]:
+    """The node types that get sparse embeddings: those given as one-hot ids, where embed_dim is set."""
+    return [t for t, x in features.items() if embed_dim is not None and is_one_hot_ids(x)]
+
+
 class NodeInputs(nn.Module):
     """Per node type: fixed features (dense or sparse) or a learnable sparse embedding; rows by local id."""
 
     def __init__(self, features: dict[str, torch.Tensor], embed_dim: int | None = None):
         super().__init__()
-        learn = [t for t, x in features.items() if embed_dim is not None and is_one_hot_ids(x)]
+        learn = learnt_types(features, embed_dim)
         self.embeddings = nn.ModuleDict({t: nn.Embedding(features[t].shape[0], embed_dim, sparse=True)
                                          for t in learn})
         self._fixed = {t: (x.coalesce() if x.is_sparse else x) for t, x in features.items() if t not in learn}

@@ -41,7 +41,7 @@ class MinibatchJob:
     summary_keys = SUMMARY_KEYS
 
     def __init__(self, cfg: DictConfig, store: CellStore):
-        from regnn.models.sampled import is_one_hot_ids
+        from regnn.models.sampled import learnt_types
         from regnn.training.distributed import Dist
         from regnn.training.minibatch import check_backend
         from regnn.training.sampling import SampledGraph
@@ -64,8 +64,7 @@ class MinibatchJob:
         with dist.main_first():  # rank 0 first: ogb writes its processed cache on first use
             self.data = data = load_data(cfg.dataset)
         with user_errors():  # before anything is written: a backend that cannot train this graph's inputs
-            check_backend(cfg.trainer.embed_dim is not None and any(is_one_hot_ids(x) for x in data.features.values()),
-                          dist.backend)
+            check_backend(bool(learnt_types(data.features, cfg.trainer.embed_dim)), dist.backend)
         self.sg = SampledGraph(data, whole_graph_degrees=whole_graph_degrees(cfg.model))
         self.load_s = time.perf_counter() - self.t0
         log.info("data: %s, %d nodes of %d types, %d edges of %d relation types, %d %s classes, train/val/test "

@@ -38,7 +38,6 @@ class MinibatchOptions:
     evaluator: str                # the ogb Evaluator's dataset name
 
 
-
 def fanouts_for(fanouts, num_layers: int, each: int) -> tuple[int, ...]:
     """trainer.fanouts as ints, or `each` (trainer.default_fanout) in every one of the model's num_layers layers
     where it is null."""
