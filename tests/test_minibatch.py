@@ -12,8 +12,8 @@ from regnn.models import REGNN
 from regnn.training.early_stopping import MONITORS
 from regnn.training.minibatch import Scorer, train_minibatch_run
 from regnn.models.sampled import NodeInputs, SampledREGNN
-from regnn.training.sampling import (SampledGraph, layerwise_logits, layerwise_outputs, sampled_loader,
-                                     sampled_logits)
+from regnn.training.block_inference import layerwise_logits, layerwise_outputs, sampled_logits
+from regnn.training.sampling import SampledGraph, sampled_loader
 from regnn.training.seed import seed_everything
 
 

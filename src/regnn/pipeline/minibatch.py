@@ -138,7 +138,7 @@ class MinibatchJob:
         self.logger.end_run(rec)
         if dist.is_main:
             if cfg.save_embeddings:  # every target node's representation, with every neighbour (no sampling)
-                from regnn.training.sampling import layerwise_outputs
+                from regnn.training.block_inference import layerwise_outputs
                 seeds = self.sg.seeds(torch.arange(data.graph.num_nodes(data.target)))
                 result.embeddings = layerwise_outputs(model.eval(), self.sg, seeds,
                                                       int(cfg.trainer.eval_batch_size), device)[1]

@@ -94,7 +94,7 @@ def _loaded(model, run_dir: Path):
 def model_logits(job: Job, cfg: DictConfig, run_dir: Path) -> tuple[torch.Tensor, torch.Tensor | None, list]:
     """(class scores, representations or None, relation weights) of every target node from the run's saved
     weights: the whole graph at once for a full-batch model, layer by layer with every neighbour for a mini-batch
-    one (regnn.training.sampling.layerwise_logits: graphs too large for one pass)."""
+    one (regnn.training.block_inference.layerwise_logits: graphs too large for one pass)."""
     meta = checkpoint.load_meta(run_dir)
     diff = checkpoint.schema_differences(meta["schema"], checkpoint.graph_schema(job.data))
     if diff:
@@ -102,7 +102,8 @@ def model_logits(job: Job, cfg: DictConfig, run_dir: Path) -> tuple[torch.Tensor
     if meta.get("trainer", "fullbatch") == "minibatch":
         from regnn.config import whole_graph_degrees
         from regnn.pipeline.from_config import build_sampled
-        from regnn.training.sampling import SampledGraph, layerwise_outputs
+        from regnn.training.block_inference import layerwise_outputs
+        from regnn.training.sampling import SampledGraph
         sg = SampledGraph(job.data, whole_graph_degrees=whole_graph_degrees(cfg.model))
         model = _loaded(build_sampled(cfg.model, job.data, sg, cfg.trainer.embed_dim).to(job.device), run_dir)
         seeds = sg.seeds(torch.arange(job.data.graph.num_nodes(job.data.target)))

@@ -21,7 +21,8 @@ from regnn.training.options import MinibatchOptions
 from regnn.training.divergence import check_loss, check_parameters
 from regnn.training.loop import EpochLoop, Hooks, StopRule
 from regnn.perf import StepTimer, peak_rss_gb
-from regnn.training.sampling import SampledGraph, layerwise_logits, sampled_loader, sampled_logits, to_device
+from regnn.training.block_inference import layerwise_logits, sampled_logits
+from regnn.training.sampling import SampledGraph, sampled_loader, to_device
 from regnn.training.trainer import RunResult, make_optimizer
 
 log = logging.getLogger("regnn")

@@ -9,17 +9,17 @@ process rank, batch number): a seed gives the same blocks in every process, on a
 whether each batch is sampled when the step asks for it (sampling=deterministic) or ahead of it in worker
 threads (sampling=parallel).
 
-Normalisation on blocks: the mini-batch layouts use RE-GCN with norm="right", the weighted mean over the sampled
-in-edges (plus the self-loop), D^-1 A_w. Sampling `k` of a node's in-edges gives an estimate of the same mean the
-full graph gives, so training on samples and exact full-neighbour inference (`layerwise_logits`) use one
-operator. The symmetric norm="both" needs every source node's weighted degree in the whole graph: a SampledGraph
-made with whole_graph_degrees=True gives each block the whole graph's in-edge counts per relation of its sources
+Normalisation on blocks: with norm="right", the weighted mean over the sampled in-edges (plus the self-loop),
+D^-1 A_w, a sample of `k` of a node's in-edges estimates the same mean the full graph gives, so training on
+samples and exact full-neighbour inference (regnn.training.block_inference) use one operator. The symmetric
+norm="both" needs every source node's weighted degree in the whole graph: a SampledGraph made with
+whole_graph_degrees=True gives each block the whole graph's in-edge counts per relation of its sources
 (Adjacency.source_counts), from which the layer weighs the degrees with its relation weights. On blocks of every
 neighbour (fanout -1) that is the full graph's product exactly. Where a destination's k in-edges were drawn of
 its n, each drawn edge also counts n / k times (Adjacency.edge_scale): the draw is uniform without replacement,
 so every in-edge is drawn with probability k / n and the scaled sum is an unbiased estimate of the whole graph's
-sum, with the whole graph's normalisation (the importance-sampling estimator of sampled GCNs; the mean of
-norm="right" needs no such factor). The released GraphSAGE's sum is scaled the same way.
+sum, with the whole graph's normalisation (the importance-sampling estimator of sampled GCNs). The released
+GraphSAGE's sum is scaled the same way.
 """
 from __future__ import annotations
 
@@ -131,61 +131,6 @@ class SampledGraph:
     def in_neighbours(self, nodes: torch.Tensor) -> torch.Tensor:
         """The sources of every in-edge of `nodes` (with repeats)."""
         return self.csc.indices.index_select(0, self.csc.in_edges(nodes)[0])
-
-
-def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor, alphas: list | None = None) -> torch.Tensor:
-    """Layer i of an REGNN in evaluation mode (the same computation as REGNN.propagate with dropout off);
-    alphas: regnn.layer_alphas(), computed once by a caller that steps many batches."""
-    return regnn.convs[i](adj, h, (regnn.layer_alphas() if alphas is None else alphas)[i])
-
-
-@torch.no_grad()
-def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: int = 4096,
-                     device="cpu") -> torch.Tensor:
-    """Exact class scores of `seeds` with every neighbour (no sampling), one layer at a time."""
-    return layerwise_outputs(model, sg, seeds, batch_size, device)[0]
-
-
-@torch.no_grad()
-def layerwise_outputs(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: int = 4096,
-                      device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
-    """(class scores, representations) of `seeds` with every neighbour (no sampling), one layer at a time; the
-    representation is the one REGNN.propagate(embed=True) returns: the classifier's input.
-
-    Layer l is computed only for the nodes the layers above need: the seeds at the top, and each layer below adds
-    the in-neighbours of the layer above. Each layer's output is held for those nodes only (memory: nodes x
-    hidden floats of the widest layer); inputs of the first layer are projected batch by batch.
-    """
-    regnn = model.regnn
-    num_layers = len(regnn.convs)
-    needed = [seeds]
-    for _ in range(num_layers - 1):  # needed[k]: nodes whose output of layer L-k is used
-        needed.append(torch.unique(torch.cat([needed[-1], sg.in_neighbours(needed[-1])])))
-    needed = needed[::-1]  # needed[l]: nodes whose layer-l output is computed (l = 0 .. L-1)
-    prev, pos = None, torch.full((sg.num_nodes,), -1, dtype=torch.int64)
-    alphas = regnn.layer_alphas()
-    for layer, nodes in enumerate(needed):
-        out = None
-        for start in range(0, nodes.numel(), batch_size):
-            dst = nodes[start:start + batch_size]
-            block = sg.full_block(dst)
-            src = block.src_nodes
-            h = model.input_rows(src.to(device)) if layer == 0 else prev[pos[src]].to(device)
-            y = layer_step(regnn, layer, sg.adjacency(block, device), h, alphas)
-            if out is None:
-                out = torch.empty(nodes.numel(), y.shape[1], dtype=y.dtype)
-            out[start:start + dst.numel()] = y.cpu()
-        pos.fill_(-1)
-        pos[nodes] = torch.arange(nodes.numel())
-        prev = out
-        if layer == num_layers - 2:  # the last layer's input: the representation where there is no head
-            before_last = prev[pos[seeds]]
-    h = prev[pos[seeds]].to(device)
-    if regnn.head is None:
-        emb = before_last if num_layers > 1 else model.input_rows(seeds.to(device)).cpu()
-        return h.cpu(), emb
-    represent = getattr(regnn.head, "represent", None)
-    return regnn.head(h).cpu(), (represent(h) if represent is not None else h).cpu()
 
 
 SAMPLING_MODES = ("deterministic", "parallel")
@@ -322,17 +267,6 @@ def sampled_loader(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], ba
     workers = 0 if sampling == "deterministic" else (num_workers or torch.get_num_threads())
     return NeighbourLoader(sg, seeds, fanouts, batch_size, shuffle, seed=seed, stream=stream, rank=rank,
                            world_size=world, workers=workers)
-
-
-@torch.no_grad()
-def sampled_logits(model, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int,
-                   device="cpu", sampling: str = "deterministic", seed: int = 0) -> torch.Tensor:
-    """Class scores of `seeds` (in their order) with sampled neighbourhoods (the same ones for the same seed)."""
-    out = []
-    for b in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False, sampling=sampling, seed=seed,
-                            stream="eval"):
-        out.append(model(b.input_nodes, to_device(b.adjs, device)).cpu())
-    return torch.cat(out)
 
 
 def to_device(adjs: list[Adjacency], device) -> list[Adjacency]:
