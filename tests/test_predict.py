@@ -213,3 +213,53 @@ def test_a_minibatch_run_predicts_layer_by_layer_with_its_own_scores(tmp_path):
     assert all(got[k] == pytest.approx(rec[k], abs=1e-9) for k in ("test_micro_f1", "test_macro_f1", "val_micro_f1"))
     weights = json.loads((out / "relation_weights.json").read_text())["run_00"]
     assert weights == rec["relation_weights"]  # the layers' relation weights, as the run recorded them
+
+
+@pytest.mark.parametrize("dataset,model", [("synthetic", "re_gcn"), ("synthetic", "re_gat"), ("counts", "re_gcn")])
+def test_either_trainers_checkpoint_predicts_through_either_path_with_equal_logits(dataset, model, tmp_path):
+    """One model, two trainers: a full-batch run's weights give the same scores layer by layer on blocks as on the
+    whole graph, and a mini-batch run's the same on the whole graph as on blocks (counts: feature-less types,
+    one-hot ids through the input projection in both)."""
+    from regnn.pipeline.fullbatch import Job
+    from regnn.pipeline.from_config import build_sampled
+    from regnn.pipeline.predict import model_logits
+    from regnn.training.sampling import SampledGraph
+    from regnn.config import whole_graph_degrees
+
+    c = cfg(f"dataset={dataset}", f"model={model}", "trainer=minibatch")
+    job = Job(c, "cpu")
+    sg = SampledGraph(job.data, whole_graph_degrees=whole_graph_degrees(c.model))
+    for trained, model_ in (("fullbatch", job.build(0)), ("minibatch", build_sampled(c.model, job.data, sg, None))):
+        torch.manual_seed(1)
+        with torch.no_grad():  # weights unlike any initialisation
+            for p in model_.parameters():
+                p.add_(torch.randn_like(p) * 0.1)
+        run_dir = tmp_path / trained
+        checkpoint.save(run_dir, model_, {"seed": 0, "trainer": trained,
+                                          "schema": checkpoint.graph_schema(job.data)})
+        whole, emb_w, rel_w = model_logits(job, c, run_dir, "fullbatch")
+        blocks, emb_b, rel_b = model_logits(job, c, run_dir, "minibatch")
+        assert whole.shape == blocks.shape == (job.data.graph.num_nodes(job.data.target), job.data.num_classes)
+        assert torch.allclose(whole, blocks, atol=1e-4), (trained, (whole - blocks).abs().max())
+        assert whole.std() > 0.1  # scores that differ between nodes, not a constant that equals trivially
+        assert rel_w == rel_b
+        auto, _, _ = model_logits(job, c, run_dir, "auto")
+        assert torch.equal(auto, whole if trained == "fullbatch" else blocks)
+
+
+def test_sparse_embeddings_of_a_minibatch_run_are_read_only_through_blocks(tmp_path):
+    from regnn.errors import ConfigError
+    from regnn.pipeline.fullbatch import Job
+    from regnn.pipeline.from_config import build_sampled
+    from regnn.pipeline.predict import model_logits
+    from regnn.training.sampling import SampledGraph
+
+    c = cfg("dataset=counts", "model=re_gcn", "trainer=minibatch", "trainer.embed_dim=8")
+    job = Job(c, "cpu")
+    m = build_sampled(c.model, job.data, SampledGraph(job.data), 8)
+    checkpoint.save(tmp_path, m, {"seed": 0, "trainer": "minibatch", "schema": checkpoint.graph_schema(job.data)})
+    assert model_logits(job, c, tmp_path, "auto")[0].shape[0] == job.data.graph.num_nodes(job.data.target)
+    with pytest.raises(ConfigError, match="sparse embeddings.*inference=minibatch"):
+        model_logits(job, c, tmp_path, "fullbatch")
+    with pytest.raises(ConfigError, match="inference='blocks'"):
+        model_logits(job, c, tmp_path, "blocks")

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from regnn.errors import ConfigError, DataError
 from regnn.evaluation.metrics import split_scores
 from regnn.data.scaling import apply_feature_norm
-from regnn.pipeline.from_config import device_of, load_data
+from regnn.pipeline.from_config import arch_of, device_of, load_data
 from regnn.pipeline.fullbatch import Job
 from regnn.runs import checkpoint, embeddings, io_safe
 from regnn.training.trainer import autocast
@@ -81,8 +81,27 @@ def graph_as_trained(cfg: DictConfig, run_dir: Path):
     return apply_feature_norm(load_data(raw), "none", fitted=fitted)
 
 
-def _loaded(model, run_dir: Path):
-    state = checkpoint.load_weights(run_dir / checkpoint.MODEL_FILE)
+SAMPLED_PREFIX = "regnn."  # the mini-batch model holds the full-batch one as .regnn (and its inputs beside it)
+
+
+def _as_read_by(state: dict, trained: str, path: str, run_dir: Path) -> dict:
+    """The saved weights renamed for the other trainer's model: both train one model (regnn.models.sampled), the
+    mini-batch one wrapping the full-batch one; only sparse embeddings of feature-less types (trainer.embed_dim)
+    have no full-batch counterpart."""
+    if trained == path:
+        return state
+    if path == "minibatch":
+        return {SAMPLED_PREFIX + k: v for k, v in state.items()}
+    extra = sorted(k for k in state if not k.startswith(SAMPLED_PREFIX))
+    if extra:
+        raise ConfigError(f"{run_dir} learnt sparse embeddings for its feature-less node types (trainer.embed_dim; "
+                          f"{extra[0]}, ...), which the full-batch model does not have: predict with "
+                          "inference=minibatch (or auto)")
+    return {k[len(SAMPLED_PREFIX):]: v for k, v in state.items()}
+
+
+def _loaded(model, run_dir: Path, trained: str = "fullbatch", path: str = "fullbatch"):
+    state = _as_read_by(checkpoint.load_weights(run_dir / checkpoint.MODEL_FILE), trained, path, run_dir)
     try:
         model.load_state_dict(state)
     except RuntimeError as e:
@@ -91,25 +110,43 @@ def _loaded(model, run_dir: Path):
     return model.eval()
 
 
-def model_logits(job: Job, cfg: DictConfig, run_dir: Path) -> tuple[torch.Tensor, torch.Tensor | None, list]:
+def inference_path(requested: str, trained: str, cfg: DictConfig) -> str:
+    """fullbatch | minibatch: how the model computes its scores (`inference`; auto: as the run trained)."""
+    if requested not in ("auto", "fullbatch", "minibatch"):
+        raise ConfigError(f"inference={requested!r}: use auto (as the run trained), fullbatch (the whole graph at "
+                          "once) or minibatch (layer by layer on blocks of every neighbour)")
+    path = trained if requested == "auto" else requested
+    if path == "minibatch" and not arch_of(cfg.model).sampled:
+        raise ConfigError(f"inference=minibatch: {cfg.model.name} trains and predicts full-batch only; use "
+                          "inference=fullbatch")
+    return path
+
+
+def model_logits(job: Job, cfg: DictConfig, run_dir: Path,
+                 inference: str = "auto") -> tuple[torch.Tensor, torch.Tensor | None, list]:
     """(class scores, representations or None, relation weights) of every target node from the run's saved
-    weights: the whole graph at once for a full-batch model, layer by layer with every neighbour for a mini-batch
-    one (regnn.training.block_inference.layerwise_logits: graphs too large for one pass)."""
+    weights, by either path whichever trainer saved them (one model, regnn.models.sampled): the whole graph at
+    once, or layer by layer with every neighbour (regnn.training.block_inference.layerwise_outputs: graphs too
+    large for one pass; the same scores up to float rounding)."""
     meta = checkpoint.load_meta(run_dir)
     diff = checkpoint.schema_differences(meta["schema"], checkpoint.graph_schema(job.data))
     if diff:
         raise DataError(f"the graph does not fit the model of {run_dir}: {'; '.join(diff)}")
-    if meta.get("trainer", "fullbatch") == "minibatch":
+    trained = meta.get("trainer", "fullbatch")
+    path = inference_path(inference, trained, cfg)
+    if path == "minibatch":
         from regnn.config import whole_graph_degrees
         from regnn.pipeline.from_config import build_sampled
         from regnn.training.block_inference import layerwise_outputs
         from regnn.training.sampling import SampledGraph
+        tr = cfg.get("trainer") or {}
         sg = SampledGraph(job.data, whole_graph_degrees=whole_graph_degrees(cfg.model))
-        model = _loaded(build_sampled(cfg.model, job.data, sg, cfg.trainer.embed_dim).to(job.device), run_dir)
+        model = build_sampled(cfg.model, job.data, sg, tr.get("embed_dim") if trained == "minibatch" else None)
+        model = _loaded(model.to(job.device), run_dir, trained, path)
         seeds = sg.seeds(torch.arange(job.data.graph.num_nodes(job.data.target)))
-        logits, emb = layerwise_outputs(model, sg, seeds, int(cfg.trainer.eval_batch_size), job.device)
+        logits, emb = layerwise_outputs(model, sg, seeds, int(tr.get("eval_batch_size") or 4096), job.device)
         return logits.float().cpu(), emb.float().cpu(), model.relation_weights()
-    model = _loaded(job.build(int(meta["seed"])), run_dir)
+    model = _loaded(job.build(int(meta["seed"])), run_dir, trained, path)
     with torch.no_grad(), autocast(str(cfg.get("precision", "fp32")), job.labels.device):
         logits, emb = model(job.inputs, job.feats, embed=True)
     weights = getattr(model, "relation_weights", list)()
@@ -151,7 +188,7 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
              data.graph.num_nodes(data.target), data.target, why)
     probs, per_run, emb, weights = None, {}, None, {}
     for run_dir in chosen.runs:
-        logits, emb, weights[run_dir.name] = model_logits(job, tcfg, run_dir)
+        logits, emb, weights[run_dir.name] = model_logits(job, tcfg, run_dir, str(cfg.get("inference", "auto")))
         per_run[run_dir.name] = scores(data, logits)
         p = logits.softmax(1)
         probs = p if probs is None else probs + p
