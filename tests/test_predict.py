@@ -213,6 +213,10 @@ def test_a_minibatch_run_predicts_layer_by_layer_with_its_own_scores(tmp_path):
     assert all(got[k] == pytest.approx(rec[k], abs=1e-9) for k in ("test_micro_f1", "test_macro_f1", "val_micro_f1"))
     weights = json.loads((out / "relation_weights.json").read_text())["run_00"]
     assert weights == rec["relation_weights"]  # the layers' relation weights, as the run recorded them
+    whole = predict(f"run={cell}", "inference=fullbatch", f"hydra.run.dir={tmp_path / 'whole'}")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    got = json.loads((tmp_path / "whole" / "scores.json").read_text())["runs"]["run_00"]
+    assert all(got[k] == pytest.approx(rec[k], abs=1e-9) for k in ("test_micro_f1", "test_macro_f1", "val_micro_f1"))
 
 
 @pytest.mark.parametrize("dataset,model", [("synthetic", "re_gcn"), ("synthetic", "re_gat"), ("counts", "re_gcn")])

@@ -113,3 +113,64 @@ class CountGraph:
 def make_count_graph(**shape) -> HeteroDataset:
     """The graph of `CountGraph(**shape)` (its fields: sizes, count rates, link degrees, seed)."""
     return CountGraph(**shape).build()
+
+
+@dataclass(frozen=True)
+class BowGraph:
+    """A graph like a citation network: target nodes ("paper") and "author" nodes carry wide, sparse, binary
+    bag-of-words features, and "venue" nodes carry none (one-hot ids).
+
+    Each class owns `topic_words` words of the `vocab`; a node draws `words` distinct words, each from its class's
+    own words with probability `topic_share`, else from the whole vocabulary. Every paper has `author_degree`
+    authors (of its own class with probability `homophily`, else random) and one venue (of its class with
+    probability `venue_homophily`). Split 20/10/70: a small validation set, as in many users' graphs.
+    """
+
+    num_papers: int = 3000
+    num_authors: int = 2000
+    num_venues: int = 20
+    num_classes: int = 4
+    vocab: int = 2000
+    topic_words: int = 100
+    words: int = 12
+    topic_share: float = 0.25
+    author_degree: int = 3
+    homophily: float = 0.4
+    venue_homophily: float = 0.6
+    seed: int = 0
+
+    def _bow(self, rng, y: np.ndarray) -> np.ndarray:
+        s = self
+        x = np.zeros((len(y), s.vocab), dtype=np.float32)
+        own = rng.random((len(y), s.words)) < s.topic_share
+        topic = y[:, None] * s.topic_words + rng.integers(0, s.topic_words, (len(y), s.words))
+        x[np.arange(len(y))[:, None], np.where(own, topic, rng.integers(0, s.vocab, (len(y), s.words)))] = 1.0
+        return x
+
+    def build(self) -> HeteroDataset:
+        s = self
+        rng = np.random.default_rng(s.seed)
+        y = rng.integers(0, s.num_classes, s.num_papers)
+        author_y = np.arange(s.num_authors) % s.num_classes
+        venue_y = np.arange(s.num_venues) % s.num_classes
+
+        def links(degree: int, homophily: float, n: int, of_class: np.ndarray):
+            src = np.repeat(np.arange(s.num_papers), degree)
+            by_class = [np.flatnonzero(of_class == c) for c in range(s.num_classes)]
+            same = rng.random(src.size) < homophily
+            dst = np.where(same, [rng.choice(by_class[c]) for c in y[src]], rng.integers(0, n, src.size))
+            return src, dst
+
+        pa, aa = links(s.author_degree, s.homophily, s.num_authors, author_y)
+        pv, vv = links(1, s.venue_homophily, s.num_venues, venue_y)
+        t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
+        graph = HeteroGraph({
+            ("paper", "paper->author", "author"): (t(pa), t(aa)),
+            ("author", "author->paper", "paper"): (t(aa), t(pa)),
+            ("paper", "paper->venue", "venue"): (t(pv), t(vv)),
+            ("venue", "venue->paper", "paper"): (t(vv), t(pv)),
+        }, {"paper": s.num_papers, "author": s.num_authors, "venue": s.num_venues})
+        features = {"paper": torch.from_numpy(s._bow(rng, y)), "author": torch.from_numpy(s._bow(rng, author_y)),
+                    "venue": one_hot_ids(s.num_venues)}
+        return HeteroDataset(name="bow", graph=graph, features=features, target="paper", labels=t(y),
+                             splits=random_split(rng, s.num_papers, 0.2, 0.1), num_classes=s.num_classes)
