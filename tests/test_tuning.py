@@ -86,6 +86,7 @@ def test_trials_score_validation_and_the_chosen_comes_back_as_a_config(killed_an
     assert list(listing.trial[:1]) == [best.number] and set(listing.state) == {"complete", "fail"}
     md = (sweep / "tune.md").read_text()
     assert "test Micro-F1" in md and "validation Micro-F1" in md and f"Chosen setting (trial {number})" in md
+    assert "stands on the same 60 validation nodes" in md  # the synthetic graph's 20% of 300 items
 
 
 @pytest.mark.slow  # make test-all: the resume itself is test_a_killed_tune_resumes_without_repeating_finished_trials

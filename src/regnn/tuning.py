@@ -48,6 +48,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from regnn.runs import claim
 from regnn.paths import REPO_ROOT
 from regnn.errors import ConfigError
+from regnn.runs import io_safe
 from regnn.runs.io_safe import write_text
 from regnn.reporting.collect import refuse_existing, write_table
 from regnn.sweeper import matching, open_study, search_space, study_names
@@ -444,6 +445,7 @@ def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
     notes = [f"{len(done)} finished trials; search score: mean validation Micro-F1 over {attrs.get('seeds')} seed(s) "
              "per trial (test is only listed, never used by the search or the choice); TPE sampler, seed "
              f"{attrs.get('sampler_seed')}; overrides: {' '.join(attrs.get('overrides', []))}."]
+    notes += _validation_note(sweep)
     if not len(done):
         return df, notes
     try:
@@ -454,6 +456,17 @@ def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
         return df, [*notes, str(e) + "."]  # a tune stopped in its finalist stage: what there is so far
     notes += _final_note(sweep, number)
     return df, notes
+
+
+def _validation_note(sweep: Path) -> list[str]:
+    """How many validation nodes every score stands on (a finished trial's split sizes)."""
+    for res in sorted(sweep.glob("trial_*/results.json")):
+        sizes = (io_safe.read_json(res, io_safe.is_cell_summary) or {}).get("split_sizes")
+        if sizes and sizes.get("val"):
+            return [f"Every validation score stands on the same {sizes['val']} validation nodes (one node more or "
+                    f"less correct moves a run's score by {100 / sizes['val']:.2f} points); training "
+                    f"{sizes['train']}, test {sizes['test']}."]
+    return []
 
 
 def _trial_row(sweep: Path, t, found: dict, stage) -> dict:

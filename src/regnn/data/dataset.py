@@ -39,6 +39,10 @@ class HeteroDataset:
             labels[self.unlabelled.numpy()] = -1
         return labels
 
+    def split_sizes(self) -> dict[str, int]:
+        """Labelled target nodes per split (train, val, test)."""
+        return {s: int(len(self.splits[s])) for s in ("train", "val", "test")}
+
     @property
     def in_dims(self) -> dict[str, int]:
         return {t: int(x.shape[1]) for t, x in self.features.items()}

@@ -157,7 +157,8 @@ class FullBatchJob:
         return JobFacts(device=self.device, device_note=self.why,
                         environment={"threads": self.worker_threads, "workers": self.workers},
                         num_parameters=self.num_parameters,
-                        relation_names=getattr(self.model, "relation_names", []), worker_peak_gb=self.peak_gb)
+                        relation_names=getattr(self.model, "relation_names", []), worker_peak_gb=self.peak_gb,
+                        split_sizes=self.job.data.split_sizes())
 
     def report(self, summary: dict) -> None:
         m = summary["metrics"]
