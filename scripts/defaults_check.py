@@ -26,8 +26,9 @@ sys.path.insert(0, str(REPO / "src"))
 
 from regnn.data import make_count_graph  # noqa: E402
 from regnn.data.custom import save_npz as export_npz  # noqa: E402
+from regnn.evaluation.metrics import AT_CHANCE  # noqa: E402
 
-AT_CHANCE = 5.0  # a run whose test Micro-F1 is within this many points of the chance level learned nothing
+
 # model name -> extra overrides (the trainer for the mini-batch row)
 # mlp and gcn for reference: what the features alone give, and plain message passing without relation types
 MODELS = {"re_gat": [], "gat": [], "simple_hgn": [], "rgcn": [], "hgt": [], "han": [], "re_gcn": [],

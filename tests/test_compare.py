@@ -88,12 +88,12 @@ def test_a_users_graph_takes_meta_paths_on_the_command_line_as_the_refusal_says(
     assert _compose("dataset=custom", "model=han").dataset.metapaths is None  # the refusal's case
 
 
-def _cell(pool, name, val, test, archived=None):
+def _cell(pool, name, val, test, archived=None, **summary):
     m = {k: {"mean": v, "std": 0.1} for k, v in (("val_micro_f1", val), ("test_micro_f1", test),
                                                   ("val_macro_f1", val), ("test_macro_f1", test))}
     m["epoch_time_s"] = {"mean": 0.5, "std": 0.0}
     dataset, model = name.split("_", 1)
-    res = {"dataset": dataset, "model": model, "runs": 10, "metrics": m}
+    res = {"dataset": dataset, "model": model, "runs": 10, "metrics": m, **summary}
     if archived:
         archived.mkdir(parents=True, exist_ok=True)
         (archived / f"{name}.json").write_text(json.dumps({"results": res, "relation_weights": []}))
@@ -115,6 +115,25 @@ def test_the_winner_is_picked_on_validation_never_on_test_and_archived_cells_are
     assert list(df.source) == ["archive", "sweep", "sweep", "missing"]
     md = (tmp_path / "out" / "cmp.md").read_text()
     assert f"Cells read from {archive}" in md and "dblp_mlp" in md and "Not trained yet, so not in this table: dblp_rgcn" in md
+
+
+def test_a_model_whose_runs_collapsed_to_chance_is_marked_not_silently_averaged(tmp_path):
+    from regnn.reporting.compare import main
+    pool = tmp_path / "cells"
+    runs = [{"run": i, "test_micro_f1": t} for i, t in enumerate([92.4, 36.1, 93.1, 40.0, 92.9])]
+    _cell(pool, "mine_simple_hgn", val=70.0, test=70.9, per_run=runs, chance_test_micro_f1=38.0)
+    weak = [{"run": i, "test_micro_f1": t} for i, t in enumerate([60.0, 61.0, 44.0])]  # weak, never at chance
+    _cell(pool, "mine_gcn", val=60.0, test=55.0, per_run=weak, chance_test_micro_f1=38.0)
+    _cell(pool, "mine_re_gcn", val=92.0, test=92.8)  # a summary without the chance level: nothing to judge by
+    assert main([str(pool), "--dataset", "mine", "--models", "gcn", "simple_hgn", "re_gcn",
+                 "--out", str(tmp_path / "cmp")]) == 0
+    df = pd.read_csv(tmp_path / "cmp.csv").set_index("model")
+    assert df.runs_at_chance[["gcn", "simple_hgn"]].tolist() == [0, 2] and pd.isna(df.runs_at_chance["re_gcn"])
+    assert df.learnt_test_micro_f1["simple_hgn"] == pytest.approx((92.4 + 93.1 + 92.9) / 3)
+    md = (tmp_path / "cmp.md").read_text()
+    assert "Simple-HGN (collapsed)" in md and "10, 2 at chance" in md
+    assert "Collapsed: Simple-HGN: 2 of 10 runs at chance (test Micro-F1 within 5 of 38.00" in md
+    assert "92.80 test Micro-F1 on average" in md and "Collapsed: GCN" not in md
 
 
 def test_on_the_built_in_datasets_compare_cells_are_the_table_2_cells():

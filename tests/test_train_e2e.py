@@ -45,6 +45,11 @@ def test_train_writes_results_weights_history_and_config(tmp_path):
     assert "dataset:\n  name: synthetic" in (run_dir / "config.yaml").read_text()
     assert "Micro-F1" in p.stderr + p.stdout  # the summary line
     assert 0.05 < r["peak_rss_gb"] < 8  # the process's own peak resident memory, in GiB
+    from regnn.data import make_synthetic
+    data = make_synthetic()
+    assert r["split_sizes"] == {"train": 120, "val": 60, "test": 120}  # what every score stands on
+    y = data.labels[data.splits["test"]]
+    assert r["chance_test_micro_f1"] == pytest.approx(100 * int(y.bincount().max()) / 120)
 
 
 @pytest.mark.onepython

@@ -43,6 +43,12 @@ class HeteroDataset:
         """Labelled target nodes per split (train, val, test)."""
         return {s: int(len(self.splits[s])) for s in ("train", "val", "test")}
 
+    def chance_micro_f1(self, split: str = "test") -> float:
+        """The Micro-F1 (percent) of always predicting the split's largest class: what a run that learnt nothing
+        scores."""
+        y = self.labels[self.splits[split]]
+        return 100.0 * float(torch.bincount(y).max()) / len(y) if len(y) else 0.0
+
     @property
     def in_dims(self) -> dict[str, int]:
         return {t: int(x.shape[1]) for t, x in self.features.items()}

@@ -38,3 +38,15 @@ def mean_std(values) -> dict[str, float]:
     """Mean and population standard deviation (ddof=0, as numpy and the authors' scripts)."""
     a = np.asarray(values, dtype=float)
     return {"mean": float(a.mean()), "std": float(a.std()), "n": int(a.size)}
+
+
+AT_CHANCE = 5.0  # a run whose test Micro-F1 is within this many points of the chance level learned nothing
+
+
+def runs_at_chance(per_run: list[dict], chance: float | None) -> int | None:
+    """How many finished runs scored at chance (test Micro-F1 within AT_CHANCE of always predicting the largest
+    class, `chance`); None where the chance level is not known."""
+    if chance is None:
+        return None
+    return sum(1 for r in per_run if "failed" not in r and r.get("test_micro_f1") is not None
+               and r["test_micro_f1"] <= chance + AT_CHANCE)

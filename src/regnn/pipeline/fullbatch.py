@@ -158,7 +158,7 @@ class FullBatchJob:
                         environment={"threads": self.worker_threads, "workers": self.workers},
                         num_parameters=self.num_parameters,
                         relation_names=getattr(self.model, "relation_names", []), worker_peak_gb=self.peak_gb,
-                        split_sizes=self.job.data.split_sizes())
+                        split_sizes=self.job.data.split_sizes(), chance=self.job.data.chance_micro_f1())
 
     def report(self, summary: dict) -> None:
         m = summary["metrics"]

@@ -90,7 +90,8 @@ class MinibatchJob:
         return JobFacts(device=self.device, device_note=self.why, trainer="minibatch",
                         environment={"threads": torch.get_num_threads(), "processes": self.dist.world_size},
                         num_parameters=self.num_parameters, relation_names=self.sg.relation_names,
-                        extra={"load_time_s": self.load_s}, split_sizes=self.data.split_sizes())
+                        extra={"load_time_s": self.load_s}, split_sizes=self.data.split_sizes(),
+                        chance=self.data.chance_micro_f1())
 
     def report(self, summary: dict) -> None:
         m = summary["metrics"]

@@ -20,6 +20,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from regnn.catalog import PAPER_DATASETS
+from regnn.evaluation.metrics import AT_CHANCE, runs_at_chance
 from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CellPool
 from regnn.reporting.collect import fmt, write_table
@@ -66,11 +67,13 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
             for k in METRICS:
                 row |= {f"{k}_mean": c["metrics"][k]["mean"], f"{k}_std": c["metrics"][k]["std"]}
             row["epoch_time_s"] = c["metrics"]["epoch_time_s"]["mean"]
+            row |= _collapse(c)
         elif refused.is_file():
             row |= {"source": "refused", "reason": refused.read_text().strip()}
         rows.append(row)
     df = pd.DataFrame(rows)
-    for k in [f"{k}_{s}" for k in METRICS for s in ("mean", "std")] + ["epoch_time_s", "reason"]:
+    for k in [f"{k}_{s}" for k in METRICS for s in ("mean", "std")] + ["epoch_time_s", "reason", "runs_at_chance",
+                                                                       "chance", "learnt_test_micro_f1"]:
         if k not in df:
             df[k] = np.nan
     scored = df[df.val_micro_f1_mean.notna()]
@@ -88,17 +91,36 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
         read = [f"{dataset}_{m}" for m in df.model[df.source == source]]
         if read:
             notes.append(f"Cells read {what}: {', '.join(read)}.")
+    for _, r in df[df.runs_at_chance > 0].iterrows():
+        learnt = (f"; the runs that learned score {r.learnt_test_micro_f1:.2f} test Micro-F1 on average"
+                  if pd.notna(r.learnt_test_micro_f1) else "")
+        notes.append(f"Collapsed: {r.label}: {int(r.runs_at_chance)} of {int(r.runs)} runs at chance (test Micro-F1 "
+                     f"within {AT_CHANCE:g} of {r.chance:.2f}, what always predicting the largest class scores){learnt}. "
+                     "Its mean mixes runs that learned nothing with runs that did: with these settings the model is "
+                     "unreliable on this graph, not merely weaker.")
     for _, r in df[df.source == "refused"].iterrows():
         notes.append(f"Refused on this graph: {r.label}: {r.reason}")
     return df, notes
+
+
+def _collapse(cell: dict) -> dict:
+    """The runs of a cell that scored at chance, where its summary records the chance level."""
+    chance = cell.get("chance_test_micro_f1")
+    k = runs_at_chance(cell.get("per_run", []), chance)
+    if not k:
+        return {"runs_at_chance": k, "chance": chance}
+    learnt = [r["test_micro_f1"] for r in cell["per_run"] if "failed" not in r and r["test_micro_f1"] > chance + AT_CHANCE]
+    return {"runs_at_chance": k, "chance": chance, "learnt_test_micro_f1": float(np.mean(learnt)) if learnt else None}
 
 
 def render_frame(df: pd.DataFrame) -> pd.DataFrame:
     def f1(k):
         return [fmt(a, b) for a, b in zip(df[f"{k}_mean"], df[f"{k}_std"])]
     return pd.DataFrame({
-        "model": [f"**{lab}** (winner)" if w else lab for lab, w in zip(df.label, df.winner)],
-        "runs": [("–" if pd.isna(r) else int(r)) if s != "refused" else "refused" for r, s in zip(df.runs, df.source)],
+        "model": [f"**{lab}** (winner)" if w else lab + (" (collapsed)" if k > 0 else "")
+                  for lab, w, k in zip(df.label, df.winner, df.runs_at_chance.fillna(0))],
+        "runs": [("–" if pd.isna(r) else int(r) if not k > 0 else f"{int(r)}, {int(k)} at chance")
+                 if s != "refused" else "refused" for r, s, k in zip(df.runs, df.source, df.runs_at_chance.fillna(0))],
         "val Micro-F1": f1("val_micro_f1"), "test Micro-F1": f1("test_micro_f1"),
         "val Macro-F1": f1("val_macro_f1"), "test Macro-F1": f1("test_macro_f1"),
         "s/epoch": [fmt(t, digits=3) for t in df.epoch_time_s],

@@ -168,6 +168,7 @@ class JobFacts:
     trainer: str | None = None  # the mini-batch job names itself; the full-batch job is the default
     worker_peak_gb: float = 0.0  # of the largest worker process, where runs were trained in workers
     split_sizes: dict = field(default_factory=dict)  # labelled nodes per split: how many nodes a score stands on
+    chance: float | None = None  # test Micro-F1 of always predicting the largest class (runs that learnt nothing)
 
 
 class CellStore:
@@ -325,6 +326,7 @@ class CellStore:
             "runs": int(self.cfg.runs), "seeds": [r["seed"] for r in records],
             "metrics": summary_metrics(records, keys, mean_std), "finished_runs": len(ok),
             **({"split_sizes": dict(facts.split_sizes)} if facts.split_sizes else {}),
+            **({"chance_test_micro_f1": facts.chance} if facts.chance is not None else {}),
             "failed_runs": len(records) - len(ok),
             # runs whose training loss blew up while validation did not (regnn.training.divergence.TrainLossBlowup)
             "train_loss_blowup_runs": sum(1 for r in records if r.get("train_loss_blowup")),
