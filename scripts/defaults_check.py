@@ -1,13 +1,16 @@
 """Do the defaults train on a graph nobody tuned for? Every model, 10 seeds, through `dataset=custom`.
 
-A generated graph (regnn.data.synthetic.make_count_graph: raw-count item features, weakly informative links) is
-written in the npz format of docs/custom_data.md and trained exactly as a user's graph is: `dataset=custom
-dataset.path=...` with nothing but the defaults (and the meta-paths HAN needs, which only a user can name).
+A generated graph is written in the npz format of docs/custom_data.md and trained exactly as a user's graph is: `dataset=custom
+dataset.path=...` with nothing but the defaults (and the meta-paths HAN needs, which only a user can name). The
+graphs (--generator): `counts` (regnn.data.synthetic.CountGraph: raw-count item features, weakly informative links,
+two feature-less types) and `bow` (regnn.data.synthetic.BowGraph: wide binary bag-of-words on the papers, word
+counts on authors and subjects, and the words themselves as a feature-less type linked to every paper using them).
 Per model: mean ± std of test and validation Micro-F1 over the seeds, the lowest test score, the chance level
 (the share of the largest class among the test nodes) and the runs at chance (test Micro-F1 within
 AT_CHANCE points of it). Writes <out>.json (every run's scores) and <out>.md; refuses to overwrite them.
 
     python scripts/defaults_check.py                       # results/defaults_check.{json,md}
+    python scripts/defaults_check.py --generator bow --out results/defaults_check_bow --work outputs/defaults_check_bow
     python scripts/defaults_check.py --models re_gat --runs 3 --out /tmp/check --set model.attn_dropout=0.2
 """
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from regnn.data import make_count_graph  # noqa: E402
+from regnn.data.synthetic import BowGraph, CountGraph  # noqa: E402
 from regnn.data.custom import save_npz as export_npz  # noqa: E402
 from regnn.evaluation.metrics import AT_CHANCE  # noqa: E402
 
@@ -34,7 +37,10 @@ from regnn.evaluation.metrics import AT_CHANCE  # noqa: E402
 MODELS = {"re_gat": [], "gat": [], "simple_hgn": [], "rgcn": [], "hgt": [], "han": [], "re_gcn": [],
           "re_gcn_minibatch": ["model=re_gcn", "trainer=minibatch"], "mlp": [], "gcn": []}
 # quoted: '>' is outside Hydra's unquoted override characters
-METAPATHS = "dataset.metapaths={IUI: ['item->user', 'user->item'], ITI: ['item->tag', 'tag->item']}"
+METAPATHS = {"counts": "dataset.metapaths={IUI: ['item->user', 'user->item'], ITI: ['item->tag', 'tag->item']}",
+             "bow": "dataset.metapaths={PAP: ['paper->author', 'author->paper'], "
+                    "PSP: ['paper->subject', 'subject->paper']}"}
+GENERATORS = {"counts": (CountGraph, "num_items=400,num_users=200,num_tags=30,seed=0"), "bow": (BowGraph, "seed=0")}
 
 
 def chance_level(data) -> float:
@@ -42,14 +48,14 @@ def chance_level(data) -> float:
     return 100.0 * np.bincount(y).max() / len(y)
 
 
-def train(model: str, path: Path, runs: int, out: Path, extra: list[str]) -> dict:
+def train(model: str, path: Path, runs: int, out: Path, extra: list[str], generator: str = "counts") -> dict:
     args = MODELS[model] if model in MODELS else [f"model={model}"]
     if not any(a.startswith("model=") for a in args):
         args = [f"model={model}", *args]
     cmd = [sys.executable, str(REPO / "train.py"), "dataset=custom", f"dataset.path={path}", *args,
            f"runs={runs}", "threads=1", "workers=1", f"hydra.run.dir={out}", *extra]
     if model == "han":
-        cmd.append(METAPATHS)
+        cmd.append(METAPATHS[generator])
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), OMP_NUM_THREADS="1")
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
@@ -74,8 +80,8 @@ def summarise(model: str, res: dict, chance: float) -> dict:
 
 def markdown(rows: list[dict], graph: dict, runs: int, extra: list[str]) -> str:
     lines = [f"# Defaults on a graph without tuned settings ({runs} seeds)", "",
-             f"`python scripts/defaults_check.py` — generated graph `make_count_graph({graph['kwargs']})` "
-             f"(raw-count item features), written as npz and trained with `dataset=custom` and the defaults"
+             f"`python scripts/defaults_check.py` — generated graph `{graph['generator']}({graph['kwargs']})`, "
+             f"written as npz and trained with `dataset=custom` and the defaults"
              + (f" plus `{' '.join(extra)}`" if extra else "") + f". Chance (largest test class): "
              f"{rows[0]['chance']:.2f}; a run is at chance when its test Micro-F1 is within {AT_CHANCE:g} of it.", "",
              "| model | test Micro-F1 | val Micro-F1 | min test | runs at chance | training-loss blow-ups |",
@@ -91,8 +97,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--graph", default="num_items=400,num_users=200,num_tags=30,seed=0",
-                    help="make_count_graph keyword arguments")
+    ap.add_argument("--generator", default="counts", choices=list(GENERATORS))
+    ap.add_argument("--graph", help="the generator's keyword arguments (default: counts: "
+                                    f"{GENERATORS['counts'][1]}; bow: {GENERATORS['bow'][1]})")
     ap.add_argument("--set", action="append", default=[], help="an extra override for every model")
     ap.add_argument("--out", default=str(REPO / "results" / "defaults_check"))
     ap.add_argument("--work", default=str(REPO / "outputs" / "defaults_check"))
@@ -103,8 +110,10 @@ def main(argv=None) -> int:
     for f in (out.with_suffix(".json"), out.with_suffix(".md")):
         if f.exists():
             raise SystemExit(f"{f} exists; move it away or pass another --out (results are never overwritten)")
+    make, default_graph = GENERATORS[a.generator]
+    a.graph = a.graph or default_graph
     kwargs = {k: (float(v) if "." in v else int(v)) for k, v in (kv.split("=") for kv in a.graph.split(","))}
-    data = make_count_graph(**kwargs)
+    data = make(**kwargs).build()
     work = Path(a.work)
     path = work / "graph" / "dataset.yaml" if a.collect else export_npz(data, work / "graph")
     chance = chance_level(data)
@@ -117,12 +126,12 @@ def main(argv=None) -> int:
                 continue
             rows.append(summarise(m, json.loads(f.read_text()), chance))
         else:
-            rows.append(summarise(m, train(m, path, a.runs, work / m, a.set)["results"], chance))
+            rows.append(summarise(m, train(m, path, a.runs, work / m, a.set, a.generator)["results"], chance))
         r = rows[-1]
         print(f"{m}: test {r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f}, val "
               f"{r['val_micro_f1_mean']:.2f}, min {r['test_micro_f1_min']:.2f}, {r['runs_at_chance']} at chance",
               flush=True)
-    graph = {"generator": "regnn.data.synthetic.make_count_graph", "kwargs": a.graph}
+    graph = {"generator": f"regnn.data.synthetic.{make.__name__}", "kwargs": a.graph}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps({"graph": graph, "runs": a.runs, "overrides": a.set,
                                                     "models_requested": a.models.split(","),

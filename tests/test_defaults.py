@@ -55,3 +55,32 @@ def test_custom_defaults_apply_to_gat_backbones_only_on_custom_graphs():
     assert (custom.model.dropout, custom.model.attn_dropout) == (0.2, 0.2)
     assert (dblp.model.dropout, dblp.model.attn_dropout, dblp.model.heads) == (0.6, 0.6, 8)  # DBLP's own settings
     assert (counts.model.dropout, counts.model.attn_dropout) == (0.6, 0.6)
+
+
+def test_simple_hgn_drops_less_only_on_custom_graphs():
+    from hydra import compose, initialize_config_dir
+    from conftest import REPO
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        custom = compose("train", overrides=["dataset=custom", "model=simple_hgn"])
+        acm = compose("train", overrides=["dataset=acm", "model=simple_hgn"])
+    assert (custom.model.dropout, custom.model.attn_dropout) == (0.2, 0.2)
+    assert (acm.model.dropout, acm.model.attn_dropout, acm.optimizer.lr) == (0.5, 0.5, 0.0005)  # HGB's, as published
+
+
+def test_the_bag_of_words_graph_has_words_as_a_feature_less_type_linked_by_use():
+    from regnn.data.synthetic import BowGraph
+    from regnn.data.scaling import _is_placeholder
+    shape = BowGraph(num_papers=120, num_authors=80, num_subjects=6, vocab=90, topic_words=10, words=8)
+    data = shape.build()
+    x = data.features["paper"]
+    assert set(x.unique().tolist()) == {0.0, 1.0} and (x.sum(1) <= 8).all() and (x.sum(1) >= 1).all()
+    assert _is_placeholder(data.features["term"])  # one-hot ids: no features of its own
+    p, t = data.graph.edges(etype=("paper", "paper->term", "term"))
+    used = torch.zeros_like(x)
+    used[p, t] = 1.0
+    assert torch.equal(used, x) and len(p) == int(x.sum())  # one edge per paper and word it uses
+    a = data.features["author"]  # the word counts of its papers
+    pa, aa = data.graph.edges(etype=("paper", "paper->author", "author"))
+    assert torch.equal(a, torch.zeros_like(a).index_add_(0, aa, x[pa]))
+    assert {k: len(v) for k, v in data.splits.items()} == {"train": 24, "val": 6, "test": 90}
+    assert torch.equal(shape.build().features["paper"], x)  # a seed gives one graph

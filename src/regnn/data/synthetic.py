@@ -117,60 +117,69 @@ def make_count_graph(**shape) -> HeteroDataset:
 
 @dataclass(frozen=True)
 class BowGraph:
-    """A graph like a citation network: target nodes ("paper") and "author" nodes carry wide, sparse, binary
-    bag-of-words features, and "venue" nodes carry none (one-hot ids).
+    """A graph like HGB's ACM: target nodes ("paper") carry wide, sparse, binary bag-of-words features, "author" and
+    "subject" nodes the word counts of their papers, and "term" nodes (the words themselves) carry none (one-hot
+    ids) while linking to every paper that uses them: a feature-less type with many edges.
 
-    Each class owns `topic_words` words of the `vocab`; a node draws `words` distinct words, each from its class's
+    Each class owns `topic_words` words of the `vocab`; a paper draws `words` distinct words, each from its class's
     own words with probability `topic_share`, else from the whole vocabulary. Every paper has `author_degree`
-    authors (of its own class with probability `homophily`, else random) and one venue (of its class with
-    probability `venue_homophily`). Split 20/10/70: a small validation set, as in many users' graphs.
+    authors (of its own class with probability `homophily`, else random) and one subject (of its class with
+    probability `subject_homophily`). Split 20/5/75: a small validation set, as in many users' graphs.
     """
 
-    num_papers: int = 3000
+    num_papers: int = 1500
     num_authors: int = 2000
-    num_venues: int = 20
-    num_classes: int = 4
-    vocab: int = 2000
-    topic_words: int = 100
-    words: int = 12
-    topic_share: float = 0.25
+    num_subjects: int = 50
+    num_classes: int = 3
+    vocab: int = 1000
+    topic_words: int = 80
+    words: int = 30
+    topic_share: float = 0.2
     author_degree: int = 3
-    homophily: float = 0.4
-    venue_homophily: float = 0.6
+    homophily: float = 0.5
+    subject_homophily: float = 0.6
     seed: int = 0
 
-    def _bow(self, rng, y: np.ndarray) -> np.ndarray:
+    def _words(self, rng, y: np.ndarray) -> np.ndarray:
+        """(papers, vocab) 0/1: each paper's distinct words."""
         s = self
-        x = np.zeros((len(y), s.vocab), dtype=np.float32)
         own = rng.random((len(y), s.words)) < s.topic_share
         topic = y[:, None] * s.topic_words + rng.integers(0, s.topic_words, (len(y), s.words))
+        x = np.zeros((len(y), s.vocab), dtype=np.float32)
         x[np.arange(len(y))[:, None], np.where(own, topic, rng.integers(0, s.vocab, (len(y), s.words)))] = 1.0
         return x
+
+    def _links(self, rng, y: np.ndarray, degree: int, homophily: float, n: int):
+        of_class = np.arange(n) % self.num_classes
+        by_class = [np.flatnonzero(of_class == c) for c in range(self.num_classes)]
+        src = np.repeat(np.arange(len(y)), degree)
+        same = rng.random(src.size) < homophily
+        return src, np.where(same, [rng.choice(by_class[c]) for c in y[src]], rng.integers(0, n, src.size))
 
     def build(self) -> HeteroDataset:
         s = self
         rng = np.random.default_rng(s.seed)
         y = rng.integers(0, s.num_classes, s.num_papers)
-        author_y = np.arange(s.num_authors) % s.num_classes
-        venue_y = np.arange(s.num_venues) % s.num_classes
+        x = self._words(rng, y)
+        pa, aa = self._links(rng, y, s.author_degree, s.homophily, s.num_authors)
+        ps, ss = self._links(rng, y, 1, s.subject_homophily, s.num_subjects)
+        pt, tt = np.nonzero(x)
 
-        def links(degree: int, homophily: float, n: int, of_class: np.ndarray):
-            src = np.repeat(np.arange(s.num_papers), degree)
-            by_class = [np.flatnonzero(of_class == c) for c in range(s.num_classes)]
-            same = rng.random(src.size) < homophily
-            dst = np.where(same, [rng.choice(by_class[c]) for c in y[src]], rng.integers(0, n, src.size))
-            return src, dst
+        def counts(src, dst, n):  # the word counts of each node's papers
+            out = np.zeros((n, s.vocab), dtype=np.float32)
+            np.add.at(out, dst, x[src])
+            return torch.from_numpy(out)
 
-        pa, aa = links(s.author_degree, s.homophily, s.num_authors, author_y)
-        pv, vv = links(1, s.venue_homophily, s.num_venues, venue_y)
         t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
         graph = HeteroGraph({
             ("paper", "paper->author", "author"): (t(pa), t(aa)),
             ("author", "author->paper", "paper"): (t(aa), t(pa)),
-            ("paper", "paper->venue", "venue"): (t(pv), t(vv)),
-            ("venue", "venue->paper", "paper"): (t(vv), t(pv)),
-        }, {"paper": s.num_papers, "author": s.num_authors, "venue": s.num_venues})
-        features = {"paper": torch.from_numpy(s._bow(rng, y)), "author": torch.from_numpy(s._bow(rng, author_y)),
-                    "venue": one_hot_ids(s.num_venues)}
+            ("paper", "paper->subject", "subject"): (t(ps), t(ss)),
+            ("subject", "subject->paper", "paper"): (t(ss), t(ps)),
+            ("paper", "paper->term", "term"): (t(pt), t(tt)),
+            ("term", "term->paper", "paper"): (t(tt), t(pt)),
+        }, {"paper": s.num_papers, "author": s.num_authors, "subject": s.num_subjects, "term": s.vocab})
+        features = {"paper": torch.from_numpy(x), "author": counts(pa, aa, s.num_authors),
+                    "subject": counts(ps, ss, s.num_subjects), "term": one_hot_ids(s.vocab)}
         return HeteroDataset(name="bow", graph=graph, features=features, target="paper", labels=t(y),
-                             splits=random_split(rng, s.num_papers, 0.2, 0.1), num_classes=s.num_classes)
+                             splits=random_split(rng, s.num_papers, 0.2, 0.05), num_classes=s.num_classes)
