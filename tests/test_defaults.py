@@ -57,13 +57,13 @@ def test_custom_defaults_apply_to_gat_backbones_only_on_custom_graphs():
     assert (counts.model.dropout, counts.model.attn_dropout) == (0.6, 0.6)
 
 
-def test_simple_hgn_drops_less_only_on_custom_graphs():
+def test_simple_hgn_keeps_attention_whole_only_on_custom_graphs():
     from hydra import compose, initialize_config_dir
     from conftest import REPO
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         custom = compose("train", overrides=["dataset=custom", "model=simple_hgn"])
         acm = compose("train", overrides=["dataset=acm", "model=simple_hgn"])
-    assert (custom.model.dropout, custom.model.attn_dropout) == (0.2, 0.2)
+    assert (custom.model.dropout, custom.model.attn_dropout) == (0.5, 0.0)
     assert (acm.model.dropout, acm.model.attn_dropout, acm.optimizer.lr) == (0.5, 0.5, 0.0005)  # HGB's, as published
 
 
