@@ -8,7 +8,7 @@ them with another tree's, as a resume would.
 
 A cell is one combination of its experiment's hydra.sweeper.params (the basic sweeper's cartesian product). With
 --against, every cell of both files is compared: the same resolved config, or, where the files differ, the same
-computation (regnn.runs.store.computation, what a resumed cell compares with the config it stored). Exits 1 when
+computation (regnn.runs.computation.computation, what a resumed cell compares with the config it stored). Exits 1 when
 a cell is missing from either side or computes differently.
 """
 from __future__ import annotations
@@ -65,8 +65,8 @@ def compose_all(conf: Path) -> dict[str, dict]:
 
 
 def differs(a: dict, b: dict) -> list[str]:
-    """The top-level settings in which two configs compute differently (regnn.runs.store.computation), or []."""
-    from regnn.runs.store import computation
+    """The top-level settings in which two configs compute differently (regnn.runs.computation.computation), or []."""
+    from regnn.runs.computation import computation
 
     ca, cb = computation(a), computation(b)
     return sorted(k for k in ca if ca[k] != cb.get(k))

@@ -61,7 +61,7 @@ def test_recluster_gives_what_training_with_the_new_starts_gives(tmp_path):
     from regnn.runs import io_safe
     from regnn.pipeline import train
     from regnn.pipeline.recluster import main
-    from regnn.runs.store import check_same_computation
+    from regnn.runs.computation import check_same_computation
     base = ["dataset=synthetic", "model=re_gcn", "runs=2", "workers=1", "threads=1", "trainer.max_epochs=3",
             "clustering.enabled=true", "clustering.repeats=2", "save_embeddings=true"]
     train(cfg(*base, "clustering.n_init=1"), tmp_path / "old")

@@ -137,7 +137,7 @@ def test_a_model_whose_runs_collapsed_to_chance_is_marked_not_silently_averaged(
 
 
 def test_on_the_built_in_datasets_compare_cells_are_the_table_2_cells():
-    from regnn.runs.store import computation
+    from regnn.runs.computation import computation
     for dataset in ("dblp", "acm", "imdb"):
         for model in MODELS:
             cmp_cfg = _compose("experiment=compare", f"dataset={dataset}", f"model={model}")

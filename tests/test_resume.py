@@ -74,7 +74,7 @@ def test_cells_written_before_the_stopping_options_resume_as_the_defaults():
     """A config.yaml without trainer.stop_on / lr_schedule computed what the defaults compute; other values differ."""
     from omegaconf import OmegaConf
 
-    from regnn.runs.store import computation
+    from regnn.runs.computation import computation
     now = OmegaConf.to_container(cfg("dataset=synthetic"), resolve=True)
     old = {**now, "trainer": {k: v for k, v in now["trainer"].items() if k not in ("stop_on", "lr_schedule")}}
     assert computation(old) == computation(now)
@@ -94,7 +94,7 @@ def test_cells_clustered_before_n_init_existed_differ_from_the_ten_start_default
     take its scores for ten-start ones, and n_init=1 matches it."""
     from omegaconf import OmegaConf
 
-    from regnn.runs.store import computation
+    from regnn.runs.computation import computation
     now = OmegaConf.to_container(cfg("dataset=synthetic", "clustering.enabled=true"), resolve=True)
     assert now["clustering"]["n_init"] == 10
     old = {**now, "clustering": {k: v for k, v in now["clustering"].items() if k != "n_init"}}
@@ -109,7 +109,7 @@ def test_relation_settings_without_relation_weights_compute_nothing():
     composed config computes: with both parts off, neither value is read."""
     from omegaconf import OmegaConf
 
-    from regnn.runs.store import computation
+    from regnn.runs.computation import computation
     now = OmegaConf.to_container(cfg("dataset=synthetic", "model=mlp"), resolve=True)
     old = {**now, "model": {**now["model"], "relation": {k: v for k, v in now["model"]["relation"].items()
                                                          if k != "negative_slope"}}}

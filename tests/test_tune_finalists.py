@@ -208,7 +208,7 @@ def test_a_tune_killed_in_its_finalist_stage_keeps_its_finished_finalists(tunes)
 
 @pytest.mark.slow
 def test_finalists_train_their_trial_setting_with_new_seeds_and_the_choice_is_theirs(tunes):
-    from regnn.runs.store import computation
+    from regnn.runs.computation import computation
     from regnn.tuning import choose, read_finalists
     root, _, _ = tunes
     for s in SAMPLER_SEEDS:

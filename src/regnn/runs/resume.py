@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 
 from regnn.errors import DataError
 from regnn.runs.checkpoint import load_tensors, write_tensors
-from regnn.runs.store import computation
+from regnn.runs.computation import computation
 from regnn.training.loop import random_states, set_random_states
 
 log = logging.getLogger("regnn")

@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn import interrupt
 from regnn.runs import checkpoint, embeddings, identity, io_safe
+from regnn.runs.computation import check_same_computation, stored_config
 from regnn.runs.claim import claim, host_id
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
@@ -34,74 +35,6 @@ from regnn.perf import peak_rss_gb
 from regnn.training.divergence import finished, summary_metrics
 
 log = logging.getLogger("regnn")
-
-# the parts of a config that decide what a run computes (paths, logging and resume do not)
-COMPUTE_KEYS = ("dataset", "model", "optimizer", "trainer", "seed", "runs", "deterministic", "clustering",
-                "precision")
-
-
-def computation(cfg) -> dict:
-    """The settings of cfg (a plain dict or config) that decide what it computes, as configs of any age spell them."""
-    c = {k: cfg.get(k) for k in COMPUTE_KEYS}
-    c["precision"] = c["precision"] or "fp32"  # configs written before the option existed ran in float32
-    c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify", "metapaths")}  # meta-paths: in model.metapaths where used
-    if c["dataset"].get("feature_norm", "none") == "none":  # the default computes what configs without the key did
-        c["dataset"].pop("feature_norm", None)
-    if isinstance(c["trainer"], dict):  # the defaults compute what configs without these keys did
-        t = dict(c["trainer"])
-        if list(t.get("stop_on", ["val_loss"])) == ["val_loss"]:
-            t.pop("stop_on", None)
-        if t.get("lr_schedule", "constant") == "constant":
-            t.pop("lr_schedule", None)
-        c["trainer"] = t
-    rel = c["model"].get("relation") if isinstance(c["model"], dict) else None
-    if isinstance(rel, dict) and not rel.get("edge_embeddings") and not rel.get("self_loop_embeddings"):
-        # no relation weights: lambda and tau's slope compute nothing (MLP configs once had no slope)
-        c["model"] = {**c["model"], "relation": {k: v for k, v in rel.items() if k not in ("scale", "negative_slope")}}
-    if isinstance(c["clustering"], dict) and "n_init" not in c["clustering"]:
-        c["clustering"] = {**c["clustering"], "n_init": 1}  # configs before the option clustered with one start
-    if isinstance(c["model"], dict) and c["model"].get("variant", "dgl") == "dgl" and c["model"].get("arch") == "hgt":
-        c["model"] = {k: v for k, v in c["model"].items() if k != "variant"}  # DGL's HGTConv: before the option
-    if isinstance(c["model"], dict) and c["model"].get("metapath_select_runs", 0) is None:
-        c["model"] = {k: v for k, v in c["model"].items() if k != "metapath_select_runs"}  # unset = before it existed
-    return c
-
-
-def stored_config(out_dir: Path) -> dict | None:
-    """The config.yaml an earlier training of out_dir wrote, or None when there is none, or it is empty or
-    unreadable (a write cut short): then there is nothing to compare with."""
-    path = out_dir / "config.yaml"
-    try:
-        stored = OmegaConf.to_container(OmegaConf.load(path), resolve=False) if path.stat().st_size else None
-    except FileNotFoundError:
-        return None
-    except Exception:  # noqa: BLE001  (yaml and omegaconf raise their own errors for damaged text)
-        stored = None
-    if not isinstance(stored, dict) or not stored:
-        log.warning("%s is empty or unreadable; treated as absent", path)
-        return None
-    return stored
-
-
-def check_same_computation(cfg: DictConfig, out_dir: Path) -> int | None:
-    """A resumed cell must have been computed with the same settings; say which differ otherwise.
-
-    Returns None when they agree (or nothing is stored), or the stored number of runs when only `runs` differs
-    and more are asked for now: the cell is then extended, its finished runs kept (see CellStore.reused_run).
-    """
-    stored = stored_config(out_dir)
-    if stored is None:
-        return None
-    stored = computation(stored)
-    now = computation(OmegaConf.to_container(cfg, resolve=True))
-    diff = [k for k in COMPUTE_KEYS if stored.get(k) != now.get(k)]
-    if diff == ["runs"] and int(now["runs"]) > int(stored["runs"]):
-        return int(stored["runs"])
-    if diff:
-        raise ConfigError(f"{out_dir} holds results computed with other settings ({', '.join(diff)} differ); "
-                          "move that directory away or choose another experiment directory")
-    return None
-
 
 def unused_path(path: Path) -> Path:
     """path, or path with .1, .2, ... before its suffix when taken: nothing is ever overwritten."""
