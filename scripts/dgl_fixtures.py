@@ -9,7 +9,7 @@ torch==2.2.1 "numpy<2" scipy`):
 
 Each maker builds a small graph and inputs from a fixed seed, runs DGL's module or op in float64 with fixed
 weights, and saves the inputs, the weights, the outputs and the gradients of a fixed loss with respect to the inputs
-and weights. The tests (tests/test_dgl_ports.py and beside it) load the same file, run regnn's port on the same
+and weights. The tests (tests/test_dgl_ports_*.py) load the same file, run regnn's port on the same
 arrays and compare, so every CI run checks the equivalence without DGL.
 """
 from __future__ import annotations

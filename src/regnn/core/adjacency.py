@@ -44,8 +44,8 @@ class Adjacency:
         num_dst = num_src if num_dst is None else num_dst
         by_dst = torch.sort(dst, stable=True).indices
         by_src = torch.sort(src, stable=True).indices
-        indptr = _offsets(dst, num_dst)
-        t_indptr = _offsets(src, num_src)
+        indptr = segment_offsets(dst, num_dst)
+        t_indptr = segment_offsets(src, num_src)
         return cls.from_arrays(num_dst, num_src, indptr, src.index_select(0, by_dst), by_dst, t_indptr,
                                dst.index_select(0, by_src), by_src, rel, backend)
 
@@ -88,10 +88,6 @@ class Adjacency:
         """x's row for every edge in CSR order: of its source (by="src": x has a row per source), destination
         ("dst") or relation ("rel"). The gradient sums per row with segment_sum."""
         return edge_ops.GatherEdges.apply(x, self, by)
-
-    def weighted_in_degree(self, alpha: torch.Tensor) -> torch.Tensor:
-        """(num_dst, heads) sum of incoming edge weights: counts of in-edges per relation @ alpha."""
-        return self.relation_counts(alpha.shape[0], alpha.dtype) @ alpha
 
     def u_add_v(self, src_feat: torch.Tensor, dst_feat: torch.Tensor) -> torch.Tensor:
         """src_feat[u] + dst_feat[v] for every edge u -> v, in CSR order."""
@@ -322,7 +318,7 @@ class Adjacency:
         return moved
 
 
-def _offsets(index: torch.Tensor, n: int) -> torch.Tensor:
+def segment_offsets(index: torch.Tensor, n: int) -> torch.Tensor:
     """indptr of the segments of sorted ids `index` over n rows."""
     counts = torch.bincount(index, minlength=n)
     if counts.shape[0] > n:

@@ -35,7 +35,7 @@ class RelationInputs:
         return cls(rg.adjacency(backend), rg.ntypes, rg.nodes_of(data.target).to(device), rg)
 
 
-class _SparseInputMM(torch.autograd.Function):
+class SparseInputMM(torch.autograd.Function):
     """x @ w for a constant sparse x held as CSR together with its transpose (both MKL/cuSPARSE matmuls)."""
 
     @staticmethod
@@ -75,7 +75,7 @@ class TypeProjection(nn.Module):
         if not x.is_sparse:
             return lin(x)
         with full_precision(x):
-            out = _SparseInputMM.apply(lin.weight.t(), *self._csr(x))
+            out = SparseInputMM.apply(lin.weight.t(), *self._csr(x))
             return out if lin.bias is None else out + lin.bias
 
     def forward(self, feats: dict[str, torch.Tensor], order: list[str]) -> torch.Tensor:

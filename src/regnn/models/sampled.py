@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from regnn.models.regnn import REGNN, _SparseInputMM
+from regnn.models.regnn import REGNN, SparseInputMM
 from regnn.perf import StepTimer
 
 
@@ -61,7 +61,7 @@ class NodeInputs(nn.Module):
             return lin(self.embeddings[ntype](local.to(dev)))
         x = self._fixed[ntype]
         rows = x.index_select(0, local.to(x.device)).coalesce().to(dev)
-        return _SparseInputMM.apply(lin.weight.t(), rows.to_sparse_csr(), rows.t().coalesce().to_sparse_csr()) \
+        return SparseInputMM.apply(lin.weight.t(), rows.to_sparse_csr(), rows.t().coalesce().to_sparse_csr()) \
             + lin.bias
 
 

@@ -32,7 +32,7 @@ class MinibatchOptions:
     num_workers: int              # sampling threads
     embed_lr: float               # SparseAdam's lr for learnable node embeddings
     log_every: int
-    sampling: str                 # deterministic | fast
+    sampling: str                 # deterministic | parallel
     profile: bool
     stop_on: tuple[str, ...]
     evaluator: str                # the ogb Evaluator's dataset name

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import torch
 
-from regnn.core.adjacency import Adjacency, _offsets
+from regnn.core.adjacency import Adjacency, segment_offsets
 from regnn.core.backend import choose_backend
 from regnn.data.dataset import HeteroDataset
 from regnn.data.relation_graph import build_relation_graph
@@ -86,7 +86,7 @@ class SampledGraph:
     def batch(self, blocks: list[Block], device="cpu") -> tuple[torch.Tensor, list[Adjacency]]:
         """(input node ids, one Adjacency per block) of a sampled batch, the first block's sources after its
         destinations grouped by node type (in their order within a type): the input projection then writes and
-        reads each type's rows as one slice (node_inputs._Projection)."""
+        reads each type's rows as one slice (regnn.models.sampled._Projection)."""
         input_nodes, nd = blocks[0].src_nodes, blocks[0].num_dst
         types = self.node_type.index_select(0, input_nodes[nd:])
         order = torch.cat([torch.arange(nd)] + [nd + torch.nonzero(types == t).view(-1) for t in range(len(self.ntypes))])
@@ -110,7 +110,7 @@ class SampledGraph:
         rel.index_copy_(0, at_edge, self.rel.index_select(0, block.eid))
         dst = torch.repeat_interleave(loop, counts, output_size=e + n_dst)
         by_src = torch.sort(src.to(torch.int32), stable=True).indices  # the CSC view: per source, in CSR order
-        adj = Adjacency.from_arrays(n_dst, n_src, indptr, src, torch.arange(e + n_dst), _offsets(src, n_src),
+        adj = Adjacency.from_arrays(n_dst, n_src, indptr, src, torch.arange(e + n_dst), segment_offsets(src, n_src),
                                     dst.index_select(0, by_src), by_src, rel)
         if self.in_counts is not None:
             nodes = block.src_nodes if src_pos is None else \
