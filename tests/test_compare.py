@@ -50,8 +50,9 @@ def test_the_table_and_figure_hold_every_model_and_the_winner_by_validation(smok
     assert df[df.winner].val_micro_f1_mean.item() == df.val_micro_f1_mean.max()
     winner = df[df.winner].label.item()
     assert f"**{winner}** (winner)" in md and f"Winner: {winner}" in md
-    for label in df.label:
-        assert f"| {label} |" in md or f"**{label}**" in md
+    for label, collapsed in zip(df.label, df.collapsed):  # smoke runs are short: a model may collapse in one
+        assert f"| {label}{' (collapsed)' if collapsed else ''} |" in md or f"**{label}**" in md
+        assert collapsed == (f"Collapsed: {label}:" in md)
     assert (sweep / "compare.png").stat().st_size > 10_000
 
 
@@ -125,15 +126,19 @@ def test_a_model_whose_runs_collapsed_to_chance_is_marked_not_silently_averaged(
     weak = [{"run": i, "test_micro_f1": t} for i, t in enumerate([60.0, 61.0, 44.0])]  # weak, never at chance
     _cell(pool, "mine_gcn", val=60.0, test=55.0, per_run=weak, chance_test_micro_f1=38.0)
     _cell(pool, "mine_re_gcn", val=92.0, test=92.8)  # a summary without the chance level: nothing to judge by
-    assert main([str(pool), "--dataset", "mine", "--models", "gcn", "simple_hgn", "re_gcn",
+    flat = [{"run": i, "test_micro_f1": t} for i, t in enumerate([38.0, 51.0])]  # weak and noisy, not a collapse
+    _cell(pool, "mine_mlp", val=40.0, test=38.7, per_run=flat, chance_test_micro_f1=38.0)
+    assert main([str(pool), "--dataset", "mine", "--models", "mlp", "gcn", "simple_hgn", "re_gcn",
                  "--out", str(tmp_path / "cmp")]) == 0
     df = pd.read_csv(tmp_path / "cmp.csv").set_index("model")
-    assert df.runs_at_chance[["gcn", "simple_hgn"]].tolist() == [0, 2] and pd.isna(df.runs_at_chance["re_gcn"])
+    assert df.runs_at_chance[["mlp", "gcn", "simple_hgn"]].tolist() == [1, 0, 2] and pd.isna(df.runs_at_chance["re_gcn"])
+    assert df.collapsed.tolist() == [False, False, True, False]
     assert df.learnt_test_micro_f1["simple_hgn"] == pytest.approx((92.4 + 93.1 + 92.9) / 3)
     md = (tmp_path / "cmp.md").read_text()
     assert "Simple-HGN (collapsed)" in md and "10, 2 at chance" in md
     assert "Collapsed: Simple-HGN: 2 of 10 runs at chance (test Micro-F1 within 5 of 38.00" in md
-    assert "92.80 test Micro-F1 on average" in md and "Collapsed: GCN" not in md
+    assert "92.80 test Micro-F1 on average" in md and "Collapsed: GCN" not in md and "Collapsed: MLP" not in md
+    assert "| MLP | 10 |" in md
 
 
 def test_on_the_built_in_datasets_compare_cells_are_the_table_2_cells():

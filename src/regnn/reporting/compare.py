@@ -29,6 +29,7 @@ from regnn.reporting.common import label
 MODELS = ("mlp", "gcn", "rgcn", "simple_hgn", "re_gcn", "re_gat")  # the default rows, in the table's order
 
 METRICS = ("val_micro_f1", "test_micro_f1", "val_macro_f1", "test_macro_f1")
+LEARNT = 4 * AT_CHANCE  # a run this far above the chance level learned: beside a run at chance, a collapse
 
 
 def default_archive(dataset: str, sweep: Path, tuned: bool | None = None) -> Path | None:
@@ -72,8 +73,9 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
             row |= {"source": "refused", "reason": refused.read_text().strip()}
         rows.append(row)
     df = pd.DataFrame(rows)
+    df["collapsed"] = df.get("collapsed", pd.Series(False, index=df.index)).fillna(False).astype(bool)
     for k in [f"{k}_{s}" for k in METRICS for s in ("mean", "std")] + ["epoch_time_s", "reason", "runs_at_chance",
-                                                                       "chance", "learnt_test_micro_f1"]:
+                                                                       "chance", "collapsed", "learnt_test_micro_f1"]:
         if k not in df:
             df[k] = np.nan
     scored = df[df.val_micro_f1_mean.notna()]
@@ -91,13 +93,12 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
         read = [f"{dataset}_{m}" for m in df.model[df.source == source]]
         if read:
             notes.append(f"Cells read {what}: {', '.join(read)}.")
-    for _, r in df[df.runs_at_chance > 0].iterrows():
-        learnt = (f"; the runs that learned score {r.learnt_test_micro_f1:.2f} test Micro-F1 on average"
-                  if pd.notna(r.learnt_test_micro_f1) else "")
+    for _, r in df[df.collapsed].iterrows():
         notes.append(f"Collapsed: {r.label}: {int(r.runs_at_chance)} of {int(r.runs)} runs at chance (test Micro-F1 "
-                     f"within {AT_CHANCE:g} of {r.chance:.2f}, what always predicting the largest class scores){learnt}. "
-                     "Its mean mixes runs that learned nothing with runs that did: with these settings the model is "
-                     "unreliable on this graph, not merely weaker.")
+                     f"within {AT_CHANCE:g} of {r.chance:.2f}, what always predicting the largest class scores); the "
+                     f"runs that learned score {r.learnt_test_micro_f1:.2f} test Micro-F1 on average. Its mean mixes "
+                     "runs that learned nothing with runs that did: with these settings the model is unreliable on "
+                     "this graph, not merely weaker.")
     for _, r in df[df.source == "refused"].iterrows():
         notes.append(f"Refused on this graph: {r.label}: {r.reason}")
     return df, notes
@@ -107,20 +108,22 @@ def _collapse(cell: dict) -> dict:
     """The runs of a cell that scored at chance, where its summary records the chance level."""
     chance = cell.get("chance_test_micro_f1")
     k = runs_at_chance(cell.get("per_run", []), chance)
-    if not k:
-        return {"runs_at_chance": k, "chance": chance}
-    learnt = [r["test_micro_f1"] for r in cell["per_run"] if "failed" not in r and r["test_micro_f1"] > chance + AT_CHANCE]
-    return {"runs_at_chance": k, "chance": chance, "learnt_test_micro_f1": float(np.mean(learnt)) if learnt else None}
+    learnt = [r["test_micro_f1"] for r in cell.get("per_run", []) if "failed" not in r and k
+              and r["test_micro_f1"] > chance + LEARNT]
+    # collapsed: some runs at chance while others clearly learned; a model whose runs all sit near chance (some a
+    # few points above it by the luck of a small test set) learns nothing here, which its mean already says
+    return {"runs_at_chance": k, "chance": chance, "collapsed": bool(k and learnt),
+            "learnt_test_micro_f1": float(np.mean(learnt)) if learnt else None}
 
 
 def render_frame(df: pd.DataFrame) -> pd.DataFrame:
     def f1(k):
         return [fmt(a, b) for a, b in zip(df[f"{k}_mean"], df[f"{k}_std"])]
     return pd.DataFrame({
-        "model": [f"**{lab}** (winner)" if w else lab + (" (collapsed)" if k > 0 else "")
-                  for lab, w, k in zip(df.label, df.winner, df.runs_at_chance.fillna(0))],
-        "runs": [("–" if pd.isna(r) else int(r) if not k > 0 else f"{int(r)}, {int(k)} at chance")
-                 if s != "refused" else "refused" for r, s, k in zip(df.runs, df.source, df.runs_at_chance.fillna(0))],
+        "model": [f"**{lab}** (winner)" if w else lab + (" (collapsed)" if c else "")
+                  for lab, w, c in zip(df.label, df.winner, df.collapsed)],
+        "runs": [("–" if pd.isna(r) else f"{int(r)}, {int(k)} at chance" if c else int(r))
+                 if s != "refused" else "refused" for r, s, k, c in zip(df.runs, df.source, df.runs_at_chance, df.collapsed)],
         "val Micro-F1": f1("val_micro_f1"), "test Micro-F1": f1("test_micro_f1"),
         "val Macro-F1": f1("val_macro_f1"), "test Macro-F1": f1("test_macro_f1"),
         "s/epoch": [fmt(t, digits=3) for t in df.epoch_time_s],
