@@ -58,6 +58,16 @@ def random_split(rng, n: int, train: float, val: float) -> dict[str, torch.Tenso
             (("train", perm[:a]), ("val", perm[a:b]), ("test", perm[b:]))}
 
 
+def homophilous_links(rng, y: np.ndarray, degree: int, homophily: float, n: int, num_classes: int):
+    """(src, dst): `degree` links from every target node to n other nodes (node i of class i % num_classes), each
+    to a node of its own class with probability `homophily`, else to a random one."""
+    of_class = np.arange(n) % num_classes
+    by_class = [np.flatnonzero(of_class == c) for c in range(num_classes)]
+    src = np.repeat(np.arange(len(y)), degree)
+    same = rng.random(src.size) < homophily
+    return src, np.where(same, [rng.choice(by_class[c]) for c in y[src]], rng.integers(0, n, src.size))
+
+
 @dataclass(frozen=True)
 class CountGraph:
     """A heterograph like many users' own: the target nodes' features are raw counts (Poisson, rates up to
@@ -90,12 +100,7 @@ class CountGraph:
         own = rng.uniform(0.05, 1.0, (s.num_classes, s.feat_dim))
         rates = s.max_rate * (s.overlap * shared + (1 - s.overlap) * own)
         x = rng.poisson(rates[y]).astype(np.float32)
-        user_y = np.arange(s.num_users) % s.num_classes
-        by_class = [np.flatnonzero(user_y == c) for c in range(s.num_classes)]
-        u_item = np.repeat(np.arange(s.num_items), s.user_degree)
-        same = rng.random(u_item.size) < s.homophily
-        u_user = np.where(same, [rng.choice(by_class[c]) for c in y[u_item]],
-                          rng.integers(0, s.num_users, u_item.size))
+        u_item, u_user = homophilous_links(rng, y, s.user_degree, s.homophily, s.num_users, s.num_classes)
         t_item = np.repeat(np.arange(s.num_items), s.tag_degree)
         t_tag = rng.integers(0, s.num_tags, t_item.size)
         t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
@@ -149,20 +154,13 @@ class BowGraph:
         x[np.arange(len(y))[:, None], np.where(own, topic, rng.integers(0, s.vocab, (len(y), s.words)))] = 1.0
         return x
 
-    def _links(self, rng, y: np.ndarray, degree: int, homophily: float, n: int):
-        of_class = np.arange(n) % self.num_classes
-        by_class = [np.flatnonzero(of_class == c) for c in range(self.num_classes)]
-        src = np.repeat(np.arange(len(y)), degree)
-        same = rng.random(src.size) < homophily
-        return src, np.where(same, [rng.choice(by_class[c]) for c in y[src]], rng.integers(0, n, src.size))
-
     def build(self) -> HeteroDataset:
         s = self
         rng = np.random.default_rng(s.seed)
         y = rng.integers(0, s.num_classes, s.num_papers)
         x = self._words(rng, y)
-        pa, aa = self._links(rng, y, s.author_degree, s.homophily, s.num_authors)
-        ps, ss = self._links(rng, y, 1, s.subject_homophily, s.num_subjects)
+        pa, aa = homophilous_links(rng, y, s.author_degree, s.homophily, s.num_authors, s.num_classes)
+        ps, ss = homophilous_links(rng, y, 1, s.subject_homophily, s.num_subjects, s.num_classes)
         pt, tt = np.nonzero(x)
 
         def counts(src, dst, n):  # the word counts of each node's papers
