@@ -36,14 +36,14 @@ from benchmark_report import write  # noqa: E402  (scripts/ is on the path as th
 
 def _build(dataset: str, model: str, overrides=(), data=None):
     """In a child process: (cfg, job, net) for one dataset x model as the experiments configure it: the
-    pipeline's full-batch job on the CPU (regnn.pipeline.fullbatch.Job: data, the model's inputs, its trainer)
+    pipeline's full-batch job on the CPU (regnn.pipeline.fullbatch.DeviceGraph: data, the model's inputs, its trainer)
     and its model of seed 0; `data` reuses an already loaded dataset. GCN-M/GAT-M (metapath=best: one job per
     meta-path) get their first meta-path."""
     import torch
     from hydra import compose, initialize_config_dir
 
     import regnn.config  # noqa: F401
-    from regnn.pipeline.fullbatch import Job
+    from regnn.pipeline.fullbatch import DeviceGraph
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}", *overrides])
@@ -51,7 +51,7 @@ def _build(dataset: str, model: str, overrides=(), data=None):
         from omegaconf import open_dict
         with open_dict(cfg):
             cfg.model.metapath = next(iter(cfg.model.metapaths))
-    job = Job(cfg, torch.device("cpu"), data=data)
+    job = DeviceGraph(cfg, torch.device("cpu"), data=data)
     return cfg, job, job.build(0)
 
 

@@ -31,7 +31,8 @@ from regnn.runs.io_safe import write_json, write_text  # noqa: E402
 LAUNCHER = r"""
 import os, runpy, signal, sys
 from pathlib import Path
-import regnn.runs.io_safe as io_safe, regnn.pipeline.fullbatch as fullbatch, regnn.training.minibatch as minibatch
+import regnn.runs.io_safe as io_safe
+from regnn.pipeline.job import CellJob
 log, kill_at, n = open(os.environ["PROBE_LOG"], "a"), int(os.environ.get("PROBE_KILL", "0")), [0]
 write = io_safe.write_text
 def probe_write(path, text):
@@ -41,15 +42,12 @@ def probe_write(path, text):
         Path(path).with_name(f".{Path(path).name}.{os.getpid()}.tmp").write_text(text[: len(text) // 2])
         os.kill(os.getpid(), signal.SIGKILL)
     write(path, text)
-one, mini = fullbatch.train_one, minibatch.train_minibatch_run
-def probe_one(cfg, out_dir, run, *a, **k):
+one = CellJob.train_one
+def probe_one(self, run):
     log.write(f"train {run}\n"); log.flush()
-    return one(cfg, out_dir, run, *a, **k)
-def probe_mini(*a, seed, **k):
-    log.write(f"train {seed}\n"); log.flush()  # seed 0: run = seed
-    return mini(*a, seed=seed, **k)
+    return one(self, run)
 io_safe.write_text = probe_write  # the cell store writes through io_safe at call time
-fullbatch.train_one, minibatch.train_minibatch_run = probe_one, probe_mini
+CellJob.train_one = probe_one  # either trainer's job
 sys.argv = ["train.py", *sys.argv[1:]]
 runpy.run_path("train.py", run_name="__main__")
 """

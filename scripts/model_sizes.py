@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 
 import regnn.config  # noqa: F401  (the resolvers and model names, as train.py)
 from regnn.paths import REPO_ROOT
-from regnn.pipeline.fullbatch import Job
+from regnn.pipeline.fullbatch import DeviceGraph
 from regnn.runs import checkpoint
 
 
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
             job = None
             for m in a.models:
                 cfg = compose("train", overrides=[f"dataset={d}", f"model={m}"])
-                job = Job(cfg, "cpu", data=job.data if job is not None else None)
+                job = DeviceGraph(cfg, "cpu", data=job.data if job is not None else None)
                 model = job.build(0)
                 with tempfile.TemporaryDirectory() as tmp:
                     checkpoint.save(Path(tmp), model, {"schema": checkpoint.graph_schema(job.data)})

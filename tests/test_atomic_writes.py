@@ -9,8 +9,7 @@ import pytest
 
 import regnn.runs.io_safe as io_safe
 import regnn.pipeline as pipeline
-import regnn.pipeline.fullbatch as fullbatch
-import regnn.training.minibatch as minibatch
+from regnn.pipeline.job import CellJob
 from conftest import REPO, cfg, run_train
 from regnn.runs.io_safe import OutputError, read_json, write_text
 
@@ -41,19 +40,14 @@ def count_writes(monkeypatch, kill_at=None) -> list[str]:
 
 
 def trained_runs(monkeypatch) -> list[int]:
-    runs, original = [], fullbatch.train_one
+    """The runs trained from here on, by either trainer's job, in order."""
+    runs, original = [], CellJob.train_one
 
-    def one(cfg, out_dir, run, *a, **k):
+    def one(self, run):
         runs.append(run)
-        return original(cfg, out_dir, run, *a, **k)
+        return original(self, run)
 
-    def mini(*a, seed, **k):  # the mini-batch trainer: seed = run (seed 0)
-        runs.append(seed)
-        return original_mini(*a, seed=seed, **k)
-
-    original_mini = minibatch.train_minibatch_run
-    monkeypatch.setattr(fullbatch, "train_one", one)
-    monkeypatch.setattr(minibatch, "train_minibatch_run", mini)
+    monkeypatch.setattr(CellJob, "train_one", one)
     return runs
 
 

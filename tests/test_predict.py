@@ -27,11 +27,11 @@ def predict(*overrides, timeout=300):
 
 @pytest.mark.parametrize("model", TABLE2 + FIGURE3)
 def test_a_saved_and_reloaded_model_gives_the_trained_models_logits(model, tmp_path):
-    from regnn.pipeline.fullbatch import Job
+    from regnn.pipeline.fullbatch import DeviceGraph
     c = cfg("dataset=synthetic", f"model={model}")
     if c.model.get("metapath") == "best":  # a cell trains one model per meta-path; each saves its own
         c = cfg("dataset=synthetic", f"model={model}", f"model.metapath={next(iter(c.dataset.metapaths))}")
-    job = Job(c, "cpu")
+    job = DeviceGraph(c, "cpu")
     trained = job.build(0)
     with torch.no_grad():  # weights unlike any initialisation
         for p in trained.parameters():
@@ -224,14 +224,14 @@ def test_either_trainers_checkpoint_predicts_through_either_path_with_equal_logi
     """One model, two trainers: a full-batch run's weights give the same scores layer by layer on blocks as on the
     whole graph, and a mini-batch run's the same on the whole graph as on blocks (counts: feature-less types,
     one-hot ids through the input projection in both)."""
-    from regnn.pipeline.fullbatch import Job
+    from regnn.pipeline.fullbatch import DeviceGraph
     from regnn.pipeline.from_config import build_sampled
     from regnn.pipeline.predict import model_logits
     from regnn.training.sampling import SampledGraph
     from regnn.config import whole_graph_degrees
 
     c = cfg(f"dataset={dataset}", f"model={model}", "trainer=minibatch")
-    job = Job(c, "cpu")
+    job = DeviceGraph(c, "cpu")
     sg = SampledGraph(job.data, whole_graph_degrees=whole_graph_degrees(c.model))
     for trained, model_ in (("fullbatch", job.build(0)), ("minibatch", build_sampled(c.model, job.data, sg, None))):
         torch.manual_seed(1)
@@ -253,13 +253,13 @@ def test_either_trainers_checkpoint_predicts_through_either_path_with_equal_logi
 
 def test_sparse_embeddings_of_a_minibatch_run_are_read_only_through_blocks(tmp_path):
     from regnn.errors import ConfigError
-    from regnn.pipeline.fullbatch import Job
+    from regnn.pipeline.fullbatch import DeviceGraph
     from regnn.pipeline.from_config import build_sampled
     from regnn.pipeline.predict import model_logits
     from regnn.training.sampling import SampledGraph
 
     c = cfg("dataset=counts", "model=re_gcn", "trainer=minibatch", "trainer.embed_dim=8")
-    job = Job(c, "cpu")
+    job = DeviceGraph(c, "cpu")
     m = build_sampled(c.model, job.data, SampledGraph(job.data), 8)
     checkpoint.save(tmp_path, m, {"seed": 0, "trainer": "minibatch", "schema": checkpoint.graph_schema(job.data)})
     assert model_logits(job, c, tmp_path, "auto")[0].shape[0] == job.data.graph.num_nodes(job.data.target)

@@ -1,18 +1,18 @@
-"""The only place that reads a DictConfig: load data, build models, train `runs` seeds, write results.
+"""Training a cell from its config: load data, build models, train `runs` seeds, write results.
 
 train(cfg, out_dir) composes small parts:
 - validation (regnn.config): every bad value, and every model x trainer pair that cannot run, refused in one line
   before anything is written;
 - the cell store (store.py): the output directory, its claim, resume and extension, the summary;
-- the job that trains the cell's runs: full-batch (fullbatch.py, runs in turn or in the worker processes of
-  executor.py) or mini-batch (minibatch.py, under torchrun too);
+- the job that trains the cell's runs (job.py: what every run shares, the loop over the runs): full-batch
+  (fullbatch.py, runs in turn or in the worker processes of executor.py) or mini-batch (minibatch.py, under
+  torchrun too), which give only how a model is built and fitted;
 - for GCN-M / GAT-M (model.metapath=best), the meta-path choice (metapath.py): one sub-cell per meta-path,
   each trained through the store like any cell.
 from_config.py turns config keys into the model's and loader's arguments.
 """
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -21,7 +21,9 @@ from regnn.config import validate, validate_minibatch
 from regnn.data.features import FEATS_TYPES
 from regnn.errors import Unsupported
 from regnn.models import BACKBONES
-from regnn.pipeline import fullbatch, metapath, minibatch
+from regnn.pipeline import metapath
+from regnn.pipeline.fullbatch import FullBatchJob
+from regnn.pipeline.minibatch import MinibatchJob
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
 from regnn.runs.store import CellStore
 
@@ -32,7 +34,9 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
     """Trains cfg.runs models and writes everything under out_dir; returns the summary (also results.json)."""
     check(cfg)
     if metapath.chosen(cfg):  # one sub-cell per meta-path, each a cell of its own; the best one reported
-        return CellStore(cfg, out_dir).train(partial(metapath.choose, train_cell=train_cell))
+        store = CellStore(cfg, out_dir)
+        with store.opened() as done:
+            return done if done is not None else metapath.choose(cfg, store, train_cell)
     return train_cell(cfg, Path(out_dir))
 
 
@@ -53,4 +57,9 @@ def check(cfg: DictConfig) -> None:
 
 def train_cell(cfg: DictConfig, out_dir: Path) -> dict:
     """One cell of cfg's trainer through the store: skipped when finished with these settings, else trained."""
-    return CellStore(cfg, out_dir).train(minibatch.run if cfg.trainer.name == "minibatch" else fullbatch.run)
+    store = CellStore(cfg, out_dir)
+    with store.opened() as done:
+        if done is not None:
+            return done
+        job = MinibatchJob if cfg.trainer.name == "minibatch" else FullBatchJob
+        return job(cfg, store).run()

@@ -1,56 +1,213 @@
-"""The one job procedure: a cell's runs, trained by the full-batch or the mini-batch job, then its summary.
+"""One cell's job: set up once, train the runs that are not finished, write each run and the summary.
 
-A job (pipeline.fullbatch.FullBatchJob, pipeline.minibatch.MinibatchJob) is set up from the config and the cell's
-store (device, data, logger) and gives the steps that differ: which finished runs it keeps, what it does before
-the runs (worker processes), how it trains one run, and what its summary adds. Everything else is here, once.
+CellJob holds what every run of a cell shares, whichever trainer: the CPU threads and the device, the data and
+its log line, the logger, the model's size, the loop over the runs (kept, trained in worker processes, or trained
+here), divergence, the run's record, saving and its log line, the summary. A trainer's job (pipeline.fullbatch,
+pipeline.minibatch) gives only what differs: how its data is prepared, how a model is built and fitted, and what
+a run's record and log line add. The job calls the cell store (regnn.runs.store); the store never calls the job.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+import logging
+import time
 
-from regnn.runs.store import CellStore, JobFacts
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from regnn import interrupt
+from regnn.loggers import make_logger
+from regnn.perf import keep_freed_memory, peak_rss_gb
+from regnn.pipeline.from_config import device_of
+from regnn.runs.executor import job_threads
+from regnn.runs.resume import checkpoint_of
+from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
+from regnn.training.divergence import Diverged, failed_record
+from regnn.training.seed import seed_everything
+
+log = logging.getLogger("regnn")
+# torch's own thread count (one per core), read before any job sets its own: a multirun process or GCN-M's
+# meta-path jobs train again after an earlier job lowered it
+DEFAULT_THREADS = torch.get_num_threads()
 
 
-class CellJob(Protocol):
-    store: CellStore
-    logger: Any
-    t0: float                      # when the job started (the summary's wall time counts from it)
-    is_main: bool                  # the process that writes (under torchrun: rank 0)
-    summary_keys: tuple[str, ...]  # the per-run metrics the summary averages
+class CellJob:
+    """The runs of one cell. A subclass sets `summary_keys` and gives prepare(), build(), fit() and describe()."""
 
-    def kept_runs(self) -> set[int]: ...
+    summary_keys: tuple[str, ...] = ()          # the per-run metrics the summary averages
+    score = ("test_micro_f1", "test Micro-F1")  # a kept run's log line
+    trainer: str | None = None                  # the summary's trainer name (None: full batch, the default)
+    is_main = True                              # the process that writes (under torchrun: rank 0)
 
-    def before_runs(self, kept: set[int]) -> dict:
-        """Work before this process trains its runs; returns CellStore.collect's options."""
+    def __init__(self, cfg: DictConfig, store: CellStore, *, quiet: bool = False):
+        """quiet: a worker process's copy of the job (no start lines, no logger)."""
+        self.cfg, self.store, self.quiet = cfg, store, quiet
+        threads = None if quiet else job_threads(cfg)  # the job's CPU budget (a worker's was set for it)
+        if threads:
+            torch.set_num_threads(threads)
+        self.threads = threads or DEFAULT_THREADS
+        keep_freed_memory(every_size=True)  # a step's large tensors would fault in again every time they are freed
+        self.device, self.why = device_of(cfg)
+        self.label = f"{cfg.model.name} on {cfg.dataset.name}"
+        self.num_parameters: int | None = None  # counted on the first model built
+        self.relation_names: list = []
+        self.start_processes()
+        if not quiet:
+            log.info("%s: %sdevice %s, %d threads, %d runs from seed %d%s", self.label,
+                     "mini-batch, " if self.trainer == "minibatch" else "", self.why, torch.get_num_threads(),
+                     cfg.runs, cfg.seed, self.process_note())
+        self.t0 = time.perf_counter()
+        self.data = data = self.prepare()
+        self.load_s = time.perf_counter() - self.t0
+        g = data.graph
+        if not quiet:
+            log.info("data: %s, %d nodes of %d types, %d edges of %d relation types (%s), %d %s classes, "
+                     "train/val/test %d/%d/%d (%.1fs, peak memory %.2f GB)", data.name, g.num_nodes(),
+                     len(g.ntypes), g.num_edges(), len(g.etypes), ", ".join(g.etypes), data.num_classes,
+                     data.target, *(len(data.splits[s]) for s in ("train", "val", "test")), self.load_s,
+                     peak_rss_gb())
+        self.plain_cfg = OmegaConf.to_container(cfg, resolve=True)
+        logger = dict(self.plain_cfg["logger"]) if self.is_main and not quiet else {"name": "none"}
+        self.logger = make_logger(out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}",
+                                  config=self.plain_cfg, **logger)
 
-    def train_one(self, run: int) -> tuple[dict, Any]:
-        """(the run's record, its relation weights or None)."""
+    # -- what a trainer's job gives --------------------------------------------------------------------------
+    def start_processes(self) -> None:
+        """Before anything is loaded: the processes this job runs in (torchrun's), and the device they use."""
 
-    def summary_fields(self) -> JobFacts:
-        """What the cell's summary records of the job (device, environment, model size, ...)."""
+    def process_note(self) -> str:
+        return ""
+
+    def prepare(self):
+        """Loads the data (regnn.data.HeteroDataset) and whatever the runs share on the device."""
+        raise NotImplementedError
+
+    def build(self):
+        """A new model on the device (seeded by the caller)."""
+        raise NotImplementedError
+
+    def fit(self, model, run: int, seed: int, checkpoint):
+        """Trains `model` (a run of seed `seed`); returns its regnn.training.trainer.RunResult."""
+        raise NotImplementedError
+
+    def describe(self, rec: dict) -> tuple[str, str]:
+        """A run's log line's scores and its speed note."""
+        raise NotImplementedError
+
+    def record_extras(self, result, model) -> dict:
+        """What a finished run's record adds to the common one (clustering scores, speed)."""
+        return {}
+
+    def save(self, rec: dict, result, model) -> None:
+        self.store.save_run(rec, result, self.data, self.cfg.save_embeddings, model=model,
+                            trainer=self.trainer or "fullbatch")
+
+    def before_runs(self, pending: list[int]) -> set[int]:
+        """Work before this process trains its runs; returns the runs trained elsewhere (worker processes)."""
+        return set()
+
+    def kept_runs(self) -> dict:
+        return self.store.kept_runs()
+
+    def environment(self) -> dict:
+        return {"threads": torch.get_num_threads()}
+
+    def facts(self) -> JobFacts:
+        """What the cell's summary records of the job."""
+        if self.num_parameters is None:  # every run was kept or trained elsewhere: count one model
+            self.counted(self.build())
+        return JobFacts(device=self.device, device_note=self.why, trainer=self.trainer,
+                        environment=self.environment(), num_parameters=self.num_parameters,
+                        relation_names=self.relation_names, split_sizes=self.data.split_sizes(),
+                        chance=self.data.chance_micro_f1(), **self.more_facts())
+
+    def more_facts(self) -> dict:
+        return {}
 
     def report(self, summary: dict) -> None:
-        """The cell's closing log line."""
+        m = summary["metrics"]
+        log.info("%s (%d runs%s): Macro-F1 %.2f ± %.2f | Micro-F1 %.2f ± %.2f  -> %s", self.label,
+                 summary["finished_runs"], failed_note(summary), m["test_macro_f1"]["mean"],
+                 m["test_macro_f1"]["std"], m["test_micro_f1"]["mean"], m["test_micro_f1"]["std"], self.store.dir)
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        pass
 
+    def max_epochs(self):
+        """The trainer's epoch limit (a run's log line says when a run reached it), None where there is none."""
+        return self.cfg.trainer.get("max_epochs")
 
-def run_job(job: CellJob) -> dict:
-    """Trains the cell's runs that are not finished, writes its summary and returns it."""
-    store = job.store
-    if job.is_main:
-        store.write_config()  # first: lets a resume check the settings of the runs it keeps
-    kept = job.kept_runs()
-    collect = job.before_runs(kept)
-    records, weights = store.collect(kept, job.train_one, **collect)
-    summary = store.summary(records, job.summary_keys, job.t0, job.summary_fields())
-    if job.is_main:
-        store.finish(summary, weights)
-    job.logger.finish(summary)
-    if summary["metrics"]:
-        job.report(summary)
-    job.close()
-    return summary
+    # -- the same for every trainer --------------------------------------------------------------------------
+    def counted(self, model):
+        if self.num_parameters is None:
+            self.num_parameters = sum(p.numel() for p in model.parameters())
+            self.relation_names = list(getattr(model, "relation_names", []))
+            if not self.quiet:
+                log.info("model: %s, %d parameters", self.cfg.model.name, self.num_parameters)
+        return model
+
+    def run(self) -> dict:
+        """Trains the cell's runs that are not finished, writes its summary and returns it."""
+        cfg, store = self.cfg, self.store
+        if self.is_main:
+            store.write_config()  # first: lets a resume check the settings of the runs it keeps
+        kept = self.kept_runs()
+        elsewhere = self.before_runs([r for r in range(cfg.runs) if r not in kept])
+        records, weights = [], []
+        for run in range(cfg.runs):
+            seed = cfg.seed + run
+            if run in kept:
+                rec, layers = kept[run]
+                log.info("run %d/%d seed %d: finished earlier, kept (%s)", run + 1, cfg.runs, seed,
+                         f"failed: {rec['failed']}" if "failed" in rec else f"{self.score[1]} {rec[self.score[0]]:.2f}")
+            elif run in elsewhere:
+                reused = store.reused_run(run)
+                if reused is None:
+                    raise RuntimeError(f"{store.run_dir(run)} holds no results after its worker finished")
+                rec, layers = reused
+            else:
+                interrupt.check(f"before run {run + 1}/{cfg.runs}")
+                rec, layers = self.train_one(run)
+            records.append(rec)
+            if "failed" not in rec:
+                weights.append({"run": run, "seed": seed, "layers": layers})
+        summary = store.summary(records, self.summary_keys, self.t0, self.facts())
+        if self.is_main:
+            store.finish(summary, weights)
+        self.logger.finish(summary)
+        if summary["metrics"]:
+            self.report(summary)
+        self.close()
+        return summary
+
+    def checkpoint(self, run: int):
+        return checkpoint_of(self.cfg, self.store, run)
+
+    def train_one(self, run: int) -> tuple[dict, list | None]:
+        """Trains, scores and saves run `run` (seed cfg.seed + run) in runs/run_XX/; returns (its record, its
+        relation weights), the weights None for a run that diverged."""
+        cfg, store = self.cfg, self.store
+        seed = cfg.seed + run
+        seed_everything(seed, cfg.deterministic)  # first: a seed always draws the same weights
+        model = self.counted(self.build())
+        self.logger.start_run(run, seed)
+        ckpt = self.checkpoint(run)
+        try:
+            result = self.fit(model, run, seed, ckpt)
+        except Diverged as e:
+            if ckpt is not None:
+                ckpt.remove()
+            rec = failed_record(run, seed, e)
+            return (store.save_failed(rec, self.logger, self.device) if self.is_main else rec), None
+        rec = run_record(result, run, self.device) | self.record_extras(result, model)
+        self.logger.end_run(rec)
+        if self.is_main:
+            self.save(rec, result, model)
+        if ckpt is not None:
+            ckpt.remove()  # the run is finished: results.json holds it
+        scores, speed = self.describe(rec)
+        log.info("run %d/%d seed %d: %s (best epoch %d of %d, %s%.1fs%s)", run + 1, cfg.runs, seed, scores,
+                 rec["best_epoch"], rec["epochs"], speed, rec["train_time_s"], stop_note(rec, self.max_epochs()))
+        return rec, result.relation_weights
 
 
 def stop_note(rec: dict, max_epochs) -> str:

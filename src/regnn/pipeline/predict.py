@@ -20,7 +20,7 @@ from regnn.errors import ConfigError, DataError
 from regnn.evaluation.metrics import split_scores
 from regnn.data.scaling import apply_feature_norm
 from regnn.pipeline.from_config import arch_of, device_of, load_data
-from regnn.pipeline.fullbatch import Job
+from regnn.pipeline.fullbatch import DeviceGraph
 from regnn.runs import checkpoint, embeddings, io_safe
 from regnn.training.trainer import autocast
 
@@ -122,7 +122,7 @@ def inference_path(requested: str, trained: str, cfg: DictConfig) -> str:
     return path
 
 
-def model_logits(job: Job, cfg: DictConfig, run_dir: Path,
+def model_logits(job: DeviceGraph, cfg: DictConfig, run_dir: Path,
                  inference: str = "auto") -> tuple[torch.Tensor, torch.Tensor | None, list]:
     """(class scores, representations or None, relation weights) of every target node from the run's saved
     weights, by either path whichever trainer saved them (one model, regnn.models.sampled): the whole graph at
@@ -182,7 +182,7 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
     device, why = device_of(OmegaConf.create({"device": cfg.device}))
-    job = Job(tcfg, device, data=graph_as_trained(tcfg, chosen.runs[0]))
+    job = DeviceGraph(tcfg, device, data=graph_as_trained(tcfg, chosen.runs[0]))
     data = job.data
     log.info("predict: %s of %s on %s (%d %s nodes), device %s", chosen.why, chosen.cell, data.name,
              data.graph.num_nodes(data.target), data.target, why)

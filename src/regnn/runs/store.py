@@ -25,7 +25,6 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from regnn import interrupt
 from regnn.runs import checkpoint, embeddings, identity, io_safe
 from regnn.runs.computation import check_same_computation, stored_config
 from regnn.runs.claim import claim, host_id
@@ -128,11 +127,6 @@ class CellStore:
         with claim(self.dir):
             yield self._finished()
 
-    def train(self, job) -> dict:
-        """The stored summary of a finished cell, or job(cfg, store)'s, which trains the cell and writes it."""
-        with self.opened() as done:
-            return done if done is not None else job(self.cfg, self)
-
     def _refuse_overwrite(self) -> None:
         if self.cfg.resume:
             return
@@ -193,29 +187,6 @@ class CellStore:
     def kept_runs(self) -> dict[int, tuple[dict, list]]:
         """The runs finished earlier (resume=true only), by run number."""
         return {run: r for run in range(self.cfg.runs) if self.cfg.resume and (r := self.reused_run(run))}
-
-    def collect(self, kept: dict, train_here, trained_elsewhere=(), score=("test_micro_f1", "test Micro-F1")):
-        """(records, relation weights) of runs 0..runs-1 in order: those in `kept` as stored, those in
-        `trained_elsewhere` (by worker processes) read back, the others trained here by train_here(run) ->
-        (record, relation weights). A failed run has a record, never weights."""
-        records, weights = [], []
-        for run in range(self.cfg.runs):
-            seed = self.cfg.seed + run
-            if run in kept or run in trained_elsewhere:
-                reused = kept.get(run) or self.reused_run(run)
-                if reused is None:
-                    raise RuntimeError(f"{self.run_dir(run)} holds no results after its worker finished")
-                rec, layers = reused
-                if run in kept:
-                    log.info("run %d/%d seed %d: finished earlier, kept (%s)", run + 1, self.cfg.runs, seed,
-                             f"failed: {rec['failed']}" if "failed" in rec else f"{score[1]} {rec[score[0]]:.2f}")
-            else:
-                interrupt.check(f"before run {run + 1}/{self.cfg.runs}")
-                rec, layers = train_here(run)
-            records.append(rec)
-            if "failed" not in rec:
-                weights.append({"run": run, "seed": seed, "layers": layers})
-        return records, weights
 
     def write_config(self) -> None:
         io_safe.write_text(self.dir / "config.yaml", OmegaConf.to_yaml(self.cfg, resolve=True))

@@ -1,6 +1,8 @@
 """The one epoch loop: a trainer gives a step (train one epoch, validate, return the epoch's history row) and this
 loop does the rest: stop signals, divergence and blow-up checks, early stopping (in epochs, and in optimizer steps
-where a step reports them), the history, logging hooks and mid-run checkpoints.
+where a step reports them), the history, logging hooks and mid-run checkpoints. Full batch
+(regnn.training.trainer), mini-batch (regnn.training.minibatch) and the skip-gram trainer (regnn.training.skipgram)
+differ only in their step.
 
 A checkpoint (regnn.runs.resume.RunCheckpoint) is written at the end of an epoch once its interval has passed, and
 when a stop signal arrives; the loop's own state (epoch, steps, history, early stopping, the blow-up watch) is
@@ -25,7 +27,7 @@ log = logging.getLogger("regnn")
 class StopRule:
     max_epochs: int
     patience: int                  # epochs without a better validation score
-    stop_on: tuple[str, ...]
+    stop_on: tuple[str, ...]       # () : no early stopping, every epoch is trained and the last one kept
     patience_steps: int = 0        # and optimizer steps without one (mini-batch)
     min_steps: int = 0             # never stop before this many steps
 
@@ -43,7 +45,7 @@ class EpochLoop:
     def __init__(self, model, rule: StopRule, num_classes: int, lr=None, *, check_losses: bool = True,
                  on_epoch: Callable | None = None, report: Callable | None = None):
         self.model, self.rule, self.lr, self.check_losses = model, rule, lr, check_losses
-        self.stopper = EarlyStopping(patience=rule.patience, monitor=rule.stop_on)
+        self.stopper = EarlyStopping(patience=rule.patience, monitor=rule.stop_on) if rule.stop_on else None
         self.blowup = TrainLossBlowup(num_classes)
         self.on_epoch, self.report = on_epoch, report
         self.history: list[dict] = []
@@ -73,37 +75,46 @@ class EpochLoop:
             check_parameters(self.model, epoch, self.lr)
             check_loss(row["val_loss"], "validation loss", epoch, self.lr)
         self.history.append(row)
-        if self.blowup.step(epoch, row["train_loss"], row["val_loss"]):
+        if "val_loss" in row and self.blowup.step(epoch, row["train_loss"], row["val_loss"]):
             log.warning(TrainLossBlowup.message(self.blowup.report))
         if self.on_epoch:
             self.on_epoch(row)
-        improves = self.stopper.improves(row)
+        improves = self.stopper is None or self.stopper.improves(row)
         if self.report:
-            self.report(row, epoch if improves else self.stopper.best_epoch)
+            self.report(row, epoch if improves else self.best_epoch)
         self.steps = row.get("steps", self.steps + 1)
         if improves:
             self.best_step = self.steps
         self.epoch += 1
+        if self.stopper is None:
+            return False
         return (self.stopper.step(row, epoch, self.model) and self.steps - self.best_step >= self.rule.patience_steps
                 and self.steps >= self.rule.min_steps)
 
+    @property
+    def best_epoch(self) -> int:
+        """The epoch whose weights the run keeps (without early stopping: the last trained)."""
+        return self.stopper.best_epoch if self.stopper is not None else self.epoch - 1
+
     def restore(self) -> None:
-        self.stopper.restore(self.model)
+        """The best epoch's weights back into the model (without early stopping they are already there)."""
+        if self.stopper is not None:
+            self.stopper.restore(self.model)
 
     # -- checkpoints --------------------------------------------------------------------------------------------
     def state(self) -> dict:
         s = self.stopper
         return {"epoch": self.epoch, "steps": self.steps, "best_step": self.best_step, "history": self.history,
-                "stopper": {"best": s.best, "best_epoch": s.best_epoch, "bad_epochs": s.bad_epochs,
-                            "best_state": s.best_state},
+                "stopper": None if s is None else {"best": s.best, "best_epoch": s.best_epoch,
+                                                   "bad_epochs": s.bad_epochs, "best_state": s.best_state},
                 "blowup": {k: getattr(self.blowup, k) for k in ("min_train", "min_epoch", "streak", "report")}}
 
     def load_state(self, state: dict) -> None:
         self.epoch, self.steps, self.best_step = state["epoch"], state["steps"], state["best_step"]
         self.history = list(state["history"])
-        s = state["stopper"]
-        self.stopper.best, self.stopper.best_epoch = dict(s["best"]), s["best_epoch"]
-        self.stopper.bad_epochs, self.stopper.best_state = s["bad_epochs"], s["best_state"]
+        if (s := state["stopper"]) is not None:
+            self.stopper.best, self.stopper.best_epoch = dict(s["best"]), s["best_epoch"]
+            self.stopper.bad_epochs, self.stopper.best_state = s["bad_epochs"], s["best_state"]
         for k, v in state["blowup"].items():
             setattr(self.blowup, k, v)
 

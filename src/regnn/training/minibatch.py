@@ -232,12 +232,12 @@ class _MinibatchRun:
         """The scores of the best-validation weights, restored."""
         self.timer.remove()
         self.loop.restore()
-        best = history[self.loop.stopper.best_epoch]
+        best = history[self.loop.best_epoch]
         metrics = {"train_acc": best["train_acc"], "train_loss": best["train_loss"]}
         for s in ("val", "test"):
             r = self.score(self.splits[s])
             metrics |= {f"{s}_acc": r["acc"], f"{s}_micro_f1": r["micro_f1"], f"{s}_macro_f1": r["macro_f1"],
                         f"{s}_loss": r["loss"]}
-        return RunResult(seed=self.seed, best_epoch=self.loop.stopper.best_epoch, epochs=len(history), metrics=metrics,
+        return RunResult(seed=self.seed, best_epoch=self.loop.best_epoch, epochs=len(history), metrics=metrics,
                          history=history, relation_weights=self.model.relation_weights(), train_time_s=train_time,
                          train_loss_blowup=self.loop.blowup.report)

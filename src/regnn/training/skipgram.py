@@ -7,44 +7,54 @@ import time
 import torch
 import torch.nn.functional as F
 
-from regnn import interrupt
 from regnn.evaluation.metrics import split_scores
+from regnn.training.loop import EpochLoop, StopRule
 from regnn.training.trainer import RunResult
+
+
+class WalkPass:
+    """One skip-gram pass over meta-path walks from every target node (shuffled starts, batches of walks,
+    SparseAdam): the step function of the epoch loop (regnn.training.loop)."""
+
+    def __init__(self, model):
+        o = model.fit_options
+        self.model, self.sg, self.batch_size = model, model.skipgram, int(o["batch_size"])
+        self.opt = torch.optim.SparseAdam(list(self.sg.parameters()), lr=o["lr"])
+        self.starts = torch.arange(model.target_ids.numel())
+
+    def __call__(self, epoch: int) -> dict:
+        t, total, n = time.perf_counter(), 0.0, 0
+        self.model.train()
+        starts = self.starts[torch.randperm(self.starts.numel())]
+        for traces in torch.split(self.sg.walks(starts), self.batch_size):
+            u, v, neg = self.sg.pairs(traces)
+            if u.numel() == 0:  # every walk of the batch ended at its start
+                continue
+            loss = self.sg(u, v, neg)
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            total, n = total + loss.item(), n + 1
+        return {"epoch": epoch, "train_loss": total / max(n, 1), "epoch_time_s": time.perf_counter() - t}
 
 
 def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epoch=None,
         progress=None, checkpoint=None) -> RunResult:
     """train_run's counterpart (its arguments; `options` is not read: the optimizer and the number of passes are
     the model's own settings; no mid-run checkpoint: its few walk passes take seconds, `checkpoint` is ignored):
-    skip-gram
-    for `walks_per_node` passes (shuffled start nodes, batches of walks, SparseAdam), then sklearn's
+    `walks_per_node` skip-gram passes through the epoch loop without early stopping, then sklearn's
     LogisticRegression on the training nodes; the scores of every split, as train_run reports them."""
     o = model.fit_options
-    walks_per_node, batch_size = int(o["walks_per_node"]), int(o["batch_size"])
-    sg = model.skipgram
-    opt = torch.optim.SparseAdam(list(sg.parameters()), lr=o["lr"])
-    starts = torch.arange(model.target_ids.numel())
-    history = []
-    t0 = time.perf_counter()
-    for epoch in range(walks_per_node):
-        interrupt.check(f"before epoch {epoch}")
-        t, total, n = time.perf_counter(), 0.0, 0
-        model.train()
-        for traces in torch.split(sg.walks(starts[torch.randperm(starts.numel())]), batch_size):
-            u, v, neg = sg.pairs(traces)
-            if u.numel() == 0:  # every walk of the batch ended at its start
-                continue
-            loss = sg(u, v, neg)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total, n = total + loss.item(), n + 1
-        row = {"epoch": epoch, "train_loss": total / max(n, 1), "epoch_time_s": time.perf_counter() - t}
-        history.append(row)
-        if on_epoch:
-            on_epoch(row)
+    walks_per_node = int(o["walks_per_node"])
+
+    def report(row, best_epoch):
         if progress:
-            progress.update(f"walk pass {epoch + 1}/{walks_per_node} skip-gram loss {row['train_loss']:.4f}")
+            progress.update(f"walk pass {row['epoch'] + 1}/{walks_per_node} skip-gram loss {row['train_loss']:.4f}")
+
+    loop = EpochLoop(model, StopRule(walks_per_node, 0, ()), int(labels.max()) + 1 if labels.numel() else 2,
+                     o["lr"], check_losses=False, on_epoch=on_epoch, report=report)
+    t0 = time.perf_counter()
+    history = loop.run(WalkPass(model))
     if progress:
         progress.close()
     with torch.no_grad():
@@ -62,7 +72,7 @@ def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epo
         metrics[f"{s}_loss"] = F.cross_entropy(logits[i].log_softmax(-1).clamp(min=-1e4), y[i]).item()
     for row in history:  # the classifier's validation scores, one classifier: the same for every pass
         row |= {"val_micro_f1": metrics["val_micro_f1"], "val_macro_f1": metrics["val_macro_f1"]}
-    return RunResult(seed=seed, best_epoch=walks_per_node - 1, epochs=walks_per_node, metrics=metrics,
+    return RunResult(seed=seed, best_epoch=loop.best_epoch, epochs=len(history), metrics=metrics,
                      history=history, train_time_s=train_time, embeddings=emb)
 
 

@@ -186,7 +186,7 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullB
     metrics = split_scores(logits, labels, {s: idx[s] for s in ("train", "val", "test")})
     for s in ("train", "val", "test"):
         metrics[f"{s}_loss"] = F.cross_entropy(logits[idx[s]], y[s]).item()
-    return RunResult(seed=seed, best_epoch=loop.stopper.best_epoch, epochs=len(history), metrics=metrics,
+    return RunResult(seed=seed, best_epoch=loop.best_epoch, epochs=len(history), metrics=metrics,
                      history=history, relation_weights=getattr(model, "relation_weights", list)(),
                      train_time_s=train_time, train_loss_blowup=loop.blowup.report,
                      embeddings=emb.detach().cpu() if emb is not None else None)
