@@ -34,7 +34,7 @@ from omegaconf import OmegaConf
 
 from regnn.paths import REPO_ROOT
 from regnn.reporting.collect import markdown, refuse_existing
-from regnn.sweeper import open_study
+from regnn.tuning.study import open_study
 from regnn.tuning import FINALIST_SEED_OFFSET, choose, pick_finalists, train_finalist
 
 EVAL_SEED = 2000  # the scoring runs' first seed: apart from the search's (0, 1, ...) and the finalists' (1000, ...)

@@ -21,7 +21,7 @@ def _compose(model: str, dataset: str = "synthetic"):
 @pytest.mark.parametrize("model", BASELINES)
 @pytest.mark.parametrize("dataset", ["synthetic", "dblp"])
 def test_a_baseline_space_composes_and_names_only_keys_of_its_model(model, dataset):
-    from regnn.sweeper import search_space
+    from regnn.tuning.space import search_space
     cfg = _compose(model, dataset)
     params = OmegaConf.to_container(cfg.hydra.sweeper.params)
     assert cfg.hydra.runtime.choices["search@_global_"] == f"tune_{model}"

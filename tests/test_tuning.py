@@ -139,7 +139,7 @@ def test_a_study_of_an_older_optuna_is_refused_in_one_line(tmp_path, capsys):
     assert r.returncode == 2 and "written by Optuna 2.10.1" in err and "Traceback" not in err
 
 
-# the sweeper itself (regnn.sweeper), on a Hydra app whose objective is a formula of its config: no training
+# the sweeper itself (regnn.tuning.sweeper), on a Hydra app whose objective is a formula of its config: no training
 
 @pytest.mark.parametrize("override, expected", [
     ("x=interval(0, 1)", ("float", 0.0, 1.0, False, None)),
@@ -156,7 +156,7 @@ def test_a_study_of_an_older_optuna_is_refused_in_one_line(tmp_path, capsys):
 ])
 def test_each_override_kind_parses_into_its_distribution(override, expected):
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-    from regnn.sweeper import search_space
+    from regnn.tuning.space import search_space
     space, fixed = search_space(None, [override])
     assert fixed == [] and list(space) == [override.split("=", 1)[0]]
     d = space[override.split("=", 1)[0]]
@@ -172,7 +172,7 @@ def test_each_override_kind_parses_into_its_distribution(override, expected):
 
 def test_the_search_space_takes_the_command_line_last():
     from optuna.distributions import CategoricalDistribution, FloatDistribution
-    from regnn.sweeper import search_space
+    from regnn.tuning.space import search_space
     params = {"optimizer.lr": "tag(log, interval(1e-4, 1e-1))", "model.hidden": "choice(32, 64)",
               "model": {"dropout": "interval(0, 0.5)"}}  # hydra.sweeper.params.model.dropout=... nests
     space, fixed = search_space(params, ["dataset=acm", "model.hidden=choice(64,256)", "optimizer.lr=0.01",
@@ -197,7 +197,7 @@ def test_the_search_space_takes_the_command_line_last():
 ])
 def test_a_search_override_the_sweeper_cannot_search_is_refused(override, says):
     from regnn.errors import ConfigError
-    from regnn.sweeper import search_space
+    from regnn.tuning.space import search_space
     with pytest.raises(ConfigError, match=re.escape(says)):
         search_space(None, [override])
 
@@ -206,14 +206,14 @@ def test_a_search_override_the_sweeper_cannot_search_is_refused(override, says):
                                    "true", "64", "1e-3", "a,b", "q=1", "", " pad", "choice(1,2)"])
 def test_a_trial_value_is_written_as_an_override_that_parses_back_to_it(value):
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from regnn.sweeper import override_value
+    from regnn.tuning.space import override_value
     o = OverridesParser.create().parse_override(f"k={override_value(value)}")
     assert not o.is_sweep_override() and o.value() == value and type(o.value()) is type(value)
 
 
 def test_a_configured_value_starts_the_study_only_inside_its_range():
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-    from regnn.sweeper import matching
+    from regnn.tuning.space import matching
     assert matching(FloatDistribution(1, 1000, log=True), 100) == (True, 100.0)
     assert matching(FloatDistribution(0, 0.8), 0.9) == (False, None)
     assert matching(FloatDistribution(0, 1, step=0.25), 0.5) == (True, 0.5)

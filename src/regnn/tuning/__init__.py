@@ -1,5 +1,6 @@
-"""Validation-based tuning: regnn's Optuna sweeper (regnn.sweeper; TPE, seeded) over conf/experiment/tune.yaml,
-made resumable, and a best setting that train.py takes back.
+"""Validation-based tuning: regnn's Optuna sweeper (sweeper.py, its search space in space.py and its study in
+study.py; TPE, seeded) over conf/experiment/tune.yaml, made resumable (callback.py), the finalist stage
+(finalists.py), the listing (listing.py) and a best setting that train.py takes back (settings.py).
 
     python train.py -m experiment=tune dataset=counts model=re_gcn dataset.feature_norm=standard
     python -m regnn.tuning outputs/tune/counts_re_gcn --out results/tune_counts_re_gcn   (the listing, again)
@@ -30,13 +31,22 @@ scores are only read back for the listing, never by the search. The study lives 
 Finished finalists and final runs are kept when a tune is run again (resume=true), so a tune killed in its
 finalist stage resumes there.
 """
-from regnn.tuning.callback import TuneCallback
-from regnn.tuning.finalists import (DEFAULT_TRIAL, FINALIST_SEED_OFFSET, PAIRED_MARGIN_SE, check_tune, choice_order,
-                                    choose, decided_order, decision, paired_gain, pick_finalists, read_finalists,
-                                    train_finalist)
-from regnn.tuning.listing import listing, main, render
-from regnn.tuning.settings import tuned_groups, tuned_settings, write_best
+import importlib
 
-__all__ = ["TuneCallback", "DEFAULT_TRIAL", "FINALIST_SEED_OFFSET", "PAIRED_MARGIN_SE", "check_tune", "choice_order",
-           "choose", "decided_order", "decision", "paired_gain", "pick_finalists", "read_finalists", "train_finalist",
-           "listing", "main", "render", "tuned_groups", "tuned_settings", "write_best"]
+# name -> the module that defines it; imported on first use, so that Hydra's plugin scan, which imports the sweeper
+# (hydra_plugins.regnn_sweeper) on every start of train.py, does not import the training pipeline with it
+_EXPORTS = {
+    "TuneCallback": "callback",
+    **dict.fromkeys(("DEFAULT_TRIAL", "FINALIST_SEED_OFFSET", "PAIRED_MARGIN_SE", "check_tune", "choice_order", "choose",
+                     "decided_order", "decision", "paired_gain", "pick_finalists", "read_finalists", "train_finalist"),
+                    "finalists"),
+    **dict.fromkeys(("listing", "main", "render"), "listing"),
+    **dict.fromkeys(("tuned_groups", "tuned_settings", "write_best"), "settings"),
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'regnn.tuning' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"regnn.tuning.{_EXPORTS[name]}"), name)

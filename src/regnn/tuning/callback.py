@@ -13,7 +13,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from regnn.runs import claim
 from regnn.paths import REPO_ROOT
 from regnn.errors import ConfigError
-from regnn.sweeper import matching, open_study, search_space
+from regnn.tuning.space import matching, search_space
+from regnn.tuning.study import open_study
 
 from regnn.tuning.finalists import DEFAULT_TRIAL, complete_states, check_tune, finalist_stage, run_finalists
 from regnn.tuning.listing import listing, render

@@ -13,7 +13,7 @@ import pandas as pd
 from regnn.errors import ConfigError
 from regnn.runs import io_safe
 from regnn.reporting.collect import refuse_existing, write_table
-from regnn.sweeper import open_study, study_names
+from regnn.tuning.study import open_study, study_names
 
 from regnn.tuning.finalists import DEFAULT_TRIAL, PAIRED_MARGIN_SE, decided_order, decision, finalist_stage, read_finalists
 from regnn.tuning.settings import plain_value
