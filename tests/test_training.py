@@ -220,3 +220,41 @@ def test_multi_tensor_optimizer_steps_equal_the_per_tensor_ones(syn, opt):
         params.append([p.detach().clone() for p in m.parameters()])
     assert all(torch.equal(a, b) for a, b in zip(*params))
     assert all(not torch.equal(a, b) for a, b in zip(params[0], start))  # every parameter moved
+
+
+# -- the epoch loop (regnn.training.loop) on a step that returns given rows ------------------------------------
+def _rows(losses):
+    return [{"epoch": e, "train_loss": 1.0, "val_loss": v, "val_micro_f1": 50.0, "val_macro_f1": 50.0}
+            for e, v in enumerate(losses)]
+
+
+def test_the_loop_stops_after_patience_epochs_and_keeps_the_first_best():
+    from regnn.training.loop import EpochLoop, StopRule
+    model = torch.nn.Linear(2, 2)
+    rows = _rows([1.0, 0.5, 0.5, 0.7, 0.6, 0.4])
+
+    def step(epoch):
+        with torch.no_grad():
+            model.weight.fill_(epoch)  # the weights say which epoch they come from
+        return dict(rows[epoch])
+
+    loop = EpochLoop(model, StopRule(max_epochs=6, patience=3, stop_on=("val_loss",)), num_classes=2)
+    history = loop.run(step)
+    assert [r["epoch"] for r in history] == [0, 1, 2, 3, 4]  # epochs 2-4 do not beat 0.5: stopped after 4
+    assert loop.best_epoch == 1  # a tie is no improvement: the first epoch with the best loss
+    loop.restore()
+    assert float(model.weight[0, 0]) == 1.0
+
+
+def test_without_early_stopping_the_loop_trains_every_epoch_and_keeps_the_last():
+    from regnn.training.loop import EpochLoop, StopRule
+    model = torch.nn.Linear(2, 2)
+    seen = []
+    loop = EpochLoop(model, StopRule(max_epochs=4, patience=0, stop_on=()), num_classes=2, check_losses=False,
+                     on_epoch=seen.append)
+    history = loop.run(lambda epoch: {"epoch": epoch, "train_loss": 4.0 - epoch})  # no validation scores
+    assert len(history) == 4 and seen == history and loop.best_epoch == 3
+    state = loop.state()
+    again = EpochLoop(model, StopRule(max_epochs=4, patience=0, stop_on=()), num_classes=2, check_losses=False)
+    again.load_state(state)  # a checkpoint of a loop without early stopping reads back
+    assert again.epoch == 4 and again.best_epoch == 3
