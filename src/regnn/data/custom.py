@@ -39,30 +39,30 @@ import numpy as np
 import torch
 import yaml
 
-from regnn.data.custom_schema import (USER_FIX, check_description, check_features, class_count, class_names,
+from regnn.data.custom_schema import (DOC, USER_FIX, check_description, check_features, class_count, class_names,
                                       exact_ints, unlabelled_outside_splits)
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
 from regnn.data.magnn import load_magnn, not_a_file, read_array
 from regnn.data.specs import MagnnSpec
+from regnn.data.user_graph import need, unique_relations, user_dataset
 from regnn.errors import DataError
 
 META_NAMES = ("dataset.yaml", "dataset.yml", "dataset.json")
 MAX_NODES = 100_000_000  # per node type: ~50x OGBN-MAG's largest; past it the one-hot ids alone exhaust memory
-_DOC = "see docs/custom_data.md"
 
 
 def read_meta(path: str | Path | None) -> tuple[dict, Path]:
     """The description and its file (relative paths in it start from the file's folder)."""
     if path in (None, "", "???"):
         raise DataError("dataset=custom needs dataset.path=/path/to/dataset.yaml (a description of your files; "
-                        f"{_DOC})")
+                        f"{DOC})")
     p = Path(path).expanduser()
     if p.is_dir():
         found = [p / n for n in META_NAMES if (p / n).is_file()]
         if not found:
-            raise DataError(f"{p} holds none of {list(META_NAMES)}; write one describing your files ({_DOC})")
+            raise DataError(f"{p} holds none of {list(META_NAMES)}; write one describing your files ({DOC})")
         p = found[0]
     if (why := not_a_file(p)) is not None:
         raise DataError(f"dataset.path={path}: " + ("no such file or folder" if why.endswith("is missing") else why))
@@ -71,14 +71,8 @@ def read_meta(path: str | Path | None) -> tuple[dict, Path]:
     except (ValueError, yaml.YAMLError) as e:
         raise DataError(f"{p} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}") from e
     if not isinstance(meta, dict):
-        raise DataError(f"{p} must hold a mapping of keys (format, ...), not {type(meta).__name__}; {_DOC}")
+        raise DataError(f"{p} must hold a mapping of keys (format, ...), not {type(meta).__name__}; {DOC}")
     return meta, p
-
-
-def _need(meta: dict, key: str, where: Path, what: str):
-    if meta.get(key) in (None, ""):
-        raise DataError(f"{where}: key {key!r} is missing ({what}); {_DOC}")
-    return meta[key]
 
 
 def load_custom(path: str | Path | None = None, name: str = "custom", feats_type: str | None = None) -> HeteroDataset:
@@ -86,7 +80,7 @@ def load_custom(path: str | Path | None = None, name: str = "custom", feats_type
     fmt = check_description(meta, desc)  # keys, types and ranges, before any file is read
     base = desc.parent
     if fmt == "magnn":
-        schema = _need(meta, "schema", desc, "node_types, target, relations and features of the MAGNN files")
+        schema = need(meta, "schema", desc, "node_types, target, relations and features of the MAGNN files")
         spec = MagnnSpec.from_dict({"name": meta.get("name", name), **schema})
         return load_magnn(base / meta.get("dir", "."), spec, feats_type or spec.default_feats_type, fix=USER_FIX)
     if fmt == "tables":
@@ -97,114 +91,8 @@ def load_custom(path: str | Path | None = None, name: str = "custom", feats_type
         return load_pyg(meta, desc, meta.get("name", name), feats_type or "raw")
     if fmt == "npz":
         return _load_npz(meta, desc, meta.get("name", name), feats_type or "raw")
-    return _load_dgl(meta, desc, meta.get("name", name), feats_type or "raw")
-
-
-def _unique_relations(g: HeteroGraph, reverse: str, where: Path) -> HeteroGraph:
-    """Every relation direction its own uniquely named edge type (names repeated across types get src-/->dst)."""
-    if reverse not in ("add", "keep"):
-        raise DataError(f"{where}: reverse={reverse!r}; use add (reverse every relation) or keep")
-    names = [e for _, e, _ in g.canonical_etypes]
-    data = {}
-    for s, e, t in g.canonical_etypes:
-        e2 = e if names.count(e) == 1 else f"{s}-{e}->{t}"
-        u, v = g.edges(etype=(s, e, t))
-        data[(s, e2, t)] = (u, v)
-        if reverse == "add":
-            data[(t, f"rev_{e2}", s)] = (v, u)
-    out = [e for _, e, _ in data]
-    if len(set(out)) != len(out):
-        raise DataError(f"{where}: relation names repeat after adding reverses ({sorted(out)}); rename relations "
-                        "or set reverse: keep if the graph already holds both directions")
-    return HeteroGraph(data, {t: g.num_nodes(t) for t in g.ntypes})
-
-
-def _ids(key: str, g, target: str, extra: dict, n: int, where: Path) -> torch.Tensor:
-    """Target-local ids from a mask in the target's ndata or a mask/id tensor in the saved labels dict."""
-    nd = g.nodes[target].data
-    if key in nd:
-        x = nd[key]
-    elif key in extra:
-        x = extra[key]
-    else:
-        raise DataError(f"{where}: split key {key!r} is neither in the ndata of {target!r} ({sorted(nd)}) nor in "
-                        f"the saved labels dict ({sorted(extra)})")
-    x = torch.as_tensor(x).view(-1)
-    if x.dtype == torch.bool or (x.numel() == n and key in nd):
-        return torch.nonzero(x.bool()).view(-1)
-    if x.is_floating_point():
-        raise DataError(f"{where}: split {key!r} holds floats; give a boolean mask or integer node ids")
-    return torch.from_numpy(exact_ints(x, f"{where}: split {key!r}")).sort().values
-
-
-def _import_dgl(where: Path):
-    try:
-        import dgl
-    except ImportError as e:
-        raise DataError(f"{where}: format: dgl reads a dgl.save_graphs file, which needs DGL (pip install dgl), and "
-                        f"DGL is not installed here ({e}); install it, or write the graph as format: npz, which "
-                        f"needs nothing ({_DOC})") from e
-    return dgl
-
-
-def _as_arrays(g) -> HeteroGraph:
-    """A DGL heterograph's structure as a HeteroGraph (same types, same edge order)."""
-    return HeteroGraph({cet: g.edges(etype=cet) for cet in g.canonical_etypes},
-                       {t: g.num_nodes(t) for t in g.ntypes})
-
-
-def _load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
-    gfile = where.parent / _need(meta, "graph", where, "the file written by dgl.save_graphs")
-    dgl = _import_dgl(where)
-    if (why := not_a_file(gfile)) is not None:
-        raise DataError(f"{why.replace(' is missing', ' does not exist')}; save your graph with "
-                        f"dgl.save_graphs('{gfile.name}', [g])")
-    try:
-        graphs, extra = dgl.load_graphs(str(gfile))
-    except Exception as e:  # DGL raises its own error types, with a C++ stack trace after the first line
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DataError(f"{gfile} is not a graph file written by dgl.save_graphs (DGL: {first[-120:]}); save your "
-                        f"graph with dgl.save_graphs('{gfile.name}', [g]) ({_DOC})") from e
-    index = meta.get("graph_index", 0)
-    if index >= len(graphs):
-        raise DataError(f"{where}: graph_index {index}, but {gfile.name} holds {len(graphs)} graph(s); use 0.."
-                        f"{len(graphs) - 1}")
-    g = graphs[index]
-    target = _need(meta, "target", where, "the labelled node type")
-    if target not in g.ntypes:
-        raise DataError(f"{where}: target {target!r} is not a node type of {gfile.name} ({g.ntypes})")
-    n = g.num_nodes(target)
-    label_key = _need(meta, "label", where, "the ndata key with the class ids of the target nodes")
-    labels = g.nodes[target].data.get(label_key, extra.get(label_key))
-    if labels is None:
-        raise DataError(f"{where}: label key {label_key!r} is neither in the ndata of {target!r} "
-                        f"({sorted(g.nodes[target].data)}) nor in the saved labels dict ({sorted(extra)})")
-    labels = torch.as_tensor(labels)
-    if labels.dim() == 2 and labels.shape[1] == 1:
-        labels = labels.view(-1)
-    if labels.dim() != 1 or labels.shape[0] != n:
-        raise DataError(f"{where}: labels {label_key!r} have shape {tuple(labels.shape)} and dtype {labels.dtype}; "
-                        f"need one integer class id per {target} node ({n})")
-    labels = torch.from_numpy(exact_ints(labels, f"{gfile}: labels {label_key!r}"))  # 2.0 is 2; 2.5 is refused
-    split_keys = _need(meta, "splits", where, "train, val and test masks")
-    missing = [s for s in ("train", "val", "test") if s not in split_keys]
-    if missing:
-        raise DataError(f"{where}: splits lacks {missing}; name a mask for each of train, val and test")
-    splits = {s: _ids(str(split_keys[s]), g, target, extra, n, where) for s in ("train", "val", "test")}
-    labels, unlabelled = unlabelled_outside_splits(labels, splits, str(where))  # -1 outside the splits: never scored
-    fkey = meta.get("features", "feat")
-    if "features" in meta and not any(fkey in g.nodes[t].data for t in g.ntypes):
-        keys = sorted({k for t in g.ntypes for k in g.nodes[t].data})
-        raise DataError(f"{where}: features {fkey!r} is in the ndata of no node type of {gfile.name} (keys: {keys}); "
-                        "name the key that holds the features, or leave features out for one-hot ids")
-    raw = {t: (check_features(g.nodes[t].data[fkey], f"{gfile}: features {fkey!r} of {t!r}").float()
-               if fkey in g.nodes[t].data else None) for t in g.ntypes}
-    graph = _unique_relations(_as_arrays(g), str(meta.get("reverse", "add")), where)
-    feats = select_features(raw, {t: graph.num_nodes(t) for t in graph.ntypes}, target, feats_type)
-    num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
-    return _dataset(gfile, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
-                    num_classes=num_classes, unlabelled=unlabelled,
-                    class_names=class_names(meta, num_classes, where))
+    from regnn.data.custom_dgl import load_dgl
+    return load_dgl(meta, desc, meta.get("name", name), feats_type or "raw")
 
 
 def _npz_ids(x: np.ndarray, n: int, what: str) -> torch.Tensor:
@@ -241,20 +129,20 @@ def _named_arrays(z: dict, gfile: Path) -> tuple[dict, dict, dict]:
             raw[rest] = check_features(a, f"{gfile}: {key}")
         elif key not in ("labels", "train", "val", "test"):
             raise DataError(f"{gfile}: unknown array {key!r}; arrays are edges:<src>:<relation>:<dst>, "
-                            f"num_nodes:<type>, features:<type>, labels, train, val, test ({_DOC})")
+                            f"num_nodes:<type>, features:<type>, labels, train, val, test ({DOC})")
     return edges, counts, raw
 
 
 def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
-    gfile = where.parent / _need(meta, "graph", where, "the .npz file of edge, feature, label and split arrays")
+    gfile = where.parent / need(meta, "graph", where, "the .npz file of edge, feature, label and split arrays")
     if (why := not_a_file(gfile)) is not None:
         raise DataError(f"{why.replace(' is missing', ' does not exist')}; write it with numpy.savez('{gfile.name}', "
-                        f"**arrays) ({_DOC})")
+                        f"**arrays) ({DOC})")
     z = read_array(gfile, USER_FIX)
     if not isinstance(z, dict):
         raise DataError(f"{gfile} is a scipy sparse matrix, not a file of named arrays; write it with numpy.savez "
-                        f"({_DOC})")
-    target = _need(meta, "target", where, "the labelled node type")
+                        f"({DOC})")
+    target = need(meta, "target", where, "the labelled node type")
     edges, counts, raw = _named_arrays(z, gfile)
     if not edges:
         raise DataError(f"{gfile} holds no edges:<src>:<relation>:<dst> array; the graph needs at least one relation")
@@ -279,22 +167,12 @@ def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
         raise DataError(f"{gfile}: labels has {labels.shape[0]} entries but there are {n} {target} nodes")
     splits = {s: _npz_ids(z[s], n, f"{gfile}: {s}") for s in ("train", "val", "test")}
     labels, unlabelled = unlabelled_outside_splits(labels, splits, str(gfile))
-    graph = _unique_relations(g, str(meta.get("reverse", "add")), where)
+    graph = unique_relations(g, str(meta.get("reverse", "add")), where)
     feats = select_features(raw, counts, target, feats_type)
     num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
-    return _dataset(gfile, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
+    return user_dataset(gfile, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
                     num_classes=num_classes, unlabelled=unlabelled,
                     class_names=class_names(meta, num_classes, where))
-
-
-def _dataset(gfile: Path, **fields) -> HeteroDataset:
-    """HeteroDataset(**fields), its consistency errors naming the user's file rather than the dataset's name."""
-    try:
-        return HeteroDataset(**fields)
-    except DataError as e:
-        msg = str(e)
-        prefix = f"{fields['name']}: "
-        raise DataError(f"{gfile}: {msg[len(prefix):] if msg.startswith(prefix) else msg}") from None
 
 
 def save_npz(data: HeteroDataset, folder: str | Path) -> Path:

@@ -27,6 +27,7 @@ from regnn.data.custom_schema import (DOC, check_features, class_count, exact_in
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
+from regnn.data.user_graph import unique_relations, user_dataset
 from regnn.errors import DataError
 
 SPLITS = ("train", "val", "test")
@@ -80,7 +81,6 @@ def from_pyg_dict(d: dict, target: str, name: str = "custom", reverse: str = "ke
                   feats_type: str = "raw", where: str = "HeteroData") -> HeteroDataset:
     """A HeteroDataset from HeteroData.to_dict()'s form (names and tensors). The relations keep their order and
     names (reverse: keep) or gain reversed copies rev_<name> (reverse: add)."""
-    from regnn.data.custom import _dataset, _unique_relations
 
     nodes, rels = _stores(d, where)
     if target not in nodes:
@@ -97,7 +97,7 @@ def from_pyg_dict(d: dict, target: str, name: str = "custom", reverse: str = "ke
         ei = torch.from_numpy(exact_ints(ei, f"{where}: {(s, r, t)} edge_index"))
         edges[(s, r, t)] = (ei[0].contiguous(), ei[1].contiguous())
     try:
-        graph = _unique_relations(HeteroGraph(edges, counts), reverse, Path(where))
+        graph = unique_relations(HeteroGraph(edges, counts), reverse, Path(where))
     except DataError as e:
         raise DataError(f"{where}: {e}") from None
     ts, n = nodes[target], counts[target]
@@ -116,7 +116,7 @@ def from_pyg_dict(d: dict, target: str, name: str = "custom", reverse: str = "ke
     ids = {t: _ids(s["node_id"], counts[t], f"{where}: {t}.node_id") for t, s in nodes.items() if "node_id" in s}
     names = [str(c) for c in ts["class_names"]] if ts.get("class_names") is not None else None
     declared = num_classes if num_classes is not None else (len(names) if names else None)
-    return _dataset(Path(where), name=name, graph=graph, features=feats, target=target, labels=labels,
+    return user_dataset(Path(where), name=name, graph=graph, features=feats, target=target, labels=labels,
                     splits=splits, num_classes=class_count(declared, labels, splits, where), unlabelled=unlabelled,
                     node_ids=ids or None, class_names=names)
 

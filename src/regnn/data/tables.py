@@ -33,6 +33,7 @@ from regnn.data.custom_schema import DOC, check_features, class_count, did_you_m
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
+from regnn.data.user_graph import unique_relations, user_dataset
 from regnn.errors import DataError
 
 NODE_KEYS = ("file", "id", "label", "split", "features")
@@ -209,7 +210,6 @@ def _classes_in_train(labels: torch.Tensor, splits: dict, names: list[str], path
 
 
 def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
-    from regnn.data.custom import _dataset, _unique_relations
 
     base = where.parent
     target = meta.get("target")
@@ -235,7 +235,7 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDa
         edges[(ends[0], rel, ends[1])] = (torch.from_numpy(src).long(), torch.from_numpy(dst).long())
     counts = {t: len(n.ids) for t, n in nodes.items()}
     try:
-        graph = _unique_relations(HeteroGraph(edges, counts), str(meta.get("reverse", "add")), where)
+        graph = unique_relations(HeteroGraph(edges, counts), str(meta.get("reverse", "add")), where)
     except DataError as e:
         raise DataError(f"{where}: {e}") from None
     tgt = nodes[target]
@@ -246,6 +246,6 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDa
     raw = {t: n.features(t == target) for t, n in nodes.items()}
     feats = select_features(raw, counts, target, feats_type)
     num_classes = class_count(meta.get("num_classes", len(names)), labels, splits, str(where))
-    return _dataset(where, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
+    return user_dataset(where, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
                     num_classes=num_classes, unlabelled=unlabelled, class_names=names,
                     node_ids={t: n.ids.to_numpy(zero_copy_only=False).astype(str) for t, n in nodes.items()})
