@@ -1,6 +1,7 @@
 """Every function of the package reads in one screen and takes a handful of arguments: at most 60 lines and 10
 parameters (self and cls not counted; *args and **kwargs count one each). Settings that travel together are one
-object (a dataclass of the run spec, JobFacts, CountGraph) rather than a longer argument list."""
+object (a dataclass of the run spec, JobFacts, CountGraph) rather than a longer argument list. Every module does
+one job and reads in one sitting: at most 300 lines."""
 import ast
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from conftest import REPO
 
 MAX_LINES, MAX_PARAMS = 60, 10
+MAX_FILE_LINES = 300
 
 
 def _functions(tree):
@@ -52,3 +54,18 @@ def test_no_function_of_the_package_is_long_or_takes_many_arguments():
 def test_the_check_counts_lines_and_parameters(tmp_path, source, expected):
     (tmp_path / "m.py").write_text(source)
     assert offenders(tmp_path) == expected
+
+
+def long_files(root) -> list[str]:
+    return [f"{p.relative_to(root)}: {n} lines" for p in sorted(root.rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES]
+
+
+def test_no_module_of_the_package_is_long():
+    assert long_files(REPO / "src") == []
+
+
+def test_the_check_counts_a_modules_lines(tmp_path):
+    (tmp_path / "short.py").write_text("x = 1\n" * MAX_FILE_LINES)
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_FILE_LINES + 1))
+    assert long_files(tmp_path) == [f"long.py: {MAX_FILE_LINES + 1} lines"]

@@ -16,7 +16,8 @@ from conftest import REPO
 from dgl_fixtures import load_fixture
 from regnn.data import make_synthetic
 from regnn.training.neighbour_sampler import CscGraph, distinct_draws, smallest_keys
-from regnn.training.sampling import SampledGraph, one_openmp_thread, sampled_loader
+from regnn.perf import one_openmp_thread
+from regnn.training.sampling import SampledGraph, sampled_loader
 
 
 def test_whole_neighbourhood_blocks_equal_dgls():

@@ -24,13 +24,10 @@ GraphSAGE's sum is scaled the same way.
 from __future__ import annotations
 
 import collections
-import ctypes
-import functools
 import hashlib
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -39,6 +36,7 @@ from regnn.core.adjacency import Adjacency, segment_offsets
 from regnn.core.backend import choose_backend
 from regnn.data.dataset import HeteroDataset
 from regnn.data.relation_graph import build_relation_graph
+from regnn.perf import one_openmp_thread
 from regnn.training.neighbour_sampler import Block, CscGraph
 
 
@@ -210,35 +208,6 @@ class NeighbourLoader:
             finally:  # a consumer that stops early (max_batches) leaves no batch running behind it
                 for f in ahead:
                     f.cancel()
-
-
-@functools.lru_cache(maxsize=None)
-def _openmp_runtimes() -> tuple:
-    """The OpenMP runtimes loaded in this process (ctypes), torch's among them; none where none can be found."""
-    try:
-        maps = Path("/proc/self/maps").read_text().split("\n")
-    except OSError:  # not Linux: leave the thread count alone
-        return ()
-    paths = dict.fromkeys(line.split(" ")[-1] for line in maps
-                          if any(n in Path(line.split(" ")[-1]).name for n in ("libgomp", "libiomp5", "libomp.")))
-    libs = []
-    for path in paths:
-        try:
-            libs.append(ctypes.CDLL(path))
-        except OSError:
-            pass
-    return tuple(lib for lib in libs if hasattr(lib, "omp_set_num_threads"))
-
-
-def one_openmp_thread() -> None:
-    """Runs torch's ops in this (a sampling) thread on this thread alone: the training thread's ops keep their
-    OpenMP threads, and sampling threads add no team of their own on the same cores. Sampling is many short
-    operations, which gain little from a team and lose much where its threads wait for a busy core (a team of
-    2 on 2 shared cores sampled several times slower than one thread). OpenMP's thread count is per thread;
-    torch sets this thread's count on its first use here, so that comes first."""
-    torch.get_num_threads()
-    for lib in _openmp_runtimes():
-        lib.omp_set_num_threads(1)
 
 
 def _first_occurrences(x: torch.Tensor) -> torch.Tensor:
