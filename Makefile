@@ -20,7 +20,7 @@ help: ## list the targets
 		"$$(sed -n 's/^ *what: *"\(.*\)"$$/\1/p' conf/experiment/$$(echo $$e | tr - _).yaml)"; done
 
 venv: ## create .venv (once) with the pinned stack and regnn in editable mode
-	@REGNN_VENV=$(VENV) ./scripts/setup.sh
+	@REGNN_VENV=$(VENV) ./scripts/setup/setup.sh
 
 setup: venv data ## venv + data: everything a fresh machine needs
 
@@ -61,18 +61,18 @@ paper-text: setup ## Table 2's plain GCN/GAT rows under the paper's stated setti
 
 .PHONY: check-cells
 check-cells: venv ## compose every cell of the experiments and check that the configs the trained cells stored (outputs/experiments/cells) compute as they compose now
-	$(PY) scripts/compose_cells.py --out outputs/check_cells/$$(date +%Y-%m-%d_%H-%M-%S).json --stored outputs/experiments/cells
+	$(PY) scripts/checks/compose_cells.py --out outputs/check_cells/$$(date +%Y-%m-%d_%H-%M-%S).json --stored outputs/experiments/cells
 
 .PHONY: test-slurm slurm-start slurm-stop
 test-slurm: setup ## sweeps through a real single-node SLURM: launch, preemption, time limit, two sweeps at once (root)
-	@./scripts/local_slurm.sh start
-	@$(PY) -m pytest -m slurm -q; status=$$?; ./scripts/local_slurm.sh stop; exit $$status
+	@./scripts/setup/local_slurm.sh start
+	@$(PY) -m pytest -m slurm -q; status=$$?; ./scripts/setup/local_slurm.sh stop; exit $$status
 
 slurm-start: ## start a single-node SLURM on this machine (installs slurm-wlm + munge where missing; root)
-	@./scripts/local_slurm.sh start
+	@./scripts/setup/local_slurm.sh start
 
 slurm-stop: ## stop the single-node SLURM of slurm-start
-	@./scripts/local_slurm.sh stop
+	@./scripts/setup/local_slurm.sh stop
 
 # The paper's experiments: every conf/experiment/<name>.yaml that declares its table or figure
 # (hydra.callbacks.report) is `make <name>` (underscores as dashes): train its sweep's cells (finished ones are
@@ -89,11 +89,11 @@ $(addsuffix -smoke,$(EXPERIMENT_TARGETS)): %-smoke: venv
 compare-smoke: venv ## experiment=compare (docs/custom_data.md) on the synthetic graph -> $(SMOKE)/compare/compare.{csv,md,png}
 	$(PY) train.py experiment=compare dataset=synthetic debug=smoke hydra.sweep.dir=$(SMOKE)/compare $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER))
 fig-efficiency-smoke: venv
-	$(PY) scripts/benchmark.py --efficiency --datasets synthetic --models $(EFFICIENCY_MODELS) --warmup 1 \
+	$(PY) scripts/bench/benchmark.py --efficiency --datasets synthetic --models $(EFFICIENCY_MODELS) --warmup 1 \
 		--overrides trainer.max_epochs=4 trainer.patience=4 --out $(SMOKE)/results
 
 benchmark: setup ## seconds per epoch, peak memory, parameters per dataset x model, and the main job -> results/benchmark.*
-	$(PY) scripts/benchmark.py
+	$(PY) scripts/bench/benchmark.py
 
 # every backbone of regnn.catalog plain and RE, then the baselines (evaluated only where used)
 EFFICIENCY_MODELS = $(shell $(PY) -m regnn.catalog models plain+re | tr , ' ') rgcn hgt simple_hgn han gtn gcn_m gat_m \
@@ -102,7 +102,7 @@ EFFICIENCY_MODELS = $(shell $(PY) -m regnn.catalog models plain+re | tr , ' ') r
 EFFICIENCY_OVERRIDES ?=
 .PHONY: fig-efficiency
 fig-efficiency: setup ## Figure 8: parameters, s/epoch, s/run, peak memory of every model (and baseline) on DBLP, ratios to RE-GCN -> results/fig_efficiency.png
-	$(PY) scripts/benchmark.py --efficiency --datasets dblp --models $(EFFICIENCY_MODELS) \
+	$(PY) scripts/bench/benchmark.py --efficiency --datasets dblp --models $(EFFICIENCY_MODELS) \
 		$(if $(EFFICIENCY_OVERRIDES),--overrides $(EFFICIENCY_OVERRIDES))
 
 # `make tables` renders every declared experiment (regnn.reporting.experiments lists them, `make tables` names each)
@@ -118,4 +118,4 @@ readme: venv ## regenerate the results sections of README.md and docs/ from resu
 	$(PY) -m regnn.reporting.readme
 
 scale-benchmark: setup ## mini-batch RE-GCN/RE-GAT on a generated graph of OGBN-MAG's size, one epoch each, profiled -> results/scale_benchmark_epoch.* (SCALE=0.05 for a quick one)
-	$(PY) scripts/scale_benchmark.py --scale $(or $(SCALE),1) --profile --sampling-rates
+	$(PY) scripts/bench/scale_benchmark.py --scale $(or $(SCALE),1) --profile --sampling-rates

@@ -1,4 +1,4 @@
-"""scripts/compose_cells.py: a sweep's cells are the product of its params, and a cell whose stored config computes
+"""scripts/checks/compose_cells.py: a sweep's cells are the product of its params, and a cell whose stored config computes
 something else is named, while one that differs only in where the tree lies is not."""
 import importlib.util
 
@@ -9,7 +9,7 @@ import regnn.config  # noqa: F401  (the model schemas and resolvers the configs 
 
 from conftest import REPO, cfg
 
-spec = importlib.util.spec_from_file_location("compose_cells", REPO / "scripts" / "compose_cells.py")
+spec = importlib.util.spec_from_file_location("compose_cells", REPO / "scripts" / "checks" / "compose_cells.py")
 cc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(cc)
 

@@ -6,7 +6,7 @@ from regnn.reporting.efficiency import MEASURED, main, write_efficiency
 
 
 def _rows():
-    """Rows as scripts/benchmark.py measures them (its columns in its order)."""
+    """Rows as scripts/bench/benchmark.py measures them (its columns in its order)."""
     base = {"dataset": "dblp", "metapath": float("nan"), "run_epochs": 10, "test_micro_f1": 90.0, "threads": 2}
     rows = [{**base, "model": "gcn", "num_parameters": 100, "median_epoch_s": 0.5, "run_s": 5.0, "peak_rss_mb": 800},
             {**base, "model": "re_gcn", "num_parameters": 110, "median_epoch_s": 0.25, "run_s": 2.5,

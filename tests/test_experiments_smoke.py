@@ -113,7 +113,7 @@ def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
     import json
     import statistics
     import sys
-    p = subprocess.run([sys.executable, "scripts/benchmark.py", "--datasets", "synthetic", "--models", "gcn", "re_gcn",
+    p = subprocess.run([sys.executable, "scripts/bench/benchmark.py", "--datasets", "synthetic", "--models", "gcn", "re_gcn",
                         "--epochs", "4", "--warmup", "1", "--repeats", "2", "--no-job", "--out", str(tmp_path)],
                        cwd=REPO, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -129,7 +129,7 @@ def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
     assert pair["plain_median_epoch_s"] > 0 and pair["re_median_epoch_s"] > 0
     md = (tmp_path / "benchmark.md").read_text()
     assert "epoch by epoch in one process" in md
-    assert "`python scripts/benchmark.py --datasets synthetic --models gcn re_gcn --epochs 4" in md  # how it was made
+    assert "`python scripts/bench/benchmark.py --datasets synthetic --models gcn re_gcn --epochs 4" in md  # how it was made
     assert out["meta"]["command"].endswith(f"--out {tmp_path}")
 
 

@@ -1,7 +1,7 @@
 """One training path on every device: the checks a GPU run needs, parametrised over devices.
 
 Every test runs on the CPU in the fast suite, and on CUDA where torch sees it (those variants are marked `gpu`:
-`pytest -m gpu`; scripts/gpu_check.sh runs them on a lent GPU). On the CPU the model side is built as a GPU gets
+`pytest -m gpu`; scripts/bench/gpu_check.sh runs them on a lent GPU). On the CPU the model side is built as a GPU gets
 it: the graph's arrays (an `Adjacency`: torch's edge-wise ops) and the pure-torch aggregation (REGNN_KERNELS=0;
 the fused kernels are CPU code).
 """

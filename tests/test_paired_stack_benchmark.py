@@ -1,4 +1,4 @@
-"""scripts/paired_stack_benchmark.py: what it reads of a run folder and the ratios it reports."""
+"""scripts/bench/paired_stack_benchmark.py: what it reads of a run folder and the ratios it reports."""
 import importlib.util
 import subprocess
 import sys
@@ -7,7 +7,7 @@ import pytest
 
 from conftest import REPO
 
-SCRIPT = REPO / "scripts" / "paired_stack_benchmark.py"
+SCRIPT = REPO / "scripts" / "bench" / "paired_stack_benchmark.py"
 spec = importlib.util.spec_from_file_location("paired_stack_benchmark", SCRIPT)
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)

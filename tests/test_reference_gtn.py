@@ -1,4 +1,4 @@
-"""scripts/reference_gtn.py (and the reference drivers' shared parts): the torch stand-ins for the two compiled functions GTN's model imports compute what
+"""scripts/reference/reference_gtn.py (and the reference drivers' shared parts): the torch stand-ins for the two compiled functions GTN's model imports compute what
 those functions do, and our graph reaches GTN in its own layout (edge_index = (col, row) of a source-row
 adjacency, the identity last, one feature matrix)."""
 import importlib.util
@@ -14,8 +14,8 @@ from regnn.data.hetero import HeteroGraph
 
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "scripts"))  # as when the script runs: its folder is on the path
-spec = importlib.util.spec_from_file_location("reference_gtn", REPO / "scripts" / "reference_gtn.py")
+sys.path.insert(0, str(REPO / "scripts" / "reference"))  # as when the script runs: its folder is on the path
+spec = importlib.util.spec_from_file_location("reference_gtn", REPO / "scripts" / "reference" / "reference_gtn.py")
 rg = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(rg)
 

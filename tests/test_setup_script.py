@@ -1,4 +1,4 @@
-"""scripts/setup.sh's choice of Python: PYTHON wins, else the Python .venv was made with, else the newest on PATH."""
+"""scripts/setup/setup.sh's choice of Python: PYTHON wins, else the Python .venv was made with, else the newest on PATH."""
 import os
 import shutil
 import subprocess
@@ -14,7 +14,7 @@ BASE = getattr(sys, "_base_executable", sys.executable)
 def _which(root: Path, path_dir: Path, **env) -> str:
     e = {k: v for k, v in os.environ.items() if k != "PYTHON"}
     e |= {"PATH": f"{path_dir}:/usr/bin:/bin", **env}
-    r = subprocess.run(["bash", str(root / "scripts" / "setup.sh"), "--which-python"], cwd=root, env=e,
+    r = subprocess.run(["bash", str(root / "scripts" / "setup" / "setup.sh"), "--which-python"], cwd=root, env=e,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
@@ -22,8 +22,8 @@ def _which(root: Path, path_dir: Path, **env) -> str:
 
 def test_an_existing_venv_keeps_its_python_unless_python_is_set(tmp_path):
     root = tmp_path / "repo"
-    (root / "scripts").mkdir(parents=True)
-    shutil.copy(REPO / "scripts" / "setup.sh", root / "scripts" / "setup.sh")
+    (root / "scripts" / "setup").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "setup" / "setup.sh", root / "scripts" / "setup" / "setup.sh")
     shutil.copy(REPO / "requirements.lock", root / "requirements.lock")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -1,4 +1,4 @@
-"""Sweeps through a real SLURM (scripts/local_slurm.sh: one node, this machine): the launcher trains and renders,
+"""Sweeps through a real SLURM (scripts/setup/local_slurm.sh: one node, this machine): the launcher trains and renders,
 a preempted cell and a cell out of time keep their finished runs and say why they stopped, a re-run trains only
 the missing runs, and two sweeps over the same cells train each cell once. `make test-slurm` (root; installs
 slurm-wlm and munge where missing)."""
@@ -23,7 +23,7 @@ SLOW = ["runs=4", "trainer.max_epochs=300", "trainer.patience=300"]
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
-    p = subprocess.run([str(REPO / "scripts" / "local_slurm.sh"), "start"], capture_output=True, text=True,
+    p = subprocess.run([str(REPO / "scripts" / "setup" / "local_slurm.sh"), "start"], capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, f"no local SLURM: {p.stderr.strip() or p.stdout.strip()}"
     yield

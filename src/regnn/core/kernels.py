@@ -4,7 +4,7 @@ torch's cpp_extension compiles them once per machine (a C++ compiler and ninja a
 seconds) into ~/.cache/torch_extensions (TORCH_EXTENSIONS_DIR moves it); every later process loads the built
 module. Where the build is impossible (no compiler) the pure-torch path of regnn.core.adjacency is used, with a
 warning once. REGNN_KERNELS=0 turns the kernels off (the torch path then runs; both are tested against a dense
-reference). scripts/setup.sh (make setup) builds them ahead.
+reference). scripts/setup/setup.sh (make setup) builds them ahead.
 """
 from __future__ import annotations
 

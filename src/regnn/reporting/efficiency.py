@@ -1,5 +1,5 @@
 """Figure 8, the paper's efficiency figure: parameters, seconds per epoch and per run, and peak memory of every model
-on one dataset, with ratios to RE-GCN. scripts/benchmark.py --efficiency (`make fig-efficiency`) measures one full
+on one dataset, with ratios to RE-GCN. scripts/bench/benchmark.py --efficiency (`make fig-efficiency`) measures one full
 training run per model and renders it here; the measured rows are kept in results/table_efficiency.csv, so
 
     python -m regnn.reporting.efficiency [--rows results/table_efficiency.csv] [--out results]

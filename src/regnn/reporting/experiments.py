@@ -70,7 +70,7 @@ def declared(conf_dir: Path = REPO_ROOT / "conf" / "experiment") -> list[Experim
     return sorted(out, key=_sort_key)
 
 
-# Figure 8 is a timing, not a set of cells: scripts/benchmark.py measures it (`make fig-efficiency`) and
+# Figure 8 is a timing, not a set of cells: scripts/bench/benchmark.py measures it (`make fig-efficiency`) and
 # regnn.reporting.efficiency renders it, again from its stored rows with `python -m regnn.reporting.efficiency`
 MEASURED = [Experiment("fig-efficiency", "Figure 8",
                        "parameters, time per epoch and per run, peak memory of every model on DBLP",

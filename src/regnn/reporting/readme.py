@@ -57,15 +57,15 @@ PAGES = {
         Part("scale_benchmark_scale0.05.md", "Scale benchmark: 5% size, one whole epoch per model"),
         Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole epoch per model, profiled"),
         Part("scale_benchmark_paired.md", "Training speed against the DGL-era code, run in turn (full size)"),
-        Part("trainers.md", "Full batch against mini-batch on graphs that fit in memory (scripts/trainers_table.py)"),
+        Part("trainers.md", "Full batch against mini-batch on graphs that fit in memory (scripts/checks/trainers_table.py)"),
     ],
-    "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/gpu_check.sh)"),
+    "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/bench/gpu_check.sh)"),
                     Part("gpu_dblp_backbones.md", "Figure 3's GIN, GraphSAGE and MixHop and the GTN baseline on "
-                                                  "the GPU (scripts/gpu_check.sh, 3 seeds)")],
+                                                  "the GPU (scripts/bench/gpu_check.sh, 3 seeds)")],
     "docs/custom_data.md": [Part("tune_protocol.md", "Tuning protocols: the search's best, the finalists' choice and "
-                                                     "the configured setting (scripts/tune_protocol.py)"),
+                                                     "the configured setting (scripts/checks/tune_protocol.py)"),
                             Part("defaults_check.md", "Defaults on a graph without tuned settings "
-                                                      "(scripts/defaults_check.py)")],
+                                                      "(scripts/checks/defaults_check.py)")],
 }
 
 

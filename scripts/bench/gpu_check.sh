@@ -4,7 +4,7 @@
 # results/gpu_dblp.json and results/gpu_dblp.md (beside the CPU's numbers of Table 2), the runs under
 # outputs/gpu_check/<time>/.
 #
-#   scripts/gpu_check.sh
+#   scripts/bench/gpu_check.sh
 #
 # Settings by environment: PY (the python; default .venv/bin/python, else python3), RUNS (10), REPORT (results/gpu_dblp: the report's path without .json/.md),
 # MODELS ("re_gcn re_gat": any models of Table 2 or Figure 3), DEVICE (cuda; cpu tries the script on a machine without
@@ -14,7 +14,7 @@
 # scikit-learn, ogb, and data/DBLP (`make data`).
 # It names whatever is missing and stops before training anything.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 PY=${PY:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 RUNS=${RUNS:-10}
 REPORT=${REPORT:-results/gpu_dblp}
@@ -101,7 +101,7 @@ pathlib.Path(out + ".json").write_text(json.dumps(report, indent=2) + "\n")
 env = report.get("environment", {})
 pathlib.Path(out + ".md").write_text("\n".join([
     "# GPU training on DBLP through train.py", "",
-    f"`scripts/gpu_check.sh`: {env.get('device_note', 'no run finished')}, torch {env.get('torch')}, Python "
+    f"`scripts/bench/gpu_check.sh`: {env.get('device_note', 'no run finished')}, torch {env.get('torch')}, Python "
     f"{env.get('python')}; seeds 0-{max((r.get('runs', 0) for r in report['models'].values()), default=0) - 1}, "
     f"the configured trainer{f' with {extra}' if extra else ''}. gpu tests: {report['gpu_tests']['summary']}.", "",
     "| model | runs | test Micro-F1 | test Macro-F1 | Micro-F1 on the CPU, 10 seeds | ms per epoch (median of a run, mean over runs) |",

@@ -1,10 +1,10 @@
 """Scale benchmark: mini-batch RE-GCN and RE-GAT on a generated graph of OGBN-MAG's size, on this machine.
 
-    python scripts/scale_benchmark.py                        # full size (1.94M nodes, 21.1M edges), one epoch each
-    python scripts/scale_benchmark.py --scale 0.05           # 5% of every count: a quick check
-    python scripts/scale_benchmark.py --max-batches 20       # memory check: 20 training batches per model
-    python scripts/scale_benchmark.py --profile              # + seconds per batch of every phase of a step
-    python scripts/scale_benchmark.py --sampling-rates --models   # sampling alone: seeds/s per mode and threads
+    python scripts/bench/scale_benchmark.py                        # full size (1.94M nodes, 21.1M edges), one epoch each
+    python scripts/bench/scale_benchmark.py --scale 0.05           # 5% of every count: a quick check
+    python scripts/bench/scale_benchmark.py --max-batches 20       # memory check: 20 training batches per model
+    python scripts/bench/scale_benchmark.py --profile              # + seconds per batch of every phase of a step
+    python scripts/bench/scale_benchmark.py --sampling-rates --models   # sampling alone: seeds/s per mode and threads
 
 Steps, each timed: (1) write the generated graph in OGB's on-disk layout (regnn.data.ogb_format; kept and
 reused under --data-dir), (2) a first load in its own process: ogb's readers parse the raw CSV files, then
@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
 
@@ -314,7 +314,7 @@ def main(argv=None) -> int:
               "threads": a.threads, "memory_limit_gb": a.memory_limit_gb,
               "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), {psutil.virtual_memory().total / 2**30:.0f} GB RAM",
               "when": time.strftime("%Y-%m-%d %H:%M"),
-              "command": "python scripts/scale_benchmark.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+              "command": "python scripts/bench/scale_benchmark.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     out.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{out}.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
     Path(f"{out}.md").write_text(markdown(report))

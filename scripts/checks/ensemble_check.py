@@ -1,8 +1,8 @@
 """What predict.py's ensemble scores on the built-in datasets: the mean probabilities of a cell's 10 runs against
 the runs one by one and the run predict.py picks by validation.
 
-    .venv/bin/python scripts/ensemble_check.py                 # RE-GCN on DBLP, ACM, IMDB -> results/ensemble.{csv,md}
-    .venv/bin/python scripts/ensemble_check.py --models re_gcn re_gat --datasets acm
+    .venv/bin/python scripts/checks/ensemble_check.py                 # RE-GCN on DBLP, ACM, IMDB -> results/ensemble.{csv,md}
+    .venv/bin/python scripts/checks/ensemble_check.py --models re_gcn re_gat --datasets acm
 
 Each cell is trained through train.py into outputs/ensemble_check/<dataset>_<model>/ (resume=true: a finished
 cell is reused; a cell already there is continued, never overwritten), then predict.py scores it twice, as a
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run(cmd: list[str]) -> None:
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(out.with_suffix(".csv"), index=False, float_format="%.4f")
     lines = ["# predict.py's ensemble against single runs (test Micro-F1)", "",
-             f"`scripts/ensemble_check.py`: each cell's {a.runs} runs (seeds 0-{a.runs - 1}) through train.py, then "
+             f"`scripts/checks/ensemble_check.py`: each cell's {a.runs} runs (seeds 0-{a.runs - 1}) through train.py, then "
              "predict.py with the run it picks by validation and with ensemble=true (the mean of the runs' class "
              "probabilities).", "",
              "| dataset | model | runs: mean ± std | run picked by validation | ensemble | ensemble - runs' mean |",

@@ -1,8 +1,8 @@
 """What the tune's finalist stage buys: the search's best trial vs the finalists' choice vs the configured setting,
 each scored afterwards on runs with seeds no tune saw, on small generated graphs.
 
-    python scripts/tune_protocol.py                  -> results/tune_protocol.{csv,md} (never written over)
-    python scripts/tune_protocol.py --quick --out /tmp/tp   (a smoke run: one graph, few trials)
+    python scripts/checks/tune_protocol.py                  -> results/tune_protocol.{csv,md} (never written over)
+    python scripts/checks/tune_protocol.py --quick --out /tmp/tp   (a smoke run: one graph, few trials)
 
 For every graph and sampler seed, one tune (`train.py -m experiment=tune`, RE-GCN, tune.seeds search seeds per
 trial, the study of --trials trials, its finalist stage with the largest --finalists and --finalist-seeds) runs
@@ -183,7 +183,7 @@ def main(argv=None) -> int:
     cases = ", ".join(f"{g} ({int(df[df.graph == g].val_nodes.iloc[0])} validation nodes)" for g in a.graphs)
     notes = [f"RE-GCN, experiment=tune on {cases}, each with sampler seeds {', '.join(map(str, a.sampler_seeds))} "
              f"({len(a.graphs) * len(a.sampler_seeds)} cases per protocol); {a.seeds} search seeds per trial; "
-             f"training shortened to {COMMON[1]}, {COMMON[2]} (scripts/tune_protocol.py).",
+             f"training shortened to {COMMON[1]}, {COMMON[2]} (scripts/checks/tune_protocol.py).",
              f"Every pick and the configured setting (trial 0) scored on {a.eval_runs} runs with seeds {EVAL_SEED}-"
              f"{EVAL_SEED + a.eval_runs - 1}, which no tune saw: val_vs_default is the pick's mean validation "
              "Micro-F1 minus the configured setting's (mean over the cases, and the worst case), below_default counts "

@@ -3,7 +3,7 @@ unchanged from a checkout) on one of this repository's datasets, with this repos
 
     git clone https://github.com/seongjunyun/Graph_Transformer_Networks /tmp/GTN && git -C /tmp/GTN checkout 0df0c69
     pip install --target /tmp/pyg torch_geometric --no-deps      # GTN's GCNConv is a torch_geometric MessagePassing
-    PYTHONPATH=/tmp/pyg .venv/bin/python scripts/reference_gtn.py --repo /tmp/GTN --dataset imdb \
+    PYTHONPATH=/tmp/pyg .venv/bin/python scripts/reference/reference_gtn.py --repo /tmp/GTN --dataset imdb \
         --data-dir data/IMDB --seeds 0 1 2 3 4 5 6 7 8 9 --out results/reference_gtn_imdb.json
 
 The training rule is the checkout's `main.py` with its README's IMDB command (GTN, 2 layers, 2 channels, 64 hidden,

@@ -5,7 +5,7 @@ halves of the seeds trained side by side) and a committed full-batch cell (resul
 and writes <out>.json (every run) and <out>.md; refuses to overwrite them.
 
     python train.py dataset=dblp model=re_gcn trainer=minibatch hydra.run.dir=outputs/mb_dblp
-    python scripts/minibatch_check.py outputs/mb_dblp --cell results/cells/dblp_re_gcn.json --out results/minibatch_dblp
+    python scripts/checks/minibatch_check.py outputs/mb_dblp --cell results/cells/dblp_re_gcn.json --out results/minibatch_dblp
 """
 from __future__ import annotations
 
@@ -18,10 +18,9 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+REPO = Path(__file__).resolve().parents[2]
 
-from regnn.evaluation.metrics import mean_std  # noqa: E402  (population std, as every table here)
+from regnn.evaluation.metrics import mean_std  # population std, as every table here
 
 
 

@@ -1,8 +1,8 @@
 """Kill a training job at each write it makes, in turn, then re-run it: the cell must complete with every run
 trained once and every JSON readable.
 
-    .venv/bin/python scripts/fault_probe.py                  # full-batch and mini-batch, synthetic graph, 3 runs
-    .venv/bin/python scripts/fault_probe.py --trainers fullbatch --runs 2
+    .venv/bin/python scripts/checks/fault_probe.py                  # full-batch and mini-batch, synthetic graph, 3 runs
+    .venv/bin/python scripts/checks/fault_probe.py --trainers fullbatch --runs 2
 
 For each trainer, a clean job lists the writes (every summary, config and run record goes through
 regnn.runs.io_safe.write_text). Then, for write k = 1..N, a fresh job is killed with SIGKILL in the middle of write k
@@ -22,10 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+REPO = Path(__file__).resolve().parents[2]
 
-from regnn.runs.io_safe import write_json, write_text  # noqa: E402
+from regnn.runs.io_safe import write_json, write_text
 
 # runs train.py with the pipeline's writes and trainings logged to $PROBE_LOG; SIGKILL in write $PROBE_KILL
 LAUNCHER = r"""
@@ -157,7 +156,7 @@ def main() -> None:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fault_probe_") as work:
         trainers = [probe(t, a.runs, Path(work)) for t in a.trainers]
-    report = {"command": "scripts/fault_probe.py " + " ".join(sys.argv[1:]),
+    report = {"command": "scripts/checks/fault_probe.py " + " ".join(sys.argv[1:]),
               "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "trainers": trainers,
               "kills": sum(len(t["kills"]) for t in trainers), "kills_ok": sum(t["kills_ok"] for t in trainers)}
     write_json(f"{a.out}.json", report)

@@ -1,8 +1,8 @@
 """Full batch against mini-batch on the same graphs, seeds and model: does `trainer=minibatch` train what full batch
 trains, and what does sampling cost?
 
-    .venv/bin/python scripts/trainers_table.py                     # 10 runs each -> results/trainers.{csv,md}
-    .venv/bin/python scripts/trainers_table.py --graphs acm synthetic --runs 3 --out outputs/trainers_try
+    .venv/bin/python scripts/checks/trainers_table.py                     # 10 runs each -> results/trainers.{csv,md}
+    .venv/bin/python scripts/checks/trainers_table.py --graphs acm synthetic --runs 3 --out outputs/trainers_try
 
 For every graph and model, three cells are trained through train.py with every other setting at its default. The
 graphs: the built-in DBLP, ACM and IMDB, and two generated graphs of different shapes written in the npz format and
@@ -28,10 +28,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
+REPO = Path(__file__).resolve().parents[2]
 
-from regnn.evaluation.metrics import mean_std  # noqa: E402  (population std, as every table here)
+from regnn.evaluation.metrics import mean_std  # population std, as every table here
 
 SETTINGS = {"fullbatch": [],
             "sampled": ["trainer=minibatch", "trainer.fanouts=null"],
@@ -83,7 +82,7 @@ def markdown(df: pd.DataFrame, runs: int) -> str:
     f = lambda m, s: f"{m:.2f} ± {s:.2f}"  # noqa: E731
     d = lambda x: "" if pd.isna(x) else f"{x:+.2f}"  # noqa: E731
     lines = ["# Full batch against mini-batch", "",
-             f"`python scripts/trainers_table.py`: {runs} runs per cell (seeds 0-{runs - 1}), every setting at its "
+             f"`python scripts/checks/trainers_table.py`: {runs} runs per cell (seeds 0-{runs - 1}), every setting at its "
              "default but the trainer. Test Micro-F1 at the epoch each trainer's stopping rule chose; the differences "
              "are from the full-batch cell of the same graph and model.", "",
              "| graph | model | trainer | fanouts | stop on | test Micro-F1 | difference | validation Micro-F1 | "

@@ -2,9 +2,9 @@
 sweep would and write each cell's resolved config, what the cell stores as config.yaml; with --against, compare
 them with another tree's, as a resume would.
 
-    python scripts/compose_cells.py --out /tmp/cells_new.json
-    PYTHONPATH=<old tree>/src python scripts/compose_cells.py --conf <old tree>/conf --out /tmp/cells_old.json
-    python scripts/compose_cells.py --out /tmp/cells_new.json --against /tmp/cells_old.json
+    python scripts/checks/compose_cells.py --out /tmp/cells_new.json
+    PYTHONPATH=<old tree>/src python scripts/checks/compose_cells.py --conf <old tree>/conf --out /tmp/cells_old.json
+    python scripts/checks/compose_cells.py --out /tmp/cells_new.json --against /tmp/cells_old.json
 
 A cell is one combination of its experiment's hydra.sweeper.params (the basic sweeper's cartesian product). With
 --against, every cell of both files is compared: the same resolved config, or, where the files differ, the same
@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _sweep(params) -> list[list[str]]:

@@ -2,7 +2,7 @@
 on one of this repository's datasets, full batch, with this repository's features and split.
 
     git clone https://github.com/yule-BUAA/R-HGNN /tmp/R-HGNN && git -C /tmp/R-HGNN checkout b6440ed
-    .venv/bin/python scripts/reference_rhgnn.py --repo /tmp/R-HGNN --dataset imdb --data-dir data/IMDB \
+    .venv/bin/python scripts/reference/reference_rhgnn.py --repo /tmp/R-HGNN --dataset imdb --data-dir data/IMDB \
         --seeds 0 1 2 3 4 --hidden 16 --out results/reference_rhgnn_imdb.json
 
 The authors' repository ships only an OGBN-MAG mini-batch script. This driver trains with that script's parts,

@@ -1,8 +1,8 @@
 """Speed and size per dataset x model: median seconds per training epoch, peak memory, parameter count.
 
-    python scripts/benchmark.py                      # every dataset x {gcn, re_gcn, gat, re_gat} + the main job
-    python scripts/benchmark.py --datasets dblp --models gcn re_gcn --epochs 30 --no-job
-    python scripts/benchmark.py --efficiency --datasets dblp --models gcn re_gcn gat re_gat ...   # Figure 8
+    python scripts/bench/benchmark.py                      # every dataset x {gcn, re_gcn, gat, re_gat} + the main job
+    python scripts/bench/benchmark.py --datasets dblp --models gcn re_gcn --epochs 30 --no-job
+    python scripts/bench/benchmark.py --efficiency --datasets dblp --models gcn re_gcn gat re_gat ...   # Figure 8
 
 Each cell runs in its own process (clean peak memory), one after another, with the configuration the
 experiments use (conf/ with its protocol and tuned settings); --repeats (5) rounds of every cell, each cell's
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
 from benchmark_report import write  # noqa: E402  (scripts/ is on the path as the script's folder)
@@ -164,7 +164,7 @@ def main(argv=None) -> int:
     ap.add_argument("--one", nargs=2, metavar=("DATASET", "MODEL"), help=argparse.SUPPRESS)
     ap.add_argument("--pair", nargs=3, metavar=("DATASET", "PLAIN", "RE"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    command = shlex.join(["python", "scripts/benchmark.py", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "scripts/bench/benchmark.py", *(sys.argv[1:] if argv is None else argv)])
     if a.repeats < 1:
         ap.error(f"--repeats must be at least 1, got {a.repeats}")
     if a.one:

@@ -2,7 +2,7 @@
 RE-GCN, RE-GAT on DBLP, ACM, IMDB), written as a run writes it (regnn.runs.checkpoint.save), for one run and for the
 cell's 10. The weights' values do not change the size, so the models are built, not trained.
 
-    .venv/bin/python scripts/model_sizes.py        # -> results/model_sizes.{csv,md}
+    .venv/bin/python scripts/bench/model_sizes.py        # -> results/model_sizes.{csv,md}
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 # .venv itself only holds the editable install of this package. REGNN_VENV_CACHE=none installs everything
 # straight into .venv instead.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 venv=${REGNN_VENV:-.venv}
 # this machine's pip config names local index folders that may not exist; hide those warnings only
 quiet_pip() { "$@" 2> >(grep -v "^WARNING: Location 'file://" >&2); }

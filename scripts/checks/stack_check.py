@@ -1,7 +1,7 @@
 """The committed Table 2 cells trained on another stack, re-measured on the installed one on the CPU: seeds 0-2.
 
-    python scripts/stack_check.py --dataset acm                  # every ACM cell not trained on this torch on the CPU
-    python scripts/stack_check.py --dataset dblp --models mlp,gcn_e trainer.max_epochs=3 --out /tmp/x
+    python scripts/checks/stack_check.py --dataset acm                  # every ACM cell not trained on this torch on the CPU
+    python scripts/checks/stack_check.py --dataset dblp --models mlp,gcn_e trainer.max_epochs=3 --out /tmp/x
 
 Each model trains through `train.py` (the cell's settings, seeds 0..runs-1, device=cpu, `threads` threads, under
 `nice -n 10`) into the stable folder <work>/<dataset>/<model>/ (default outputs/stack_check/) with resume=true,
@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CELLS = REPO / "results" / "cells"
 
 
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
         lines = [f"# Table 2 cells re-measured on the installed stack ({a.dataset.upper()}, CPU)", "",
-                 f"`scripts/stack_check.py` on {env.get('device_note')}: torch {env.get('torch')}, Python "
+                 f"`scripts/checks/stack_check.py` on {env.get('device_note')}: torch {env.get('torch')}, Python "
                  f"{env.get('python')}, DGL {env.get('dgl') or 'not installed'}, {env.get('threads')} thread(s); "
                  f"seeds 0-{a.runs - 1} through `train.py` with each cell's settings"
                  f"{' and ' + ' '.join(a.overrides) if a.overrides else ''}; mean ± population std (ddof=0, as the "

@@ -2,7 +2,7 @@
 (bywmm/RE-GNN at 2e297ef, utils/data.py), so that their code runs unchanged on the same data as regnn:
 
     git -C /work/.mirror/bywmm+RE-GNN/repo worktree add /tmp/RE-GNN 2e297ef   # or a clone at 2e297ef
-    .venv/bin/python scripts/authors_data.py --dataset DBLP --data-dir data/DBLP --repo /tmp/RE-GNN
+    .venv/bin/python scripts/convert/authors_data.py --dataset DBLP --data-dir data/DBLP --repo /tmp/RE-GNN
     cd /tmp/RE-GNN && python run_regnn.py --dataset DBLP --model remixhop ...   # in an environment with DGL
 
 The MAGNN files (features, node types, labels, split) are copied as they are; adjM is written with every edge in both

@@ -1,12 +1,12 @@
-"""Choose `dataset=custom` defaults on validation: one table from several scripts/defaults_check.py outputs.
+"""Choose `dataset=custom` defaults on validation: one table from several scripts/checks/defaults_check.py outputs.
 
 Each input is a defaults_check JSON (one generated graph, one setting given as its --set overrides, one or more
 models). Per model and setting: validation and test Micro-F1 on every graph, the mean validation score over the
 graphs, and the runs at chance; the chosen setting has the best validation mean over every model and graph
 (test scores are shown, never used). Writes <out>.md and <out>.json; refuses to overwrite them.
 
-    python scripts/defaults_check.py --models gat,re_gat --runs 3 --graph <g> --set model.residual=true --out <f>
-    python scripts/defaults_selection.py results/defaults_selection_gat/*.json --out results/defaults_selection_gat
+    python scripts/checks/defaults_check.py --models gat,re_gat --runs 3 --graph <g> --set model.residual=true --out <f>
+    python scripts/checks/defaults_selection.py results/defaults_selection_gat/*.json --out results/defaults_selection_gat
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def choose(table: dict) -> tuple[str, dict]:
 
 def markdown(table: dict, chosen: str, score: dict) -> str:
     lines = ["# `dataset=custom` defaults chosen on validation", "",
-             "`python scripts/defaults_selection.py` over `scripts/defaults_check.py` outputs (each: one generated "
+             "`python scripts/checks/defaults_selection.py` over `scripts/checks/defaults_check.py` outputs (each: one generated "
              "graph, one setting, its seeds); the choice reads the validation columns only. A run is at chance when "
              "its test Micro-F1 is within 5 of the largest test class's share.", ""]
     for model, by_setting in table.items():

@@ -2,10 +2,10 @@
 # A real single-node SLURM on this machine, for the launcher tests (tests/test_slurm.py) and for trying
 # hydra/launcher=slurm locally (docs/scale.md, "A SLURM cluster on one machine").
 #
-#   scripts/local_slurm.sh start    # install slurm-wlm + munge where missing (apt), write the config, start
+#   scripts/setup/local_slurm.sh start    # install slurm-wlm + munge where missing (apt), write the config, start
 #                                   # munged, slurmctld and slurmd, wait until the node is idle
-#   scripts/local_slurm.sh status   # one line: running (with the node's state) or not
-#   scripts/local_slurm.sh stop     # stop the three daemons (state and logs stay under $REGNN_SLURM_DIR)
+#   scripts/setup/local_slurm.sh status   # one line: running (with the node's state) or not
+#   scripts/setup/local_slurm.sh stop     # stop the three daemons (state and logs stay under $REGNN_SLURM_DIR)
 #
 # Idempotent: start on a running cluster only checks it is idle, stop on a stopped one does nothing. One node with
 # this machine's cores and memory, one partition (`debug`), no cgroups (proctrack/linuxproc, task/none), slurm
@@ -42,7 +42,7 @@ write_conf() {
   mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))  # MB, 1 GB left to the system
   mkdir -p /etc/slurm "$DIR/ctld" "$DIR/d" "$DIR/log"
   cat >"$CONF.new" <<EOF
-# written by scripts/local_slurm.sh: one node, this machine
+# written by scripts/setup/local_slurm.sh: one node, this machine
 ClusterName=regnn-local
 SlurmctldHost=$host
 SlurmUser=root

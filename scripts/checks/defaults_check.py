@@ -9,9 +9,9 @@ Per model: mean ± std of test and validation Micro-F1 over the seeds, the lowes
 (the share of the largest class among the test nodes) and the runs at chance (test Micro-F1 within
 AT_CHANCE points of it). Writes <out>.json (every run's scores) and <out>.md; refuses to overwrite them.
 
-    python scripts/defaults_check.py                       # results/defaults_check.{json,md}
-    python scripts/defaults_check.py --generator bow --out results/defaults_check_bow --work outputs/defaults_check_bow
-    python scripts/defaults_check.py --models re_gat --runs 3 --out /tmp/check --set model.attn_dropout=0.2
+    python scripts/checks/defaults_check.py                       # results/defaults_check.{json,md}
+    python scripts/checks/defaults_check.py --generator bow --out results/defaults_check_bow --work outputs/defaults_check_bow
+    python scripts/checks/defaults_check.py --models re_gat --runs 3 --out /tmp/check --set model.attn_dropout=0.2
 """
 from __future__ import annotations
 
@@ -24,12 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+REPO = Path(__file__).resolve().parents[2]
 
-from regnn.data.synthetic import BowGraph, CountGraph  # noqa: E402
-from regnn.data.custom import save_npz as export_npz  # noqa: E402
-from regnn.evaluation.metrics import AT_CHANCE  # noqa: E402
+from regnn.data.synthetic import BowGraph, CountGraph
+from regnn.data.custom import save_npz as export_npz
+from regnn.evaluation.metrics import AT_CHANCE
 
 
 # model name -> extra overrides (the trainer for the mini-batch row)
@@ -80,7 +79,7 @@ def summarise(model: str, res: dict, chance: float) -> dict:
 
 def markdown(rows: list[dict], graph: dict, runs: int, extra: list[str]) -> str:
     lines = [f"# Defaults on a graph without tuned settings ({runs} seeds)", "",
-             f"`python scripts/defaults_check.py` — generated graph `{graph['generator']}({graph['kwargs']})`, "
+             f"`python scripts/checks/defaults_check.py` — generated graph `{graph['generator']}({graph['kwargs']})`, "
              f"written as npz and trained with `dataset=custom` and the defaults"
              + (f" plus `{' '.join(extra)}`" if extra else "") + f". Chance (largest test class): "
              f"{rows[0]['chance']:.2f}; a run is at chance when its test Micro-F1 is within {AT_CHANCE:g} of it.", "",

@@ -1,4 +1,4 @@
-"""The benchmark's report (scripts/benchmark.py measures, this module writes): results/benchmark.{json,csv,md}
+"""The benchmark's report (scripts/bench/benchmark.py measures, this module writes): results/benchmark.{json,csv,md}
 for the speed cells, plain/RE pairs and main job. Figure 8 (--efficiency) is rendered by
 regnn.reporting.efficiency."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None = None,
-          pairs: list[dict] | None = None, command: str = "python scripts/benchmark.py") -> None:
+          pairs: list[dict] | None = None, command: str = "python scripts/bench/benchmark.py") -> None:
     import pandas as pd
 
     from regnn.reporting.collect import markdown

@@ -3,7 +3,7 @@
 HGB's baseline code runs unchanged on the same graph and test nodes as regnn:
 
     git clone https://github.com/THUDM/HGB /tmp/HGB
-    .venv/bin/python scripts/hgb_data.py --data-dir data/IMDB --out /tmp/HGB/NC/benchmark/methods/IMDB_RE
+    .venv/bin/python scripts/convert/hgb_data.py --data-dir data/IMDB --out /tmp/HGB/NC/benchmark/methods/IMDB_RE
     cd /tmp/HGB/NC/benchmark/methods/HGT && python train_hgt.py --dataset IMDB_RE --device -1 ...
 
 - node.dat: every node with its type and, where the type has features, its feature row (HGB's --feats-type 0);

@@ -6,12 +6,12 @@ the hours as much as the code. Here the two commands alternate (A B, then B A, .
 and each round gives the ratio of their training seconds per batch. The median ratio over the rounds is the figure
 to quote; the first batches are part of every run alike.
 
-    python scripts/paired_stack_benchmark.py \
+    python scripts/bench/paired_stack_benchmark.py \
         --other-checkout /tmp/old --other-python /opt/dglenv/bin/python --other-data /tmp/oldfull \
         --data outputs/scale_benchmark/data_full --rounds 3 --batches 60
 
 The other checkout is any earlier commit of this repository (e.g. `git worktree add /tmp/old <commit>`) with its
-own Python environment; both read a generated graph written by scripts/scale_benchmark.py (each may keep its own
+own Python environment; both read a generated graph written by scripts/bench/scale_benchmark.py (each may keep its own
 copy, since an earlier commit may cache it in another layout). Writes <out>.json (every run) and <out>.md;
 --collect summarises the run folders already under --work without training.
 """
@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MODELS = ("re_gcn", "re_gat")
 
 
@@ -64,7 +64,7 @@ def summarise(runs: dict, rounds: int) -> list[dict]:
 def markdown(report: dict) -> str:
     a = report["args"]
     lines = ["# Mini-batch training speed: this checkout against another, in turn", "",
-             f"`python scripts/paired_stack_benchmark.py --other-checkout <checkout of {report['other']['commit']}> "
+             f"`python scripts/bench/paired_stack_benchmark.py --other-checkout <checkout of {report['other']['commit']}> "
              f"--other-python <its environment's python> --other-data <the graph> --rounds {a['rounds']} "
              f"--batches {a['batches']} --threads {a['threads']}` on {report['machine']}. This checkout: {report['this']['commit']} "
              f"({report['this']['stack']}); the other: {report['other']['commit']} ({report['other']['stack']}). "
