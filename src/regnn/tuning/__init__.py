@@ -1,6 +1,6 @@
 """Validation-based tuning: regnn's Optuna sweeper (sweeper.py, its search space in space.py and its study in
 study.py; TPE, seeded) over conf/experiment/tune.yaml, made resumable (callback.py), the finalist stage
-(finalists.py), the listing (listing.py) and a best setting that train.py takes back (settings.py).
+(finalists.py), the listing (report.py) and a best setting that train.py takes back (settings.py).
 
     python train.py -m experiment=tune dataset=counts model=re_gcn dataset.feature_norm=standard
     python -m regnn.tuning outputs/tune/counts_re_gcn --out results/tune_counts_re_gcn   (the listing, again)
@@ -19,7 +19,8 @@ scores are only read back for the listing, never by the search. The study lives 
   are trained again with `tune.finalist_seeds` new seeds (seed + 1000, ...: none of the search's or the final runs')
   in <sweep dir>/finalist_trial_<k>, each from its trial's config.yaml; the one with the best mean validation
   Micro-F1 there is chosen (ties: the lower trial number, so trial 0 before any other), unless its gain over trial
-  0 on the same seeds is within two standard errors of that paired difference: then trial 0 is kept. The best of many estimates
+  0 on the same seeds does not pass a one-sided paired t-test at 5%, shared among the searched finalists
+  (Bonferroni): then trial 0 is kept. The best of many estimates
   from a few seeds on a small validation set is mostly a lucky one: its own score overstates it, fresh seeds do
   not. tune.finalists=0 chooses the search's best trial instead;
 - the chosen setting is written to <sweep dir>/tuned/best.yaml, a conf/tuned-style file
@@ -37,10 +38,10 @@ import importlib
 # (hydra_plugins.regnn_sweeper) on every start of train.py, does not import the training pipeline with it
 _EXPORTS = {
     "TuneCallback": "callback",
-    **dict.fromkeys(("DEFAULT_TRIAL", "FINALIST_SEED_OFFSET", "PAIRED_MARGIN_SE", "check_tune", "choice_order", "choose",
+    **dict.fromkeys(("DEFAULT_TRIAL", "FINALIST_SEED_OFFSET", "TUNE_ALPHA", "check_tune", "choice_order", "choose",
                      "decided_order", "decision", "paired_gain", "pick_finalists", "read_finalists", "train_finalist"),
                     "finalists"),
-    **dict.fromkeys(("listing", "main", "render"), "listing"),
+    **dict.fromkeys(("listing", "main", "render"), "report"),
     **dict.fromkeys(("tuned_groups", "tuned_settings", "write_best"), "settings"),
 }
 __all__ = list(_EXPORTS)

@@ -17,7 +17,7 @@ from regnn.tuning.space import matching, search_space
 from regnn.tuning.study import open_study
 
 from regnn.tuning.finalists import DEFAULT_TRIAL, complete_states, check_tune, finalist_stage, run_finalists
-from regnn.tuning.listing import listing, render
+from regnn.tuning.report import listing, render
 from regnn.tuning.settings import FREE_OVERRIDES, configured_value, space_json, tuned_settings, write_best
 
 log = logging.getLogger("regnn")

@@ -17,9 +17,11 @@ log = logging.getLogger("regnn")
 # final runs used, so the finalists' scores carry none of the luck that put them among the finalists
 FINALIST_SEED_OFFSET = 1000
 DEFAULT_TRIAL = 0  # the configured setting (enqueued first)
-# a searched setting replaces the configured one only when its mean validation gain over it, paired by seed, is
-# more than this many standard errors of that paired difference (about a one-sided test at 5% for 5 seeds)
-PAIRED_MARGIN_SE = 2.0
+# a searched setting replaces the configured one only when its validation gain over it, paired by seed, passes a
+# one-sided paired t-test at this level, shared among the searched finalists (Bonferroni: each compared at
+# TUNE_ALPHA / their number), so that a tune with several finalists moves away from a setting that is as good as any
+# no more often than a tune with one
+TUNE_ALPHA = 0.05
 
 
 
@@ -84,27 +86,42 @@ def paired_gain(a: dict, b: dict) -> tuple[float, float, int] | None:
     return mean, se, len(d)
 
 
-def beats_default(best: dict, default: dict) -> bool:
+def required_t(seeds: int, contenders: int) -> float:
+    """The t statistic a paired gain over `seeds` seeds must exceed: Student's t quantile at 1 - TUNE_ALPHA /
+    contenders with seeds - 1 degrees of freedom (infinite for one seed: no noise estimate, no evidence)."""
+    if seeds < 2:
+        return math.inf
+    from scipy.stats import t
+
+    return float(t.ppf(1 - TUNE_ALPHA / max(1, contenders), seeds - 1))
+
+
+def beats_default(best: dict, default: dict, contenders: int = 1) -> bool:
     """Whether a searched setting's gain over the configured one on the same seeds exceeds its noise: the mean
-    paired difference above PAIRED_MARGIN_SE standard errors of it (one seed: never). Without per-seed scores,
-    the higher mean."""
+    paired difference above required_t(seeds, contenders) standard errors of it, contenders being the searched
+    finalists the best was picked from. Without per-seed scores, the higher mean."""
     gain = paired_gain(best, default)
     if gain is None:
         return best["mean"] > default["mean"]
-    mean, se, _ = gain
-    return mean > 0 and mean > PAIRED_MARGIN_SE * se
+    mean, se, n = gain
+    return mean > 0 and mean > required_t(n, contenders) * se
+
+
+def contenders(finalists: dict[int, dict]) -> int:
+    """The searched finalists with a score: the settings the configured one is compared with."""
+    return sum(1 for n, f in finalists.items() if n != DEFAULT_TRIAL and _scored(f))
 
 
 def choose(finalists: dict[int, dict]) -> int | None:
     """The chosen finalist, or None where none finished a run: the first of choice_order, unless the configured
     setting (trial 0) is a finalist whose runs all finished and that one's paired gain over it is within the noise
-    (beats_default): then the configured setting is kept."""
+    (beats_default, with the number of searched finalists): then the configured setting is kept."""
     order = choice_order(finalists)
     if not order or not _scored(finalists[order[0]]):
         return None
     best, default = order[0], finalists.get(DEFAULT_TRIAL)
     if best != DEFAULT_TRIAL and default is not None and _scored(default) and not default.get("failed"):
-        if not beats_default(finalists[best], default):
+        if not beats_default(finalists[best], default, contenders(finalists)):
             return DEFAULT_TRIAL
     return best
 
@@ -174,11 +191,12 @@ def decision(study, sweep: Path) -> tuple[int, str, dict[int, dict]]:
            f"(seeds {stage['seed']}-{stage['seed'] + stage['seeds'] - 1}), the best of {len(scores)} finalists")
     top = choice_order(scores)[0]
     if number == DEFAULT_TRIAL and top != DEFAULT_TRIAL:
-        gain = paired_gain(scores[top], f)
-        said = (f"+{gain[0]:.2f} ± {gain[1]:.2f} (standard error) over {gain[2]} seeds" if gain
-                else "not measured on shared seeds")
-        how = (f"trial 0, the configured setting, kept: the best finalist, trial {top}, gained {said} on the same "
-               f"seeds, not more than {PAIRED_MARGIN_SE:g} standard errors")
+        gain, k = paired_gain(scores[top], f), contenders(scores)
+        said = (f"{gain[0]:+.2f} ± {gain[1]:.2f} (standard error) over {gain[2]} seeds, t = "
+                f"{gain[0] / gain[1] if gain[1] else math.inf:.2f} where {required_t(gain[2], k):.2f} was needed"
+                if gain else "not measured on shared seeds")
+        how = (f"trial 0, the configured setting, kept: the best finalist, trial {top}, gained {said} (one-sided "
+               f"paired t-test at {TUNE_ALPHA:g} over {k} searched finalist{'s' * (k != 1)})")
     return number, how, scores
 
 

@@ -15,7 +15,7 @@ from regnn.runs import io_safe
 from regnn.reporting.collect import refuse_existing, write_table
 from regnn.tuning.study import open_study, study_names
 
-from regnn.tuning.finalists import DEFAULT_TRIAL, PAIRED_MARGIN_SE, decided_order, decision, finalist_stage, read_finalists
+from regnn.tuning.finalists import DEFAULT_TRIAL, TUNE_ALPHA, decided_order, decision, finalist_stage, read_finalists
 from regnn.tuning.settings import plain_value
 
 log = logging.getLogger("regnn")
@@ -88,7 +88,9 @@ def _choice_notes(study, sweep: Path, stage, found: dict, notes: list[str]) -> i
                  f"{len(stage['trials'])} in all, each trained again with {stage['seeds']} new seeds (seeds "
                  f"{stage['seed']}-{stage['seed'] + stage['seeds'] - 1}); the highest mean validation Micro-F1 "
                  "on those seeds is chosen (ties: the lower trial number), and replaces the configured setting "
-                 f"only if its gain over it, seed by seed, exceeds {PAIRED_MARGIN_SE:g} standard errors.")
+                 f"only if its gain over it, seed by seed, passes a one-sided paired t-test at {TUNE_ALPHA:g} shared "
+                 "among the searched finalists (Bonferroni): a tune with several finalists leaves a setting that is "
+                 "as good as any no more often than a tune with one.")
     best = study.best_trial.number
     if number == DEFAULT_TRIAL:
         notes.append(f"Chosen: the configured setting, {how}: no searched setting beat it on the new seeds.")
