@@ -216,7 +216,8 @@ def test_experiment_sweeps_read_the_catalog():
 ])
 def test_auto_workers_split_the_thread_budget(overrides, pending, edges, expect):
     from regnn.runs.executor import plan_workers
-    c = cfg("dataset=synthetic", *overrides)
+    from regnn.runs.jobspec import JobSpec
+    c = JobSpec.from_config(cfg("dataset=synthetic", *overrides))
     assert plan_workers(c, "cpu", pending, int(c.threads), edges) == expect
     assert plan_workers(c, "cuda", pending, int(c.threads), edges)[0] == (expect[0] if c.workers != "auto" else 1)
 
@@ -254,13 +255,12 @@ def _python(code: str) -> subprocess.CompletedProcess:
 def test_a_job_under_slurm_trains_on_the_cpus_slurm_gave_it(monkeypatch):
     """threads=null: SLURM_CPUS_PER_TASK where SLURM sets it (torch would otherwise take every core of the node),
     else torch's default; threads= wins."""
-    from omegaconf import OmegaConf
-
     from regnn.runs.executor import job_threads
-    unset = OmegaConf.create({"threads": None})
+    from regnn.runs.jobspec import JobSpec
+    unset = JobSpec(runs=1, seed=0, threads=None)
     monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
     assert job_threads(unset) is None
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "3")
-    assert job_threads(unset) == 3 and job_threads(OmegaConf.create({"threads": 2})) == 2
+    assert job_threads(unset) == 3 and job_threads(JobSpec(runs=1, seed=0, threads=2)) == 2
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "")
     assert job_threads(unset) is None

@@ -25,6 +25,7 @@ from regnn.pipeline import metapath
 from regnn.pipeline.fullbatch import FullBatchJob
 from regnn.pipeline.minibatch import MinibatchJob
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
+from regnn.runs.jobspec import JobSpec
 from regnn.runs.store import CellStore
 
 __all__ = ["train", "train_cell", "arch_of", "build_model", "load_data", "model_kwargs"]
@@ -33,11 +34,12 @@ __all__ = ["train", "train_cell", "arch_of", "build_model", "load_data", "model_
 def train(cfg: DictConfig, out_dir: str | Path) -> dict:
     """Trains cfg.runs models and writes everything under out_dir; returns the summary (also results.json)."""
     check(cfg)
+    spec = JobSpec.from_config(cfg)  # how the runs are run: read here, once
     if metapath.chosen(cfg):  # one sub-cell per meta-path, each a cell of its own; the best one reported
-        store = CellStore(cfg, out_dir)
+        store = CellStore(cfg, out_dir, spec)
         with store.opened() as done:
             return done if done is not None else metapath.choose(cfg, store, train_cell)
-    return train_cell(cfg, Path(out_dir))
+    return train_cell(cfg, Path(out_dir), spec)
 
 
 def check(cfg: DictConfig) -> None:
@@ -55,9 +57,10 @@ def check(cfg: DictConfig) -> None:
         metapath.select_runs(cfg)
 
 
-def train_cell(cfg: DictConfig, out_dir: Path) -> dict:
-    """One cell of cfg's trainer through the store: skipped when finished with these settings, else trained."""
-    store = CellStore(cfg, out_dir)
+def train_cell(cfg: DictConfig, out_dir: Path, spec: JobSpec | None = None) -> dict:
+    """One cell of cfg's trainer through the store: skipped when finished with these settings, else trained.
+    spec: how its runs are run (regnn.runs.jobspec.JobSpec; built from cfg where not given)."""
+    store = CellStore(cfg, out_dir, spec)
     with store.opened() as done:
         if done is not None:
             return done

@@ -70,7 +70,7 @@ class FullBatchJob(CellJob):
 
     def fit(self, model, run: int, seed: int, checkpoint):
         g = self.graph
-        progress = Progress(f"[{self.label} run {run + 1}/{self.cfg.runs}]", enabled=False if self.worker else None)
+        progress = Progress(f"[{self.label} run {run + 1}/{self.spec.runs}]", enabled=False if self.worker else None)
         try:
             return g.trainer()(model, g.inputs, g.feats, g.labels, g.splits, seed=seed, options=training_of(self.cfg),
                                on_epoch=self.logger.log_epoch, progress=progress, checkpoint=checkpoint)
@@ -78,7 +78,7 @@ class FullBatchJob(CellJob):
             progress.close()
 
     def record_extras(self, result, model) -> dict:
-        c, data = self.cfg.clustering, self.data
+        c, data = self.spec.clustering, self.data
         if not c.enabled or result.embeddings is None:
             return {}
         test = data.splits["test"]
@@ -94,7 +94,7 @@ class FullBatchJob(CellJob):
 
     def before_runs(self, pending: list[int]) -> set[int]:
         """Plans the worker processes; with more than one, they train every pending run now."""
-        self.workers, self.worker_threads = plan_workers(self.cfg, self.device, len(pending), self.threads,
+        self.workers, self.worker_threads = plan_workers(self.spec, self.device, len(pending), self.threads,
                                                          self.data.graph.num_edges())
         torch.set_num_threads(self.worker_threads)  # the runs trained here use what a worker would
         wt = self.worker_threads

@@ -17,7 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 from regnn import interrupt
 from regnn.loggers import make_logger
 from regnn.perf import keep_freed_memory, peak_rss_gb
-from regnn.pipeline.from_config import device_of
+from regnn.training.device import select_device
+from regnn.spec import user_errors
 from regnn.runs.executor import job_threads
 from regnn.runs.resume import checkpoint_of
 from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
@@ -41,12 +42,14 @@ class CellJob:
     def __init__(self, cfg: DictConfig, store: CellStore, *, quiet: bool = False):
         """quiet: a worker process's copy of the job (no start lines, no logger)."""
         self.cfg, self.store, self.quiet = cfg, store, quiet
-        threads = None if quiet else job_threads(cfg)  # the job's CPU budget (a worker's was set for it)
+        self.spec = spec = store.spec  # how the runs are run (regnn.runs.jobspec)
+        threads = None if quiet else job_threads(spec)  # the job's CPU budget (a worker's was set for it)
         if threads:
             torch.set_num_threads(threads)
         self.threads = threads or DEFAULT_THREADS
         keep_freed_memory(every_size=True)  # a step's large tensors would fault in again every time they are freed
-        self.device, self.why = device_of(cfg)
+        with user_errors():
+            self.device, self.why = select_device(spec.device)
         self.label = f"{cfg.model.name} on {cfg.dataset.name}"
         self.num_parameters: int | None = None  # counted on the first model built
         self.relation_names: list = []
@@ -54,7 +57,7 @@ class CellJob:
         if not quiet:
             log.info("%s: %sdevice %s, %d threads, %d runs from seed %d%s", self.label,
                      "mini-batch, " if self.trainer == "minibatch" else "", self.why, torch.get_num_threads(),
-                     cfg.runs, cfg.seed, self.process_note())
+                     spec.runs, spec.seed, self.process_note())
         self.t0 = time.perf_counter()
         self.data = data = self.prepare()
         self.load_s = time.perf_counter() - self.t0
@@ -98,7 +101,7 @@ class CellJob:
         return {}
 
     def save(self, rec: dict, result, model) -> None:
-        self.store.save_run(rec, result, self.data, self.cfg.save_embeddings, model=model,
+        self.store.save_run(rec, result, self.data, self.spec.save_embeddings, model=model,
                             trainer=self.trainer or "fullbatch")
 
     def before_runs(self, pending: list[int]) -> set[int]:
@@ -147,17 +150,17 @@ class CellJob:
 
     def run(self) -> dict:
         """Trains the cell's runs that are not finished, writes its summary and returns it."""
-        cfg, store = self.cfg, self.store
+        spec, store = self.spec, self.store
         if self.is_main:
             store.write_config()  # first: lets a resume check the settings of the runs it keeps
         kept = self.kept_runs()
-        elsewhere = self.before_runs([r for r in range(cfg.runs) if r not in kept])
+        elsewhere = self.before_runs([r for r in range(spec.runs) if r not in kept])
         records, weights = [], []
-        for run in range(cfg.runs):
-            seed = cfg.seed + run
+        for run in range(spec.runs):
+            seed = spec.seed_of(run)
             if run in kept:
                 rec, layers = kept[run]
-                log.info("run %d/%d seed %d: finished earlier, kept (%s)", run + 1, cfg.runs, seed,
+                log.info("run %d/%d seed %d: finished earlier, kept (%s)", run + 1, spec.runs, seed,
                          f"failed: {rec['failed']}" if "failed" in rec else f"{self.score[1]} {rec[self.score[0]]:.2f}")
             elif run in elsewhere:
                 reused = store.reused_run(run)
@@ -165,7 +168,7 @@ class CellJob:
                     raise RuntimeError(f"{store.run_dir(run)} holds no results after its worker finished")
                 rec, layers = reused
             else:
-                interrupt.check(f"before run {run + 1}/{cfg.runs}")
+                interrupt.check(f"before run {run + 1}/{spec.runs}")
                 rec, layers = self.train_one(run)
             records.append(rec)
             if "failed" not in rec:
@@ -180,14 +183,14 @@ class CellJob:
         return summary
 
     def checkpoint(self, run: int):
-        return checkpoint_of(self.cfg, self.store, run)
+        return checkpoint_of(self.store, run)
 
     def train_one(self, run: int) -> tuple[dict, list | None]:
-        """Trains, scores and saves run `run` (seed cfg.seed + run) in runs/run_XX/; returns (its record, its
+        """Trains, scores and saves run `run` (seed spec.seed + run) in runs/run_XX/; returns (its record, its
         relation weights), the weights None for a run that diverged."""
-        cfg, store = self.cfg, self.store
-        seed = cfg.seed + run
-        seed_everything(seed, cfg.deterministic)  # first: a seed always draws the same weights
+        spec, store = self.spec, self.store
+        seed = spec.seed_of(run)
+        seed_everything(seed, spec.deterministic)  # first: a seed always draws the same weights
         model = self.counted(self.build())
         self.logger.start_run(run, seed)
         ckpt = self.checkpoint(run)
@@ -205,7 +208,7 @@ class CellJob:
         if ckpt is not None:
             ckpt.remove()  # the run is finished: results.json holds it
         scores, speed = self.describe(rec)
-        log.info("run %d/%d seed %d: %s (best epoch %d of %d, %s%.1fs%s)", run + 1, cfg.runs, seed, scores,
+        log.info("run %d/%d seed %d: %s (best epoch %d of %d, %s%.1fs%s)", run + 1, spec.runs, seed, scores,
                  rec["best_epoch"], rec["epochs"], speed, rec["train_time_s"], stop_note(rec, self.max_epochs()))
         return rec, result.relation_weights
 

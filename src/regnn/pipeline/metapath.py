@@ -48,7 +48,7 @@ def choose(cfg: DictConfig, store: CellStore, train_cell) -> dict:
     per_path, selected_on = {}, {}
     for name in names:
         path_dir = store.dir / "metapaths" / name
-        stored = io_safe.read_json(path_dir / "results.json", io_safe.is_cell_summary) if k < cfg.runs else None
+        stored = io_safe.read_json(path_dir / "results.json", io_safe.is_cell_summary) if k < store.spec.runs else None
         if stored is not None and stored.get("runs", 0) > k:
             per_path[name] = stored  # chosen and extended before an interruption
         else:
@@ -58,14 +58,14 @@ def choose(cfg: DictConfig, store: CellStore, train_cell) -> dict:
         selected_on[name] = tuple(float(np.mean([rec[m] for rec in recs])) if recs else -np.inf
                                   for m in SELECTED_ON)  # every run diverged: never chosen
     best = max(names, key=selected_on.__getitem__)
-    if k < cfg.runs:  # the chosen meta-path's k runs are kept and extended to all runs
+    if k < store.spec.runs:  # the chosen meta-path's k runs are kept and extended to all runs
         log.info("%s on %s: %s chosen on %d runs per meta-path; training its other %d runs", cfg.model.name,
-                 cfg.dataset.name, best, k, cfg.runs - k)
+                 cfg.dataset.name, best, k, store.spec.runs - k)
         sub = OmegaConf.merge(cfg, {"model": {"metapath": best}, "resume": True})
         per_path[best] = train_cell(sub, store.dir / "metapaths" / best)
     summary = {**per_path[best], "metapath": best,
                "metapath_selected_by": "mean validation Micro-F1 (then Macro-F1)" + (
-                   f" over the first {k} runs of every meta-path" if k < cfg.runs else ""),
+                   f" over the first {k} runs of every meta-path" if k < store.spec.runs else ""),
                "metapath_scores": {n: {"runs": per_path[n]["runs"],
                                        **{m: per_path[n]["metrics"].get(m) for m in
                                           ("val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1")}}

@@ -95,7 +95,7 @@ class MinibatchJob(CellJob):
         return rec
 
     def save(self, rec: dict, result, model) -> None:
-        if self.cfg.save_embeddings:  # every target node's representation, with every neighbour (no sampling)
+        if self.spec.save_embeddings:  # every target node's representation, with every neighbour (no sampling)
             from regnn.training.block_inference import layerwise_outputs
             data = self.data
             seeds = self.sg.seeds(torch.arange(data.graph.num_nodes(data.target)))

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig
 
 from regnn.perf import keep_freed_memory, peak_rss_gb
 
@@ -15,17 +14,17 @@ MAX_AUTO_WORKERS = 4
 MIN_AUTO_EDGES = 20_000  # a worker starts in ~3 s (imports); the synthetic test graph's runs take under 1 s
 
 
-def job_threads(cfg: DictConfig) -> int | None:
-    """The job's CPU threads: `threads`, else the CPUs SLURM gave the job (SLURM_CPUS_PER_TASK: without cgroup
+def job_threads(spec) -> int | None:
+    """The job's CPU threads (spec: regnn.runs.jobspec.JobSpec): `threads`, else the CPUs SLURM gave the job (SLURM_CPUS_PER_TASK: without cgroup
     confinement torch would start one thread per core of the whole node, and oversubscribed OpenMP threads can
     make a run a hundred times slower), else None (torch's default, one per core)."""
-    if cfg.get("threads"):
-        return int(cfg.threads)
+    if spec.threads:
+        return int(spec.threads)
     slurm = os.environ.get("SLURM_CPUS_PER_TASK", "")
     return int(slurm) if slurm.isdigit() and int(slurm) > 0 else None
 
 
-def plan_workers(cfg: DictConfig, device, pending: int, threads: int, num_edges: int) -> tuple[int, int]:
+def plan_workers(spec, device, pending: int, threads: int, num_edges: int) -> tuple[int, int]:
     """(worker processes, torch threads per run) for `pending` runs within a budget of `threads` CPU threads.
 
     auto: on CPU with the `none` logger, min(budget, runs, MAX_AUTO_WORKERS) runs side by side, each with
@@ -36,12 +35,12 @@ def plan_workers(cfg: DictConfig, device, pending: int, threads: int, num_edges:
     on it). Extending a cell keeps it too unless its first runs were fewer than the thread budget (e.g. 1 run
     on 2 threads, then 3 runs: 1 thread each); environment.threads in results.json records the count.
     """
-    w = cfg.get("workers", 1)
+    w = spec.workers
     if str(w) == "auto":
-        if torch.device(device).type != "cpu" or cfg.logger.name != "none" or num_edges < MIN_AUTO_EDGES:
+        if torch.device(device).type != "cpu" or spec.logger != "none" or num_edges < MIN_AUTO_EDGES:
             return 1, threads
-        w = min(threads, MAX_AUTO_WORKERS, int(cfg.runs))
-    w = min(int(w), int(cfg.runs))
+        w = min(threads, MAX_AUTO_WORKERS, spec.runs)
+    w = min(int(w), spec.runs)
     per_run = max(1, threads // w)
     return max(1, min(w, pending)), per_run
 

@@ -79,8 +79,9 @@ class RunCheckpoint:
         self.path.unlink(missing_ok=True)
 
 
-def checkpoint_of(cfg, store, run: int) -> RunCheckpoint:
-    """Run `run`'s checkpoint in its cell (cfg.checkpoint_every_s; resume=true continues from it)."""
-    every = cfg.get("checkpoint_every_s", None)
-    identity = run_identity(computation(OmegaConf.to_container(cfg, resolve=True)), store.graph(), cfg.seed + run)
-    return RunCheckpoint(store.run_dir(run), None if every is None else float(every), identity, bool(cfg.resume))
+def checkpoint_of(store, run: int) -> RunCheckpoint:
+    """Run `run`'s checkpoint in its cell (the job spec's checkpoint_every_s; resume=true continues from it)."""
+    spec = store.spec
+    identity = run_identity(computation(OmegaConf.to_container(store.cfg, resolve=True)), store.graph(),
+                            spec.seed_of(run))
+    return RunCheckpoint(store.run_dir(run), spec.checkpoint_every_s, identity, spec.resume)

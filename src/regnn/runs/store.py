@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.runs import checkpoint, embeddings, identity, io_safe
 from regnn.runs.computation import check_same_computation, stored_config
+from regnn.runs.jobspec import JobSpec
 from regnn.runs.claim import claim, host_id
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
@@ -106,14 +107,16 @@ class JobFacts:
 class CellStore:
     """The output directory of one cell, trained with cfg."""
 
-    def __init__(self, cfg: DictConfig, out_dir: str | Path):
+    def __init__(self, cfg: DictConfig, out_dir: str | Path, spec: JobSpec | None = None):
+        """spec: how the runs are run (built from cfg where not given)."""
         self.cfg, self.dir = cfg, Path(out_dir)
+        self.spec = spec if spec is not None else JobSpec.from_config(cfg)
         self.results = self.dir / "results.json"
         self._graph: dict | None = None
 
     def at(self, out_dir: str | Path) -> CellStore:
         """The same cell written to another directory (under torchrun: rank 0's, for every rank)."""
-        return CellStore(self.cfg, out_dir)
+        return CellStore(self.cfg, out_dir, self.spec)
 
     @contextlib.contextmanager
     def opened(self):
@@ -128,7 +131,7 @@ class CellStore:
             yield self._finished()
 
     def _refuse_overwrite(self) -> None:
-        if self.cfg.resume:
+        if self.spec.resume:
             return
         if io_safe.read_json(self.results, io_safe.is_cell_summary) is not None:
             raise ConfigError(f"{self.dir} already holds results.json; refusing to overwrite it. Choose another "
@@ -153,7 +156,7 @@ class CellStore:
     def _finished(self) -> dict | None:
         stored = io_safe.read_json(self.results, io_safe.is_cell_summary)
         if stored is None:
-            if self.cfg.resume:
+            if self.spec.resume:
                 check_same_computation(self.cfg, self.dir)  # an unfinished cell: config.yaml is written first
                 self._same_graph()
             return None
@@ -165,7 +168,7 @@ class CellStore:
         kept = unused_path(self.dir / f"results.{stored_runs}runs.json")
         self.results.rename(kept)
         log.info("%s: extending %d runs to %d (the %d finished runs are kept; their summary moved to %s)",
-                 self.dir, stored_runs, self.cfg.runs, stored_runs, kept.name)
+                 self.dir, stored_runs, self.spec.runs, stored_runs, kept.name)
         return None
 
     # -- runs -------------------------------------------------------------------------------------------
@@ -175,7 +178,7 @@ class CellStore:
     def reused_run(self, run: int) -> tuple[dict, list] | None:
         """(record, relation weights) of run `run` finished by an earlier, interrupted or smaller training of
         this cell (its settings were checked against config.yaml), or None when the run has to be trained."""
-        path, seed = self.run_dir(run) / "results.json", self.cfg.seed + run
+        path, seed = self.run_dir(run) / "results.json", self.spec.seed_of(run)
         rec = io_safe.read_json(path, io_safe.is_run_record)  # missing, empty, unreadable or misshapen: trained again
         if rec is None:
             return None
@@ -186,7 +189,7 @@ class CellStore:
 
     def kept_runs(self) -> dict[int, tuple[dict, list]]:
         """The runs finished earlier (resume=true only), by run number."""
-        return {run: r for run in range(self.cfg.runs) if self.cfg.resume and (r := self.reused_run(run))}
+        return {run: r for run in range(self.spec.runs) if self.spec.resume and (r := self.reused_run(run))}
 
     def write_config(self) -> None:
         io_safe.write_text(self.dir / "config.yaml", OmegaConf.to_yaml(self.cfg, resolve=True))
@@ -194,7 +197,7 @@ class CellStore:
 
     def save_failed(self, rec: dict, logger, device) -> dict:
         """A diverged run: recorded as failed (kept on resume: the same seed diverges again), never scored."""
-        log.error("run %d/%d seed %d failed: %s", rec["run"] + 1, self.cfg.runs, rec["seed"], rec["failed"])
+        log.error("run %d/%d seed %d failed: %s", rec["run"] + 1, self.spec.runs, rec["seed"], rec["failed"])
         rec = {**rec, **trained_by(device)}
         logger.end_run(rec)
         run_dir = self.run_dir(rec["run"])
@@ -207,7 +210,7 @@ class CellStore:
         results.json. `model` holds the best-validation weights."""
         run_dir = self.run_dir(rec["run"])
         run_dir.mkdir(parents=True, exist_ok=True)
-        if model is not None and self.cfg.get("save_model", True):
+        if model is not None and self.spec.save_model:
             checkpoint.save(run_dir, model, {"run": rec["run"], "seed": rec["seed"], "trainer": trainer,
                                              "model": str(self.cfg.model.name), "schema": checkpoint.graph_schema(data),
                                              "graph": self.graph(), "torch": torch.__version__},
@@ -227,7 +230,7 @@ class CellStore:
         return {
             "dataset": str(self.cfg.dataset.name), "model": str(self.cfg.model.name),
             **({"trainer": facts.trainer} if facts.trainer else {}),
-            "runs": int(self.cfg.runs), "seeds": [r["seed"] for r in records],
+            "runs": int(self.spec.runs), "seeds": [r["seed"] for r in records],
             "metrics": summary_metrics(records, keys, mean_std), "finished_runs": len(ok),
             **({"split_sizes": dict(facts.split_sizes)} if facts.split_sizes else {}),
             **({"chance_test_micro_f1": facts.chance} if facts.chance is not None else {}),
