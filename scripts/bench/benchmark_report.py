@@ -23,19 +23,28 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
         ratio.append(r.median_epoch_s / plain.median_epoch_s.iloc[0] if r.model.startswith("re_") and len(plain)
                      else None)
     df["epoch_ratio_to_plain"] = ratio
+    previous = previous_figures(out / "benchmark.json")
+    df["ratio_to_previous"] = [r.median_epoch_s / previous[(r.dataset, r.model)]
+                               if (r.dataset, r.model) in previous else None for _, r in df.iterrows()]
+    for _, r in df.iterrows():  # a slower change shows itself where it is run, before anyone reads the tables
+        was = previous.get((r.dataset, r.model))
+        print(f"benchmark: {r.dataset} {r.model}: {r.median_epoch_s:.4f} s/epoch"
+              + (f", {r.median_epoch_s / was:.2f}x the previous figure ({was:.4f})" if was else ", no previous figure"))
     meta = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
             "when": time.strftime("%Y-%m-%d %H:%M"), "command": command}
     if cells_when:  # --job-only: the cells are an earlier measurement, only the main job is new
         meta["cells_when"] = cells_when
-    (out / "benchmark.json").write_text(json.dumps({"meta": meta, "cells": df.to_dict("records"), "main_job": job,
+    (out / "benchmark.json").write_text(json.dumps({"meta": meta, "cells": df.astype(object).where(df.notna(), None).to_dict("records"), "main_job": job,
                                                     "pairs": pairs or []}, indent=2) + "\n")
     df.drop(columns=["process_median_epoch_s"], errors="ignore").to_csv(out / "benchmark.csv", index=False,
                                                                         float_format="%.4f")
     md = df.assign(median_epoch_s=df.median_epoch_s.map("{:.4f}".format),
                    epoch_ratio_to_plain=df.epoch_ratio_to_plain.map(lambda v: "" if v != v or v is None else f"{v:.2f}"),
+                   ratio_to_previous=df.ratio_to_previous.map(lambda v: "" if v != v or v is None else f"{v:.2f}"),
                    peak_rss_mb=df.peak_rss_mb.map("{:.0f}".format),
                    num_parameters=df.num_parameters.map("{:,}".format))[
-        ["dataset", "model", "median_epoch_s", "epoch_ratio_to_plain", "peak_rss_mb", "num_parameters", "threads"]]
+        ["dataset", "model", "median_epoch_s", "epoch_ratio_to_plain", "ratio_to_previous", "peak_rss_mb",
+         "num_parameters", "threads"]]
     lines = ["# Benchmark", "", f"{meta['cpus']} CPUs ({meta['machine']}), Python {meta['python']}, {meta['when']}; "
              f"`{command}`. "
              + (f"Each cell timed in {int(df.processes.max())} processes, in rounds (every cell once per round, "
@@ -68,3 +77,12 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
                   f"{job['test_micro_f1']['mean']:.2f} ± {job['test_micro_f1']['std']:.2f}, "
                   f"{job['epochs_per_run']:.0f} epochs per run on average.", ""]
     (out / "benchmark.md").write_text("\n".join(lines))
+
+
+def previous_figures(path: Path) -> dict[tuple[str, str], float]:
+    """{(dataset, model): median s/epoch} of the report at `path` before it is rewritten (none where absent)."""
+    try:
+        cells = json.loads(path.read_text())["cells"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {(c["dataset"], c["model"]): float(c["median_epoch_s"]) for c in cells if c.get("median_epoch_s")}

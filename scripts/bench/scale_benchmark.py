@@ -201,7 +201,8 @@ def markdown(report: dict) -> str:
         if r.get("error"):
             lines.append(f"| {r['model']} | failed: {r['error']} | | | | | | {r['peak_rss_gb']:.2f} |")
             continue
-        ep = f"{r['train_s_per_epoch']:.0f}" + ("" if r["full_epoch"] else " (extrapolated)")
+        ep = (f"{r['train_s_per_epoch']:.0f}" + ("" if r["full_epoch"] else " (extrapolated)")
+              + (f", {r['ratio_to_previous']:.2f}x the previous figure" if r.get("ratio_to_previous") else ""))
         lines.append(f"| {r['model']} | {r['num_parameters']:,} | {r['load_time_s']:.0f} | {r['seeds_per_s']:.0f} | "
                      f"{ep} | {r['eval_s']:.0f} | {r['batches']} of {r['batches_per_epoch']} | "
                      f"{r['peak_rss_gb']:.2f} |")
@@ -316,10 +317,27 @@ def main(argv=None) -> int:
               "when": time.strftime("%Y-%m-%d %H:%M"),
               "command": "python scripts/bench/scale_benchmark.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     out.parent.mkdir(parents=True, exist_ok=True)
+    previous = previous_epochs(Path(f"{out}.json"))
+    for row in rows:  # a slower change shows itself where it is run
+        was, now = previous.get(row["model"]), row.get("train_s_per_epoch")
+        if was and now:
+            row["ratio_to_previous"] = now / was
+        print(f"{row['model']}: " + (f"{now:.1f} s per epoch" if now else "no epoch time")
+              + (f", {now / was:.2f}x the previous figure ({was:.1f} s)" if was and now else ", no previous figure"),
+              file=sys.stderr)
     Path(f"{out}.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
     Path(f"{out}.md").write_text(markdown(report))
     print(f"wrote {out}.json and .md", file=sys.stderr)
     return 0 if all("error" not in r for r in rows) else 1
+
+
+def previous_epochs(path: Path) -> dict[str, float]:
+    """{model: training seconds per epoch} of the report at `path` before it is rewritten (none where absent)."""
+    try:
+        models = json.loads(path.read_text())["models"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {m["model"]: float(m["train_s_per_epoch"]) for m in models if m.get("train_s_per_epoch")}
 
 
 if __name__ == "__main__":

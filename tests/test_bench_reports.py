@@ -1,0 +1,47 @@
+"""The benchmarks say how a new figure compares with the previous committed one, so a slower change shows itself
+where it is run (scripts/bench/benchmark_report.py, scripts/bench/scale_benchmark.py)."""
+import importlib.util
+import json
+import sys
+
+from conftest import REPO
+
+
+def _module(name: str):
+    path = REPO / "scripts" / "bench" / f"{name}.py"
+    sys.path.insert(0, str(path.parent))  # as when the script runs: its folder is on the path
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(str(path.parent))
+
+
+def _row(model, seconds):
+    return {"dataset": "dblp", "model": model, "median_epoch_s": seconds, "peak_rss_mb": 900.0,
+            "num_parameters": 1000, "threads": 2}
+
+
+def test_the_benchmark_report_gives_each_cell_its_ratio_to_the_previous_figure(tmp_path, capsys):
+    report = _module("benchmark_report")
+    report.write([_row("gcn", 0.050), _row("re_gcn", 0.060)], None, tmp_path)
+    first = json.loads((tmp_path / "benchmark.json").read_text())["cells"]
+    assert all(c["ratio_to_previous"] is None for c in first)  # nothing to compare with yet
+    report.write([_row("gcn", 0.050), _row("re_gcn", 0.090), _row("gat", 1.0)], None, tmp_path)
+    cells = {c["model"]: c for c in json.loads((tmp_path / "benchmark.json").read_text())["cells"]}
+    assert cells["re_gcn"]["ratio_to_previous"] == 1.5 and cells["gcn"]["ratio_to_previous"] == 1.0
+    assert cells["gat"]["ratio_to_previous"] is None
+    out = capsys.readouterr().out
+    assert "dblp re_gcn: 0.0900 s/epoch, 1.50x the previous figure (0.0600)" in out
+    assert "| 1.50 |" in (tmp_path / "benchmark.md").read_text()
+
+
+def test_the_scale_benchmark_reads_its_previous_epochs(tmp_path):
+    scale = _module("scale_benchmark")
+    path = tmp_path / "old.json"
+    assert scale.previous_epochs(path) == {}  # no earlier report
+    path.write_text(json.dumps({"models": [{"model": "re_gcn", "train_s_per_epoch": 950.0},
+                                           {"model": "re_gat", "error": "exit code 1"}]}))
+    assert scale.previous_epochs(path) == {"re_gcn": 950.0}
