@@ -24,14 +24,15 @@ def chosen(cfg: DictConfig) -> bool:
 
 
 def select_runs(cfg: DictConfig) -> int:
-    """k: the runs per meta-path the choice is made on (model.metapath_select_runs, or all runs)."""
+    """k: the runs per meta-path the choice is made on (model.metapath_select_runs, or all runs; all runs too where
+    fewer are asked for than that, as in a quick `runs=1` try of a model whose dataset chooses on 2)."""
     if not list(cfg.model.metapaths or []):
         raise ConfigError("model.metapath=best needs meta-paths to choose from: set dataset.metapaths")
     k = cfg.model.get("metapath_select_runs") or cfg.runs
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= cfg.runs:
-        raise ConfigError(f"model.metapath_select_runs must be a whole number from 1 to runs ({cfg.runs}), or null "
-                          f"for all runs; got {k!r}")
-    return k
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ConfigError(f"model.metapath_select_runs must be a whole number from 1 (at most runs, {cfg.runs}, "
+                          f"count), or null for all runs; got {k!r}")
+    return min(k, cfg.runs)
 
 
 def choose(cfg: DictConfig, store: CellStore, train_cell) -> dict:
