@@ -93,6 +93,9 @@ def _validate_job(cfg: DictConfig) -> None:
     _num(cfg, "seed", lo=0, hi=MAX_SEED, integer=True)
     _check(cfg.seed + cfg.runs - 1 <= MAX_SEED, "seed", cfg.seed, f"the last run's seed (seed + runs - 1) must be "
            f"<= {MAX_SEED}")
+    f = cfg.get("folds")
+    _check(f is None or (isinstance(f, int) and not isinstance(f, bool) and f >= 2), "folds", f,
+           "use null (the dataset's own split) or a whole number >= 2")
     t = cfg.get("threads")
     _check(t is None or (isinstance(t, int) and not isinstance(t, bool) and 1 <= t <= MAX_THREADS), "threads", t,
            f"use null (torch's default: one per core) or a whole number from 1 to {MAX_THREADS}")

@@ -70,9 +70,10 @@ class FullBatchJob(CellJob):
 
     def fit(self, model, run: int, seed: int, checkpoint):
         g = self.graph
+        splits = g.splits if self.spec.folds is None else {s: i.to(self.device) for s, i in self.splits_of(run).items()}
         progress = Progress(f"[{self.label} run {run + 1}/{self.spec.runs}]", enabled=False if self.worker else None)
         try:
-            return g.trainer()(model, g.inputs, g.feats, g.labels, g.splits, seed=seed, options=training_of(self.cfg),
+            return g.trainer()(model, g.inputs, g.feats, g.labels, splits, seed=seed, options=training_of(self.cfg),
                                on_epoch=self.logger.log_epoch, progress=progress, checkpoint=checkpoint)
         finally:
             progress.close()

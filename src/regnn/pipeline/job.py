@@ -96,6 +96,16 @@ class CellJob:
         """A run's log line's scores and its speed note."""
         raise NotImplementedError
 
+    def splits_of(self, run: int) -> dict:
+        """The run's training, validation and test nodes: the dataset's, or with folds=k fold run mod k of its
+        training and validation nodes (regnn.data.folds)."""
+        fold = self.spec.fold_of(run)
+        if fold is None:
+            return self.data.splits
+        from regnn.data.folds import fold_splits
+        with user_errors():
+            return fold_splits(self.data.splits, self.data.labels, self.spec.folds, fold)
+
     def record_extras(self, result, model) -> dict:
         """What a finished run's record adds to the common one (clustering scores, speed)."""
         return {}
@@ -120,11 +130,17 @@ class CellJob:
             self.counted(self.build())
         return JobFacts(device=self.device, device_note=self.why, trainer=self.trainer,
                         environment=self.environment(), num_parameters=self.num_parameters,
-                        relation_names=self.relation_names, split_sizes=self.data.split_sizes(),
+                        relation_names=self.relation_names, split_sizes=self.split_sizes(),
                         chance=self.data.chance_micro_f1(), **self.more_facts())
 
     def more_facts(self) -> dict:
         return {}
+
+    def split_sizes(self) -> dict:
+        """Labelled nodes per split; with folds, a fold's (its validation nodes, and how many folds there are)."""
+        if self.spec.folds is None:
+            return self.data.split_sizes()
+        return {s: int(len(i)) for s, i in self.splits_of(0).items()} | {"folds": self.spec.folds}
 
     def report(self, summary: dict) -> None:
         m = summary["metrics"]
@@ -202,6 +218,8 @@ class CellJob:
             rec = failed_record(run, seed, e)
             return (store.save_failed(rec, self.logger, self.device) if self.is_main else rec), None
         rec = run_record(result, run, self.device) | self.record_extras(result, model)
+        if (fold := spec.fold_of(run)) is not None:
+            rec["fold"] = fold
         self.logger.end_run(rec)
         if self.is_main:
             self.save(rec, result, model)

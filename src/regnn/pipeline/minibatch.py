@@ -78,7 +78,8 @@ class MinibatchJob(CellJob):
         from regnn.training.minibatch import train_minibatch_run
 
         data = self.data
-        return train_minibatch_run(model, self.sg, data.labels, data.splits, seed=seed, num_classes=data.num_classes,
+        return train_minibatch_run(model, self.sg, data.labels, self.splits_of(run), seed=seed,
+                                   num_classes=data.num_classes,
                                    options=training_of(self.cfg), device=self.device, dist=self.dist,
                                    hooks=Hooks(self.logger.log_epoch, checkpoint))
 

@@ -14,7 +14,7 @@ log = logging.getLogger("regnn")
 
 # the parts of a config that decide what a run computes (paths, logging and resume do not)
 COMPUTE_KEYS = ("dataset", "model", "optimizer", "trainer", "seed", "runs", "deterministic", "clustering",
-                "precision")
+                "precision", "folds")
 
 
 def computation(cfg) -> dict:

@@ -33,9 +33,13 @@ class JobSpec:
     save_model: bool = True         # runs/run_XX/model.pt, what predict.py reads
     checkpoint_every_s: float | None = None
     clustering: Clustering = Clustering(enabled=False)
+    folds: int | None = None        # k: run r validates on fold r mod k of the training and validation nodes
 
     def seed_of(self, run: int) -> int:
         return self.seed + run
+
+    def fold_of(self, run: int) -> int | None:
+        return None if self.folds is None else run % self.folds
 
     @classmethod
     def from_config(cls, cfg: DictConfig | Mapping) -> "JobSpec":
@@ -49,5 +53,6 @@ class JobSpec:
                    logger=str((c.get("logger") or {}).get("name", "none")), resume=bool(c.get("resume", False)),
                    save_embeddings=bool(c.get("save_embeddings", False)), save_model=bool(c.get("save_model", True)),
                    checkpoint_every_s=None if every is None else float(every),
+                   folds=int(c["folds"]) if c.get("folds") else None,
                    clustering=Clustering(enabled=bool(cl.get("enabled", False)), repeats=int(cl.get("repeats", 10)),
                                          n_init=int(cl.get("n_init", 10)), seed=int(cl.get("seed", 0))))

@@ -116,7 +116,8 @@ class TuneCallback(Callback):
         if runs > 0:
             # searched keys come from best.yaml (a search range given on the command line must not reach train.py)
             searched = {k.lstrip("+~") for k in chosen.params}
-            keep = [o for o in config.hydra.overrides.task if not o.startswith(("experiment=", "tune.", "runs="))
+            tune_only = ("experiment=", "tune.", "runs=", "folds=")  # the final runs use the dataset's split
+            keep = [o for o in config.hydra.overrides.task if not o.startswith(tune_only)
                     and o.split("=", 1)[0].lstrip("+~") not in searched]  # threads, device: as the trials
             cmd = [sys.executable, str(REPO_ROOT / "train.py"), "--config-dir", str(sweep), "tuned=best", *keep,
                    f"runs={runs}", "resume=true", f"hydra.run.dir={sweep / f'final_trial_{number}'}"]

@@ -31,6 +31,14 @@ def check_tune(tune: DictConfig) -> None:
         value = tune.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"tune.{key}={value}: a whole number >= {low}")
+    folds = tune.get("folds")
+    if folds is not None:
+        if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+            raise ConfigError(f"tune.folds={folds}: null, or a whole number >= 2")
+        for key in ("seeds", "finalist_seeds"):  # every fold validates as often as every other
+            if tune[key] % folds:
+                raise ConfigError(f"tune.{key}={tune[key]}: a multiple of tune.folds={folds}, so that every fold "
+                                  f"validates equally often (tune.{key}={folds} trains one run per fold)")
     for key in ("seeds", "final_runs"):  # their seeds must stay below the finalists' (seed + 1000, ...)
         if tune[key] > FINALIST_SEED_OFFSET:
             raise ConfigError(f"tune.{key}={tune[key]}: at most {FINALIST_SEED_OFFSET}, so that its seeds stay apart "

@@ -61,6 +61,11 @@ def _validation_note(sweep: Path) -> list[str]:
     """How many validation nodes every score stands on (a finished trial's split sizes)."""
     for res in sorted(sweep.glob("trial_*/results.json")):
         sizes = (io_safe.read_json(res, io_safe.is_cell_summary) or {}).get("split_sizes")
+        if sizes and sizes.get("val") and sizes.get("folds"):
+            k, pool = sizes["folds"], sizes["train"] + sizes["val"]
+            return [f"Every validation score averages {k} folds of the {pool} training and validation nodes (a "
+                    f"run validates on one fold, about {sizes['val']} nodes; a trial's {k} runs on all {pool}); "
+                    f"test {sizes['test']}, never used by the search."]
         if sizes and sizes.get("val"):
             return [f"Every validation score stands on the same {sizes['val']} validation nodes (one node more or "
                     f"less correct moves a run's score by {100 / sizes['val']:.2f} points); training "
