@@ -63,7 +63,8 @@ def main(cfg: DictConfig) -> float:
         sys.exit(2)
     except OSError as e:  # a disk that filled up or a folder that cannot be written, outside the result writers
         logging.getLogger("regnn").error("%s: %s; free disk space or fix the folder's permissions, then re-run with "
-                                         "resume=true (finished runs are kept)", e.filename or "output", e.strerror or e)
+                                         "resume=true (finished runs are kept)", e.filename or "output",
+                                         e.strerror or e)
         sys.exit(2)
     failed, runs = summary.get("failed_runs", 0), summary["runs"]
     if failed:

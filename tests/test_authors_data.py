@@ -1,5 +1,5 @@
-"""scripts/convert/authors_data.py writes this repository's data in the layout the authors' run_regnn.py reads; its relation
-ids must describe the graph regnn builds: the same edges, one relation per ordered pair of node types (ACM's
+"""scripts/convert/authors_data.py writes this repository's data in the layout the authors' run_regnn.py reads; its
+relation ids must describe the graph regnn builds: the same edges, one relation per ordered pair of node types (ACM's
 citations one relation, as the authors' preprocessing had them, where regnn has cites and cited-by), and one typed
 self-loop per node."""
 from __future__ import annotations

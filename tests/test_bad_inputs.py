@@ -84,7 +84,8 @@ def test_a_class_without_training_nodes_is_warned_about(tmp_path, caplog):
     assert re.search(r"class 2 has no training node \(\d+ of them in validation/test\)", caplog.text)
 
 
-@pytest.mark.parametrize("num_classes,message", [(10**12, "at most 100000"), (2, r"labels range over \[0, 2\] but there are 2 classes")])
+@pytest.mark.parametrize("num_classes,message", [(10**12, "at most 100000"),
+                                                 (2, r"labels range over \[0, 2\] but there are 2 classes")])
 def test_num_classes_is_bounded_by_the_labels_and_memory(tmp_path, num_classes, message):
     with pytest.raises(DataError, match=message):
         load(write_npz(tmp_path / "shops", {"num_classes": num_classes}))

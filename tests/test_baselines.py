@@ -204,7 +204,8 @@ def test_simple_hgn_mixes_attention_of_the_layer_before_in_hidden_layers_only(sy
     net = build_model(c.model, synthetic, inputs).eval()
     seen = []
     for name, conv in [*((f"hidden{i}", m) for i, m in enumerate(net.convs)), ("out", net.out)]:
-        conv.register_forward_pre_hook(lambda m, args, name=name: seen.append((name, len(args) > 2 and args[2] is not None)))
+        conv.register_forward_pre_hook(lambda m, args, name=name:
+                                       seen.append((name, len(args) > 2 and args[2] is not None)))
     net(inputs, synthetic.features)
     assert seen == [("hidden0", False), ("hidden1", True), ("hidden2", True), ("out", False)]
 
@@ -257,7 +258,8 @@ def test_baselines_table_renders_paper_numbers_differences_and_the_picked_metapa
                               "train_time_s": 9.0}.items()}
     cells = {"dblp_gat_m": {"dataset": "dblp", "model": "gat_m", "runs": 2, "metrics": metrics(90.15),
                             "metapath": "APA", "num_parameters": 10},
-             "acm_rgcn": {"dataset": "acm", "model": "rgcn", "runs": 2, "metrics": metrics(92.36), "num_parameters": 20}}
+             "acm_rgcn": {"dataset": "acm", "model": "rgcn", "runs": 2, "metrics": metrics(92.36),
+                          "num_parameters": 20}}
     for name, r in cells.items():
         (tmp_path / "exp" / name).mkdir(parents=True)
         (tmp_path / "exp" / name / "results.json").write_text(json.dumps(r))

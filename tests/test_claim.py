@@ -144,7 +144,8 @@ def test_the_heartbeat_renews_the_lease_and_stops_with_the_claim(tmp_path, monke
             later = read_marker(marker) or first
         assert later["token"] == first["token"] and later["renewed"] > first["renewed"] and later["lease_s"] == 2
     assert not marker.exists()
-    assert not claim_module._BEATS and all(not t.name.startswith("claim heartbeat") for t in __import__("threading").enumerate())
+    assert not claim_module._BEATS and all(not t.name.startswith("claim heartbeat")
+                                           for t in __import__("threading").enumerate())
 
 
 def test_a_claim_taken_over_meanwhile_is_not_renewed_or_removed(tmp_path, monkeypatch):

@@ -115,7 +115,8 @@ def test_the_winner_is_picked_on_validation_never_on_test_and_archived_cells_are
     assert df[df.winner].model.tolist() == ["re_gcn"]
     assert list(df.source) == ["archive", "sweep", "sweep", "missing"]
     md = (tmp_path / "out" / "cmp.md").read_text()
-    assert f"Cells read from {archive}" in md and "dblp_mlp" in md and "Not trained yet, so not in this table: dblp_rgcn" in md
+    assert (f"Cells read from {archive}" in md and "dblp_mlp" in md
+            and "Not trained yet, so not in this table: dblp_rgcn" in md)
 
 
 def test_a_model_whose_runs_collapsed_to_chance_is_marked_not_silently_averaged(tmp_path):
@@ -131,7 +132,8 @@ def test_a_model_whose_runs_collapsed_to_chance_is_marked_not_silently_averaged(
     assert main([str(pool), "--dataset", "mine", "--models", "mlp", "gcn", "simple_hgn", "re_gcn",
                  "--out", str(tmp_path / "cmp")]) == 0
     df = pd.read_csv(tmp_path / "cmp.csv").set_index("model")
-    assert df.runs_at_chance[["mlp", "gcn", "simple_hgn"]].tolist() == [1, 0, 2] and pd.isna(df.runs_at_chance["re_gcn"])
+    assert (df.runs_at_chance[["mlp", "gcn", "simple_hgn"]].tolist() == [1, 0, 2]
+            and pd.isna(df.runs_at_chance["re_gcn"]))
     assert df.collapsed.tolist() == [False, False, True, False]
     assert df.learnt_test_micro_f1["simple_hgn"] == pytest.approx((92.4 + 93.1 + 92.9) / 3)
     md = (tmp_path / "cmp.md").read_text()

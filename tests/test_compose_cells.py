@@ -1,5 +1,5 @@
-"""scripts/checks/compose_cells.py: a sweep's cells are the product of its params, and a cell whose stored config computes
-something else is named, while one that differs only in where the tree lies is not."""
+"""scripts/checks/compose_cells.py: a sweep's cells are the product of its params, and a cell whose stored config
+computes something else is named, while one that differs only in where the tree lies is not."""
 import importlib.util
 
 import yaml

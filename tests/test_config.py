@@ -115,7 +115,8 @@ def test_an_appended_model_key_is_refused_at_validation(model):
     ("workers=2 logger=csv", "workers=2 is not valid: the csv logger follows one process"),
     ("trainer.stop_on=[val_acc]", "trainer.stop_on=['val_acc'] is not valid: must be a list of one or more of"),
     ("trainer.stop_on=[]", "trainer.stop_on=[] is not valid"),
-    ("trainer.lr_schedule=step", "trainer.lr_schedule='step' is not valid: use one of ['constant', 'cosine', 'onecycle']"),
+    ("trainer.lr_schedule=step",
+     "trainer.lr_schedule='step' is not valid: use one of ['constant', 'cosine', 'onecycle']"),
 ])
 def test_bad_values_are_refused_with_the_rule(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):

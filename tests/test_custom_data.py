@@ -138,7 +138,8 @@ def test_train_py_trains_on_each_format(tmp_path):
     fast = ["dataset=custom", "runs=1", "threads=1", "trainer.max_epochs=60", "trainer.patience=60",
             "optimizer.lr=0.01", "model.dropout=0.2", "model.num_layers=3", "model.hidden=16"]
     re = ["model.relation.scale=10"]
-    p = run_train(*fast, *re, f"dataset.path={write_npz(tmp_path / 'npz')}", "model=re_gcn", f"hydra.run.dir={tmp_path}/a")
+    p = run_train(*fast, *re, f"dataset.path={write_npz(tmp_path / 'npz')}", "model=re_gcn",
+                  f"hydra.run.dir={tmp_path}/a")
     assert p.returncode == 0, p.stderr
     r = json.loads((tmp_path / "a" / "results.json").read_text())
     assert r["metrics"]["test_micro_f1"]["mean"] > 80  # the planted relation signal is learnt

@@ -39,7 +39,8 @@ def edit_graph(root, change):
     ({"targett": "customer"}, r"unknown key 'targett'; did you mean 'target'\?"),
     ({"features": "xx"}, r"features 'xx' is in the ndata of no node type of shops.bin"),
     ({"features": {"custmer": "x"}}, r"features must be a name \(text\)"),
-    ({"splits": {"train": "train_mask", "vall": "val_mask", "test": "test_mask"}}, r"unknown split 'vall'; did you mean 'val'"),
+    ({"splits": {"train": "train_mask", "vall": "val_mask", "test": "test_mask"}},
+     r"unknown split 'vall'; did you mean 'val'"),
     ({"format": "dlg"}, r"format 'dlg' is not known; .*did you mean 'dgl'\?"),
     ({"target": 3}, r"target must be a name \(text\), got 3"),
 ])

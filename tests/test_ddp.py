@@ -23,7 +23,8 @@ def test_two_processes_finish_with_identical_parameters(mag_root, tmp_path, feat
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(REPO / "train.py"),
            "dataset=ogbn_mag", "trainer=minibatch", "model=re_gcn", f"dataset.dir={mag_root}", "model.hidden=32",
            "trainer.batch_size=128", "trainer.fanouts=[5,5]", "trainer.max_epochs=3", "trainer.patience=3",
-           "trainer.log_every=0", "runs=1", f"dataset.featureless={featureless}", "trainer.embed_dim=16", "threads=1", f"hydra.run.dir={run}"]
+           "trainer.log_every=0", "runs=1", f"dataset.featureless={featureless}", "trainer.embed_dim=16", "threads=1",
+           f"hydra.run.dir={run}"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
     p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]

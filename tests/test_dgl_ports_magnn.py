@@ -1,7 +1,7 @@
 """R-HGNN's relation attention and MAGNN-AC's attribute completion (and their whole models) against DGL's own ops,
-in float64, from the fixtures scripts/fixtures/dgl_port_fixtures.py writes with DGL (tests/fixtures/dgl_*.npz): outputs and the
-gradients of a fixed loss with respect to the inputs and every parameter agree to 1e-10, on the torch path and on
-the fused kernels where they are built. The per-edge tensors of an Adjacency are in destination order; the
+in float64, from the fixtures scripts/fixtures/dgl_port_fixtures.py writes with DGL (tests/fixtures/dgl_*.npz): outputs
+and the gradients of a fixed loss with respect to the inputs and every parameter agree to 1e-10, on the torch path and
+on the fused kernels where they are built. The per-edge tensors of an Adjacency are in destination order; the
 attention and the edge dropout are checked in DGL's edge order too."""
 from types import SimpleNamespace
 

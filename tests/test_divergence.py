@@ -69,7 +69,8 @@ def test_nan_in_a_feature_file_is_refused_at_load_naming_the_file(tmp_path, trai
 def test_a_blown_up_but_finite_loss_is_divergence_too():
     from regnn.training.divergence import check_loss
     check_loss(12.5, "validation loss", 3)  # a poor model, not a diverged one
-    with pytest.raises(Diverged, match=r"epoch 1: the validation loss is 3.7e\+24 \(above 1e\+06: the weights blew up\)"):
+    with pytest.raises(Diverged,
+                       match=r"epoch 1: the validation loss is 3.7e\+24 \(above 1e\+06: the weights blew up\)"):
         check_loss(3.7e24, "validation loss", 1, lr=1e4)  # ACM at lr 1e4, every value finite
 
 

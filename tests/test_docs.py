@@ -53,7 +53,8 @@ def test_generated_sections_have_unique_headings():
         gen = readme.generated(text)
         assert gen.strip(), f"{page} lacks its generated section ({readme.START} ... {readme.END})"
         heads = readme.headings(gen)
-        assert len(heads) == len(set(heads)), f"{page}: repeated headings {sorted({h for h in heads if heads.count(h) > 1})}"
+        assert len(heads) == len(set(heads)), (f"{page}: repeated headings "
+                                               f"{sorted({h for h in heads if heads.count(h) > 1})}")
         # and none of them repeats a heading of the page's own text
         own = readme.headings(prose(text))
         assert not set(heads) & set(own), f"{page}: generated headings also in the text: {set(heads) & set(own)}"
@@ -92,7 +93,8 @@ def test_readme_links_resolve():
 def test_readme_names_every_experiment_target():
     from regnn.reporting.experiments import experiments_table
     text = (REPO / "README.md").read_text()
-    block = text[text.index(readme.EXPERIMENTS_START) + len(readme.EXPERIMENTS_START):text.index(readme.EXPERIMENTS_END)]
+    block = text[text.index(readme.EXPERIMENTS_START) + len(readme.EXPERIMENTS_START):
+                 text.index(readme.EXPERIMENTS_END)]
     assert block.strip() == experiments_table(), "README's experiment table is stale: run `make tables`"
     for e in EXPERIMENTS:
         assert f"make {e.target}" in text, f"README's target list lacks `make {e.target}` ({e.item})"

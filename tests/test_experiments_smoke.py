@@ -26,7 +26,8 @@ def make(target: str, smoke_dir, **variables) -> subprocess.CompletedProcess:
 def _ablation_rows(results):
     abl = pd.read_csv(results / "table_ablation.csv")
     assert list(abl.model) == ["gcn", "gcn_s", "gcn_e", "re_gcn", "gat", "gat_s", "gat_e", "re_gat"]
-    assert abl.loc[abl.model == "gcn_e", "edge_emb"].item() and not abl.loc[abl.model == "gcn_e", "self_loop_emb"].item()
+    assert (abl.loc[abl.model == "gcn_e", "edge_emb"].item()
+            and not abl.loc[abl.model == "gcn_e", "self_loop_emb"].item())
 
 
 def _backbone_rows(results):
@@ -113,8 +114,9 @@ def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
     import json
     import statistics
     import sys
-    p = subprocess.run([sys.executable, "scripts/bench/benchmark.py", "--datasets", "synthetic", "--models", "gcn", "re_gcn",
-                        "--epochs", "4", "--warmup", "1", "--repeats", "2", "--no-job", "--out", str(tmp_path)],
+    p = subprocess.run([sys.executable, "scripts/bench/benchmark.py", "--datasets", "synthetic",
+                        "--models", "gcn", "re_gcn", "--epochs", "4", "--warmup", "1", "--repeats", "2", "--no-job",
+                        "--out", str(tmp_path)],
                        cwd=REPO, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads((tmp_path / "benchmark.json").read_text())
@@ -129,7 +131,8 @@ def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
     assert pair["plain_median_epoch_s"] > 0 and pair["re_median_epoch_s"] > 0
     md = (tmp_path / "benchmark.md").read_text()
     assert "epoch by epoch in one process" in md
-    assert "`python scripts/bench/benchmark.py --datasets synthetic --models gcn re_gcn --epochs 4" in md  # how it was made
+    # how it was made
+    assert "`python scripts/bench/benchmark.py --datasets synthetic --models gcn re_gcn --epochs 4" in md
     assert out["meta"]["command"].endswith(f"--out {tmp_path}")
 
 

@@ -51,7 +51,8 @@ def stopped_at_epoch(tmp_path, k: int, trainer: str = "fullbatch", every: str = 
     p.send_signal(signal.SIGTERM)
     log, _ = p.communicate(timeout=120)
     assert p.returncode == 128 + signal.SIGTERM, log[-3000:]
-    assert f"checkpoint of epoch {k} written (stopped)" in log and not (cell / "runs" / "run_00" / "results.json").exists()
+    assert (f"checkpoint of epoch {k} written (stopped)" in log
+            and not (cell / "runs" / "run_00" / "results.json").exists())
     return cell
 
 

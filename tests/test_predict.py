@@ -45,7 +45,8 @@ def test_a_saved_and_reloaded_model_gives_the_trained_models_logits(model, tmp_p
         a, _ = trained(job.inputs, job.feats)
         b, _ = fresh(job.inputs, job.feats)
     assert torch.equal(a, b)  # the same ops on the same weights: bit for bit
-    assert checkpoint.schema_differences(checkpoint.load_meta(tmp_path)["schema"], checkpoint.graph_schema(job.data)) == []
+    assert checkpoint.schema_differences(checkpoint.load_meta(tmp_path)["schema"],
+                                         checkpoint.graph_schema(job.data)) == []
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,8 @@ def test_regnn_run_trains_what_train_py_trains_and_returns_its_summary(tmp_path)
                        text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     got = json.loads(p.stdout.strip().splitlines()[-1])
-    assert got["dir"] == str((tmp_path / "api").resolve()) and (tmp_path / "api" / "runs" / "run_01" / "model.pt").exists()
+    assert (got["dir"] == str((tmp_path / "api").resolve())
+            and (tmp_path / "api" / "runs" / "run_01" / "model.pt").exists())
     assert "run 2/2 seed 1" in (tmp_path / "api" / "train.log").read_text()
     r = run_train(*SETTINGS, f"hydra.run.dir={tmp_path / 'cli'}")
     assert r.returncode == 0, r.stderr[-3000:]

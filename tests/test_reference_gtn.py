@@ -1,6 +1,6 @@
-"""scripts/reference/reference_gtn.py (and the reference drivers' shared parts): the torch stand-ins for the two compiled functions GTN's model imports compute what
-those functions do, and our graph reaches GTN in its own layout (edge_index = (col, row) of a source-row
-adjacency, the identity last, one feature matrix)."""
+"""scripts/reference/reference_gtn.py (and the reference drivers' shared parts): the torch stand-ins for the two
+compiled functions GTN's model imports compute what those functions do, and our graph reaches GTN in its own layout
+(edge_index = (col, row) of a source-row adjacency, the identity last, one feature matrix)."""
 import importlib.util
 import json
 import sys

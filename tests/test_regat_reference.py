@@ -84,8 +84,8 @@ def reference_forward(params, data, heads, v2):
     num_layers = len(layers)
     ws = params["relation"]  # (L, R, H) weights after LeakyReLU(lambda * e)
     h = attention_layer(layers[0], h, src, dst, rel, ws[0], n, heads, v2, act=True).flatten(1)
-    for l in range(1, num_layers):
-        h = attention_layer(layers[l], h, src, dst, rel, ws[l], n, heads, v2, act=l < num_layers - 1).flatten(1)
+    for i in range(1, num_layers):
+        h = attention_layer(layers[i], h, src, dst, rel, ws[i], n, heads, v2, act=i < num_layers - 1).flatten(1)
     emb = attention_layer(layers[-1], h, src, dst, rel, ws[-1], n, heads, v2, act=False)
     out = emb.flatten(1) @ params["out"][0].t() + params["out"][1]
     t = slice(offsets[data.target], offsets[data.target] + data.graph.num_nodes(data.target))
@@ -97,8 +97,8 @@ def params_of(model: REGNN, names: list[str], num_layers: int, v2: bool) -> dict
     sd = model.state_dict()
     proj = {t: (lin.weight, lin.bias) for t, lin in model.proj.lins.items()}
     layers = []
-    for l in range(num_layers):
-        pre = f"convs.{l}.conv."
+    for i in range(num_layers):
+        pre = f"convs.{i}.conv."
         if v2:
             has_w = pre + "fc_src.weight" in sd
             layers.append({"W_src": sd.get(pre + "fc_src.weight"), "b_src": sd.get(pre + "fc_src.bias"),
@@ -109,7 +109,7 @@ def params_of(model: REGNN, names: list[str], num_layers: int, v2: bool) -> dict
             has_w = pre + "fc.weight" in sd
             layers.append({"W": sd.get(pre + "fc.weight"), "attn_l": sd[pre + "attn_l"], "attn_r": sd[pre + "attn_r"],
                            "res": sd.get(pre + "res_fc.weight")})
-        assert has_w == (l < num_layers - 1), "layers 0..L-2 have W, the last has none"
+        assert has_w == (i < num_layers - 1), "layers 0..L-2 have W, the last has none"
     (rw,) = model.relations  # one set of relation weights for all L layers (equal heads)
     if rw.is_constant:  # plain: no relation parameters; the authors hold every weight at 1
         relation = torch.ones(num_layers, len(names), rw.heads, dtype=torch.float64)

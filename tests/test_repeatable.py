@@ -16,5 +16,6 @@ def test_two_minibatch_runs_give_identical_results_whether_batches_are_sampled_i
         p = run_train(*args, f"trainer.sampling={mode}", f"hydra.run.dir={tmp_path}/{i}")  # threads: default (null)
         assert p.returncode == 0, p.stderr
         rec = json.loads((tmp_path / str(i) / "results.json").read_text())["per_run"][0]
-        runs.append({k: v for k, v in rec.items() if "time" not in k and k not in ("seeds_per_s", "sampling_share", "peak_rss_gb", "pid")})
+        runs.append({k: v for k, v in rec.items()
+                     if "time" not in k and k not in ("seeds_per_s", "sampling_share", "peak_rss_gb", "pid")})
     assert runs[0] == runs[1]

@@ -80,7 +80,8 @@ def test_draw_helpers_give_distinct_values_in_range():
 
 
 def test_fanout_keeps_every_in_edge_of_small_degrees_in_csc_order():
-    g = CscGraph.from_sorted_edges(torch.tensor([1, 2, 3, 0, 2, 0, 1, 3, 4]), torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2]), 5)
+    g = CscGraph.from_sorted_edges(torch.tensor([1, 2, 3, 0, 2, 0, 1, 3, 4]),
+                                   torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2]), 5)
     eid, at = g.sample_edges(torch.tensor([2, 0, 1]), 3, torch.Generator().manual_seed(0))
     assert at.tolist() == [0, 0, 0, 1, 1, 1, 2, 2] and eid[3:].tolist() == [0, 1, 2, 3, 4]  # degrees 3 and 2: all
     assert set(eid[:3].tolist()) < {5, 6, 7, 8} and eid[:3].unique().numel() == 3

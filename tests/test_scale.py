@@ -30,15 +30,18 @@ def test_every_launcher_composes_with_every_experiment(experiment):
     with initialize_config_dir(str(REPO / "conf"), version_base="1.3"):
         every = experiment in ("table_classification", "tune")  # the slurm one for every experiment (seconds each)
         for launcher, target in LAUNCHERS.items() if every else [("slurm", "SlurmLauncher")]:
-            cfg = compose("train", [f"experiment={experiment}", f"hydra/launcher={launcher}", *NEEDS.get(experiment, [])],
+            cfg = compose("train", [f"experiment={experiment}", f"hydra/launcher={launcher}",
+                                    *NEEDS.get(experiment, [])],
                           return_hydra_config=True)
             assert cfg.hydra.launcher._target_.endswith(target), (experiment, launcher)
             if launcher == "slurm":
                 assert cfg.hydra.launcher.timeout_min == 720 and cfg.hydra.launcher.cpus_per_task == 8
         cfg = compose("train", [f"experiment={experiment}", "hydra/launcher=slurm", "hydra.launcher.partition=gpu",
-                                "hydra.launcher.gpus_per_node=1", "hydra.launcher.mem_gb=64", *NEEDS.get(experiment, [])],
+                                "hydra.launcher.gpus_per_node=1", "hydra.launcher.mem_gb=64",
+                                *NEEDS.get(experiment, [])],
                       return_hydra_config=True)
-        assert (cfg.hydra.launcher.partition, cfg.hydra.launcher.gpus_per_node, cfg.hydra.launcher.mem_gb) == ("gpu", 1, 64)
+        assert (cfg.hydra.launcher.partition, cfg.hydra.launcher.gpus_per_node,
+                cfg.hydra.launcher.mem_gb) == ("gpu", 1, 64)
 
 
 def test_the_slurm_config_prints():

@@ -1,4 +1,5 @@
-"""scripts/setup/setup.sh's choice of Python: PYTHON wins, else the Python .venv was made with, else the newest on PATH."""
+"""scripts/setup/setup.sh's choice of Python: PYTHON wins, else the Python .venv was made with,
+else the newest on PATH."""
 import os
 import shutil
 import subprocess

@@ -80,7 +80,8 @@ def _kernels():
     kinds = ["Haswell"] + (["SkylakeX"] if " avx512f" in flags else ["Sandybridge"]) + [None]
     probe = "import numpy as np; a = np.random.default_rng(0).random((800, 800)); np.linalg.eigh(a + a.T)"
     return [k for k in kinds
-            if subprocess.run([sys.executable, "-c", probe], env=_env(k), capture_output=True, timeout=120).returncode == 0]
+            if subprocess.run([sys.executable, "-c", probe], env=_env(k), capture_output=True,
+                              timeout=120).returncode == 0]
 
 
 @pytest.mark.onepython

@@ -117,7 +117,8 @@ def test_missing_data_is_a_clear_error(tmp_path):
     assert "does not exist; run `make data`" in p.stderr and "Traceback" not in p.stderr
 
 
-@pytest.mark.slow  # make test-all: resume after a kill is in tests/test_atomic_writes.py, extension in tests/test_resume.py
+# resume after a kill is in tests/test_atomic_writes.py, extension in tests/test_resume.py
+@pytest.mark.slow  # make test-all
 def test_resume_keeps_finished_runs_and_extends_a_cell(tmp_path):
     run_dir = tmp_path / "run"
     assert run_train(*FAST, "model=re_gcn", f"hydra.run.dir={run_dir}").returncode == 0
@@ -189,7 +190,8 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
-@pytest.mark.slow  # make test-all: the workers themselves are checked by test_runs_in_worker_processes_equal_the_runs_in_turn
+# the workers themselves are checked by test_runs_in_worker_processes_equal_the_runs_in_turn
+@pytest.mark.slow  # make test-all
 def test_worker_processes_end_with_a_killed_job(tmp_path):
     """A job killed while its workers train (SIGKILL: no handler of its own runs) takes its workers with it; they
     would otherwise train on as orphans, holding the cores."""

@@ -104,7 +104,8 @@ def test_cosine_schedule_anneals_to_a_hundredth(syn):
     m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=8, num_layers=2,
                           relation=relation())
     r = train_run(m, inputs, data.features, data.labels, data.splits, seed=0,
-                  options=fullbatch(max_epochs=5, patience=10, optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
+                  options=fullbatch(max_epochs=5, patience=10,
+                                    optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
                                     lr_schedule="cosine", stop_on=("val_micro_f1", "val_macro_f1")))
     assert r.epochs == 5 and 0 <= r.best_epoch < 5
 

@@ -77,7 +77,8 @@ def test_trials_score_validation_and_the_chosen_comes_back_as_a_config(killed_an
     assert conf["optimizer"]["lr"] == pytest.approx(best.params["optimizer.lr"])
     assert conf["model"]["layout"] == best.params["model.layout"]
     assert conf["model"]["relation"]["scale"] == pytest.approx(best.params["model.relation.scale"])
-    assert conf["model"]["double_dropout"] is False  # conf/tuned/backbone/synthetic_gcn.yaml, which the trials started from
+    # conf/tuned/backbone/synthetic_gcn.yaml, which the trials started from
+    assert conf["model"]["double_dropout"] is False
     final = json.loads((sweep / f"final_trial_{best.number}" / "results.json").read_text())
     cfg = yaml.safe_load((sweep / f"final_trial_{best.number}" / "config.yaml").read_text())
     assert final["runs"] == 1 and cfg["optimizer"]["lr"] == pytest.approx(best.params["optimizer.lr"])

@@ -72,12 +72,13 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
     fit = job.trainer()  # as the pipeline trains it (Metapath2vec: walks, then its classifier)
     r = fit(net, job.inputs, job.feats, job.labels, job.splits, seed=0, options=options)
     times = [h["epoch_time_s"] for h in r.history[warmup:]] or [h["epoch_time_s"] for h in r.history]
-    return {"dataset": dataset, "model": model, "metapath": cfg.model.get("metapath"), "epochs_timed": len(times), "run_s": r.train_time_s,
-            "run_epochs": r.epochs, "test_micro_f1": r.metrics["test_micro_f1"],
+    return {"dataset": dataset, "model": model, "metapath": cfg.model.get("metapath"), "epochs_timed": len(times),
+            "run_s": r.train_time_s, "run_epochs": r.epochs, "test_micro_f1": r.metrics["test_micro_f1"],
             "median_epoch_s": float(np.median(times)), "p10_epoch_s": float(np.percentile(times, 10)),
             "p90_epoch_s": float(np.percentile(times, 90)),
             "num_parameters": int(sum(p.numel() for p in net.parameters())),
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "threads": torch.get_num_threads()}
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "threads": torch.get_num_threads()}
 
 
 def paired_cell(dataset: str, plain: str, re_model: str, epochs: int, warmup: int) -> dict:
@@ -157,7 +158,8 @@ def main(argv=None) -> int:
     ap.add_argument("--job-only", action="store_true",
                     help="re-time only the main job; the cells come from the existing <out>/benchmark.json")
     ap.add_argument("--efficiency", action="store_true", help="one full run per model; the efficiency figure")
-    ap.add_argument("--overrides", nargs="*", default=[], help="config overrides for every cell, e.g. trainer.max_epochs=5")
+    ap.add_argument("--overrides", nargs="*", default=[],
+                    help="config overrides for every cell, e.g. trainer.max_epochs=5")
     ap.add_argument("--out", default=str(REPO / "results"))
     ap.add_argument("--paired", action=argparse.BooleanOptionalAction, default=True,
                     help="also time every plain/RE pair epoch by epoch in one process (the ratio's measurement)")

@@ -34,12 +34,14 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
             "when": time.strftime("%Y-%m-%d %H:%M"), "command": command}
     if cells_when:  # --job-only: the cells are an earlier measurement, only the main job is new
         meta["cells_when"] = cells_when
-    (out / "benchmark.json").write_text(json.dumps({"meta": meta, "cells": df.astype(object).where(df.notna(), None).to_dict("records"), "main_job": job,
-                                                    "pairs": pairs or []}, indent=2) + "\n")
+    (out / "benchmark.json").write_text(
+        json.dumps({"meta": meta, "cells": df.astype(object).where(df.notna(), None).to_dict("records"),
+                    "main_job": job, "pairs": pairs or []}, indent=2) + "\n")
     df.drop(columns=["process_median_epoch_s"], errors="ignore").to_csv(out / "benchmark.csv", index=False,
                                                                         float_format="%.4f")
     md = df.assign(median_epoch_s=df.median_epoch_s.map("{:.4f}".format),
-                   epoch_ratio_to_plain=df.epoch_ratio_to_plain.map(lambda v: "" if v != v or v is None else f"{v:.2f}"),
+                   epoch_ratio_to_plain=df.epoch_ratio_to_plain.map(lambda v: "" if v != v or v is None
+                                                                    else f"{v:.2f}"),
                    ratio_to_previous=df.ratio_to_previous.map(lambda v: "" if v != v or v is None else f"{v:.2f}"),
                    peak_rss_mb=df.peak_rss_mb.map("{:.0f}".format),
                    num_parameters=df.num_parameters.map("{:,}".format))[
@@ -63,8 +65,8 @@ def write(rows: list[dict], job: dict | None, out: Path, cells_when: str | None 
                             "ratio (median of epoch pairs)": pdf.median_pair_ratio.map("{:.2f}".format)})
         lines += ["## Plain vs RE, epoch by epoch in one process", "",
                   "Each plain model and its RE form built in one process and trained one epoch of each in turn "
-                  f"({pairs[0]['epochs_timed']} timed epochs each after {pairs[0]['warmup']} warm-up): both see the same "
-                  "machine state, so drift between the separate processes above does not enter the ratio."
+                  f"({pairs[0]['epochs_timed']} timed epochs each after {pairs[0]['warmup']} warm-up): both see "
+                  "the same machine state, so drift between the separate processes above does not enter the ratio."
                   + (f" Every pair in {pairs[0]['processes']} such processes (in rounds); each figure is the median "
                      "over them." if pairs[0].get("processes", 1) > 1 else ""), "",
                   markdown(pmd), ""]

@@ -45,7 +45,8 @@ def read_run(run_dir: Path) -> dict | None:
         return None
     r = next(csv.DictReader(h.open()))
     batches = float(r["batches"])
-    return {"batches": int(batches), "train_s": float(r["train_time_s"]), "s_per_batch": float(r["train_time_s"]) / batches,
+    return {"batches": int(batches), "train_s": float(r["train_time_s"]),
+            "s_per_batch": float(r["train_time_s"]) / batches,
             "sample_s_per_batch": float(r["profile_sample_s"]) if r.get("profile_sample_s") else None}
 
 
@@ -64,9 +65,11 @@ def summarise(runs: dict, rounds: int) -> list[dict]:
 def markdown(report: dict) -> str:
     a = report["args"]
     lines = ["# Mini-batch training speed: this checkout against another, in turn", "",
-             f"`python scripts/bench/paired_stack_benchmark.py --other-checkout <checkout of {report['other']['commit']}> "
+             "`python scripts/bench/paired_stack_benchmark.py "
+             f"--other-checkout <checkout of {report['other']['commit']}> "
              f"--other-python <its environment's python> --other-data <the graph> --rounds {a['rounds']} "
-             f"--batches {a['batches']} --threads {a['threads']}` on {report['machine']}. This checkout: {report['this']['commit']} "
+             f"--batches {a['batches']} --threads {a['threads']}` on {report['machine']}. "
+             f"This checkout: {report['this']['commit']} "
              f"({report['this']['stack']}); the other: {report['other']['commit']} ({report['other']['stack']}). "
              "Same generated graph (OGBN-MAG's schema, full size), batch 1024, fanouts [25, 20], "
              "deterministic sampling; the two commands alternate (A B, B A, ...).", "",
@@ -82,7 +85,8 @@ def markdown(report: dict) -> str:
 
 def describe(checkout: Path, python: str) -> dict:
     """The checkout's commit and its environment's torch (and DGL, where it has one)."""
-    git = subprocess.run(["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True, text=True)
+    git = subprocess.run(["git", "-C", str(checkout), "describe", "--always", "--dirty"],
+                         capture_output=True, text=True)
     probe = ("import importlib.util, torch; dgl = importlib.util.find_spec('dgl'); "
              "print('torch', torch.__version__ + (', dgl ' + __import__('dgl').__version__ if dgl else ''))")
     try:

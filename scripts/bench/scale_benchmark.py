@@ -19,7 +19,7 @@ machine's torch reaches on the projection's shape. --sampling-rates measures the
 trainer.sampling=deterministic and parallel at 1 and --threads threads.
 Writes <out>.json (data) and <out>.md; default out: results/scale_benchmark_epoch (scale 1) or
 results/scale_benchmark_scale<scale>.
-"""
+"""  # noqa: E501  (usage lines kept whole, to be copied as they are)
 from __future__ import annotations
 
 import argparse
@@ -145,7 +145,8 @@ def profile_lines(report: dict) -> list[str]:
     lines.append("| **step** | " + " | ".join(f"**{r['profile']['step']:.3f}**" for r in rows) + " |")
     lines.append("| dense products, GFLOP | " + " | ".join(f"{r['matmul_gflop']:.0f}" for r in rows) + " |")
     lines.append("| arithmetic estimate | " + " | ".join(f"{r['matmul_s']:.3f}" for r in rows) + " |")
-    lines.append("| step / estimate | " + " | ".join(f"{r['profile']['step'] / r['matmul_s']:.1f}x" for r in rows) + " |")
+    lines.append("| step / estimate | "
+                 + " | ".join(f"{r['profile']['step'] / r['matmul_s']:.1f}x" for r in rows) + " |")
     lines.append("| peak memory GB at batch " + ", ".join(k.rsplit("_", 1)[1] for k in rows[0]["memory"]) + " | "
                  + " | ".join(", ".join(f"{v:.2f}" for v in r["memory"].values()) for r in rows) + " |")
     lines += ["", f"Arithmetic estimate: the dense products at {report['first_load']['matmul_gflops']:.0f} GFLOP/s, "
@@ -179,9 +180,9 @@ def sampling_lines(report: dict) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     base = {r["threads"]: r["seeds_per_s"] for r in rows if r["sampling"] == "deterministic"}
     for r in rows:
-        lines.append(f"| {r['sampling']} | {r['threads']} | {r.get('num_workers', 0) or '-'} | {r['seeds_per_s']:.0f} | "
-                     f"{r.get('batches_per_s', 1 / r['s_per_batch']):.1f} | {r['s_per_batch']:.3f} | "
-                     f"{r['seeds_per_s'] / base[r['threads']]:.2f}x |")
+        lines.append(f"| {r['sampling']} | {r['threads']} | {r.get('num_workers', 0) or '-'} | "
+                     f"{r['seeds_per_s']:.0f} | {r.get('batches_per_s', 1 / r['s_per_batch']):.1f} | "
+                     f"{r['s_per_batch']:.3f} | {r['seeds_per_s'] / base[r['threads']]:.2f}x |")
     return lines
 
 
@@ -193,7 +194,8 @@ def markdown(report: dict) -> str:
              f"{report['threads']} torch threads, {report['when']}. `{report['command']}`.", "",
              f"- generate (write OGB CSV files): {report['generate_s']:.0f} s" if report.get("generate_s") is not None
              else "- generate: reused the files written earlier",
-             f"- first load in its own process (raw CSV files, features, sampling graph): {report['first_load']['wall_s']:.0f} s, peak memory "
+             "- first load in its own process (raw CSV files, features, sampling graph): "
+             f"{report['first_load']['wall_s']:.0f} s, peak memory "
              f"{report['first_load']['peak_rss_gb']:.2f} GB", "",
              "| model | parameters | load s | seeds/s | train s/epoch | eval s | batches | peak memory GB |",
              "|---|---|---|---|---|---|---|---|"]
@@ -216,7 +218,8 @@ def markdown(report: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of OGBN-MAG's node and edge counts")
-    ap.add_argument("--models", nargs="*", default=["re_gcn", "re_gat"], help="none: no training (see --sampling-rates)")
+    ap.add_argument("--models", nargs="*", default=["re_gcn", "re_gat"],
+                    help="none: no training (see --sampling-rates)")
     ap.add_argument("--epochs", type=int, default=1, help="training epochs per model")
     ap.add_argument("--max-batches", type=int, default=None, help="training batches per epoch (default: all)")
     ap.add_argument("--batch-size", type=int, default=1024)
@@ -313,9 +316,11 @@ def main(argv=None) -> int:
               "sampling_rates": rates, "sampling": a.sampling,
               "batch_size": a.batch_size, "fanouts": a.fanouts, "epochs": a.epochs, "max_batches": a.max_batches,
               "threads": a.threads, "memory_limit_gb": a.memory_limit_gb,
-              "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), {psutil.virtual_memory().total / 2**30:.0f} GB RAM",
+              "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), "
+                         f"{psutil.virtual_memory().total / 2**30:.0f} GB RAM",
               "when": time.strftime("%Y-%m-%d %H:%M"),
-              "command": "python scripts/bench/scale_benchmark.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+              "command": "python scripts/bench/scale_benchmark.py "
+                         + " ".join(argv if argv is not None else sys.argv[1:])}
     out.parent.mkdir(parents=True, exist_ok=True)
     previous = previous_epochs(Path(f"{out}.json"))
     for row in rows:  # a slower change shows itself where it is run

@@ -1,9 +1,9 @@
 """Do the defaults train on a graph nobody tuned for? Every model, 10 seeds, through `dataset=custom`.
 
-A generated graph is written in the npz format of docs/custom_data.md and trained exactly as a user's graph is: `dataset=custom
-dataset.path=...` with nothing but the defaults (and the meta-paths HAN needs, which only a user can name). The
-graphs (--generator): `counts` (regnn.data.synthetic.CountGraph: raw-count item features, weakly informative links,
-two feature-less types) and `bow` (regnn.data.synthetic.BowGraph: wide binary bag-of-words on the papers, word
+A generated graph is written in the npz format of docs/custom_data.md and trained exactly as a user's graph is:
+`dataset=custom dataset.path=...` with nothing but the defaults (and the meta-paths HAN needs, which only a user can
+name). The graphs (--generator): `counts` (regnn.data.synthetic.CountGraph: raw-count item features, weakly informative
+links, two feature-less types) and `bow` (regnn.data.synthetic.BowGraph: wide binary bag-of-words on the papers, word
 counts on authors and subjects, and the words themselves as a feature-less type linked to every paper using them).
 Per model: mean ± std of test and validation Micro-F1 over the seeds, the lowest test score, the chance level
 (the share of the largest class among the test nodes) and the runs at chance (test Micro-F1 within
@@ -12,7 +12,7 @@ AT_CHANCE points of it). Writes <out>.json (every run's scores) and <out>.md; re
     python scripts/checks/defaults_check.py                       # results/defaults_check.{json,md}
     python scripts/checks/defaults_check.py --generator bow --out results/defaults_check_bow --work outputs/defaults_check_bow
     python scripts/checks/defaults_check.py --models re_gat --runs 3 --out /tmp/check --set model.attn_dropout=0.2
-"""
+"""  # noqa: E501  (usage lines kept whole, to be copied as they are)
 from __future__ import annotations
 
 import argparse
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]
-
 from regnn.data.synthetic import BowGraph, CountGraph
 from regnn.data.custom import save_npz as export_npz
 from regnn.evaluation.metrics import AT_CHANCE
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 # model name -> extra overrides (the trainer for the mini-batch row)
@@ -68,7 +68,8 @@ def summarise(model: str, res: dict, chance: float) -> dict:
     test = np.array([r["test_micro_f1"] for r in ok])
     val = np.array([r["val_micro_f1"] for r in ok])
     return {"model": model, "runs": len(per), "failed_runs": len(per) - len(ok),
-            "test_micro_f1_mean": float(test.mean()), "test_micro_f1_std": float(test.std(ddof=1)) if len(ok) > 1 else 0.0,
+            "test_micro_f1_mean": float(test.mean()),
+            "test_micro_f1_std": float(test.std(ddof=1)) if len(ok) > 1 else 0.0,
             "val_micro_f1_mean": float(val.mean()), "val_micro_f1_std": float(val.std(ddof=1)) if len(ok) > 1 else 0.0,
             "test_micro_f1_min": float(test.min()), "chance": chance,
             "runs_at_chance": int((test <= chance + AT_CHANCE).sum()) + len(per) - len(ok),

@@ -7,7 +7,7 @@ graphs, and the runs at chance; the chosen setting has the best validation mean 
 
     python scripts/checks/defaults_check.py --models gat,re_gat --runs 3 --graph <g> --set model.residual=true --out <f>
     python scripts/checks/defaults_selection.py results/defaults_selection_gat/*.json --out results/defaults_selection_gat
-"""
+"""  # noqa: E501  (usage lines kept whole, to be copied as they are)
 from __future__ import annotations
 
 import argparse
@@ -48,9 +48,9 @@ def choose(table: dict) -> tuple[str, dict]:
 
 def markdown(table: dict, chosen: str, score: dict) -> str:
     lines = ["# `dataset=custom` defaults chosen on validation", "",
-             "`python scripts/checks/defaults_selection.py` over `scripts/checks/defaults_check.py` outputs (each: one generated "
-             "graph, one setting, its seeds); the choice reads the validation columns only. A run is at chance when "
-             "its test Micro-F1 is within 5 of the largest test class's share.", ""]
+             "`python scripts/checks/defaults_selection.py` over `scripts/checks/defaults_check.py` outputs (each: "
+             "one generated graph, one setting, its seeds); the choice reads the validation columns only. "
+             "A run is at chance when its test Micro-F1 is within 5 of the largest test class's share.", ""]
     for model, by_setting in table.items():
         lines += [f"## {model}", "", "| setting | graph | val Micro-F1 | test Micro-F1 | runs at chance |",
                   "|---|---|---|---|---|"]
@@ -60,7 +60,8 @@ def markdown(table: dict, chosen: str, score: dict) -> str:
                              f"{r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f} | "
                              f"{r['runs_at_chance']} of {r['runs']} |")
         lines.append("")
-    lines += ["## Mean validation Micro-F1 over every model and graph", "", "| setting | mean val Micro-F1 |", "|---|---|"]
+    lines += ["## Mean validation Micro-F1 over every model and graph", "",
+              "| setting | mean val Micro-F1 |", "|---|---|"]
     for s in sorted(score, key=lambda s: -score[s]):
         lines.append(f"| `{s}`{' (chosen)' if s == chosen else ''} | {score[s]:.2f} |")
     return "\n".join(lines) + "\n"

@@ -8,7 +8,7 @@ Each cell is trained through train.py into outputs/ensemble_check/<dataset>_<mod
 cell is reused; a cell already there is continued, never overwritten), then predict.py scores it twice, as a
 user would: the chosen run and ensemble=true. The scores come from predict.py's scores.json. The report is
 rewritten from the cells each time.
-"""
+"""  # noqa: E501  (usage lines kept whole, to be copied as they are)
 from __future__ import annotations
 
 import argparse
@@ -57,7 +57,8 @@ def main(argv=None) -> int:
             rows.append({"dataset": d, "model": m, "runs": len(per_run),
                          "runs_test_micro_f1_mean": statistics.fmean(per_run),
                          "runs_test_micro_f1_std": statistics.pstdev(per_run),  # ddof=0, as every table here
-                         "chosen_run": next(iter(scores["chosen"]["runs"])), "chosen_test_micro_f1": chosen["test_micro_f1"],
+                         "chosen_run": next(iter(scores["chosen"]["runs"])),
+                         "chosen_test_micro_f1": chosen["test_micro_f1"],
                          "ensemble_test_micro_f1": ens["test_micro_f1"],
                          "ensemble_test_macro_f1": ens["test_macro_f1"], "ensemble_val_micro_f1": ens["val_micro_f1"]})
     df = pd.DataFrame(rows)
@@ -65,9 +66,9 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(out.with_suffix(".csv"), index=False, float_format="%.4f")
     lines = ["# predict.py's ensemble against single runs (test Micro-F1)", "",
-             f"`scripts/checks/ensemble_check.py`: each cell's {a.runs} runs (seeds 0-{a.runs - 1}) through train.py, then "
-             "predict.py with the run it picks by validation and with ensemble=true (the mean of the runs' class "
-             "probabilities).", "",
+             f"`scripts/checks/ensemble_check.py`: each cell's {a.runs} runs (seeds 0-{a.runs - 1}) through train.py, "
+             "then predict.py with the run it picks by validation and with ensemble=true (the mean of the runs' "
+             "class probabilities).", "",
              "| dataset | model | runs: mean ± std | run picked by validation | ensemble | ensemble - runs' mean |",
              "|---|---|---|---|---|---|"]
     for r in rows:

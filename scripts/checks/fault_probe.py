@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-
 from regnn.runs.io_safe import write_json, write_text
+
+REPO = Path(__file__).resolve().parents[2]
 
 # runs train.py with the pipeline's writes and trainings logged to $PROBE_LOG; SIGKILL in write $PROBE_KILL
 LAUNCHER = r"""

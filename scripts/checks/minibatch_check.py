@@ -6,7 +6,7 @@ and writes <out>.json (every run) and <out>.md; refuses to overwrite them.
 
     python train.py dataset=dblp model=re_gcn trainer=minibatch hydra.run.dir=outputs/mb_dblp
     python scripts/checks/minibatch_check.py outputs/mb_dblp --cell results/cells/dblp_re_gcn.json --out results/minibatch_dblp
-"""
+"""  # noqa: E501  (usage lines kept whole, to be copied as they are)
 from __future__ import annotations
 
 import argparse
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-
 from regnn.evaluation.metrics import mean_std  # population std, as every table here
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 

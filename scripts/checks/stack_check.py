@@ -12,7 +12,7 @@ same seeds (its per_run), within when |difference| <= max(the cell's 10-run std,
 The report, <out>.json and <out>.md (default results/stack_check_<dataset>_cpu), is rebuilt after every model
 from the finished run folders, so rewriting it for the same dataset loses nothing. A model of an earlier report
 at that path whose run folder is not here keeps its measured mean, re-judged against its cell under this rule.
-"""
+"""  # noqa: E501  (usage lines kept whole, to be copied as they are)
 from __future__ import annotations
 
 import argparse

@@ -28,9 +28,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-
 from regnn.evaluation.metrics import mean_std  # population std, as every table here
+
+REPO = Path(__file__).resolve().parents[2]
 
 SETTINGS = {"fullbatch": [],
             "sampled": ["trainer=minibatch", "trainer.fanouts=null"],
@@ -82,14 +82,15 @@ def markdown(df: pd.DataFrame, runs: int) -> str:
     f = lambda m, s: f"{m:.2f} ± {s:.2f}"  # noqa: E731
     d = lambda x: "" if pd.isna(x) else f"{x:+.2f}"  # noqa: E731
     lines = ["# Full batch against mini-batch", "",
-             f"`python scripts/checks/trainers_table.py`: {runs} runs per cell (seeds 0-{runs - 1}), every setting at its "
-             "default but the trainer. Test Micro-F1 at the epoch each trainer's stopping rule chose; the differences "
-             "are from the full-batch cell of the same graph and model.", "",
+             f"`python scripts/checks/trainers_table.py`: {runs} runs per cell (seeds 0-{runs - 1}), every setting at "
+             "its default but the trainer. Test Micro-F1 at the epoch each trainer's stopping rule chose; the "
+             "differences are from the full-batch cell of the same graph and model.", "",
              "| graph | model | trainer | fanouts | stop on | test Micro-F1 | difference | validation Micro-F1 | "
              "difference | epochs |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in df.itertuples():
-        lines.append(f"| {r.graph} | {r.model} | {r.setting} | {r.fanouts or '-'} | {r.stop_on} | {f(r.test_micro_f1, r.test_std)} | "
-                     f"{d(r.test_diff)} | {f(r.val_micro_f1, r.val_std)} | {d(r.val_diff)} | {r.epochs:.0f} |")
+        lines.append(f"| {r.graph} | {r.model} | {r.setting} | {r.fanouts or '-'} | {r.stop_on} | "
+                     f"{f(r.test_micro_f1, r.test_std)} | {d(r.test_diff)} | "
+                     f"{f(r.val_micro_f1, r.val_std)} | {d(r.val_diff)} | {r.epochs:.0f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -38,7 +38,8 @@ def main():
     p.add_argument("--no-residual", action="store_true")
     p.add_argument("--feats-type", default=None, help="default: the dataset's (the RE-GNN authors', as conf/dataset)")
     p.add_argument("--stop", choices=["metrics", "loss"], default="metrics",
-                   help="metrics: validation accuracy and Macro-F1 must both improve (the authors'); loss: validation loss")
+                   help="metrics: validation accuracy and Macro-F1 must both improve (the authors'); "
+                        "loss: validation loss")
     p.add_argument("--constant-lr", action="store_true", help="no cosine annealing")
     a = p.parse_args()
     check(a, "yule-BUAA/R-HGNN", "model/R_HGNN.py")
@@ -84,7 +85,9 @@ def main():
         for epoch in range(a.epochs):
             model.train()
             loss = loss_f(forward(model)[split["train"]], labels[split["train"]])
-            opt.zero_grad(); loss.backward(); opt.step()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
             if not a.constant_lr:
                 sched.step()
             model.eval()

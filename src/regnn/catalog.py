@@ -34,7 +34,8 @@ def model_name(backbone: str, relation: str) -> str:
     return RELATIONS[relation].format(backbone)
 
 
-def models(relations: str | tuple[str, ...] = ("plain", "re"), backbones_: tuple[str, ...] = FIGURE3_BACKBONES) -> list[str]:
+def models(relations: str | tuple[str, ...] = ("plain", "re"),
+           backbones_: tuple[str, ...] = FIGURE3_BACKBONES) -> list[str]:
     """Model names backbone by backbone, each under the given relation settings (Figure 3: plain, then RE)."""
     rels = relations.split("+") if isinstance(relations, str) else relations
     return [model_name(b, r) for b in backbones_ for r in rels]

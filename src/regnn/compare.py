@@ -58,7 +58,8 @@ class CompareCallback(Callback):
         sweep = Path(config.hydra.sweep.dir)
         try:
             written = render(sweep, str(config.dataset.name), sweep_models(config),
-                             archive=default_archive(str(config.dataset.name), sweep), graph=graph_folder(config.dataset))
+                             archive=default_archive(str(config.dataset.name), sweep),
+                             graph=graph_folder(config.dataset))
         except Exception as e:  # noqa: BLE001 (Hydra would turn it into a warning; the command must fail)
             log.error("compare: %s", e)
             raise SystemExit(1) from e

@@ -64,7 +64,8 @@ def _check(ok: bool, key: str, value, rule: str) -> None:
 def _num(cfg, key, lo=None, hi=None, integer=False, lo_open=False, hi_open=False):
     v = OmegaConf.select(cfg, key)
     kind = int if integer else (int, float)
-    _check(isinstance(v, kind) and not isinstance(v, bool), key, v, "must be " + ("an integer" if integer else "a number"))
+    _check(isinstance(v, kind) and not isinstance(v, bool), key, v,
+           "must be " + ("an integer" if integer else "a number"))
     if lo is not None:
         _check(v > lo if lo_open else v >= lo, key, v, f"must be {'>' if lo_open else '>='} {lo}")
     if hi is not None:

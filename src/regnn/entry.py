@@ -32,7 +32,8 @@ def _hydra_line(e: Exception) -> str | None:
     if isinstance(e, ConfigCompositionException):
         first = str(e).splitlines()[0].rstrip(".")
         cause = e.__cause__
-        if "Could not override" in first and isinstance(cause, OmegaConfBaseException) and "not in struct" in str(cause):
+        if ("Could not override" in first and isinstance(cause, OmegaConfBaseException)
+                and "not in struct" in str(cause)):
             key = first.split("'")[1] if "'" in first else "the key"
             return (f"{first}: {key} is not a key of this config; check its spelling (python train.py --cfg job "
                     "prints every key; there is nothing to add with +)")

@@ -43,9 +43,9 @@ def peak_rss_gb() -> float:
 class StepTimer:
     """Seconds per named phase of a training step, summed over the steps of an epoch (`with timer("backward"):`).
 
-    Off (enabled=False, which may be set at any time) it times nothing and costs nothing. On a GPU it waits for the device at each phase's
-    edges, so that asynchronous work is counted in the phase that queued it (and the step slows down a little).
-    `layers(modules)` times the forward pass of each named module by hooks.
+    Off (enabled=False, which may be set at any time) it times nothing and costs nothing. On a GPU it waits for the
+    device at each phase's edges, so that asynchronous work is counted in the phase that queued it (and the step slows
+    down a little). `layers(modules)` times the forward pass of each named module by hooks.
     """
 
     def __init__(self, enabled: bool = False, device="cpu"):

@@ -4,4 +4,5 @@ from regnn.tuning import sweeper as _sweeper
 
 
 class OptunaStudySweeper(_sweeper.OptunaSweeper):
-    """hydra/sweeper=optuna_study (conf/hydra/sweeper/optuna_study.yaml); the loop is regnn.tuning.sweeper.OptunaSweeper."""
+    """hydra/sweeper=optuna_study (conf/hydra/sweeper/optuna_study.yaml); the loop is
+    regnn.tuning.sweeper.OptunaSweeper."""

@@ -33,7 +33,8 @@ def did_you_mean(word: str, known) -> str:
 def _unknown(d: dict, known, where: str, what: str) -> None:
     for k in d:
         if k not in known:
-            raise DataError(f"{where}: unknown {what} {quote(k)}; {did_you_mean(k, known)}known: {', '.join(known)} ({DOC})")
+            raise DataError(f"{where}: unknown {what} {quote(k)}; {did_you_mean(k, known)}"
+                            f"known: {', '.join(known)} ({DOC})")
 
 
 def _text(d: dict, key: str, where: str) -> None:
@@ -99,7 +100,8 @@ def check_description(meta: dict, path: Path) -> str:
         splits = meta.get("splits")
         if splits is not None:
             if not isinstance(splits, dict):
-                raise DataError(f"{where}: splits must map train, val and test to mask names, got {quote(splits)} ({DOC})")
+                raise DataError(f"{where}: splits must map train, val and test to mask names, "
+                                f"got {quote(splits)} ({DOC})")
             _unknown(splits, SPLIT_KEYS, f"{where}: splits", "split")
             for s, v in splits.items():
                 if not isinstance(v, str):
@@ -122,7 +124,8 @@ def check_description(meta: dict, path: Path) -> str:
     feats = schema.get("features")
     if feats is not None:
         if not isinstance(feats, dict):
-            raise DataError(f"{where}: schema.features must map node types to feature files, got {quote(feats)} ({DOC})")
+            raise DataError(f"{where}: schema.features must map node types to feature files, "
+                            f"got {quote(feats)} ({DOC})")
         if types:
             _unknown(feats, types, f"{where}: schema.features", "node type")
         for t, f in feats.items():
@@ -192,7 +195,7 @@ def check_features(x, what: str, fix: str = USER_FIX):
     Anything else is refused with the file, the problem and, for NaN or inf, the first row that holds one."""
     a = x.numpy() if isinstance(x, torch.Tensor) else x
     dtype = a.dtype
-    if not (dtype == bool or np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
+    if not (dtype == np.bool_ or np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
         kind = ("complex numbers" if np.issubdtype(dtype, np.complexfloating) else "text" if dtype.kind in "US"
                 else f"{dtype} values")
         raise DataError(f"{what} holds {kind}; features must be real numbers (bool, integer or float): convert or "

@@ -241,7 +241,8 @@ def appnp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu
           teleport: float = 0.1, norm: str = "both") -> Stack:
     """num_layers dense layers predict from each node's own features, `steps` propagation steps with one set of
     relation weights spread the predictions, a linear layer outputs the classes."""
-    convs = [Dense(hidden, hidden, activation) for _ in range(num_layers)] + [APPNPPropagation(hidden, steps, teleport, norm)]
+    convs = ([Dense(hidden, hidden, activation) for _ in range(num_layers)]
+             + [APPNPPropagation(hidden, steps, teleport, norm)])
     return Stack(convs, [1], nn.Linear(hidden, num_classes), relation_of=[0] * len(convs))
 
 

@@ -36,7 +36,8 @@ class MinibatchJob(CellJob):
         self.dist = dist = Dist.from_env(str(self.cfg.trainer.ddp_backend), self.device)
         if dist.enabled and self.device.type == "cuda":
             self.device = torch.device("cuda", dist.local_rank)
-        self.store = self.store.at(Path(dist.broadcast_object(str(self.store.dir))))  # every process reports to rank 0's
+        # every process reports to rank 0's
+        self.store = self.store.at(Path(dist.broadcast_object(str(self.store.dir))))
         self.is_main = dist.is_main
         if not dist.is_main:
             log.setLevel(logging.WARNING)  # one progress stream: rank 0's

@@ -40,7 +40,8 @@ def render(source, out, datasets):
                          "seed_gain_median": float(np.median(paired)) if paired else np.nan,
                          "seeds_re_ahead": int(sum(g > 0 for g in paired)), "seeds_paired": len(paired)})
     df = pd.DataFrame(rows)
-    md = pd.DataFrame({"dataset": df.dataset.str.upper(), "backbone": df.backbone.map(label), "runs (plain/RE)": df.runs,
+    md = pd.DataFrame({"dataset": df.dataset.str.upper(), "backbone": df.backbone.map(label),
+                       "runs (plain/RE)": df.runs,
                        "plain Micro-F1": [fmt(a, b) for a, b in zip(df.plain_micro_f1, df.plain_std)],
                        "RE Micro-F1": [fmt(a, b) for a, b in zip(df.re_micro_f1, df.re_std)],
                        "gain": [f"{g:+.2f}" for g in df.gain],

@@ -34,7 +34,8 @@ def classification_frame(cells: dict[str, dict], table: str = "classification") 
 
 def render_frame(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
-        "dataset": df["dataset"].str.upper(), "model": [label(m) + (f" ({p})" if isinstance(p, str) else "") for m, p in zip(df["model"], df["metapath"])],
+        "dataset": df["dataset"].str.upper(),
+        "model": [label(m) + (f" ({p})" if isinstance(p, str) else "") for m, p in zip(df["model"], df["metapath"])],
         "runs": df["runs"],
         "Macro-F1 (ours)": [fmt(a, b) for a, b in zip(df["macro_f1_mean"], df["macro_f1_std"])],
         "Macro-F1 (paper)": [fmt(a, b) for a, b in zip(df["paper_macro_f1"], df["paper_macro_f1_std"])],
@@ -52,7 +53,8 @@ def render(source, out, datasets, models=MODELS, name="table_classification",
     df = classification_frame(cells)
     write_table(df, render_frame(df), out, name,
                 f"{title}: test F1 at the best validation epoch, mean ± std over runs",
-                ["Ours: CPU, seeds 0-9, settings in conf/backbone, conf/relation, conf/model, conf/protocol and conf/tuned (the authors' scripts).",
+                ["Ours: CPU, seeds 0-9, settings in conf/backbone, conf/relation, conf/model, conf/protocol and "
+                 "conf/tuned (the authors' scripts).",
                  "Paper: RE-GNN (TKDE); Δ = ours − paper. std is the population std over runs."],
                 missing=pool.missing, devices=pool.devices)
     return [out / f"{name}.csv", out / f"{name}.md"]

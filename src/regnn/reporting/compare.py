@@ -123,7 +123,8 @@ def render_frame(df: pd.DataFrame) -> pd.DataFrame:
         "model": [f"**{lab}** (winner)" if w else lab + (" (collapsed)" if c else "")
                   for lab, w, c in zip(df.label, df.winner, df.collapsed)],
         "runs": [("–" if pd.isna(r) else f"{int(r)}, {int(k)} at chance" if c else int(r))
-                 if s != "refused" else "refused" for r, s, k, c in zip(df.runs, df.source, df.runs_at_chance, df.collapsed)],
+                 if s != "refused" else "refused"
+                 for r, s, k, c in zip(df.runs, df.source, df.runs_at_chance, df.collapsed)],
         "val Micro-F1": f1("val_micro_f1"), "test Micro-F1": f1("test_micro_f1"),
         "val Macro-F1": f1("val_macro_f1"), "test Macro-F1": f1("test_macro_f1"),
         "s/epoch": [fmt(t, digits=3) for t in df.epoch_time_s],

@@ -104,7 +104,8 @@ class Report(Callback):
             return
         params = config.hydra.sweeper.params
         target = str(config.hydra.runtime.choices.get("experiment") or "").replace("_", "-")
-        e = Experiment(target, self.item, self.what, self.outputs, self.renderer, _words(params.dataset), _words(params.model))
+        e = Experiment(target, self.item, self.what, self.outputs, self.renderer, _words(params.dataset),
+                       _words(params.model))
         archive = None if e.renderer == "tsne" else self.out / "cells"
         pool = CellPool(config.hydra.sweep.dir, allow_missing=self.allow_missing, archive=archive)
         try:

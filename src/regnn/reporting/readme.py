@@ -57,7 +57,8 @@ PAGES = {
         Part("scale_benchmark_scale0.05.md", "Scale benchmark: 5% size, one whole epoch per model"),
         Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole epoch per model, profiled"),
         Part("scale_benchmark_paired.md", "Training speed against the DGL-era code, run in turn (full size)"),
-        Part("trainers.md", "Full batch against mini-batch on graphs that fit in memory (scripts/checks/trainers_table.py)"),
+        Part("trainers.md",
+             "Full batch against mini-batch on graphs that fit in memory (scripts/checks/trainers_table.py)"),
     ],
     "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/bench/gpu_check.sh)"),
                     Part("gpu_dblp_backbones.md", "Figure 3's GIN, GraphSAGE and MixHop and the GTN baseline on "

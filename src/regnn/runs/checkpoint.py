@@ -84,7 +84,8 @@ def load_tensors(path: Path, what: str = "model"):
                         f"refused: use the {what} file a run wrote") from None
     except (RuntimeError, EOFError, OSError, ValueError) as e:
         why = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
-        raise DataError(f"{path} is damaged or truncated ({why}); copy it again whole, or train the run again") from None
+        raise DataError(f"{path} is damaged or truncated ({why}); "
+                        "copy it again whole, or train the run again") from None
 
 
 def load_weights(path: Path) -> dict[str, torch.Tensor]:

@@ -49,7 +49,8 @@ def _seconds(name: str, default: float) -> float:
     except ValueError:
         value = -1.0
     if value <= 0:
-        raise ConfigError(f"{name}={raw!r} is not a positive number of seconds; unset it or set e.g. {name}={default:g}")
+        raise ConfigError(f"{name}={raw!r} is not a positive number of seconds; "
+                          f"unset it or set e.g. {name}={default:g}")
     return value
 
 
@@ -177,7 +178,8 @@ def describe(owner: dict) -> str:
 
 
 def acquire(out_dir: Path, marker: str = MARKER, doing: str = "trained",
-            fix: str = "wait for it to finish (a re-run then skips the cell), or choose another output directory") -> str:
+            fix: str = "wait for it to finish (a re-run then skips the cell), "
+                       "or choose another output directory") -> str:
     """Takes out_dir for this process and renews the lease in a heartbeat thread until release(); returns the
     claim's token. CellBusy when a live owner holds it."""
     path, token = Path(out_dir) / marker, uuid.uuid4().hex

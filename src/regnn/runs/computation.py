@@ -21,7 +21,8 @@ def computation(cfg) -> dict:
     """The settings of cfg (a plain dict or config) that decide what it computes, as configs of any age spell them."""
     c = {k: cfg.get(k) for k in COMPUTE_KEYS}
     c["precision"] = c["precision"] or "fp32"  # configs written before the option existed ran in float32
-    c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify", "metapaths")}  # meta-paths: in model.metapaths where used
+    # meta-paths: in model.metapaths where used
+    c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify", "metapaths")}
     if c["dataset"].get("feature_norm", "none") == "none":  # the default computes what configs without the key did
         c["dataset"].pop("feature_norm", None)
     if isinstance(c["trainer"], dict):  # the defaults compute what configs without these keys did

@@ -15,9 +15,9 @@ MIN_AUTO_EDGES = 20_000  # a worker starts in ~3 s (imports); the synthetic test
 
 
 def job_threads(spec) -> int | None:
-    """The job's CPU threads (spec: regnn.runs.jobspec.JobSpec): `threads`, else the CPUs SLURM gave the job (SLURM_CPUS_PER_TASK: without cgroup
-    confinement torch would start one thread per core of the whole node, and oversubscribed OpenMP threads can
-    make a run a hundred times slower), else None (torch's default, one per core)."""
+    """The job's CPU threads (spec: regnn.runs.jobspec.JobSpec): `threads`, else the CPUs SLURM gave the job
+    (SLURM_CPUS_PER_TASK: without cgroup confinement torch would start one thread per core of the whole node, and
+    oversubscribed OpenMP threads can make a run a hundred times slower), else None (torch's default, one per core)."""
     if spec.threads:
         return int(spec.threads)
     slurm = os.environ.get("SLURM_CPUS_PER_TASK", "")

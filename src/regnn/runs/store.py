@@ -3,8 +3,8 @@
 A cell holds config.yaml (written before the first run: a resume checks its settings), runs/run_XX/ (one
 finished run each; results.json written last marks it finished), relation_weights.json and results.json (the
 summary, written last: it marks the cell finished). The store refuses to overwrite a finished or started cell
-unless resume=true, holds the directory for one writer (regnn.runs.claim: across hosts too), skips a finished cell, extends one
-that is asked for more runs (its finished runs kept) and builds the one summary both trainers write.
+unless resume=true, holds the directory for one writer (regnn.runs.claim: across hosts too), skips a finished cell,
+extends one that is asked for more runs (its finished runs kept) and builds the one summary both trainers write.
 
 Every file is written whole through regnn.runs.io_safe (looked up at call time, so a test or probe that replaces
 io_safe.write_text sees every write).

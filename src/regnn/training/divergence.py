@@ -3,8 +3,8 @@
 A non-finite loss or parameter, or a loss beyond any trained model's, stops the run (`Diverged`, one line: the
 epoch, what went wrong, the usual causes). A training loss that blows up while the validation loss stays where
 it was is not stopped (the best-validation weights may still be fine) but reported (`TrainLossBlowup`: one
-warning line and a flag in the run's record). The pipeline writes the run as failed; a cell's metrics are the means over its finished runs only, and
-the summary counts the failed ones.
+warning line and a flag in the run's record). The pipeline writes the run as failed; a cell's metrics are the means over
+its finished runs only, and the summary counts the failed ones.
 """
 from __future__ import annotations
 

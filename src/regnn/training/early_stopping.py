@@ -28,7 +28,8 @@ class EarlyStopping:
         self.bad_epochs = 0
 
     def improves(self, scores: Mapping[str, float]) -> bool:
-        return all(scores[m] > self.best[m] + self.min_delta if MONITORS[m] else scores[m] < self.best[m] - self.min_delta
+        return all(scores[m] > self.best[m] + self.min_delta if MONITORS[m]
+                   else scores[m] < self.best[m] - self.min_delta
                    for m in self.monitor)
 
     def step(self, scores: Mapping[str, float], epoch: int, model) -> bool:

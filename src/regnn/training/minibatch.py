@@ -84,8 +84,8 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
 
     Every epoch's history row has the time spent waiting for sampled batches (sample_s: sampling and building the
     batch's adjacencies, or waiting for the sampling threads) and the rest (compute_s); profile=True adds the
-    seconds per batch of every phase of a step (profile_*_s: blocks (the adjacencies to the device), feature gather, input
-    projection, the forward of every layer, backward, optimizer step) and the process's memory high-water mark
+    seconds per batch of every phase of a step (profile_*_s: blocks (the adjacencies to the device), feature gather,
+    input projection, the forward of every layer, backward, optimizer step) and the process's memory high-water mark
     at batches 50 and 300 and the epoch's last (peak_rss_gb_batch_*)."""
     run = _MinibatchRun(model, sg, labels, splits, seed, num_classes, options, device, dist or Dist())
 

@@ -87,7 +87,8 @@ class SampledGraph:
         reads each type's rows as one slice (regnn.models.sampled._Projection)."""
         input_nodes, nd = blocks[0].src_nodes, blocks[0].num_dst
         types = self.node_type.index_select(0, input_nodes[nd:])
-        order = torch.cat([torch.arange(nd)] + [nd + torch.nonzero(types == t).view(-1) for t in range(len(self.ntypes))])
+        order = torch.cat([torch.arange(nd)]
+                          + [nd + torch.nonzero(types == t).view(-1) for t in range(len(self.ntypes))])
         pos = torch.empty_like(order).index_copy_(0, order, torch.arange(order.numel()))
         adjs = [self.adjacency(blocks[0], device, pos)] + [self.adjacency(b, device) for b in blocks[1:]]
         return input_nodes.index_select(0, order), adjs

@@ -134,7 +134,8 @@ class RotationEncoder(nn.Module):
             out.append(out[-1] * (r[idx].conj() if conj else r[idx]))
         return out[::-1]
 
-    def forward(self, h: dict[str, torch.Tensor], instances: torch.Tensor, ntypes: list[str], rotations) -> torch.Tensor:
+    def forward(self, h: dict[str, torch.Tensor], instances: torch.Tensor, ntypes: list[str],
+                rotations) -> torch.Tensor:
         enc = None
         for i, (t, rot) in enumerate(zip(ntypes, self.position_rotations(rotations))):
             x = torch.view_as_complex(h[t].reshape(h[t].shape[0], -1, 2).contiguous()) * rot

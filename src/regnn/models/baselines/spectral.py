@@ -7,9 +7,9 @@ more eigenvalue of modulus 1. A float32 randomised SVD returns whichever rotatio
 so the embedding (and every model that reads it) changed with the CPU.
 
 Here the decomposition is float64: exact (a dense eigendecomposition) for small matrices, a randomised block SVD with
-many power iterations otherwise; singular values that agree to a relative 1e-4 form one group, and each group's subspace gets one
-canonical orthonormal basis, built from the group's projector alone (canonical_basis). Anything that spans the same
-subspace gives the same basis, so the result depends on the graph alone, up to the decomposition's accuracy.
+many power iterations otherwise; singular values that agree to a relative 1e-4 form one group, and each group's subspace
+gets one canonical orthonormal basis, built from the group's projector alone (canonical_basis). Anything that spans the
+same subspace gives the same basis, so the result depends on the graph alone, up to the decomposition's accuracy.
 """
 from __future__ import annotations
 
