@@ -35,14 +35,14 @@ train: setup ## the main job: RE-GCN on DBLP, 10 runs, mean ± std Macro/Micro-F
 TEST_WORKERS ?= $(shell $(PY) -c 'import os; print(min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))' 2>/dev/null || echo 0)
 
 .PHONY: lint
-lint: venv ## the package's import layers (pyproject.toml: a lower layer never imports a higher one) and ruff's error rules
+lint: venv ## the package's import layers (pyproject.toml: a lower layer never imports a higher one) and ruff's rules (pyproject.toml)
 	$(PY) -c 'import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))'
-	$(PY) -m ruff check src scripts tests train.py
+	$(PY) -m ruff check src scripts tests train.py predict.py
 
 # tests marked serial (multi-process DDP) run afterwards, alone; TEST_MARKS narrows both (CI spreads the onepython
 # tests over its Pythons instead: REGNN_ONEPYTHON_SHARE, tests/conftest.py)
 TEST_MARKS ?=
-test: setup lint ## the import layers and ruff's error rules, then the fast test suite (CPU only; every test runs without DGL)
+test: setup lint ## the import layers and ruff's rules, then the fast test suite (CPU only; every test runs without DGL)
 	@$(PY) -c 'import sys, numpy, torch; print(f"test: Python {sys.version.split()[0]}, numpy {numpy.__version__}, torch {torch.__version__} ($(VENV))")'
 	$(PY) -m pytest -m "not slow and not serial and not slurm$(if $(TEST_MARKS), and $(TEST_MARKS))" -q -n $(TEST_WORKERS) --dist worksteal
 	$(PY) -m pytest -m "serial and not slow$(if $(TEST_MARKS), and $(TEST_MARKS))" -q

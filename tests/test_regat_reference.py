@@ -86,6 +86,8 @@ def reference_forward(params, data, heads, v2):
     h = attention_layer(layers[0], h, src, dst, rel, ws[0], n, heads, v2, act=True).flatten(1)
     for i in range(1, num_layers):
         h = attention_layer(layers[i], h, src, dst, rel, ws[i], n, heads, v2, act=i < num_layers - 1).flatten(1)
+    # the released forward's loop already ran the last layer; it runs once more as the output layer
+    # (bywmm/RE-GNN 2e297ef model/REGAT.py), and regnn keeps that
     emb = attention_layer(layers[-1], h, src, dst, rel, ws[-1], n, heads, v2, act=False)
     out = emb.flatten(1) @ params["out"][0].t() + params["out"][1]
     t = slice(offsets[data.target], offsets[data.target] + data.graph.num_nodes(data.target))
