@@ -13,7 +13,9 @@ from regnn.catalog import ARCH_DEFAULT, arch_name
 from regnn.errors import ConfigError, quote
 from regnn.models import ARCHS
 from regnn.paths import REPO_ROOT
+from regnn.training.device import is_device_name
 from regnn.training.options import fanouts_for
+from regnn.training.trainer import PRECISIONS
 
 
 if not OmegaConf.has_resolver("repo_root"):
@@ -101,8 +103,9 @@ def _validate_job(cfg: DictConfig) -> None:
     _check(t is None or (isinstance(t, int) and not isinstance(t, bool) and 1 <= t <= MAX_THREADS), "threads", t,
            f"use null (torch's default: one per core) or a whole number from 1 to {MAX_THREADS}")
     dev = str(cfg.device)
-    _check(dev in ("auto", "cpu", "cuda") or dev.startswith("cuda:"), "device", dev, "use auto, cpu, cuda or cuda:N")
-    _check(str(cfg.get("precision", "fp32")) in ("fp32", "bf16"), "precision", cfg.get("precision"), "use fp32 or bf16")
+    _check(is_device_name(dev), "device", dev, "use auto, cpu, cuda or cuda:N")
+    _check(str(cfg.get("precision", "fp32")) in PRECISIONS, "precision", cfg.get("precision"),
+           f"use {' or '.join(PRECISIONS)}")
     w = cfg.get("workers", 1)
     _check(w == "auto" or (isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_THREADS), "workers", w,
            f"use auto or a whole number from 1 to {MAX_THREADS}")
@@ -227,7 +230,8 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
     _check(t.eval in eval_modes, "trainer.eval", t.eval, f"use one of {list(eval_modes)}")
     from regnn.training.early_stopping import MONITORS
     _stop_on(t, list(MONITORS))
-    _check(t.sampling in ("deterministic", "parallel"), "trainer.sampling", t.sampling,
+    from regnn.training.sampling import SAMPLING_MODES
+    _check(t.sampling in SAMPLING_MODES, "trainer.sampling", t.sampling,
            "use deterministic (each batch sampled when needed) or parallel (sampled ahead in threads)")
     _check(isinstance(t.profile, bool), "trainer.profile", t.profile, "use true or false")
     _check(t.ddp_backend in ("auto", "gloo", "nccl"), "trainer.ddp_backend", t.ddp_backend, "use auto, gloo or nccl")

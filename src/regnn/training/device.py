@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import torch
 
+DEVICES = ("auto", "cpu", "cuda")  # and cuda:N
+
+
+def is_device_name(requested: str) -> bool:
+    """Whether `requested` names a device select_device takes (auto, cpu, cuda or cuda:N)."""
+    return requested in DEVICES or (requested.startswith("cuda:") and requested[5:].isdigit())
 
 
 def select_device(requested: str = "auto") -> tuple[torch.device, str]:
@@ -13,7 +19,7 @@ def select_device(requested: str = "auto") -> tuple[torch.device, str]:
 
     auto: CUDA whenever torch sees it, else the CPU. cuda / cuda:N where torch sees no GPU: a ValueError naming
     the reason and the fix."""
-    if requested not in ("auto", "cpu", "cuda") and not requested.startswith("cuda:"):
+    if not is_device_name(requested):
         raise ValueError(f"device must be auto, cpu, cuda or cuda:N, got {requested!r}")
     if requested == "cpu":
         return torch.device("cpu"), "cpu (requested)"

@@ -67,10 +67,13 @@ class Progress:
             sys.stderr.flush()
 
 
+PRECISIONS = ("fp32", "bf16")
+
+
 def autocast(precision: str, device) -> torch.autocast:
     """precision="bf16": dense matrix products in bfloat16 (AMX on recent Xeons, tensor cores on GPUs), sparse
     aggregation, attention and the loss in float32. "fp32": everything in float32."""
-    if precision not in ("fp32", "bf16"):
+    if precision not in PRECISIONS:
         raise ValueError(f"precision must be fp32 or bf16, got {precision!r}")
     return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
