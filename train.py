@@ -32,7 +32,7 @@ def main(cfg: DictConfig) -> float:
         out_dir = HydraConfig.get().runtime.output_dir
         interrupt.check("before it started")  # a sweep signalled during an earlier cell stops here
         if cfg.get("compare") and cfg.compare.tune:  # experiment=compare compare.tune=true: tune, then train
-            from regnn.compare import tuned_cell
+            from regnn.experiments.compare import tuned_cell
             summary = tuned_cell(cfg, out_dir, list(HydraConfig.get().overrides.task))
         else:
             summary = train(cfg, out_dir)
