@@ -1,5 +1,6 @@
-"""The benchmarks say how a new figure compares with the previous committed one, so a slower change shows itself
-where it is run (scripts/bench/benchmark_report.py, scripts/bench/scale_benchmark.py)."""
+"""The benchmarks and checks say how a new figure compares with the previous committed one, so a slower change or a
+lost accuracy shows itself where it is run (scripts/bench/benchmark_report.py, scripts/bench/scale_benchmark.py,
+scripts/checks/scale_accuracy_check.py)."""
 import importlib.util
 import json
 import sys
@@ -7,8 +8,8 @@ import sys
 from conftest import REPO
 
 
-def _module(name: str):
-    path = REPO / "scripts" / "bench" / f"{name}.py"
+def _module(name: str, folder: str = "bench"):
+    path = REPO / "scripts" / folder / f"{name}.py"
     sys.path.insert(0, str(path.parent))  # as when the script runs: its folder is on the path
     try:
         spec = importlib.util.spec_from_file_location(name, path)
@@ -45,3 +46,18 @@ def test_the_scale_benchmark_reads_its_previous_epochs(tmp_path):
     path.write_text(json.dumps({"models": [{"model": "re_gcn", "train_s_per_epoch": 950.0},
                                            {"model": "re_gat", "error": "exit code 1"}]}))
     assert scale.previous_epochs(path) == {"re_gcn": 950.0}
+
+
+def test_the_scale_accuracy_check_judges_a_model_against_its_last_committed_row():
+    check = _module("scale_accuracy_check", "checks")
+    earlier = [{"model": "re_gat", "commit": "a", "runs": 2, "test_acc": [98.0, 99.0], "test_acc_mean": 98.5,
+                "test_acc_std": 0.5},
+               {"model": "re_gat", "commit": "b", "runs": 2, "test_acc": [98.4, 99.0], "test_acc_mean": 98.7,
+                "test_acc_std": 0.3}]
+    row = {"model": "re_gat", "runs": 2, "test_acc": [98.0, 98.2], "test_acc_mean": 98.1, "test_acc_std": 0.1}
+    judged = check.judge(row, earlier, floor=0.5)
+    assert judged["against"] == "b" and judged["tolerance"] == 0.5 and judged["within"] is False  # 0.6 below b
+    assert check.judge(row | {"test_acc_mean": 98.3}, earlier, floor=0.5)["within"] is True
+    assert check.judge(row | {"model": "re_gcn"}, earlier, floor=0.5)["within"] is None  # nothing to compare with
+    md = check.markdown({"command": "python train.py ...", "floor": 0.5, "rows": [*earlier, judged]})
+    assert "| re_gat |  | b | 2 | 98.40, 99.00 | 98.70 ± 0.30 |  |  |" in md and "| -0.60 | no |" in md
