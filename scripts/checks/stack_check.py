@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default=str(REPO / "outputs" / "stack_check"),
                     help="run folders: <work>/<dataset>/<model>")
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--report-only", action="store_true",
+                    help="rebuild the report from the run folders there are, training nothing")
     ap.add_argument("overrides", nargs="*", help="more train.py overrides (e.g. trainer.max_epochs=3 to try it)")
     a = ap.parse_args(argv)
     out = Path(a.out or REPO / "results" / f"stack_check_{a.dataset}_cpu")
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             lines += ["", f"Not finished yet (the same command continues them): {', '.join(pending)}."]
         out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
-    for i, model in enumerate(models, 1):
+    for i, model in enumerate([] if a.report_only else models, 1):
         run_dir = work / model
         print(f"stack_check: [{i}/{len(models)}] {model} on {a.dataset}, {a.runs} runs -> {run_dir}", flush=True)
         cmd = ["nice", "-n", "10", a.python, "train.py", f"dataset={a.dataset}", f"model={model}", f"runs={a.runs}",
