@@ -14,7 +14,7 @@ process with a timeout, and the report is rewritten after every step, so a call 
   4. full size: one epoch of RE-GAT, as step 1;
   5. the RE-GCN and RE-GAT cells of ACM and IMDB.
 A step that would start after --budget-s seconds is skipped and marked so. Writes <out>/gpu_floor.json and .md
-with the device's name; run folders and logs under <out>/work.
+with the device's name; run folders and logs under --work (<out>/work).
 """
 from __future__ import annotations
 
@@ -133,10 +133,11 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-limit-gb", type=float, default=100.0)
     ap.add_argument("--step-timeout-s", type=float, default=300.0)
     ap.add_argument("--budget-s", type=float, default=480.0, help="no step starts after this many seconds")
+    ap.add_argument("--work", default=None, help="run folders and logs (default <out>/work)")
     a = ap.parse_args(argv)
     import torch
     out = Path(a.out)
-    work = out / "work"
+    work = Path(a.work) if a.work else out / "work"
     rep = {"device": device_name(a.device), "torch": torch.__version__, "when": time.strftime("%Y-%m-%d %H:%M"),
            "machine": f"{os.cpu_count()} CPUs ({platform.machine()})",
            "command": "python scripts/bench/gpu_floor.py " + " ".join(argv if argv is not None else sys.argv[1:]),
