@@ -75,6 +75,27 @@ def _check_tables_or_pyg(meta: dict, fmt: str, where: str) -> None:
     _classes(meta, where)
 
 
+def _check_dgl_or_npz(meta: dict, fmt: str, where: str) -> None:
+    """The keys of a format: dgl or format: npz description."""
+    _unknown(meta, DGL_KEYS if fmt == "dgl" else NPZ_KEYS, where, "key")
+    for k in ("name", "graph", "target", "label", "features"):
+        _text(meta, k, where)
+    _whole(meta, "graph_index", where, 0)
+    _whole(meta, "num_classes", where, 1)
+    if meta.get("reverse", "add") not in ("add", "keep"):
+        raise DataError(f"{where}: reverse={quote(meta['reverse'])}; use add (reverse every relation) or keep")
+    _classes(meta, where)
+    splits = meta.get("splits")
+    if splits is not None:
+        if not isinstance(splits, dict):
+            raise DataError(f"{where}: splits must map train, val and test to mask names, "
+                            f"got {quote(splits)} ({DOC})")
+        _unknown(splits, SPLIT_KEYS, f"{where}: splits", "split")
+        for s, v in splits.items():
+            if not isinstance(v, str):
+                raise DataError(f"{where}: splits.{s} must name a mask or id tensor, got {quote(v)} ({DOC})")
+
+
 def check_description(meta: dict, path: Path) -> str:
     """Validates a description's keys, types and ranges; returns its format."""
     where = str(path)
@@ -89,23 +110,7 @@ def check_description(meta: dict, path: Path) -> str:
         _check_tables_or_pyg(meta, fmt, where)
         return fmt
     if fmt in ("dgl", "npz"):
-        _unknown(meta, DGL_KEYS if fmt == "dgl" else NPZ_KEYS, where, "key")
-        for k in ("name", "graph", "target", "label", "features"):
-            _text(meta, k, where)
-        _whole(meta, "graph_index", where, 0)
-        _whole(meta, "num_classes", where, 1)
-        if meta.get("reverse", "add") not in ("add", "keep"):
-            raise DataError(f"{where}: reverse={quote(meta['reverse'])}; use add (reverse every relation) or keep")
-        _classes(meta, where)
-        splits = meta.get("splits")
-        if splits is not None:
-            if not isinstance(splits, dict):
-                raise DataError(f"{where}: splits must map train, val and test to mask names, "
-                                f"got {quote(splits)} ({DOC})")
-            _unknown(splits, SPLIT_KEYS, f"{where}: splits", "split")
-            for s, v in splits.items():
-                if not isinstance(v, str):
-                    raise DataError(f"{where}: splits.{s} must name a mask or id tensor, got {quote(v)} ({DOC})")
+        _check_dgl_or_npz(meta, fmt, where)
         return fmt
     _unknown(meta, MAGNN_KEYS, where, "key")
     _text(meta, "name", where)
