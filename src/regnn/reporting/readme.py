@@ -45,6 +45,8 @@ PAPER = [
     Part("fig_case_study.png", "Figure 7: relation weights of a 4-layer RE-GCN on DBLP, every layer"),
     Part("table_efficiency.md", "Efficiency on DBLP (Figure 8): table"),
     Part("fig_efficiency.png", "Efficiency on DBLP (Figure 8): chart"),
+    *(Part(f"stack_check_{d}_cpu.md", f"Cells trained on another stack or device, re-measured on today's ({d.upper()}, "
+                                      "scripts/checks/stack_check.py)") for d in ("dblp", "acm", "imdb")),
 ]
 PAGES = {
     "README.md": [CLASSIFICATION],
@@ -59,6 +61,8 @@ PAGES = {
         Part("scale_benchmark_paired.md", "Training speed against the DGL-era code, run in turn (full size)"),
         Part("trainers.md",
              "Full batch against mini-batch on graphs that fit in memory (scripts/checks/trainers_table.py)"),
+        Part("scale_accuracy_check.md",
+             "Mini-batch accuracy at OGBN-MAG's shape, code by code (scripts/checks/scale_accuracy_check.py)"),
     ],
     "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/bench/gpu_check.sh)"),
                     Part("gpu_dblp_backbones.md", "Figure 3's GIN, GraphSAGE and MixHop and the GTN baseline on "
