@@ -9,7 +9,6 @@ the fused kernels are CPU code).
 import pytest
 import torch
 import torch.nn.functional as F
-from omegaconf import OmegaConf
 
 from conftest import cfg as _cfg, relation, fullbatch, minibatch
 from regnn.core.adjacency import Adjacency
@@ -221,7 +220,7 @@ def test_cuda_without_a_gpu_is_one_line(monkeypatch):
     with pytest.raises(ValueError, match=r"^device=cuda requested but torch sees no CUDA device; use device=cpu"):
         select_device("cuda")
     with pytest.raises(ConfigError, match=r"^device=cuda requested but torch sees no CUDA device; use device=cpu"):
-        device_of(OmegaConf.create({"device": "cuda"}))  # as the job asks: the user's one-line error
+        device_of("cuda")  # as the job asks: the user's one-line error
     assert select_device("auto")[0].type == "cpu"
 
 

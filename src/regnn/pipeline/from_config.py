@@ -44,10 +44,11 @@ def build_sampled(mcfg: DictConfig, data, graph, embed_dim: int | None):
                                      **model_kwargs(mcfg))
 
 
-def device_of(cfg: DictConfig):
-    """(device, why) for cfg.device."""
+def device_of(requested: str):
+    """(device, why) for a config's `device` (auto, cpu, cuda, cuda:N); a device torch cannot use is the user's
+    one-line error."""
     with user_errors():
-        return select_device(str(cfg.device))
+        return select_device(str(requested))
 
 
 def load_data(dcfg: DictConfig):

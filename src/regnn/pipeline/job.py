@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from regnn import interrupt
 from regnn.loggers import make_logger
 from regnn.perf import keep_freed_memory, peak_rss_gb
-from regnn.training.device import select_device
+from regnn.pipeline.from_config import device_of
 from regnn.spec import user_errors
 from regnn.runs.executor import job_threads
 from regnn.runs.resume import checkpoint_of
@@ -48,8 +48,7 @@ class CellJob:
             torch.set_num_threads(threads)
         self.threads = threads or DEFAULT_THREADS
         keep_freed_memory(every_size=True)  # a step's large tensors would fault in again every time they are freed
-        with user_errors():
-            self.device, self.why = select_device(spec.device)
+        self.device, self.why = device_of(spec.device)
         self.label = f"{cfg.model.name} on {cfg.dataset.name}"
         self.num_parameters: int | None = None  # counted on the first model built
         self.relation_names: list = []

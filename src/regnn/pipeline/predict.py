@@ -181,7 +181,7 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     tcfg = trained_config(chosen.cell, cfg.get("dataset_path"))
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
-    device, why = device_of(OmegaConf.create({"device": cfg.device}))
+    device, why = device_of(cfg.device)
     job = DeviceGraph(tcfg, device, data=graph_as_trained(tcfg, chosen.runs[0]))
     data = job.data
     log.info("predict: %s of %s on %s (%d %s nodes), device %s", chosen.why, chosen.cell, data.name,
