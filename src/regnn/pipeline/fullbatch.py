@@ -43,6 +43,10 @@ class DeviceGraph:
     def build(self, seed: int):
         """The model of seed `seed` on the device: seeded first, so a seed always draws the same weights."""
         seed_everything(seed, self.cfg.deterministic)
+        return self.model()
+
+    def model(self):
+        """A new model on the device, drawn from the random state as it is."""
         return build_model(self.cfg.model, self.data, self.inputs).to(self.device)
 
     def trainer(self):
@@ -66,7 +70,7 @@ class FullBatchJob(CellJob):
         return self.graph.data
 
     def build(self):
-        return build_model(self.cfg.model, self.data, self.graph.inputs).to(self.device)
+        return self.graph.model()  # seeded by the job
 
     def fit(self, model, run: int, seed: int, checkpoint):
         g = self.graph
