@@ -10,7 +10,8 @@ from conftest import run_train, relation, minibatch
 from regnn.data import build_relation_graph, load_dataset, make_synthetic
 from regnn.models import REGNN
 from regnn.training.early_stopping import MONITORS
-from regnn.training.minibatch import Scorer, train_minibatch_run
+from regnn.training.block_inference import Scorer
+from regnn.training.minibatch import train_minibatch_run
 from regnn.models.sampled import NodeInputs, SampledREGNN
 from regnn.training.block_inference import layerwise_logits, layerwise_outputs, sampled_logits
 from regnn.training.sampling import SampledGraph, sampled_loader
@@ -237,7 +238,7 @@ def test_minibatch_config_errors(override, message):
     from conftest import REPO
     from regnn.config import validate_minibatch
     from regnn.errors import ConfigError
-    from regnn.training.minibatch import EVAL_MODES
+    from regnn.training.block_inference import EVAL_MODES
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=["dataset=synthetic", "trainer=minibatch", "model=re_gcn", *override.split()])
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
@@ -259,7 +260,7 @@ def test_minibatch_layout_composes_for_every_model(model):
     from regnn.config import validate, validate_minibatch
     from regnn.data.features import FEATS_TYPES
     from regnn.models import BACKBONES
-    from regnn.training.minibatch import EVAL_MODES
+    from regnn.training.block_inference import EVAL_MODES
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=["dataset=ogbn_mag", "trainer=minibatch", f"model={model}"])
         tuned = compose("train", overrides=["dataset=dblp", "trainer=minibatch", f"model={model}", "model.hidden=7"])
@@ -286,7 +287,7 @@ def test_minibatch_trains_the_model_full_batch_trains(dataset, model):
     from conftest import REPO
     from regnn.config import validate_minibatch
     from regnn.spec import training_of
-    from regnn.training.minibatch import EVAL_MODES
+    from regnn.training.block_inference import EVAL_MODES
     path = ["dataset.path=x"] if dataset == "custom" else []
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         full = compose("train", overrides=[f"dataset={dataset}", f"model={model}", *path])

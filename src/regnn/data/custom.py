@@ -39,8 +39,8 @@ import numpy as np
 import torch
 import yaml
 
-from regnn.data.custom_schema import (DOC, USER_FIX, check_description, check_features, class_count, class_names,
-                                      exact_ints, unlabelled_outside_splits)
+from regnn.data.array_checks import check_features, class_count, exact_ints, unlabelled_outside_splits
+from regnn.data.custom_schema import DOC, USER_FIX, check_description, class_names
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import torch
 
-from regnn.data.custom_schema import (DOC, check_features, class_count, class_names, exact_ints,
-                                      unlabelled_outside_splits)
+from regnn.data.array_checks import check_features, class_count, exact_ints, unlabelled_outside_splits
+from regnn.data.custom_schema import DOC, class_names
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
@@ -50,7 +50,9 @@ def _as_arrays(g) -> HeteroGraph:
                        {t: g.num_nodes(t) for t in g.ntypes})
 
 
-def load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
+def _read_graph(meta: dict, where: Path):
+    """The graph file named by the description: (its path, the chosen graph, the saved labels dict, the target
+    type)."""
     gfile = where.parent / need(meta, "graph", where, "the file written by dgl.save_graphs")
     dgl = _import_dgl(where)
     if (why := not_a_file(gfile)) is not None:
@@ -70,6 +72,11 @@ def load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDatas
     target = need(meta, "target", where, "the labelled node type")
     if target not in g.ntypes:
         raise DataError(f"{where}: target {target!r} is not a node type of {gfile.name} ({g.ntypes})")
+    return gfile, g, extra, target
+
+
+def load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
+    gfile, g, extra, target = _read_graph(meta, where)
     n = g.num_nodes(target)
     label_key = need(meta, "label", where, "the ndata key with the class ids of the target nodes")
     labels = g.nodes[target].data.get(label_key, extra.get(label_key))

@@ -12,8 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from regnn.data.custom_schema import (check_adjacency, check_features, class_count, exact_ints,
-                                      unlabelled_outside_splits)
+from regnn.data.array_checks import check_adjacency, check_features, class_count, exact_ints, unlabelled_outside_splits
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph

@@ -70,16 +70,7 @@ def write_ogb_mag_like(root: str | Path, scale: float = 1.0, seed: int = 0, num_
     raw = base / "raw"
     _csv(raw / "num-node-dict.csv.gz", pd.DataFrame({t: [n] for t, n in nodes.items()}), header=True)
     _csv(raw / "triplet-type-list.csv.gz", [list(t) for t in MAG_EDGES])
-    edges = {}
-    for i, (trip, m) in enumerate(MAG_EDGES.items()):
-        h, _, t = trip
-        e = _edges(rng, nodes[h], nodes[t], max(1, int(round(m * scale))), exponent=0.8, no_loops=h == t)
-        d = raw / "relations" / "___".join(trip)
-        _csv(d / "edge.csv.gz", e.T)
-        _csv(d / "num-edge-list.csv.gz", [e.shape[1]])
-        _csv(d / "edge_reltype.csv.gz", np.full(e.shape[1], i, dtype=np.int64))
-        edges[trip] = int(e.shape[1])
-        del e
+    edges = _write_edges(rng, raw, nodes, scale)
 
     n_paper = nodes["paper"]
     y = rng.integers(0, num_label_classes, n_paper)
@@ -106,3 +97,18 @@ def write_ogb_mag_like(root: str | Path, scale: float = 1.0, seed: int = 0, num_
     return {"nodes": nodes, "edges": {"___".join(k): v for k, v in edges.items()},
             "num_nodes": sum(nodes.values()), "num_edges": sum(edges.values()),
             "split": {s: int(ids.size) for s, ids in split.items()}}
+
+
+def _write_edges(rng, raw: Path, nodes: dict[str, int], scale: float) -> dict:
+    """Every relation's generated edges under raw/relations/; returns the edge count per relation."""
+    edges = {}
+    for i, (trip, m) in enumerate(MAG_EDGES.items()):
+        h, _, t = trip
+        e = _edges(rng, nodes[h], nodes[t], max(1, int(round(m * scale))), exponent=0.8, no_loops=h == t)
+        d = raw / "relations" / "___".join(trip)
+        _csv(d / "edge.csv.gz", e.T)
+        _csv(d / "num-edge-list.csv.gz", [e.shape[1]])
+        _csv(d / "edge_reltype.csv.gz", np.full(e.shape[1], i, dtype=np.int64))
+        edges[trip] = int(e.shape[1])
+        del e
+    return edges

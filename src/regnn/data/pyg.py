@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from regnn.data.custom_schema import (DOC, check_features, class_count, exact_ints, unlabelled_outside_splits)
+from regnn.data.array_checks import check_features, class_count, exact_ints, unlabelled_outside_splits
+from regnn.data.custom_schema import DOC
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from regnn.data.custom_schema import DOC, check_features, class_count, did_you_mean, unlabelled_outside_splits
+from regnn.data.array_checks import check_features, class_count, unlabelled_outside_splits
+from regnn.data.custom_schema import DOC, did_you_mean
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph

@@ -8,26 +8,16 @@ and the model names (re_<name>, <name>, ...) follow (docs/adding_a_backbone.md).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from torch import nn
 
 from regnn.core.attention import REGATConv, REGATv2Conv
 from regnn.core.conv import ACTIVATIONS, REGINConv, REGraphConv, REMixHopConv, RESAGEConv
+from regnn.models.dense_backbones import appnp, mlp
+from regnn.models.stack import Stack
 
 LAYOUTS = ("authors", "stack")
-
-
-@dataclass
-class Stack:
-    convs: list[nn.Module]  # one per call, in order
-    relation_heads: list[int]  # relation weights per distinct layer: 1 or one per attention head
-    head: nn.Module | None  # output layer after the convs (None: the last conv outputs class scores)
-    relation_of: list[int] | None = None  # per call, its layer's index into relation_heads (None: call i, layer i)
-    # per call, how many dropout masks (of the model's rate) its input gets; None: the model's placement
-    # (one before every call, or two before calls 1.. with double_dropout)
-    dropout_masks: list[int] | None = None
 
 
 class HeadsLinear(nn.Module):
@@ -190,60 +180,4 @@ def mixhop(hidden: int, num_classes: int, num_layers: int, activation: str = "el
 
 
 BACKBONES: dict[str, Callable[..., Stack]] = {"gcn": gcn, "gat": gat, "sage": sage, "gin": gin, "gatv2": gatv2,
-                                              "mixhop": mixhop}
-
-
-class Dense(nn.Module):
-    """A layer that ignores the graph: W h + b and the activation on every destination node's own features."""
-
-    def __init__(self, in_dim: int, out_dim: int, activation: str):
-        super().__init__()
-        self.lin = nn.Linear(in_dim, out_dim)
-        self.activation = ACTIVATIONS[activation]
-
-    def forward(self, adj, h, alpha=None):
-        h = self.lin(h[: adj.num_dst])
-        return self.activation(h) if self.activation else h
-
-
-def mlp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu") -> Stack:
-    """No message passing (model=mlp): after the per-type input projection, num_layers dense layers with the
-    activation on each node's own features, then a linear output layer. The features-only baseline a graph model
-    has to beat."""
-    return Stack([Dense(hidden, hidden, activation) for _ in range(num_layers)], [1] * num_layers,
-                 nn.Linear(hidden, num_classes))
-
-
-BACKBONES["mlp"] = mlp
-
-
-class APPNPPropagation(nn.Module):
-    """`steps` personalised-PageRank steps on the weighted graph (APPNP, Klicpera et al., ICLR 2019):
-    z <- (1 - teleport) A_hat z + teleport h, from z = h, A_hat the relation-weighted normalised adjacency."""
-
-    def __init__(self, dim: int, steps: int, teleport: float, norm: str):
-        super().__init__()
-        self.prop = REGraphConv(dim, dim, weight=False, norm=norm)
-        self.steps, self.teleport = steps, teleport
-
-    @property
-    def prepare_norm(self) -> str:
-        return self.prop.prepare_norm
-
-    def forward(self, adj, h, alpha=None):
-        z = h
-        for _ in range(self.steps):
-            z = (1 - self.teleport) * self.prop(adj, z, alpha) + self.teleport * h
-        return z
-
-
-def appnp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", steps: int = 10,
-          teleport: float = 0.1, norm: str = "both") -> Stack:
-    """num_layers dense layers predict from each node's own features, `steps` propagation steps with one set of
-    relation weights spread the predictions, a linear layer outputs the classes."""
-    convs = ([Dense(hidden, hidden, activation) for _ in range(num_layers)]
-             + [APPNPPropagation(hidden, steps, teleport, norm)])
-    return Stack(convs, [1], nn.Linear(hidden, num_classes), relation_of=[0] * len(convs))
-
-
-BACKBONES["appnp"] = appnp
+                                              "mixhop": mixhop, "mlp": mlp, "appnp": appnp}

@@ -51,7 +51,7 @@ def check(cfg: DictConfig) -> None:
         raise Unsupported(f"{m.name} needs meta-paths, and dataset {cfg.dataset.name} defines none: add "
                           "dataset.metapaths (name -> relation list), or leave this model out on this graph")
     if cfg.trainer.name == "minibatch":
-        from regnn.training.minibatch import EVAL_MODES
+        from regnn.training.block_inference import EVAL_MODES
         validate_minibatch(cfg, EVAL_MODES)
     if metapath.chosen(cfg):
         metapath.select_runs(cfg)

@@ -64,15 +64,7 @@ def choose(cfg: DictConfig, store: CellStore, train_cell) -> dict:
                  cfg.dataset.name, best, k, store.spec.runs - k)
         sub = OmegaConf.merge(cfg, {"model": {"metapath": best}, "resume": True})
         per_path[best] = train_cell(sub, store.dir / "metapaths" / best)
-    summary = {**per_path[best], "metapath": best,
-               "metapath_selected_by": "mean validation Micro-F1 (then Macro-F1)" + (
-                   f" over the first {k} runs of every meta-path" if k < store.spec.runs else ""),
-               "metapath_scores": {n: {"runs": per_path[n]["runs"],
-                                       **{m: per_path[n]["metrics"].get(m) for m in
-                                          ("val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1")}}
-                                   for n in names},
-               "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "wall_time_s": time.perf_counter() - t0}
+    summary = {**_summary(per_path, best, k < store.spec.runs, k), "wall_time_s": time.perf_counter() - t0}
     store.write_config()
     store.finish(summary)
     log.info("%s on %s: best meta-path by validation %s (%s)", cfg.model.name, cfg.dataset.name, best,
@@ -80,3 +72,15 @@ def choose(cfg: DictConfig, store: CellStore, train_cell) -> dict:
                        f"{per_path[n]['metrics'].get('test_micro_f1', {'mean': float('nan')})['mean']:.2f}"
                        for n in names))
     return summary
+
+
+def _summary(per_path: dict, best: str, extended: bool, k: int) -> dict:
+    """The chosen meta-path's summary, with how it was chosen and every meta-path's scores."""
+    return {**per_path[best], "metapath": best,
+            "metapath_selected_by": "mean validation Micro-F1 (then Macro-F1)" + (
+                f" over the first {k} runs of every meta-path" if extended else ""),
+            "metapath_scores": {n: {"runs": per_path[n]["runs"],
+                                    **{m: per_path[n]["metrics"].get(m) for m in
+                                       ("val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1")}}
+                                for n in per_path},
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}

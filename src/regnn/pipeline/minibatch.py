@@ -48,7 +48,7 @@ class MinibatchJob(CellJob):
 
     def prepare(self):
         from regnn.models.sampled import learnt_types
-        from regnn.training.minibatch import check_backend
+        from regnn.training.distributed import check_backend
         from regnn.training.sampling import SampledGraph
 
         with self.dist.main_first():  # rank 0 first: ogb writes its processed cache on first use

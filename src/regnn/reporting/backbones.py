@@ -22,9 +22,8 @@ def paired_gains(plain: dict, re: dict) -> list[float]:
     return [r["test_micro_f1"] - by_seed[r["seed"]] for r in re.get("per_run", []) if r["seed"] in by_seed]
 
 
-def render(source, out, datasets):
-    pool = as_pool(source)
-    cells = pool.load([f"{d}_{model_name(b, r)}" for d in datasets for b in BACKBONES for r in ("plain", "re")])
+def _rows(cells: dict, datasets) -> list[dict]:
+    """One row per dataset and backbone whose plain and RE cells are both there."""
     rows = []
     for d in datasets:
         for b in BACKBONES:
@@ -39,7 +38,13 @@ def render(source, out, datasets):
                          "gain_over_std": (rm - pm) / max(ps, rs, 1e-9),
                          "seed_gain_median": float(np.median(paired)) if paired else np.nan,
                          "seeds_re_ahead": int(sum(g > 0 for g in paired)), "seeds_paired": len(paired)})
-    df = pd.DataFrame(rows)
+    return rows
+
+
+def render(source, out, datasets):
+    pool = as_pool(source)
+    cells = pool.load([f"{d}_{model_name(b, r)}" for d in datasets for b in BACKBONES for r in ("plain", "re")])
+    df = pd.DataFrame(_rows(cells, datasets))
     md = pd.DataFrame({"dataset": df.dataset.str.upper(), "backbone": df.backbone.map(label),
                        "runs (plain/RE)": df.runs,
                        "plain Micro-F1": [fmt(a, b) for a, b in zip(df.plain_micro_f1, df.plain_std)],
@@ -55,6 +60,12 @@ def render(source, out, datasets):
                  "per-seed gain: RE minus plain trained with the same seed, median over the seeds both cells have, "
                  "and in how many of them RE is ahead; unlike the gain of the means it is not moved by a few runs "
                  "that fail to train (a large std)."], missing=pool.missing, devices=pool.devices)
+    _plot(df, datasets, out)
+    return [out / "table_backbones.csv", out / "table_backbones.md", out / "fig_backbones.png"]
+
+
+def _plot(df, datasets, out) -> None:
+    """Figure 3: plain against RE per backbone, one panel per dataset."""
     fig, axes = subplots(1, len(datasets), figsize=(5.5 * len(datasets), 3.6), squeeze=False)
     for ax, d in zip(axes[0], datasets):
         part = df[df.dataset == d]
@@ -68,7 +79,6 @@ def render(source, out, datasets):
         ax.set_ylabel("test Micro-F1 (%)")
         ax.legend(loc="lower right")
     save(fig, out / "fig_backbones.png")
-    return [out / "table_backbones.csv", out / "table_backbones.md", out / "fig_backbones.png"]
 
 
 if __name__ == "__main__":

@@ -53,6 +53,11 @@ def write_efficiency(rows: list[dict], out: Path, overrides=()) -> None:
                     "logistic regression."] if (df.model == "metapath2vec").any() else [])
                 + ([f"Every run under `{' '.join(overrides)}`: s / run is the time of that (capped) run, not of a "
                     "full one; s / epoch is unaffected."] if overrides else []))
+    _plot(df, out)
+
+
+def _plot(df, out: Path) -> None:
+    """Figure 8: parameters, seconds per epoch and per run of every model (log scale), with the ratios to RE-GCN."""
     fig, axes = subplots(1, 3, figsize=(18, 4.2))
     colours = [RE if m.startswith("re_") else PLAIN for m in df.model]
     for ax, (c, title) in zip(axes, [("num_parameters", "parameters"), ("median_epoch_s", "seconds per epoch"),

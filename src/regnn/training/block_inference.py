@@ -1,11 +1,18 @@
 """Inference on blocks: exact class scores and representations with every neighbour, one layer at a time
-(layerwise_*, for graphs too large for one pass), and scores on sampled neighbourhoods (sampled_logits)."""
+(layerwise_*, for graphs too large for one pass), scores on sampled neighbourhoods (sampled_logits), and the
+mini-batch trainer's evaluation of a split with either (Scorer)."""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from regnn.core.adjacency import Adjacency
+from regnn.evaluation.metrics import f1_scores
+from regnn.training.distributed import Dist
+from regnn.training.options import MinibatchOptions
 from regnn.training.sampling import SampledGraph, sampled_loader, to_device
+
+EVAL_MODES = ("sampled", "layerwise")
 
 
 def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor, alphas: list | None = None) -> torch.Tensor:
@@ -72,3 +79,40 @@ def sampled_logits(model, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[i
                             stream="eval"):
         out.append(model(b.input_nodes, to_device(b.adjs, device)).cpu())
     return torch.cat(out)
+
+
+class Scorer:
+    """Accuracy (ogb Evaluator, percent), Micro/Macro-F1 and loss of the target nodes `ids`, batched."""
+
+    def __init__(self, model, sg: SampledGraph, labels: torch.Tensor, num_classes: int, options: MinibatchOptions,
+                 *, device="cpu", dist: Dist | None = None, seed: int):
+        from ogb.nodeproppred import Evaluator
+
+        if options.eval not in EVAL_MODES:
+            raise ValueError(f"evaluation mode must be one of {EVAL_MODES}, got {options.eval!r}")
+        self.model, self.sg, self.labels, self.num_classes = model, sg, labels, num_classes
+        self.mode, self.fanouts, self.batch_size = options.eval, list(options.eval_fanouts), options.eval_batch_size
+        self.device, self.sampling, self.seed = device, options.sampling, seed  # the same draws every call
+        self.dist = dist or Dist()
+        self.evaluator = Evaluator(options.evaluator)
+
+    def __call__(self, ids: torch.Tensor) -> dict[str, float]:
+        self.model.eval()
+        mine = self.dist.shard(ids.numel())
+        seeds = self.sg.seeds(ids[mine])
+        if seeds.numel() == 0:
+            logits = torch.zeros(0, self.num_classes)
+        elif self.mode == "layerwise":
+            logits = layerwise_logits(self.model, self.sg, seeds, self.batch_size, self.device)
+        else:
+            logits = sampled_logits(self.model, self.sg, seeds, self.fanouts, self.batch_size, self.device,
+                                    self.sampling, self.seed)
+        y = self.labels[ids]
+        pred = torch.zeros(ids.numel(), dtype=torch.int64)
+        pred[mine] = logits.argmax(-1)
+        loss = torch.tensor([F.cross_entropy(logits, y[mine], reduction="sum").item() if mine.numel() else 0.0])
+        pred, loss = self.dist.all_sum(pred), self.dist.all_sum(loss)  # every position is filled by one process
+        acc = self.evaluator.eval({"y_true": y.view(-1, 1), "y_pred": pred.view(-1, 1)})["acc"]
+        onehot = F.one_hot(pred, self.num_classes).float()
+        return {"acc": 100.0 * float(acc), **f1_scores(onehot, y, self.num_classes),
+                "loss": float(loss.item()) / max(1, ids.numel())}

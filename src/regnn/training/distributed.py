@@ -102,3 +102,10 @@ def param_digest(model: torch.nn.Module) -> str:
         h.update(name.encode())
         h.update(p.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
+
+
+def check_backend(learnt_embeddings: bool, backend: str) -> None:
+    """ValueError where the processes' backend cannot all-reduce the model's gradients."""
+    if learnt_embeddings and backend == "nccl":
+        raise ValueError("learnable node embeddings have sparse gradients, which NCCL cannot all-reduce; use "
+                         "trainer.ddp_backend=gloo, or features for every node type (dataset.featureless=mean|file)")

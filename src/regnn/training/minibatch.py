@@ -15,57 +15,18 @@ import time
 import torch
 import torch.nn.functional as F
 
-from regnn.evaluation.metrics import f1_scores
-from regnn.training.distributed import Dist
+from regnn.training.distributed import Dist, check_backend
 from regnn.training.options import MinibatchOptions
 from regnn.training.divergence import check_loss, check_parameters
 from regnn.training.loop import EpochLoop, Hooks, StopRule
 from regnn.perf import StepTimer, peak_rss_gb
-from regnn.training.block_inference import layerwise_logits, sampled_logits
+from regnn.training.block_inference import Scorer
 from regnn.training.sampling import SampledGraph, sampled_loader, to_device
 from regnn.training.trainer import RunResult, make_optimizer
 
 log = logging.getLogger("regnn")
-EVAL_MODES = ("sampled", "layerwise")
 DEFAULT_EPOCHS = 100  # max_epochs=None: at least this many epochs (OGBN-MAG's), more to reach min_steps
 MEMORY_AT = (50, 300)  # batches at which a profiled epoch records the memory high-water mark (and its last)
-
-
-class Scorer:
-    """Accuracy (ogb Evaluator, percent), Micro/Macro-F1 and loss of the target nodes `ids`, batched."""
-
-    def __init__(self, model, sg: SampledGraph, labels: torch.Tensor, num_classes: int, options: MinibatchOptions,
-                 *, device="cpu", dist: Dist | None = None, seed: int):
-        from ogb.nodeproppred import Evaluator
-
-        if options.eval not in EVAL_MODES:
-            raise ValueError(f"evaluation mode must be one of {EVAL_MODES}, got {options.eval!r}")
-        self.model, self.sg, self.labels, self.num_classes = model, sg, labels, num_classes
-        self.mode, self.fanouts, self.batch_size = options.eval, list(options.eval_fanouts), options.eval_batch_size
-        self.device, self.sampling, self.seed = device, options.sampling, seed  # the same draws every call
-        self.dist = dist or Dist()
-        self.evaluator = Evaluator(options.evaluator)
-
-    def __call__(self, ids: torch.Tensor) -> dict[str, float]:
-        self.model.eval()
-        mine = self.dist.shard(ids.numel())
-        seeds = self.sg.seeds(ids[mine])
-        if seeds.numel() == 0:
-            logits = torch.zeros(0, self.num_classes)
-        elif self.mode == "layerwise":
-            logits = layerwise_logits(self.model, self.sg, seeds, self.batch_size, self.device)
-        else:
-            logits = sampled_logits(self.model, self.sg, seeds, self.fanouts, self.batch_size, self.device,
-                                    self.sampling, self.seed)
-        y = self.labels[ids]
-        pred = torch.zeros(ids.numel(), dtype=torch.int64)
-        pred[mine] = logits.argmax(-1)
-        loss = torch.tensor([F.cross_entropy(logits, y[mine], reduction="sum").item() if mine.numel() else 0.0])
-        pred, loss = self.dist.all_sum(pred), self.dist.all_sum(loss)  # every position is filled by one process
-        acc = self.evaluator.eval({"y_true": y.view(-1, 1), "y_pred": pred.view(-1, 1)})["acc"]
-        onehot = F.one_hot(pred, self.num_classes).float()
-        return {"acc": 100.0 * float(acc), **f1_scores(onehot, y, self.num_classes),
-                "loss": float(loss.item()) / max(1, ids.numel())}
 
 
 def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: dict[str, torch.Tensor], *,
@@ -104,13 +65,6 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
         ckpt.attach(model, run, loop)
     history = loop.run(lambda epoch: run.epoch(epoch, loop.steps), ckpt)
     return run.result(history, time.perf_counter() - t_run + (ckpt.trained_s if ckpt else 0.0))
-
-
-def check_backend(learnt_embeddings: bool, backend: str) -> None:
-    """ValueError where the processes' backend cannot all-reduce the model's gradients."""
-    if learnt_embeddings and backend == "nccl":
-        raise ValueError("learnable node embeddings have sparse gradients, which NCCL cannot all-reduce; use "
-                         "trainer.ddp_backend=gloo, or features for every node type (dataset.featureless=mean|file)")
 
 
 class _MinibatchRun:

@@ -152,6 +152,18 @@ def epochs(model, inputs, feats, labels, splits, options: FullBatchOptions):
         yield step(epoch)
 
 
+def _scores(model, inputs, feats, labels, splits, precision: str):
+    """(every split's scores and loss, the target nodes' representations) of the model's current weights."""
+    model.eval()
+    with torch.no_grad(), autocast(precision, labels.device):
+        logits, emb = model(inputs, feats, embed=True)
+        logits, emb = at_least_fp32(logits), (at_least_fp32(emb) if emb is not None else None)
+    metrics = split_scores(logits, labels, {s: splits[s] for s in ("train", "val", "test")})
+    for s in ("train", "val", "test"):
+        metrics[f"{s}_loss"] = F.cross_entropy(logits[splits[s]], labels[splits[s]]).item()
+    return metrics, emb
+
+
 def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullBatchOptions, on_epoch=None,
               progress: Progress | None = None, checkpoint=None) -> RunResult:
     """Trains `model` and returns the scores of its best-validation weights: those of the last epoch where
@@ -162,8 +174,6 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullB
     regnn.training.divergence.Diverged. checkpoint (regnn.runs.resume.RunCheckpoint): mid-run checkpoints, and
     the run continued from one where it exists.
     """
-    idx = splits
-    y = {s: labels[i] for s, i in splits.items()}
     step = FullBatchStep(model, inputs, feats, labels, splits, options)
 
     def report(row, best_epoch):
@@ -182,13 +192,7 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullB
     if progress:
         progress.close()
     loop.restore()
-    model.eval()
-    with torch.no_grad(), autocast(options.precision, labels.device):
-        logits, emb = model(inputs, feats, embed=True)
-        logits, emb = at_least_fp32(logits), (at_least_fp32(emb) if emb is not None else None)
-    metrics = split_scores(logits, labels, {s: idx[s] for s in ("train", "val", "test")})
-    for s in ("train", "val", "test"):
-        metrics[f"{s}_loss"] = F.cross_entropy(logits[idx[s]], y[s]).item()
+    metrics, emb = _scores(model, inputs, feats, labels, splits, options.precision)
     return RunResult(seed=seed, best_epoch=loop.best_epoch, epochs=len(history), metrics=metrics,
                      history=history, relation_weights=getattr(model, "relation_weights", list)(),
                      train_time_s=train_time, train_loss_blowup=loop.blowup.report,

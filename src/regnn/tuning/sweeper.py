@@ -84,16 +84,7 @@ class OptunaSweeper(Sweeper):
                               type(e).__name__)
                     raise
                 returns.append(rets)
-                for t, ret in zip(group, rets):
-                    try:
-                        value = float(ret.return_value)  # a failed job raises its exception here
-                    except Exception as e:  # noqa: BLE001
-                        study.tell(t, state=optuna.trial.TrialState.FAIL)
-                        log.warning("trial %d failed: %s: %s", t.number, type(e).__name__, e)
-                        failures.append((ret, e))
-                        continue
-                    done = study.tell(t, value)
-                    log.info("trial %d: %s %s", t.number, done.state.name.lower(), value)
+                failures += _tell(study, group, rets)
             if failures and len(failures) / len(trials) > self.max_failure_rate:
                 log.error("%d of %d trials of the batch failed (max_failure_rate=%s)", len(failures), len(trials),
                           self.max_failure_rate)
@@ -105,6 +96,24 @@ class OptunaSweeper(Sweeper):
             log.info("best of %d finished trials: trial %d, %s %s", len(complete), best.number, best.value,
                      best.params)
         return returns
+
+
+def _tell(study, group: list, rets: list) -> list[tuple]:
+    """Tells the study each trial's value, or that it failed; returns the failures as (job return, exception)."""
+    import optuna
+
+    failures = []
+    for t, ret in zip(group, rets):
+        try:
+            value = float(ret.return_value)  # a failed job raises its exception here
+        except Exception as e:  # noqa: BLE001
+            study.tell(t, state=optuna.trial.TrialState.FAIL)
+            log.warning("trial %d failed: %s: %s", t.number, type(e).__name__, e)
+            failures.append((ret, e))
+            continue
+        done = study.tell(t, value)
+        log.info("trial %d: %s %s", t.number, done.state.name.lower(), value)
+    return failures
 
 
 def _consecutive(trials: list) -> list[list]:
