@@ -35,9 +35,14 @@ train: setup ## the main job: RE-GCN on DBLP, 10 runs, mean ± std Macro/Micro-F
 TEST_WORKERS ?= $(shell $(PY) -c 'import os; print(min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))' 2>/dev/null || echo 0)
 
 .PHONY: lint
-lint: venv ## the package's import layers (pyproject.toml: a lower layer never imports a higher one) and ruff's rules (pyproject.toml)
+lint: venv ## the package's import layers (pyproject.toml: a lower layer never imports a higher one), ruff's rules and ruff's format (pyproject.toml; `make format` applies it)
 	$(PY) -c 'import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))'
 	$(PY) -m ruff check src scripts tests train.py predict.py
+	$(PY) -m ruff format --check src scripts tests train.py predict.py
+
+.PHONY: format
+format: venv ## format the code as `make lint` checks it (ruff format, lines of at most 120 characters)
+	$(PY) -m ruff format src scripts tests train.py predict.py
 
 # tests marked serial (multi-process DDP) run afterwards, alone; TEST_MARKS narrows both (CI spreads the onepython
 # tests over its Pythons instead: REGNN_ONEPYTHON_SHARE, tests/conftest.py)

@@ -7,6 +7,7 @@
 Writes predictions.csv (node, split, label, predicted, p_<class>), scores.json and, on request, embeddings.npz
 into the Hydra run directory (hydra.run.dir=<folder> chooses it). See conf/predict.yaml.
 """
+
 import logging
 import sys
 from pathlib import Path

@@ -7,6 +7,7 @@
 Every output (results.json, per-run history and relation weights, resolved config) goes to the Hydra run
 directory printed at the end. See conf/train.yaml for every option.
 """
+
 import logging
 import sys
 from pathlib import Path
@@ -33,6 +34,7 @@ def main(cfg: DictConfig) -> float:
         interrupt.check("before it started")  # a sweep signalled during an earlier cell stops here
         if cfg.get("compare") and cfg.compare.tune:  # experiment=compare compare.tune=true: tune, then train
             from regnn.experiments.compare import tuned_cell
+
             summary = tuned_cell(cfg, out_dir, list(HydraConfig.get().overrides.task))
         else:
             summary = train(cfg, out_dir)
@@ -42,12 +44,16 @@ def main(cfg: DictConfig) -> float:
             discard_unused_run_dir(out_dir)
             sys.exit(2)
         from regnn.runs.io_safe import write_text
+
         write_text(Path(out_dir) / "refused.txt", f"{e}\n")  # for the sweep's table
         return float("nan")
     except interrupt.Interrupted as e:  # the run in progress is abandoned; nothing of it was written
         logging.getLogger("regnn").warning(
-            "%s: %s. The runs finished before it are kept in %s; the same command again (resume=true) trains the "
-            "rest", e, interrupt.reason(e.signum), out_dir)
+            "%s: %s. The runs finished before it are kept in %s; the same command again (resume=true) trains the rest",
+            e,
+            interrupt.reason(e.signum),
+            out_dir,
+        )
         if HydraConfig.get().mode != RunMode.MULTIRUN:
             sys.exit(128 + e.signum)
         raise  # the sweep reports this cell as not finished (a submitit job: as its error)
@@ -62,15 +68,21 @@ def main(cfg: DictConfig) -> float:
         discard_unused_run_dir(out_dir)  # nothing a later run must clean up
         sys.exit(2)
     except OSError as e:  # a disk that filled up or a folder that cannot be written, outside the result writers
-        logging.getLogger("regnn").error("%s: %s; free disk space or fix the folder's permissions, then re-run with "
-                                         "resume=true (finished runs are kept)", e.filename or "output",
-                                         e.strerror or e)
+        logging.getLogger("regnn").error(
+            "%s: %s; free disk space or fix the folder's permissions, then re-run with "
+            "resume=true (finished runs are kept)",
+            e.filename or "output",
+            e.strerror or e,
+        )
         sys.exit(2)
     failed, runs = summary.get("failed_runs", 0), summary["runs"]
     if failed:
         logging.getLogger("regnn").error(
-            "%d of %d runs diverged (runs/run_XX/results.json say where); %s", failed, runs,
-            "no result: every run failed" if failed == runs else f"the means are over the other {runs - failed}")
+            "%d of %d runs diverged (runs/run_XX/results.json say where); %s",
+            failed,
+            runs,
+            "no result: every run failed" if failed == runs else f"the means are over the other {runs - failed}",
+        )
     if failed == runs and HydraConfig.get().mode != RunMode.MULTIRUN:  # a sweep goes on to its other cells
         sys.exit(3)
     if failed == runs:

@@ -16,6 +16,7 @@ DATA = Path(os.environ.get("REGNN_DATA_DIR", REPO / "data"))
 if os.environ.get("PYTEST_XDIST_WORKER"):  # make test runs one worker per core: one thread each, subprocesses too
     os.environ["OMP_NUM_THREADS"] = "1"
     import torch
+
     torch.set_num_threads(1)
 
 
@@ -23,6 +24,7 @@ def cfg(*overrides: str):
     """conf/train.yaml composed with these overrides, as train.py composes it."""
     from hydra import compose, initialize_config_dir
     import regnn.config  # noqa: F401  (as train.py: the schemas, the generated model names and the resolvers)
+
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         return compose("train", overrides=list(overrides))
 
@@ -30,6 +32,7 @@ def cfg(*overrides: str):
 @functools.lru_cache(maxsize=None)
 def _re_relation():
     from regnn.spec import relation_of
+
     return relation_of(cfg("model=re_gcn").model.relation)
 
 
@@ -42,6 +45,7 @@ def relation(**changes):
 @functools.lru_cache(maxsize=None)
 def _trainer_options(trainer: str):
     from regnn.spec import training_of
+
     return training_of(cfg(f"trainer={trainer}"))
 
 
@@ -64,6 +68,7 @@ def backend(request):
     """Every aggregation test runs on the fused C++ kernels and on the pure-torch path: the backend to build
     its adjacencies with."""
     from regnn.core.backend import TORCH, choose_backend
+
     if request.param == "torch":
         return TORCH
     b = choose_backend("cpu", kernels=True)
@@ -84,6 +89,7 @@ def real_dataset_dir(name: str) -> Path:
 def set_threads():
     """set_threads(n) sets torch's (and the fused kernels') thread count for the test; restored afterwards."""
     import torch
+
     before = torch.get_num_threads()
     yield torch.set_num_threads
     torch.set_num_threads(before)
@@ -126,9 +132,14 @@ def pytest_collection_modifyitems(config, items):
 def run_train(*overrides: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 300):
     """Runs `python train.py overrides...` in a subprocess; returns the CompletedProcess."""
     e = {**os.environ, "HYDRA_FULL_ERROR": "0", **(env or {})}
-    return subprocess.run([sys.executable, str(REPO / "train.py"), *overrides], cwd=cwd, env=e,
-                          capture_output=True, text=True, timeout=timeout)
-
+    return subprocess.run(
+        [sys.executable, str(REPO / "train.py"), *overrides],
+        cwd=cwd,
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # train.py in a process that, at its first stop-signal check once a path matching $REGNN_TEST_HOLD_AFTER exists (a
@@ -159,18 +170,24 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def start_held(args: list[str], hold_after: Path | str, ready: Path, env: dict | None = None, skip: int = 0,
-               **popen):
+def start_held(args: list[str], hold_after: Path | str, ready: Path, env: dict | None = None, skip: int = 0, **popen):
     """Starts `python train.py args...` under HOLD (above), held at the check `skip` checks after the first one
     that finds `hold_after`; the caller waits for `ready` (wait_for_file)."""
-    e = {**os.environ, "HYDRA_FULL_ERROR": "0", **(env or {}), "REGNN_TEST_HOLD_AFTER": str(hold_after),
-         "REGNN_TEST_HOLD_READY": str(ready), "REGNN_TEST_HOLD_SKIP": str(skip)}
+    e = {
+        **os.environ,
+        "HYDRA_FULL_ERROR": "0",
+        **(env or {}),
+        "REGNN_TEST_HOLD_AFTER": str(hold_after),
+        "REGNN_TEST_HOLD_READY": str(ready),
+        "REGNN_TEST_HOLD_SKIP": str(skip),
+    }
     return subprocess.Popen([sys.executable, "-c", HOLD, str(REPO / "train.py"), *args], cwd=REPO, env=e, **popen)
 
 
 def wait_for_file(path: Path, p: subprocess.Popen, timeout: float = 600):
     """Waits until `path` exists; fails if the process ends first (or after `timeout` s, a hang, not a race)."""
     import time
+
     deadline = time.monotonic() + timeout
     while not path.exists():
         assert p.poll() is None, f"the job ended (status {p.returncode}) before {path} appeared"
@@ -182,6 +199,7 @@ def wait_for_file(path: Path, p: subprocess.Popen, timeout: float = 600):
 def mag_root(tmp_path_factory) -> Path:
     """A tiny graph with OGBN-MAG's schema in OGB's on-disk layout (read by ogb's own loader); 5 venues used."""
     from regnn.data.ogb_format import write_ogb_mag_like
+
     root = tmp_path_factory.mktemp("ogb")
     write_ogb_mag_like(root, scale=0.002, num_label_classes=5, seed=0)
     return root
@@ -192,4 +210,5 @@ def imdb_relation_graph():
     """The Adjacency of IMDB's relation graph (typed self-loops included), as RE-GNN builds it."""
     from regnn.data import load_dataset
     from regnn.models import RelationInputs
+
     return RelationInputs.build(load_dataset("imdb", dir=real_dataset_dir("IMDB"))).adj

@@ -3,6 +3,7 @@
 The graph is the synthetic one (class signal planted in the relations and in the `shop` features), renamed:
 customer (target) -buys-> shop -trusted/noise-, shop -located_in-> city (and for MAGNN a fourth type, region).
 """
+
 from pathlib import Path
 
 import numpy as np
@@ -79,8 +80,15 @@ def write_dgl(root: Path, meta_overrides: dict | None = None, seed=0) -> Path:
         g.nodes["customer"].data[f"{s}_mask"] = m
     root.mkdir(parents=True, exist_ok=True)
     dgl.save_graphs(str(root / "shops.bin"), [g])
-    meta = {"format": "dgl", "graph": "shops.bin", "target": "customer", "label": "y", "features": "x",
-            "splits": {"train": "train_mask", "val": "val_mask", "test": "test_mask"}, **(meta_overrides or {})}
+    meta = {
+        "format": "dgl",
+        "graph": "shops.bin",
+        "target": "customer",
+        "label": "y",
+        "features": "x",
+        "splits": {"train": "train_mask", "val": "val_mask", "test": "test_mask"},
+        **(meta_overrides or {}),
+    }
     (root / "dataset.yaml").write_text(yaml.safe_dump(meta))
     return root / "dataset.yaml"
 
@@ -107,17 +115,28 @@ def write_magnn(root: Path, seed=0) -> Path:
     adj.data[:] = 1
     root.mkdir(parents=True, exist_ok=True)
     sp.save_npz(root / "adjM.npz", adj)
-    node_types = np.concatenate([np.full(n["item"], 0), np.full(n["source"], 1), np.full(n["tag"], 2),
-                                 np.full(n_region, 3)])
+    node_types = np.concatenate(
+        [np.full(n["item"], 0), np.full(n["source"], 1), np.full(n["tag"], 2), np.full(n_region, 3)]
+    )
     np.save(root / "node_types.npy", node_types)
     np.save(root / "features_0.npy", d.features["item"].numpy())
     np.save(root / "features_1.npy", d.features["source"].numpy())
     np.save(root / "labels.npy", d.labels.numpy())
     np.savez(root / "train_val_test_idx.npz", **{f"{s}_idx": d.splits[s].numpy() for s in ("train", "val", "test")})
-    meta = {"format": "magnn", "name": "shops", "schema": {
-        "node_types": ["customer", "shop", "city", "region"], "target": "customer",
-        "features": {"customer": "features_0.npy", "shop": "features_1.npy"},  # city and region: one-hot ids
-        "relations": [["customer", "shop"], ["shop", "city", "located_in", "hosts"], ["city", "region", "in", "has"]],
-        "num_classes": 3}}
+    meta = {
+        "format": "magnn",
+        "name": "shops",
+        "schema": {
+            "node_types": ["customer", "shop", "city", "region"],
+            "target": "customer",
+            "features": {"customer": "features_0.npy", "shop": "features_1.npy"},  # city and region: one-hot ids
+            "relations": [
+                ["customer", "shop"],
+                ["shop", "city", "located_in", "hosts"],
+                ["city", "region", "in", "has"],
+            ],
+            "num_classes": 3,
+        },
+    }
     (root / "dataset.yaml").write_text(yaml.safe_dump(meta))
     return root / "dataset.yaml"

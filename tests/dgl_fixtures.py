@@ -1,5 +1,6 @@
 """Loads the float64 fixtures written from DGL's modules by scripts/fixtures/dgl_port_fixtures.py
 (tests/fixtures/dgl_<name>.npz)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,9 @@ def load_fixture(name: str) -> dict[str, torch.Tensor]:
     fixtures are committed, and
     `python scripts/fixtures/dgl_port_fixtures.py NAME` writes one where DGL is installed."""
     path = FIXTURES / f"dgl_{name}.npz"
-    assert path.is_file(), (f"{path} is missing: "
-                            f"run `PYTHONPATH=src python scripts/fixtures/dgl_port_fixtures.py {name}` with DGL")
+    assert path.is_file(), (
+        f"{path} is missing: run `PYTHONPATH=src python scripts/fixtures/dgl_port_fixtures.py {name}` with DGL"
+    )
     with np.load(path, allow_pickle=False) as z:
         return {k: torch.from_numpy(z[k]) for k in z.files}
 

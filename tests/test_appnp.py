@@ -1,4 +1,5 @@
 """APPNP, the backbone of docs/adding_a_backbone.md: its propagation, and its relation weights."""
+
 import torch
 from omegaconf import OmegaConf
 
@@ -41,4 +42,8 @@ def test_plain_appnp_has_no_relation_parameters():
     model, *_ = _model("model=appnp")
     assert not any(n.startswith("relations.") for n, _ in model.named_parameters())
     assert OmegaConf.to_container(cfg("model=appnp").model.relation) == {
-        "edge_embeddings": False, "self_loop_embeddings": False, "scale": 100, "negative_slope": 0.01}
+        "edge_embeddings": False,
+        "self_loop_embeddings": False,
+        "scale": 100,
+        "negative_slope": 0.01,
+    }

@@ -1,5 +1,6 @@
 """Summaries and configs are written whole: a kill or a full disk at any write leaves nothing that blocks the
 cell; a re-run completes it with every run trained once and every JSON readable."""
+
 import errno
 import json
 import os
@@ -14,9 +15,14 @@ from conftest import REPO, cfg, run_train
 from regnn.runs.io_safe import OutputError, read_json, write_text
 
 SYN = ["dataset=synthetic", "model=re_gcn", "runs=2", "threads=1", "trainer.max_epochs=4", "trainer.patience=4"]
-MINI = ["trainer=minibatch", "trainer.default_fanout=5", "trainer.batch_size=100", "trainer.max_epochs=2",
-        "trainer.patience=2", "trainer.log_every=0"]
-
+MINI = [
+    "trainer=minibatch",
+    "trainer.default_fanout=5",
+    "trainer.batch_size=100",
+    "trainer.max_epochs=2",
+    "trainer.patience=2",
+    "trainer.log_every=0",
+]
 
 
 class Killed(BaseException):
@@ -122,11 +128,18 @@ def test_full_disk_gives_one_line_and_a_non_zero_exit(tmp_path):
         "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
         "s.os.fsync = full\n"
         f"sys.argv = ['train.py', *sys.argv[1:]]\n"
-        f"runpy.run_path({str(REPO / 'train.py')!r}, run_name='__main__')\n")
+        f"runpy.run_path({str(REPO / 'train.py')!r}, run_name='__main__')\n"
+    )
     import subprocess
     import sys
-    p = subprocess.run([sys.executable, str(launcher), *SYN, f"hydra.run.dir={tmp_path}/out"], cwd=REPO,
-                       capture_output=True, text=True, timeout=300)
+
+    p = subprocess.run(
+        [sys.executable, str(launcher), *SYN, f"hydra.run.dir={tmp_path}/out"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 2, p.stderr
     assert "No space left on device" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "out" / "config.yaml").exists()

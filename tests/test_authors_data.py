@@ -2,6 +2,7 @@
 relation ids must describe the graph regnn builds: the same edges, one relation per ordered pair of node types (ACM's
 citations one relation, as the authors' preprocessing had them, where regnn has cites and cited-by), and one typed
 self-loop per node."""
+
 from __future__ import annotations
 
 import subprocess
@@ -20,8 +21,20 @@ from regnn.data.relation_graph import build_relation_graph
 @pytest.mark.slow  # an evidence tool's check, not the package's
 def test_authors_layout_has_regnns_relations(tmp_path):
     data_dir = real_dataset_dir("ACM")
-    p = subprocess.run([sys.executable, str(REPO / "scripts" / "convert" / "authors_data.py"), "--dataset", "ACM",
-                        "--data-dir", str(data_dir), "--repo", str(tmp_path)], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "convert" / "authors_data.py"),
+            "--dataset",
+            "ACM",
+            "--data-dir",
+            str(data_dir),
+            "--repo",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     out = tmp_path / "data" / "preprocessed" / "ACM_processed"
     adjmm = sp.load_npz(out / "adjMM_rgcn.npz").tocoo()

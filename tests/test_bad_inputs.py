@@ -1,6 +1,7 @@
 """Bad inputs end in one line that names the file or key, the problem and the fix (docs/failures.md): out-of-range
 values, unknown dataset keys, feature arrays that are not real finite numbers, adjacency values, corrupt headers,
 records of the wrong shape on resume, and Hydra's own failures."""
+
 import json
 import logging
 import re
@@ -21,23 +22,25 @@ from regnn.errors import ConfigError, DataError
 from regnn.models import BACKBONES
 
 
-
 def load(path):
     return load_dataset("custom", format="custom", path=str(path))
 
 
-@pytest.mark.parametrize("override,message", [
-    ("threads=-1", "threads=-1 is not valid: use null"),
-    ("threads=0", "threads=0 is not valid: use null"),  # once silently the default
-    ("threads=2.5", "threads=2.5 is not valid"),  # once silently 2
-    ("runs=100000", "runs=100000 is not valid: must be <= 1000"),
-    ("seed=100000000000000000000", "is not valid: must be <= 2147483647"),
-    ("seed=2147483647 runs=2", "the last run's seed"),
-    ("model.hidden=100000000", "model.hidden=100000000 is not valid: must be <= 65536"),
-    ("model=re_gat model.heads=1000", "model.heads=1000 is not valid: must be <= 64"),
-    ("+dataset.foo=1", "dataset.foo=1 is not valid: dataset dblp (format magnn) has no such key"),
-    ("dataset=custom +dataset.foo=1", "dataset.foo=1 is not valid: dataset custom (format custom) has no such key"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("threads=-1", "threads=-1 is not valid: use null"),
+        ("threads=0", "threads=0 is not valid: use null"),  # once silently the default
+        ("threads=2.5", "threads=2.5 is not valid"),  # once silently 2
+        ("runs=100000", "runs=100000 is not valid: must be <= 1000"),
+        ("seed=100000000000000000000", "is not valid: must be <= 2147483647"),
+        ("seed=2147483647 runs=2", "the last run's seed"),
+        ("model.hidden=100000000", "model.hidden=100000000 is not valid: must be <= 65536"),
+        ("model=re_gat model.heads=1000", "model.heads=1000 is not valid: must be <= 64"),
+        ("+dataset.foo=1", "dataset.foo=1 is not valid: dataset dblp (format magnn) has no such key"),
+        ("dataset=custom +dataset.foo=1", "dataset.foo=1 is not valid: dataset custom (format custom) has no such key"),
+    ],
+)
 def test_values_out_of_range_and_unknown_dataset_keys_are_refused(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate(cfg(*override.split()), BACKBONES, FEATS_TYPES)
@@ -52,7 +55,8 @@ def test_a_long_value_is_quoted_with_a_cap():
 def test_a_yaml_alias_bomb_is_quoted_without_expanding_it(tmp_path):
     """Nine levels of nine aliases: a 500-byte description whose value repr() would spell out 9^9 items."""
     levels = ["&a [x, x, x, x, x, x, x, x, x]"] + [
-        f"&{c} [{', '.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")]
+        f"&{c} [{', '.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")
+    ]
     path = write_npz(tmp_path / "shops")
     path.write_text(path.read_text() + f"name: [{', '.join(levels)}]\n")
     with pytest.raises(DataError, match="name must be a name") as e:
@@ -60,13 +64,21 @@ def test_a_yaml_alias_bomb_is_quoted_without_expanding_it(tmp_path):
     assert len(str(e.value)) < 400
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda z: z.update({"features:shop": np.array([["a", "b"]] * 120)}), "features:shop holds text"),
-    (lambda z: z.update({"features:shop": z["features:shop"] + 1j}), "features:shop holds complex numbers"),
-    (lambda z: z["features:shop"].__setitem__((7, 1), np.inf), r"features:shop holds NaN or inf \(first in row 7\)"),
-    (lambda z: z.update({"features:shop": z["features:shop"][:, 0]}),
-     r"features:shop has shape \(120,\); features must be \(nodes, dim\) \(one value per node"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda z: z.update({"features:shop": np.array([["a", "b"]] * 120)}), "features:shop holds text"),
+        (lambda z: z.update({"features:shop": z["features:shop"] + 1j}), "features:shop holds complex numbers"),
+        (
+            lambda z: z["features:shop"].__setitem__((7, 1), np.inf),
+            r"features:shop holds NaN or inf \(first in row 7\)",
+        ),
+        (
+            lambda z: z.update({"features:shop": z["features:shop"][:, 0]}),
+            r"features:shop has shape \(120,\); features must be \(nodes, dim\) \(one value per node",
+        ),
+    ],
+)
 def test_feature_arrays_must_be_real_finite_matrices(tmp_path, change, message):
     path = write_npz(tmp_path / "shops", change=change)
     with pytest.raises(DataError, match=message) as e:
@@ -84,8 +96,9 @@ def test_a_class_without_training_nodes_is_warned_about(tmp_path, caplog):
     assert re.search(r"class 2 has no training node \(\d+ of them in validation/test\)", caplog.text)
 
 
-@pytest.mark.parametrize("num_classes,message", [(10**12, "at most 100000"),
-                                                 (2, r"labels range over \[0, 2\] but there are 2 classes")])
+@pytest.mark.parametrize(
+    "num_classes,message", [(10**12, "at most 100000"), (2, r"labels range over \[0, 2\] but there are 2 classes")]
+)
 def test_num_classes_is_bounded_by_the_labels_and_memory(tmp_path, num_classes, message):
     with pytest.raises(DataError, match=message):
         load(write_npz(tmp_path / "shops", {"num_classes": num_classes}))
@@ -124,8 +137,14 @@ def test_adjm_indices_beyond_its_shape_are_corrupt(tmp_path):
     adj = sp.load_npz(tmp_path / "m" / "adjM.npz").tocsr()
     indices = adj.indices.copy()
     indices[0] = adj.shape[1] + 10
-    np.savez(tmp_path / "m" / "adjM.npz", format=b"csr", shape=np.array(adj.shape), data=adj.data,
-             indices=indices, indptr=adj.indptr)
+    np.savez(
+        tmp_path / "m" / "adjM.npz",
+        format=b"csr",
+        shape=np.array(adj.shape),
+        data=adj.data,
+        indices=indices,
+        indptr=adj.indptr,
+    )
     with pytest.raises(DataError, match="adjM.npz.* corrupt"):
         load(path)
 
@@ -197,11 +216,14 @@ def test_a_run_record_of_the_wrong_shape_is_retrained_not_reported(tmp_path):
     assert rec["seed"] == 1 and io_safe.is_run_record(rec)
 
 
-@pytest.mark.parametrize("args,expect", [
-    (["model.hiden=64"], "Could not override 'model.hiden'"),
-    (["threads=0"], "threads=0 is not valid"),
-    (["dataset=cora"], "Could not find 'dataset/cora'; available: acm"),
-])
+@pytest.mark.parametrize(
+    "args,expect",
+    [
+        (["model.hiden=64"], "Could not override 'model.hiden'"),
+        (["threads=0"], "threads=0 is not valid"),
+        (["dataset=cora"], "Could not find 'dataset/cora'; available: acm"),
+    ],
+)
 def test_refused_commands_print_one_line_exit_2_and_leave_no_run_folder(tmp_path, args, expect):
     out = tmp_path / "run"
     r = run_train("dataset=synthetic", *args, f"hydra.run.dir={out}")
@@ -216,5 +238,7 @@ def test_a_run_folder_that_is_a_file_gets_one_line(tmp_path):
     (tmp_path / "taken").write_text("x")
     r = run_train("dataset=synthetic", f"hydra.run.dir={tmp_path / 'taken'}")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines() == [f"{tmp_path / 'taken'} is a file, not a folder; give a writable folder "
-                                             "with hydra.run.dir=<folder> (hydra.sweep.dir=<folder> for -m)"]
+    assert r.stderr.strip().splitlines() == [
+        f"{tmp_path / 'taken'} is a file, not a folder; give a writable folder "
+        "with hydra.run.dir=<folder> (hydra.sweep.dir=<folder> for -m)"
+    ]

@@ -1,5 +1,6 @@
 """Metapath2vec and R-HGNN: configs for the paper's datasets, the skip-gram pairs, both models learning the
 planted signal of the synthetic graph, and Metapath2vec through the pipeline (its own trainer, meta-path pick)."""
+
 from types import SimpleNamespace
 
 import pytest
@@ -18,9 +19,13 @@ from regnn.training.trainer import train_run
 from regnn.training.trainers import trainer_for
 
 # short walks keep the skip-gram tests at seconds; the code path is the one of the paper's settings
-FAST_WALKS = ["model.walk_length=20", "model.walks_per_node=3", "model.hidden=32", "model.window=3",
-              "model.batch_size=8"]
-
+FAST_WALKS = [
+    "model.walk_length=20",
+    "model.walks_per_node=3",
+    "model.hidden=32",
+    "model.window=3",
+    "model.batch_size=8",
+]
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +52,14 @@ def test_configs_compose_and_validate_for_the_paper_datasets(dataset):
         cfg(f"dataset={dataset}", "model=rhgnn", "model.hiden=8")
 
 
-@pytest.mark.parametrize("override,message", [("model.window=0", "model.window=0 is not valid"),
-                                              ("model.walks_per_node=1.5", "model.walks_per_node=1.5"),
-                                              ("model.metapath=XYZ", None)])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("model.window=0", "model.window=0 is not valid"),
+        ("model.walks_per_node=1.5", "model.walks_per_node=1.5"),
+        ("model.metapath=XYZ", None),
+    ],
+)
 def test_bad_metapath2vec_settings_are_refused(override, message, synthetic, tmp_path):
     c = cfg("dataset=synthetic", "model=metapath2vec", override, "runs=1")
     if message:
@@ -66,12 +76,19 @@ def test_skipgram_pairs_join_nodes_of_one_walk_only():
     """Window 1: every pair is an edge of the graph; a node without a meta-path neighbour never appears (DGL's
     own sample maps a walk's -1 to the last node of the type)."""
     from regnn.models.baselines.metapath2vec import SkipGram, WalkInputs
+
     ap = torch.tensor([[0, 0], [1, 0], [1, 1], [2, 2], [3, 2]])  # author 4 has no paper; paper 3 no author
-    g = HeteroGraph({("author", "author->paper", "paper"): (ap[:, 0], ap[:, 1]),
-                     ("paper", "paper->author", "author"): (ap[:, 1], ap[:, 0])}, {"author": 5, "paper": 4})
+    g = HeteroGraph(
+        {
+            ("author", "author->paper", "paper"): (ap[:, 0], ap[:, 1]),
+            ("paper", "paper->author", "author"): (ap[:, 1], ap[:, 0]),
+        },
+        {"author": 5, "paper": 4},
+    )
     data = SimpleNamespace(graph=g, target="author")
-    inputs = WalkInputs.build(data, metapaths={"APA": ["author->paper", "paper->author"]}, metapath="APA",
-                              walk_length=6)
+    inputs = WalkInputs.build(
+        data, metapaths={"APA": ["author->paper", "paper->author"]}, metapath="APA", walk_length=6
+    )
     seed_everything(0)
     sg = SkipGram(inputs, 1, 8, 2)
     u, v, neg = sg.sample(torch.arange(5))
@@ -109,8 +126,15 @@ def test_rhgnn_learns_the_planted_signal_of_the_synthetic_graph(synthetic):
     assert inputs.source_key["item->source"] == "source->item"  # sources send their item-facing representation
     seed_everything(0)
     net = build_model(c.model, synthetic, inputs)
-    r = train_run(net, inputs, synthetic.features, synthetic.labels, synthetic.splits, seed=0,
-                  options=fullbatch(max_epochs=60, patience=60, optimizer=OmegaConf.to_container(c.optimizer)))
+    r = train_run(
+        net,
+        inputs,
+        synthetic.features,
+        synthetic.labels,
+        synthetic.splits,
+        seed=0,
+        options=fullbatch(max_epochs=60, patience=60, optimizer=OmegaConf.to_container(c.optimizer)),
+    )
     majority = torch.bincount(synthetic.labels).max().item() / synthetic.labels.numel() * 100
     assert r.metrics["test_micro_f1"] >= 70.0, f"{r.metrics['test_micro_f1']:.1f} (chance {majority:.1f})"
     logits, emb = net(inputs, synthetic.features, embed=True)
@@ -122,6 +146,7 @@ def test_rhgnn_learns_the_planted_signal_of_the_synthetic_graph(synthetic):
 def test_rhgnn_fusion_keeps_a_lone_relation_as_it_is():
     # one relation into the target type (DBLP's authors): R-HGNN's fusion passes it on, with nothing to learn
     from regnn.models.baselines.rhgnn import RelationFusion
+
     lone, two = RelationFusion(["a"], 4, 2, 3, 0.5), RelationFusion(["a", "b"], 4, 2, 3, 0.5)
     assert not list(lone.parameters()) and len(list(two.parameters())) == 2
     h, rel = {"a": torch.randn(5, 8), "b": torch.randn(5, 8)}, {"a": torch.randn(6), "b": torch.randn(6)}
@@ -132,8 +157,16 @@ def test_rhgnn_fusion_keeps_a_lone_relation_as_it_is():
 
 
 def test_metapath2vec_through_the_pipeline_picks_a_metapath_and_clusters(tmp_path):
-    c = cfg("dataset=synthetic", "model=metapath2vec", "runs=1", "workers=1", "threads=1", "clustering.enabled=true",
-            "clustering.repeats=2", *FAST_WALKS)
+    c = cfg(
+        "dataset=synthetic",
+        "model=metapath2vec",
+        "runs=1",
+        "workers=1",
+        "threads=1",
+        "clustering.enabled=true",
+        "clustering.repeats=2",
+        *FAST_WALKS,
+    )
     summary = train(c, tmp_path / "cell")
     assert summary["metapath"] in ("ISI", "INI") and set(summary["metapath_scores"]) == {"ISI", "INI"}
     rec = summary["per_run"][0]

@@ -1,6 +1,7 @@
 """The benchmarks and checks say how a new figure compares with the previous committed one, so a slower change or a
 lost accuracy shows itself where it is run (scripts/bench/benchmark_report.py, scripts/bench/scale_benchmark.py,
 scripts/checks/scale_accuracy_check.py)."""
+
 import importlib.util
 import json
 import sys
@@ -21,8 +22,14 @@ def _module(name: str, folder: str = "bench"):
 
 
 def _row(model, seconds):
-    return {"dataset": "dblp", "model": model, "median_epoch_s": seconds, "peak_rss_mb": 900.0,
-            "num_parameters": 1000, "threads": 2}
+    return {
+        "dataset": "dblp",
+        "model": model,
+        "median_epoch_s": seconds,
+        "peak_rss_mb": 900.0,
+        "num_parameters": 1000,
+        "threads": 2,
+    }
 
 
 def test_the_benchmark_report_gives_each_cell_its_ratio_to_the_previous_figure(tmp_path, capsys):
@@ -43,17 +50,34 @@ def test_the_scale_benchmark_reads_its_previous_epochs(tmp_path):
     scale = _module("scale_benchmark")
     path = tmp_path / "old.json"
     assert scale.previous_epochs(path) == {}  # no earlier report
-    path.write_text(json.dumps({"models": [{"model": "re_gcn", "train_s_per_epoch": 950.0},
-                                           {"model": "re_gat", "error": "exit code 1"}]}))
+    path.write_text(
+        json.dumps(
+            {"models": [{"model": "re_gcn", "train_s_per_epoch": 950.0}, {"model": "re_gat", "error": "exit code 1"}]}
+        )
+    )
     assert scale.previous_epochs(path) == {"re_gcn": 950.0}
 
 
 def test_the_scale_accuracy_check_judges_a_model_against_its_last_committed_row():
     check = _module("scale_accuracy_check", "checks")
-    earlier = [{"model": "re_gat", "commit": "a", "runs": 2, "test_acc": [98.0, 99.0], "test_acc_mean": 98.5,
-                "test_acc_std": 0.5},
-               {"model": "re_gat", "commit": "b", "runs": 2, "test_acc": [98.4, 99.0], "test_acc_mean": 98.7,
-                "test_acc_std": 0.3}]
+    earlier = [
+        {
+            "model": "re_gat",
+            "commit": "a",
+            "runs": 2,
+            "test_acc": [98.0, 99.0],
+            "test_acc_mean": 98.5,
+            "test_acc_std": 0.5,
+        },
+        {
+            "model": "re_gat",
+            "commit": "b",
+            "runs": 2,
+            "test_acc": [98.4, 99.0],
+            "test_acc_mean": 98.7,
+            "test_acc_std": 0.3,
+        },
+    ]
     row = {"model": "re_gat", "runs": 2, "test_acc": [98.0, 98.2], "test_acc_mean": 98.1, "test_acc_std": 0.1}
     judged = check.judge(row, earlier, floor=0.5)
     assert judged["against"] == "b" and judged["tolerance"] == 0.5 and judged["within"] is False  # 0.6 below b

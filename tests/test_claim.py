@@ -1,5 +1,6 @@
 """The claim marker (.training.pid) exists only whole, is taken over only from a process that is gone (this host)
 or whose lease has expired (another host), and is removed only by its owner: one trainer per output directory."""
+
 import multiprocessing as mp
 import os
 import subprocess
@@ -51,6 +52,7 @@ def test_only_the_owner_removes_the_marker(tmp_path, other):
 def test_the_marker_never_exists_empty(tmp_path, monkeypatch):
     """A kill between creating the marker and writing the pid must not leave an empty marker, which a second
     writer would take for stale."""
+
     class Killed(BaseException):
         pass
 
@@ -101,8 +103,13 @@ def test_many_writers_over_a_stale_marker_let_one_in(tmp_path, monkeypatch, stal
 
 
 def other_host(renewed, pid=None, lease_s=600.0):
-    return {"host": "another-node", "pid": os.getpid() if pid is None else pid, "token": "t0", "renewed": renewed,
-            "lease_s": lease_s}
+    return {
+        "host": "another-node",
+        "pid": os.getpid() if pid is None else pid,
+        "token": "t0",
+        "renewed": renewed,
+        "lease_s": lease_s,
+    }
 
 
 def test_another_hosts_fresh_lease_is_respected_whatever_its_pid(tmp_path):
@@ -144,8 +151,9 @@ def test_the_heartbeat_renews_the_lease_and_stops_with_the_claim(tmp_path, monke
             later = read_marker(marker) or first
         assert later["token"] == first["token"] and later["renewed"] > first["renewed"] and later["lease_s"] == 2
     assert not marker.exists()
-    assert not claim_module._BEATS and all(not t.name.startswith("claim heartbeat")
-                                           for t in __import__("threading").enumerate())
+    assert not claim_module._BEATS and all(
+        not t.name.startswith("claim heartbeat") for t in __import__("threading").enumerate()
+    )
 
 
 def test_a_claim_taken_over_meanwhile_is_not_renewed_or_removed(tmp_path, monkeypatch):
@@ -161,8 +169,14 @@ def test_a_claim_taken_over_meanwhile_is_not_renewed_or_removed(tmp_path, monkey
     assert marker.read_text() == theirs
 
 
-@pytest.mark.parametrize("env", [{"REGNN_CLAIM_LEASE_S": "ten"}, {"REGNN_CLAIM_HEARTBEAT_S": "-1"},
-                                 {"REGNN_CLAIM_LEASE_S": "60", "REGNN_CLAIM_HEARTBEAT_S": "60"}])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"REGNN_CLAIM_LEASE_S": "ten"},
+        {"REGNN_CLAIM_HEARTBEAT_S": "-1"},
+        {"REGNN_CLAIM_LEASE_S": "60", "REGNN_CLAIM_HEARTBEAT_S": "60"},
+    ],
+)
 def test_a_bad_lease_setting_is_refused_in_one_line(tmp_path, monkeypatch, env):
     for k, v in env.items():
         monkeypatch.setenv(k, v)

@@ -1,4 +1,5 @@
 """K-Means scores of Table 3: each repeat keeps the best of n_init starts, as scikit-learn 1.0.2's default did."""
+
 import numpy as np
 import pytest
 from sklearn.cluster import KMeans
@@ -17,8 +18,10 @@ def test_each_repeat_is_the_best_of_n_init_starts():
     x, y = _blobs()
     got = cluster_scores(x, y, 6, repeats=3, n_init=10, seed=5)
     from sklearn.metrics import normalized_mutual_info_score
-    want = [100 * normalized_mutual_info_score(y, KMeans(6, n_init=10, random_state=5 + r).fit_predict(x))
-            for r in range(3)]
+
+    want = [
+        100 * normalized_mutual_info_score(y, KMeans(6, n_init=10, random_state=5 + r).fit_predict(x)) for r in range(3)
+    ]
     assert got["nmi"] == pytest.approx(np.mean(want)) and got["nmi_std"] == pytest.approx(np.std(want))
 
 
@@ -39,6 +42,7 @@ def test_bad_clustering_settings_are_refused(override):
     from regnn.config import validate
     from regnn.errors import ConfigError
     from regnn.models.backbones import BACKBONES
+
     with pytest.raises(ConfigError, match=override.split("=")[0]):
         validate(cfg("dataset=synthetic", "clustering.enabled=true", override), BACKBONES, {})
 
@@ -47,6 +51,7 @@ def test_the_table_names_cells_clustered_with_fewer_starts_than_the_config_defau
     from conftest import cfg
 
     from regnn.reporting.clustering import N_INIT, starts
+
     assert cfg("dataset=synthetic").clustering.n_init == N_INIT
     old = {"per_run": [{"nmi": 50.0}, {"nmi": 40.0}]}
     new = {"per_run": [{"nmi": 50.0, "kmeans_starts": 10}, {"failed": True}]}
@@ -62,8 +67,18 @@ def test_recluster_gives_what_training_with_the_new_starts_gives(tmp_path):
     from regnn.pipeline import train
     from regnn.pipeline.recluster import main
     from regnn.runs.computation import check_same_computation
-    base = ["dataset=synthetic", "model=re_gcn", "runs=2", "workers=1", "threads=1", "trainer.max_epochs=3",
-            "clustering.enabled=true", "clustering.repeats=2", "save_embeddings=true"]
+
+    base = [
+        "dataset=synthetic",
+        "model=re_gcn",
+        "runs=2",
+        "workers=1",
+        "threads=1",
+        "trainer.max_epochs=3",
+        "clustering.enabled=true",
+        "clustering.repeats=2",
+        "save_embeddings=true",
+    ]
     train(cfg(*base, "clustering.n_init=1"), tmp_path / "old")
     train(cfg(*base, "clustering.n_init=10"), tmp_path / "new")
     assert main([str(tmp_path / "old"), "--n-init", "10"]) == 0
@@ -80,7 +95,19 @@ def test_recluster_refuses_a_cell_without_representations(tmp_path):
 
     from regnn.pipeline import train
     from regnn.pipeline.recluster import main
-    train(cfg("dataset=synthetic", "model=re_gcn", "runs=1", "workers=1", "threads=1", "trainer.max_epochs=2",
-              "clustering.enabled=true", "clustering.repeats=2"), tmp_path / "c")
+
+    train(
+        cfg(
+            "dataset=synthetic",
+            "model=re_gcn",
+            "runs=1",
+            "workers=1",
+            "threads=1",
+            "trainer.max_epochs=2",
+            "clustering.enabled=true",
+            "clustering.repeats=2",
+        ),
+        tmp_path / "c",
+    )
     with pytest.raises(SystemExit, match="kept no embeddings.npz; retrain"):
         main([str(tmp_path / "c")])

@@ -2,6 +2,7 @@
 parameters (self and cls not counted; *args and **kwargs count one each). Settings that travel together are one
 object (a dataclass of the run spec, JobFacts, CountGraph) rather than a longer argument list. Every module does
 one job and reads in one sitting: at most 300 lines."""
+
 import ast
 
 import pytest
@@ -42,23 +43,31 @@ def test_no_function_of_the_package_is_long_or_takes_many_arguments():
     assert offenders(REPO / "src") == []
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("def f(a, b, c, d, e, f, g, h, i, j):\n    pass\n", []),
-    ("def f(a, b, c, d, e, f, g, h, i, j, k):\n    pass\n", ["m.py:1 f: 2 lines, 11 parameters"]),
-    ("class C:\n    def f(self, a, b, c, d, e, f, g, h, i, *args):\n        pass\n", []),
-    ("class C:\n    def f(self, a, b, c, d, e, f, g, h, i, *args, **kw):\n        pass\n",
-     ["m.py:2 f: 2 lines, 11 parameters"]),
-    ("def f():\n" + "    x = 1\n" * 59, []),
-    ("def f():\n" + "    x = 1\n" * 60, ["m.py:1 f: 61 lines, 0 parameters"]),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("def f(a, b, c, d, e, f, g, h, i, j):\n    pass\n", []),
+        ("def f(a, b, c, d, e, f, g, h, i, j, k):\n    pass\n", ["m.py:1 f: 2 lines, 11 parameters"]),
+        ("class C:\n    def f(self, a, b, c, d, e, f, g, h, i, *args):\n        pass\n", []),
+        (
+            "class C:\n    def f(self, a, b, c, d, e, f, g, h, i, *args, **kw):\n        pass\n",
+            ["m.py:2 f: 2 lines, 11 parameters"],
+        ),
+        ("def f():\n" + "    x = 1\n" * 59, []),
+        ("def f():\n" + "    x = 1\n" * 60, ["m.py:1 f: 61 lines, 0 parameters"]),
+    ],
+)
 def test_the_check_counts_lines_and_parameters(tmp_path, source, expected):
     (tmp_path / "m.py").write_text(source)
     assert offenders(tmp_path) == expected
 
 
 def long_files(root) -> list[str]:
-    return [f"{p.relative_to(root)}: {n} lines" for p in sorted(root.rglob("*.py"))
-            if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES]
+    return [
+        f"{p.relative_to(root)}: {n} lines"
+        for p in sorted(root.rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES
+    ]
 
 
 def test_no_module_of_the_package_is_long():

@@ -1,5 +1,6 @@
 """experiment=compare: every model on one graph the same way, resumed like every experiment, one table and one
 figure with the winner picked on validation; a model the graph cannot train is refused in one line."""
+
 import json
 import re
 
@@ -16,6 +17,7 @@ SMOKE = ["experiment=compare", "dataset=synthetic", "debug=smoke", "threads=1"]
 
 def _compose(*overrides):
     import regnn.config  # noqa: F401  (the resolvers)
+
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         return compose("train", overrides=list(overrides), return_hydra_config=True)
 
@@ -67,8 +69,15 @@ def test_the_same_command_again_skips_every_finished_cell_and_renders_again(smok
 @pytest.mark.onepython
 def test_a_model_the_graph_cannot_train_is_refused_in_one_line_and_the_others_go_on(tmp_path):
     sweep = tmp_path / "sweep"
-    r = run_train("experiment=compare", "dataset=counts", "debug=smoke", "threads=1", "model=han,mlp",
-                  f"hydra.sweep.dir={sweep}", timeout=600)
+    r = run_train(
+        "experiment=compare",
+        "dataset=counts",
+        "debug=smoke",
+        "threads=1",
+        "model=han,mlp",
+        f"hydra.sweep.dir={sweep}",
+        timeout=600,
+    )
     log = r.stdout + r.stderr
     assert r.returncode == 0, log[-3000:]
     refused = [line for line in log.splitlines() if "refused:" in line]
@@ -83,15 +92,18 @@ def test_a_model_the_graph_cannot_train_is_refused_in_one_line_and_the_others_go
 
 
 def test_a_users_graph_takes_meta_paths_on_the_command_line_as_the_refusal_says():
-    cfg = _compose("dataset=custom", "dataset.path=/nowhere", "model=han",
-                   'dataset.metapaths={IUI: ["item->user", "user->item"]}')
+    cfg = _compose(
+        "dataset=custom", "dataset.path=/nowhere", "model=han", 'dataset.metapaths={IUI: ["item->user", "user->item"]}'
+    )
     assert OmegaConf.to_container(cfg.model.metapaths, resolve=True) == {"IUI": ["item->user", "user->item"]}
     assert _compose("dataset=custom", "model=han").dataset.metapaths is None  # the refusal's case
 
 
 def _cell(pool, name, val, test, archived=None, **summary):
-    m = {k: {"mean": v, "std": 0.1} for k, v in (("val_micro_f1", val), ("test_micro_f1", test),
-                                                  ("val_macro_f1", val), ("test_macro_f1", test))}
+    m = {
+        k: {"mean": v, "std": 0.1}
+        for k, v in (("val_micro_f1", val), ("test_micro_f1", test), ("val_macro_f1", val), ("test_macro_f1", test))
+    }
     m["epoch_time_s"] = {"mean": 0.5, "std": 0.0}
     dataset, model = name.split("_", 1)
     res = {"dataset": dataset, "model": model, "runs": 10, "metrics": m, **summary}
@@ -105,22 +117,44 @@ def _cell(pool, name, val, test, archived=None, **summary):
 
 def test_the_winner_is_picked_on_validation_never_on_test_and_archived_cells_are_named(tmp_path):
     from regnn.reporting.compare import main
+
     pool, archive = tmp_path / "cells", tmp_path / "archive"
-    _cell(pool, "dblp_gcn", val=90.0, test=95.0)       # best on test
-    _cell(pool, "dblp_re_gcn", val=92.0, test=93.0)    # best on validation
+    _cell(pool, "dblp_gcn", val=90.0, test=95.0)  # best on test
+    _cell(pool, "dblp_re_gcn", val=92.0, test=93.0)  # best on validation
     _cell(pool, "dblp_mlp", val=80.0, test=80.0, archived=archive)
-    assert main([str(pool), "--dataset", "dblp", "--models", "mlp", "gcn", "re_gcn", "rgcn",
-                 "--archive", str(archive), "--out", str(tmp_path / "out" / "cmp")]) == 0
+    assert (
+        main(
+            [
+                str(pool),
+                "--dataset",
+                "dblp",
+                "--models",
+                "mlp",
+                "gcn",
+                "re_gcn",
+                "rgcn",
+                "--archive",
+                str(archive),
+                "--out",
+                str(tmp_path / "out" / "cmp"),
+            ]
+        )
+        == 0
+    )
     df = pd.read_csv(tmp_path / "out" / "cmp.csv")
     assert df[df.winner].model.tolist() == ["re_gcn"]
     assert list(df.source) == ["archive", "sweep", "sweep", "missing"]
     md = (tmp_path / "out" / "cmp.md").read_text()
-    assert (f"Cells read from {archive}" in md and "dblp_mlp" in md
-            and "Not trained yet, so not in this table: dblp_rgcn" in md)
+    assert (
+        f"Cells read from {archive}" in md
+        and "dblp_mlp" in md
+        and "Not trained yet, so not in this table: dblp_rgcn" in md
+    )
 
 
 def test_a_model_whose_runs_collapsed_to_chance_is_marked_not_silently_averaged(tmp_path):
     from regnn.reporting.compare import main
+
     pool = tmp_path / "cells"
     runs = [{"run": i, "test_micro_f1": t} for i, t in enumerate([92.4, 36.1, 93.1, 40.0, 92.9])]
     _cell(pool, "mine_simple_hgn", val=70.0, test=70.9, per_run=runs, chance_test_micro_f1=38.0)
@@ -129,11 +163,27 @@ def test_a_model_whose_runs_collapsed_to_chance_is_marked_not_silently_averaged(
     _cell(pool, "mine_re_gcn", val=92.0, test=92.8)  # a summary without the chance level: nothing to judge by
     flat = [{"run": i, "test_micro_f1": t} for i, t in enumerate([38.0, 51.0])]  # weak and noisy, not a collapse
     _cell(pool, "mine_mlp", val=40.0, test=38.7, per_run=flat, chance_test_micro_f1=38.0)
-    assert main([str(pool), "--dataset", "mine", "--models", "mlp", "gcn", "simple_hgn", "re_gcn",
-                 "--out", str(tmp_path / "cmp")]) == 0
+    assert (
+        main(
+            [
+                str(pool),
+                "--dataset",
+                "mine",
+                "--models",
+                "mlp",
+                "gcn",
+                "simple_hgn",
+                "re_gcn",
+                "--out",
+                str(tmp_path / "cmp"),
+            ]
+        )
+        == 0
+    )
     df = pd.read_csv(tmp_path / "cmp.csv").set_index("model")
-    assert (df.runs_at_chance[["mlp", "gcn", "simple_hgn"]].tolist() == [1, 0, 2]
-            and pd.isna(df.runs_at_chance["re_gcn"]))
+    assert df.runs_at_chance[["mlp", "gcn", "simple_hgn"]].tolist() == [1, 0, 2] and pd.isna(
+        df.runs_at_chance["re_gcn"]
+    )
     assert df.collapsed.tolist() == [False, False, True, False]
     assert df.learnt_test_micro_f1["simple_hgn"] == pytest.approx((92.4 + 93.1 + 92.9) / 3)
     md = (tmp_path / "cmp.md").read_text()
@@ -145,13 +195,16 @@ def test_a_model_whose_runs_collapsed_to_chance_is_marked_not_silently_averaged(
 
 def test_on_the_built_in_datasets_compare_cells_are_the_table_2_cells():
     from regnn.runs.computation import computation
+
     for dataset in ("dblp", "acm", "imdb"):
         for model in MODELS:
             cmp_cfg = _compose("experiment=compare", f"dataset={dataset}", f"model={model}")
             table = _compose("experiment=table_baselines", f"dataset={dataset}", f"model={model}")
             assert cmp_cfg.hydra.sweep.dir == table.hydra.sweep.dir and cmp_cfg.cell == table.cell
-            same = [OmegaConf.to_container(OmegaConf.masked_copy(c, [k for k in c if k != "hydra"]), resolve=True)
-                    for c in (cmp_cfg, table)]
+            same = [
+                OmegaConf.to_container(OmegaConf.masked_copy(c, [k for k in c if k != "hydra"]), resolve=True)
+                for c in (cmp_cfg, table)
+            ]
             assert computation(same[0]) == computation(same[1])  # a cell trained by one is resumed by the other
     tuned = _compose("experiment=compare", "dataset=dblp", "compare.tune=true")
     assert tuned.hydra.sweep.dir.endswith("compare/dblp_tuned")  # never the untuned pool
@@ -161,8 +214,17 @@ def test_on_the_built_in_datasets_compare_cells_are_the_table_2_cells():
 
 @pytest.mark.slow
 def test_compare_tune_tunes_each_model_then_trains_its_cell_with_the_best_setting(tmp_path):
-    args = ["experiment=compare", "dataset=synthetic", "debug=smoke", "threads=1", "model=rgcn", "compare.tune=true",
-            "tune.trials=1", "tune.seeds=1", f"paths.output_dir={tmp_path}"]
+    args = [
+        "experiment=compare",
+        "dataset=synthetic",
+        "debug=smoke",
+        "threads=1",
+        "model=rgcn",
+        "compare.tune=true",
+        "tune.trials=1",
+        "tune.seeds=1",
+        f"paths.output_dir={tmp_path}",
+    ]
     r = run_train(*args, timeout=900)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     sweep = tmp_path / "compare" / "synthetic_tuned"

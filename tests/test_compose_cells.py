@@ -1,5 +1,6 @@
 """scripts/checks/compose_cells.py: a sweep's cells are the product of its params, and a cell whose stored config
 computes something else is named, while one that differs only in where the tree lies is not."""
+
 import importlib.util
 
 import yaml
@@ -40,4 +41,5 @@ def test_a_cell_computing_otherwise_is_named_and_a_moved_tree_is_not(tmp_path):
         (tmp_path / name / "config.yaml").write_text(yaml.safe_dump(c["config"]))
     assert cc.stored_problems(new, tmp_path) == [
         "acm_gcn: stored in {} but no experiment composes it".format(tmp_path),
-        "dblp_re_gcn: its stored config computes differently in ['optimizer']"]
+        "dblp_re_gcn: its stored config computes differently in ['optimizer']",
+    ]

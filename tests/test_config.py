@@ -1,4 +1,5 @@
 """Every dataset x model config composes; tuned settings are picked up; bad keys and values are refused."""
+
 import inspect
 import itertools
 import re
@@ -26,9 +27,9 @@ CONF = str(REPO / "conf")
 DATASETS = sorted(p.stem for p in (REPO / "conf/dataset").glob("*.yaml"))
 # every backbone plain and RE, and the ablations of Table 5 (test_the_relation_group_... covers the other pairs)
 RELATION_MODELS = [catalog.model_name(b, r) for b in catalog.backbones() for r in ("re", "plain")] + [
-    catalog.model_name(b, r) for b in ("gcn", "gat") for r in ("edge", "self")]
+    catalog.model_name(b, r) for b in ("gcn", "gat") for r in ("edge", "self")
+]
 MODELS = sorted(RELATION_MODELS + [p.stem for p in (REPO / "conf/model").glob("*.yaml")])
-
 
 
 @pytest.mark.parametrize("dataset", DATASETS)
@@ -81,8 +82,9 @@ def test_re_gat_search_ties_attention_dropout_to_dropout_and_names_cells_by_grid
     search = cfg("experiment=search_re_gat", "dataset=acm", "model=re_gat", "model.dropout=0.5")
     assert search.model.attn_dropout == 0.5 and search.runs == 2 and search.resume  # ACM's tuned 0.2 gives way
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        hydra = compose("train", overrides=["experiment=search_re_gat", "dataset=dblp", "model=re_gat"],
-                        return_hydra_config=True).hydra
+        hydra = compose(
+            "train", overrides=["experiment=search_re_gat", "dataset=dblp", "model=re_gat"], return_hydra_config=True
+        ).hydra
     assert hydra.mode.name == "MULTIRUN" and set(hydra.sweeper.params) == {"model.dropout", "optimizer.weight_decay"}
     assert "dataset" in hydra.job.config.override_dirname.exclude_keys
     assert cfg("experiment=search_re_gat", "dataset=dblp", "model=re_gat").model.heads == 8  # tuned layout kept
@@ -102,32 +104,40 @@ def test_an_appended_model_key_is_refused_at_validation(model):
         validate(cfg("dataset=dblp", f"model={model}", "+model.hiden=32"), BACKBONES, FEATS_TYPES)
 
 
-@pytest.mark.parametrize("override,message", [
-    ("model.dropout=1.5", "model.dropout=1.5 is not valid: must be < 1"),
-    ("model.relation.scale=0", "model.relation.scale=0 is not valid: must be > 0"),
-    ("runs=0", "runs=0 is not valid: must be >= 1"),
-    ("optimizer.lr=-1", "optimizer.lr=-1 is not valid: must be > 0"),
-    ("model.hidden=abc", "model.hidden='abc' is not valid: must be an integer"),
-    ("dataset.feats_type=all", "dataset.feats_type='all' is not valid"),
-    ("device=tpu", "device='tpu' is not valid"),
-    ("workers=0", "workers=0 is not valid: use auto or a whole number from 1 to 1024"),
-    ("workers=many", "workers='many' is not valid"),
-    ("workers=2 logger=csv", "workers=2 is not valid: the csv logger follows one process"),
-    ("trainer.stop_on=[val_acc]", "trainer.stop_on=['val_acc'] is not valid: must be a list of one or more of"),
-    ("trainer.stop_on=[]", "trainer.stop_on=[] is not valid"),
-    ("trainer.lr_schedule=step",
-     "trainer.lr_schedule='step' is not valid: use one of ['constant', 'cosine', 'onecycle']"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("model.dropout=1.5", "model.dropout=1.5 is not valid: must be < 1"),
+        ("model.relation.scale=0", "model.relation.scale=0 is not valid: must be > 0"),
+        ("runs=0", "runs=0 is not valid: must be >= 1"),
+        ("optimizer.lr=-1", "optimizer.lr=-1 is not valid: must be > 0"),
+        ("model.hidden=abc", "model.hidden='abc' is not valid: must be an integer"),
+        ("dataset.feats_type=all", "dataset.feats_type='all' is not valid"),
+        ("device=tpu", "device='tpu' is not valid"),
+        ("workers=0", "workers=0 is not valid: use auto or a whole number from 1 to 1024"),
+        ("workers=many", "workers='many' is not valid"),
+        ("workers=2 logger=csv", "workers=2 is not valid: the csv logger follows one process"),
+        ("trainer.stop_on=[val_acc]", "trainer.stop_on=['val_acc'] is not valid: must be a list of one or more of"),
+        ("trainer.stop_on=[]", "trainer.stop_on=[] is not valid"),
+        (
+            "trainer.lr_schedule=step",
+            "trainer.lr_schedule='step' is not valid: use one of ['constant', 'cosine', 'onecycle']",
+        ),
+    ],
+)
 def test_bad_values_are_refused_with_the_rule(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate(cfg(*override.split()), BACKBONES, FEATS_TYPES)
 
 
-@pytest.mark.parametrize("override,expect", [
-    ("model.dropout=1.5", "model.dropout=1.5 is not valid"),
-    ("model.hiden=3", "Could not override 'model.hiden'"),
-    ("dataset=cora", "Could not find 'dataset/cora'"),
-])
+@pytest.mark.parametrize(
+    "override,expect",
+    [
+        ("model.dropout=1.5", "model.dropout=1.5 is not valid"),
+        ("model.hiden=3", "Could not override 'model.hiden'"),
+        ("dataset=cora", "Could not find 'dataset/cora'"),
+    ],
+)
 def test_train_py_rejects_bad_config_without_a_traceback(tmp_path, override, expect):
     r = run_train("dataset=synthetic", override, f"hydra.run.dir={tmp_path}/run")
     assert r.returncode != 0
@@ -142,8 +152,11 @@ def test_plain_and_re_backbones_share_their_settings(dataset, backbone):
     """A fair comparison: plain and RE versions differ only in the relation switches (the authors ran both
     from one script), except plain MixHop on DBLP, which the authors' script tunes separately."""
     plain, re = cfg(f"dataset={dataset}", f"model={backbone}"), cfg(f"dataset={dataset}", f"model=re_{backbone}")
-    differing = {k for k in ("model", "optimizer", "trainer")
-                 if {**plain[k], "name": "", "relation": None} != {**re[k], "name": "", "relation": None}}
+    differing = {
+        k
+        for k in ("model", "optimizer", "trainer")
+        if {**plain[k], "name": "", "relation": None} != {**re[k], "name": "", "relation": None}
+    }
     if (dataset, backbone) == ("dblp", "mixhop"):
         assert differing  # the documented exception
     else:
@@ -205,19 +218,23 @@ def test_experiment_sweeps_read_the_catalog():
     assert params.model.split(",")[:2] == ["gcn", "re_gcn"]
 
 
-@pytest.mark.parametrize("overrides,pending,edges,expect", [
-    (["runs=10", "threads=2"], 10, 50_000, (2, 1)),   # two one-thread runs side by side
-    (["runs=10", "threads=8"], 10, 50_000, (4, 2)),   # at most 4 workers; the budget split between them
-    (["runs=10", "threads=2"], 1, 50_000, (1, 1)),    # a resumed cell's last run: one process, the same threads
-    (["runs=1", "threads=2"], 1, 50_000, (1, 2)),     # a single run keeps every thread
-    (["runs=10", "threads=2"], 10, 5_000, (1, 2)),    # a toy graph: runs in turn
-    (["runs=10", "threads=2", "logger=csv"], 10, 50_000, (1, 2)),
-    (["runs=10", "threads=1"], 10, 50_000, (1, 1)),   # a sweep's one-thread cells
-    (["runs=10", "threads=2", "workers=1"], 10, 50_000, (1, 2)),
-])
+@pytest.mark.parametrize(
+    "overrides,pending,edges,expect",
+    [
+        (["runs=10", "threads=2"], 10, 50_000, (2, 1)),  # two one-thread runs side by side
+        (["runs=10", "threads=8"], 10, 50_000, (4, 2)),  # at most 4 workers; the budget split between them
+        (["runs=10", "threads=2"], 1, 50_000, (1, 1)),  # a resumed cell's last run: one process, the same threads
+        (["runs=1", "threads=2"], 1, 50_000, (1, 2)),  # a single run keeps every thread
+        (["runs=10", "threads=2"], 10, 5_000, (1, 2)),  # a toy graph: runs in turn
+        (["runs=10", "threads=2", "logger=csv"], 10, 50_000, (1, 2)),
+        (["runs=10", "threads=1"], 10, 50_000, (1, 1)),  # a sweep's one-thread cells
+        (["runs=10", "threads=2", "workers=1"], 10, 50_000, (1, 2)),
+    ],
+)
 def test_auto_workers_split_the_thread_budget(overrides, pending, edges, expect):
     from regnn.runs.executor import plan_workers
     from regnn.runs.jobspec import JobSpec
+
     c = JobSpec.from_config(cfg("dataset=synthetic", *overrides))
     assert plan_workers(c, "cpu", pending, int(c.threads), edges) == expect
     assert plan_workers(c, "cuda", pending, int(c.threads), edges)[0] == (expect[0] if c.workers != "auto" else 1)
@@ -227,10 +244,12 @@ def test_importing_regnn_and_ogb_starts_no_pypi_version_check():
     """ogb (dataset=ogbn_mag) and the `outdated` package each start a thread that asks PyPI for versions; with
     regnn imported first, `outdated` is an offline stand-in: ogb's thread gets "up to date" at once and no thread
     is left waiting on the network. The stand-in keeps the package's public names."""
-    code = ("import regnn, ogb, threading, sys, importlib.util; import outdated; "
-            "from outdated import OutdatedPackageWarning, warn_if_outdated; "
-            "assert importlib.util.find_spec('outdated') is not None and issubclass(OutdatedPackageWarning, Warning); "
-            "print(len(threading.enumerate()), outdated.check_outdated('ogb', '1.3.6'))")
+    code = (
+        "import regnn, ogb, threading, sys, importlib.util; import outdated; "
+        "from outdated import OutdatedPackageWarning, warn_if_outdated; "
+        "assert importlib.util.find_spec('outdated') is not None and issubclass(OutdatedPackageWarning, Warning); "
+        "print(len(threading.enumerate()), outdated.check_outdated('ogb', '1.3.6'))"
+    )
     p = _python(code)
     assert p.stdout.split() == ["1", "(False,", "'1.3.6')"], p.stdout
     assert "Failed to check for latest version" not in p.stderr
@@ -239,10 +258,12 @@ def test_importing_regnn_and_ogb_starts_no_pypi_version_check():
 def test_outdated_imported_before_regnn_keeps_the_package_and_gets_offline_checks():
     """When something imported `outdated` first (a module stands in for it here: the real one would ask PyPI),
     regnn keeps that module and only makes its checks offline."""
-    code = ("import sys, types; m = types.ModuleType('outdated'); m.marker = 1; "
-            "m.check_outdated = lambda *a: 1 / 0; m.warn_if_outdated = lambda *a: 1 / 0; sys.modules['outdated'] = m; "
-            "import regnn, outdated; assert outdated is m and outdated.marker == 1; "
-            "print(outdated.check_outdated('ogb', '1.3.6'), outdated.warn_if_outdated('ogb', '1.3.6'))")
+    code = (
+        "import sys, types; m = types.ModuleType('outdated'); m.marker = 1; "
+        "m.check_outdated = lambda *a: 1 / 0; m.warn_if_outdated = lambda *a: 1 / 0; sys.modules['outdated'] = m; "
+        "import regnn, outdated; assert outdated is m and outdated.marker == 1; "
+        "print(outdated.check_outdated('ogb', '1.3.6'), outdated.warn_if_outdated('ogb', '1.3.6'))"
+    )
     assert _python(code).stdout.strip() == "(False, '1.3.6') None"
 
 
@@ -258,6 +279,7 @@ def test_a_job_under_slurm_trains_on_the_cpus_slurm_gave_it(monkeypatch):
     else torch's default; threads= wins."""
     from regnn.runs.executor import job_threads
     from regnn.runs.jobspec import JobSpec
+
     unset = JobSpec(runs=1, seed=0, threads=None)
     monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
     assert job_threads(unset) is None

@@ -1,5 +1,6 @@
 """dataset=custom: an .npz of arrays, a dgl.save_graphs file or MAGNN-style files described by a small YAML/JSON,
 any names."""
+
 import json
 
 import pytest
@@ -48,40 +49,59 @@ def test_magnn_format_with_four_new_node_types(tmp_path):
     assert d.graph.num_edges("in") == 12 and d.num_classes == 3
 
 
-@pytest.mark.parametrize("overrides,message", [
-    ({"target": "person"}, "target 'person' is not a node type"),
-    ({"label": "klass"}, "label key 'klass' is neither in the ndata of 'customer'"),
-    ({"splits": {"train": "train_mask", "val": "val_mask"}}, r"splits lacks \['test'\]"),
-    ({"splits": {"train": "train_mask", "val": "va", "test": "test_mask"}}, "split key 'va' is neither"),
-    ({"graph": "nothing.bin"}, "nothing.bin does not exist; save your graph with dgl.save_graphs"),
-    ({"format": "csv"}, "format 'csv' is not known"),
-    ({"reverse": "both"}, "reverse='both'; use add"),
-    ({"target": None}, "key 'target' is missing"),
-    ({"features": "x", "label": "x"}, "need one integer class id per customer node"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        ({"target": "person"}, "target 'person' is not a node type"),
+        ({"label": "klass"}, "label key 'klass' is neither in the ndata of 'customer'"),
+        ({"splits": {"train": "train_mask", "val": "val_mask"}}, r"splits lacks \['test'\]"),
+        ({"splits": {"train": "train_mask", "val": "va", "test": "test_mask"}}, "split key 'va' is neither"),
+        ({"graph": "nothing.bin"}, "nothing.bin does not exist; save your graph with dgl.save_graphs"),
+        ({"format": "csv"}, "format 'csv' is not known"),
+        ({"reverse": "both"}, "reverse='both'; use add"),
+        ({"target": None}, "key 'target' is missing"),
+        ({"features": "x", "label": "x"}, "need one integer class id per customer node"),
+    ],
+)
 def test_bad_descriptions_name_the_problem(tmp_path, overrides, message):
     with pytest.raises(DataError, match=message):
         load(write_dgl(tmp_path / "shops", overrides))
 
 
-@pytest.mark.parametrize("overrides,change,message", [
-    ({"target": "person"}, None, r"target 'person' is not a node type of graph.npz"),
-    ({"graph": "nothing.npz"}, None, "nothing.npz does not exist; write it with numpy.savez"),
-    ({"label": "y"}, None, "unknown key 'label'"),
-    ({}, lambda z: z.pop("num_nodes:city"), "node type 'city' has neither num_nodes:city nor features:city"),
-    ({}, lambda z: z.pop("test"), r"lacks the arrays \['test'\]"),
-    ({}, lambda z: z.update({"edges:customer:trusts": z["labels"]}), "must be named edges:<src type>:<relation>"),
-    ({}, lambda z: z.update({"edges:customer:x:shop": z["labels"]}), r"has shape \(240,\); it must be \(2, edges\)"),
-    ({}, lambda z: z.update({"weights": z["labels"]}), "unknown array 'weights'"),
-    ({}, lambda z: z.update({"labels": z["labels"][:-1]}), "labels has 239 entries but there are 240 customer"),
-    ({}, lambda z: z.update({"val": z["val"][:-1]}), "val is a boolean mask of 239 entries"),
-    ({}, lambda z: z.update({"features:shop": z["features:shop"][:5], "num_nodes:shop": 120}),
-     "features:shop has 5 rows but num_nodes:shop is 120"),
-    ({}, lambda z: z.update({"features:shop": z["features:shop"][:5]}),
-     r"graph.npz: edge type \('customer', 'trusts', 'shop'\): node ids in \[0, 119\] but there are 5 shop nodes"),
-    ({}, lambda z: z.update({"edges:customer:trusts:shop": z["edges:customer:trusts:shop"] + 1000}),
-     r"node ids in \[1000, 1239\] but there are 240 customer nodes"),
-])
+@pytest.mark.parametrize(
+    "overrides,change,message",
+    [
+        ({"target": "person"}, None, r"target 'person' is not a node type of graph.npz"),
+        ({"graph": "nothing.npz"}, None, "nothing.npz does not exist; write it with numpy.savez"),
+        ({"label": "y"}, None, "unknown key 'label'"),
+        ({}, lambda z: z.pop("num_nodes:city"), "node type 'city' has neither num_nodes:city nor features:city"),
+        ({}, lambda z: z.pop("test"), r"lacks the arrays \['test'\]"),
+        ({}, lambda z: z.update({"edges:customer:trusts": z["labels"]}), "must be named edges:<src type>:<relation>"),
+        (
+            {},
+            lambda z: z.update({"edges:customer:x:shop": z["labels"]}),
+            r"has shape \(240,\); it must be \(2, edges\)",
+        ),
+        ({}, lambda z: z.update({"weights": z["labels"]}), "unknown array 'weights'"),
+        ({}, lambda z: z.update({"labels": z["labels"][:-1]}), "labels has 239 entries but there are 240 customer"),
+        ({}, lambda z: z.update({"val": z["val"][:-1]}), "val is a boolean mask of 239 entries"),
+        (
+            {},
+            lambda z: z.update({"features:shop": z["features:shop"][:5], "num_nodes:shop": 120}),
+            "features:shop has 5 rows but num_nodes:shop is 120",
+        ),
+        (
+            {},
+            lambda z: z.update({"features:shop": z["features:shop"][:5]}),
+            r"graph.npz: edge type \('customer', 'trusts', 'shop'\): node ids in \[0, 119\] but there are 5 shop nodes",
+        ),
+        (
+            {},
+            lambda z: z.update({"edges:customer:trusts:shop": z["edges:customer:trusts:shop"] + 1000}),
+            r"node ids in \[1000, 1239\] but there are 240 customer nodes",
+        ),
+    ],
+)
 def test_bad_npz_files_name_the_problem(tmp_path, overrides, change, message):
     with pytest.raises(DataError, match=message) as e:
         load(write_npz(tmp_path / "shops", overrides, change=change))
@@ -90,8 +110,18 @@ def test_bad_npz_files_name_the_problem(tmp_path, overrides, change, message):
 
 def test_dgl_format_without_dgl_names_what_to_install(tmp_path, monkeypatch):
     import builtins
-    (tmp_path / "d.yaml").write_text(yaml.safe_dump({"format": "dgl", "graph": "g.bin", "target": "a", "label": "y",
-                                                     "splits": {"train": "a", "val": "b", "test": "c"}}))
+
+    (tmp_path / "d.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "format": "dgl",
+                "graph": "g.bin",
+                "target": "a",
+                "label": "y",
+                "splits": {"train": "a", "val": "b", "test": "c"},
+            }
+        )
+    )
     (tmp_path / "g.bin").write_bytes(b"x")
     real_import = builtins.__import__
 
@@ -99,6 +129,7 @@ def test_dgl_format_without_dgl_names_what_to_install(tmp_path, monkeypatch):
         if name == "dgl" or name.startswith("dgl."):
             raise ImportError("No module named 'dgl'")
         return real_import(name, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "__import__", no_dgl)
     with pytest.raises(DataError, match=r"format: dgl .* needs DGL \(pip install dgl\).*format: npz") as e:
         load(tmp_path / "d.yaml")
@@ -126,6 +157,7 @@ def test_unlabelled_nodes_in_a_split_are_refused(tmp_path):
 
     def unlabel_first_val(z):
         z["labels"][z["val"].nonzero()[0][0]] = -1
+
     edit_npz(tmp_path / "shops", unlabel_first_val)
     with pytest.raises(DataError, match="1 nodes of split 'val' have no label"):
         load(path)
@@ -135,17 +167,32 @@ def test_unlabelled_nodes_in_a_split_are_refused(tmp_path):
 def test_train_py_trains_on_each_format(tmp_path):
     # lambda 10 at lr 0.01: a relation weight moves ~0.1 per step. At the default lambda 100 it moves ~1, weights
     # cross zero and stay there (LeakyReLU), and whether the planted relation survives is left to float rounding.
-    fast = ["dataset=custom", "runs=1", "threads=1", "trainer.max_epochs=60", "trainer.patience=60",
-            "optimizer.lr=0.01", "model.dropout=0.2", "model.num_layers=3", "model.hidden=16"]
+    fast = [
+        "dataset=custom",
+        "runs=1",
+        "threads=1",
+        "trainer.max_epochs=60",
+        "trainer.patience=60",
+        "optimizer.lr=0.01",
+        "model.dropout=0.2",
+        "model.num_layers=3",
+        "model.hidden=16",
+    ]
     re = ["model.relation.scale=10"]
-    p = run_train(*fast, *re, f"dataset.path={write_npz(tmp_path / 'npz')}", "model=re_gcn",
-                  f"hydra.run.dir={tmp_path}/a")
+    p = run_train(
+        *fast, *re, f"dataset.path={write_npz(tmp_path / 'npz')}", "model=re_gcn", f"hydra.run.dir={tmp_path}/a"
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads((tmp_path / "a" / "results.json").read_text())
     assert r["metrics"]["test_micro_f1"]["mean"] > 80  # the planted relation signal is learnt
     assert {"trusts", "rev_trusts", "self:customer"} <= set(r["relation_names"])
-    p = run_train(*fast, f"dataset.path={write_magnn(tmp_path / 'magnn')}", "model=re_gat", "model.heads=2",
-                  f"hydra.run.dir={tmp_path}/b")
+    p = run_train(
+        *fast,
+        f"dataset.path={write_magnn(tmp_path / 'magnn')}",
+        "model=re_gat",
+        "model.heads=2",
+        f"hydra.run.dir={tmp_path}/b",
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads((tmp_path / "b" / "results.json").read_text())
     assert set(r["relation_names"]) >= {"in", "has", "located_in", "hosts", "self:region"}
@@ -155,10 +202,23 @@ def test_train_py_trains_on_each_format(tmp_path):
 def test_train_py_minibatch_on_custom_data(tmp_path):
     """This small graph starts on a plateau (every node predicted as the largest class) that a run leaves after a
     number of epochs that depends on its seed: two seeds, and at least one learns the graph."""
-    p = run_train("dataset=custom", f"dataset.path={write_npz(tmp_path / 'npz')}", "trainer=minibatch",
-                  "model=re_gcn", "model.hidden=32", "trainer.default_fanout=10", "trainer.batch_size=32",
-                  "trainer.max_epochs=100", "trainer.patience=100", "optimizer.lr=0.01", "runs=2", "threads=1",
-                  "workers=1", "trainer.log_every=0", f"hydra.run.dir={tmp_path}/mb")
+    p = run_train(
+        "dataset=custom",
+        f"dataset.path={write_npz(tmp_path / 'npz')}",
+        "trainer=minibatch",
+        "model=re_gcn",
+        "model.hidden=32",
+        "trainer.default_fanout=10",
+        "trainer.batch_size=32",
+        "trainer.max_epochs=100",
+        "trainer.patience=100",
+        "optimizer.lr=0.01",
+        "runs=2",
+        "threads=1",
+        "workers=1",
+        "trainer.log_every=0",
+        f"hydra.run.dir={tmp_path}/mb",
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads((tmp_path / "mb" / "results.json").read_text())
     assert r["trainer"] == "minibatch" and r["finished_runs"] == 2

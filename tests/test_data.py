@@ -1,4 +1,5 @@
 """Loader on the three real datasets, and every bad input named clearly."""
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -11,12 +12,27 @@ from regnn.errors import DataError
 EXPECTED = {
     # nodes per type, edges per relation (one direction), target, classes, split sizes; as in these files
     # (the paper's table lists 4278 movies and 12828 M-A edges for its slightly different IMDB version)
-    "DBLP": ({"author": 4057, "paper": 14328, "term": 7723, "venue": 20},
-             {"author->paper": 19645, "paper->term": 85810, "paper->venue": 14328}, "author", 4, (400, 400, 3257)),
-    "ACM": ({"paper": 4019, "author": 7167, "subject": 60},
-            {"paper-cites->paper": 9615, "paper->author": 13407, "paper->subject": 4019}, "paper", 3, (400, 400, 3219)),
-    "IMDB": ({"movie": 4274, "director": 2079, "actor": 5252},
-             {"movie->director": 4274, "movie->actor": 12822}, "movie", 3, (396, 400, 3478)),
+    "DBLP": (
+        {"author": 4057, "paper": 14328, "term": 7723, "venue": 20},
+        {"author->paper": 19645, "paper->term": 85810, "paper->venue": 14328},
+        "author",
+        4,
+        (400, 400, 3257),
+    ),
+    "ACM": (
+        {"paper": 4019, "author": 7167, "subject": 60},
+        {"paper-cites->paper": 9615, "paper->author": 13407, "paper->subject": 4019},
+        "paper",
+        3,
+        (400, 400, 3219),
+    ),
+    "IMDB": (
+        {"movie": 4274, "director": 2079, "actor": 5252},
+        {"movie->director": 4274, "movie->actor": 12822},
+        "movie",
+        3,
+        (396, 400, 3478),
+    ),
 }
 
 
@@ -69,6 +85,7 @@ def test_load_dataset_verifies_checksums_of_the_real_files():
 
 
 # ---- bad input ----------------------------------------------------------------------------------------------
+
 
 def _load(d, **kw):
     return load_magnn(d, builtin_spec("imdb"), **kw)
@@ -151,8 +168,11 @@ def test_missing_split_array(imdb_copy):
 def test_feature_rows_disagree_with_node_count(imdb_copy):
     x = sp.load_npz(imdb_copy / "features_1.npz")
     sp.save_npz(imdb_copy / "features_1.npz", x[:-1])
-    with pytest.raises(DataError, match=r"features_1.npz: feature matrix of shape \(2078, 3065\) but there are 2079 "
-                                        r"director nodes"):
+    with pytest.raises(
+        DataError,
+        match=r"features_1.npz: feature matrix of shape \(2078, 3065\) but there are 2079 "
+        r"director nodes",
+    ):
         _load(imdb_copy, feats_type="raw")
 
 

@@ -1,4 +1,5 @@
 """The defaults of dataset=custom train on a generated graph nobody tuned for: no run at chance."""
+
 import json
 
 import pytest
@@ -35,8 +36,17 @@ def test_attention_models_learn_above_chance_with_the_custom_defaults(graph, mod
     """The library defaults put these runs at chance on raw counts (exploding training-mode outputs);
     dataset=custom standardises the counts and RE-GAT drops less."""
     path, chance = graph
-    p = run_train("dataset=custom", f"dataset.path={path}", *model, "runs=2", "threads=1", "workers=1",
-                  "trainer.max_epochs=60", "trainer.patience=60", f"hydra.run.dir={tmp_path}")
+    p = run_train(
+        "dataset=custom",
+        f"dataset.path={path}",
+        *model,
+        "runs=2",
+        "threads=1",
+        "workers=1",
+        "trainer.max_epochs=60",
+        "trainer.patience=60",
+        f"hydra.run.dir={tmp_path}",
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     r = json.loads((tmp_path / "results.json").read_text())
     vals = [run["val_micro_f1"] for run in r["per_run"]]
@@ -48,6 +58,7 @@ def test_attention_models_learn_above_chance_with_the_custom_defaults(graph, mod
 def test_custom_defaults_apply_to_gat_backbones_only_on_custom_graphs():
     from hydra import compose, initialize_config_dir
     from conftest import REPO
+
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         custom = compose("train", overrides=["dataset=custom", "model=re_gat"])
         dblp = compose("train", overrides=["dataset=dblp", "model=re_gat"])
@@ -60,6 +71,7 @@ def test_custom_defaults_apply_to_gat_backbones_only_on_custom_graphs():
 def test_simple_hgn_keeps_attention_whole_only_on_custom_graphs():
     from hydra import compose, initialize_config_dir
     from conftest import REPO
+
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         custom = compose("train", overrides=["dataset=custom", "model=simple_hgn"])
         acm = compose("train", overrides=["dataset=acm", "model=simple_hgn"])
@@ -70,6 +82,7 @@ def test_simple_hgn_keeps_attention_whole_only_on_custom_graphs():
 def test_the_bag_of_words_graph_has_words_as_a_feature_less_type_linked_by_use():
     from regnn.data.synthetic import BowGraph
     from regnn.data.scaling import _is_placeholder
+
     shape = BowGraph(num_papers=120, num_authors=80, num_subjects=6, vocab=90, topic_words=10, words=8)
     data = shape.build()
     x = data.features["paper"]

@@ -3,6 +3,7 @@ in float64, from the fixtures scripts/fixtures/dgl_port_fixtures.py writes with 
 and the gradients of a fixed loss with respect to the inputs and every parameter agree to 1e-10, on the torch path and
 on the fused kernels where they are built. The per-edge tensors of an Adjacency are in destination order; the
 attention and the edge dropout are checked in DGL's edge order too."""
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -18,18 +19,33 @@ from regnn.models.baselines.spectral import canonical_basis
 
 # the graphs of the fixtures (scripts/fixtures/dgl_port_fixtures.py: RHGNN_*, MAGNN_*), rebuilt from their edge arrays
 RHGNN_COUNTS = {"a": 6, "b": 5, "c": 4, "d": 3}
-RHGNN_RELATIONS = [("a", "a->b", "b"), ("a", "a->c", "c"), ("b", "b->a", "a"), ("b", "b->c", "c"),
-                   ("c", "c->a", "a"), ("d", "d->a", "a")]
+RHGNN_RELATIONS = [
+    ("a", "a->b", "b"),
+    ("a", "a->c", "c"),
+    ("b", "b->a", "a"),
+    ("b", "b->c", "c"),
+    ("c", "c->a", "a"),
+    ("d", "d->a", "a"),
+]
 MAGNN_COUNTS = {"author": 8, "paper": 10, "venue": 3}
-MAGNN_RELATIONS = [("author", "author->paper", "paper"), ("paper", "paper->author", "author"),
-                   ("paper", "paper->venue", "venue"), ("venue", "venue->paper", "paper")]
-MAGNN_METAPATHS = {"APA": ["author->paper", "paper->author"],
-                   "APVPA": ["author->paper", "paper->venue", "venue->paper", "paper->author"]}
+MAGNN_RELATIONS = [
+    ("author", "author->paper", "paper"),
+    ("paper", "paper->author", "author"),
+    ("paper", "paper->venue", "venue"),
+    ("venue", "venue->paper", "paper"),
+]
+MAGNN_METAPATHS = {
+    "APA": ["author->paper", "paper->author"],
+    "APVPA": ["author->paper", "paper->venue", "venue->paper", "paper->author"],
+}
 
 KERNELS = choose_backend("cpu")
-BACKENDS = [pytest.param(TORCH, id="torch"),
-            pytest.param(KERNELS, id="kernels", marks=pytest.mark.skipif(KERNELS.kernels is None,
-                                                                          reason="fused kernels not built here"))]
+BACKENDS = [
+    pytest.param(TORCH, id="torch"),
+    pytest.param(
+        KERNELS, id="kernels", marks=pytest.mark.skipif(KERNELS.kernels is None, reason="fused kernels not built here")
+    ),
+]
 
 
 @pytest.fixture
@@ -78,6 +94,7 @@ def in_edge_order(adj: Adjacency, per_edge: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_rhgnn_relation_attention_matches_dgl(backend, float64):
     from regnn.models.baselines.rhgnn import relation_attention
+
     fx = load_fixture("rhgnn_relation_attention")
     adj = Adjacency.from_edges(fx["src"], fx["dst"], None, 6, 5, backend=backend)
     assert adj.perm is not None  # the given order is not the destination order: the mapping is exercised
@@ -94,12 +111,23 @@ def test_rhgnn_relation_attention_matches_dgl(backend, float64):
 
 def test_rhgnn_model_matches_dgl(kernels_env, float64):
     from regnn.models.baselines.rhgnn import RHGNN, RelationGraphs
+
     fx = load_fixture("rhgnn_model")
     inputs = RelationGraphs.build(SimpleNamespace(graph=hetero(fx, RHGNN_RELATIONS, RHGNN_COUNTS), target="a"))
     assert inputs.source_key["b->c"] is None and not inputs.into("d")  # the fallbacks are covered
     feats = {t: leaf(fx[f"x_{t}"]) for t in RHGNN_COUNTS}
-    model = RHGNN(inputs, in_dims={t: x.shape[1] for t, x in feats.items()}, num_classes=3, hidden=4, heads=2,
-                  relation_dim=3, num_layers=2, dropout=0.5, residual=True, norm=True).eval()
+    model = RHGNN(
+        inputs,
+        in_dims={t: x.shape[1] for t, x in feats.items()},
+        num_classes=3,
+        hidden=4,
+        heads=2,
+        relation_dim=3,
+        num_layers=2,
+        dropout=0.5,
+        residual=True,
+        norm=True,
+    ).eval()
     params = load_params(model, fx)
     logits, z = model(inputs, feats, embed=True)
     assert_close(logits, fx["logits"], "logits")
@@ -113,6 +141,7 @@ def test_rhgnn_model_matches_dgl(kernels_env, float64):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_magnn_ac_completion_matches_dgl(backend, float64):
     from regnn.models.baselines.magnn_ac import AttributeCompletion
+
     fx = load_fixture("magnn_ac_completion")
     adj = Adjacency.from_edges(fx["src"], fx["dst"], None, 7, 6, backend=backend)
     assert adj.perm is not None
@@ -137,14 +166,24 @@ def test_magnn_ac_model_matches_dgl(kernels_env, float64):
     rebuild's pairs and its edge dropout must be drawn as the DGL version drew them (torch.rand, whose numbers
     from a seed are the same on every torch here; nn.Dropout's are not, so those layers are off)."""
     from regnn.models.baselines.magnn_ac import MAGNNAC, CompletionInputs
+
     fx = load_fixture("magnn_ac_model")
     feats = {"author": fx["x_author"], "paper": fx["x_paper"], "venue": torch.zeros(3, 4)}
     data = SimpleNamespace(graph=hetero(fx, MAGNN_RELATIONS, MAGNN_COUNTS), target="author", features=feats)
     inputs = CompletionInputs.build(data, "cpu", metapaths=MAGNN_METAPATHS, emb_dim=6)
     assert inputs.sources == {"venue": "paper"} and inputs.rebuild_source == "paper"
     inputs.emb = {t: fx[f"emb_{t}"] for t in MAGNN_COUNTS}  # the SVD's, as computed beside DGL
-    model = MAGNNAC.from_inputs(inputs, {t: x.shape[1] for t, x in feats.items()}, 3, hidden=4, heads=2,
-                                attn_vec_dim=5, dropout=0.3, emb_dim=6, feats_drop_rate=0.4)
+    model = MAGNNAC.from_inputs(
+        inputs,
+        {t: x.shape[1] for t, x in feats.items()},
+        3,
+        hidden=4,
+        heads=2,
+        attn_vec_dim=5,
+        dropout=0.3,
+        emb_dim=6,
+        feats_drop_rate=0.4,
+    )
     for m in model.modules():  # as in the fixture: torch's dropout masks differ between torch versions
         if isinstance(m, torch.nn.Dropout):
             m.p = 0.0
@@ -172,6 +211,7 @@ def test_magnn_ac_model_matches_dgl(kernels_env, float64):
 
 def test_homogeneous_numbering_is_dgls():
     from regnn.models.baselines.magnn_ac import homogeneous_edges, topological_embedding
+
     fx = load_fixture("magnn_ac_homogeneous")
     g = hetero(fx, MAGNN_RELATIONS, MAGNN_COUNTS)
     src, dst, offsets = homogeneous_edges(g)

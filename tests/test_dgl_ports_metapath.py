@@ -2,6 +2,7 @@
 and the whole HAN against DGL's GATConv, Metapath2vec's skip-gram (initial tables, loss, gradients, negative-sampling
 distribution) against dgl.nn.MetaPath2Vec, and the meta-path walk against dgl.sampling.random_walk (the same
 traces where they are determined, the same step distribution, valid steps, repeatable seeds)."""
+
 from contextlib import contextmanager
 from types import SimpleNamespace
 
@@ -14,12 +15,20 @@ from regnn.core.adjacency import Adjacency
 from regnn.core.backend import TORCH, choose_backend
 from regnn.data.hetero import HeteroGraph
 from regnn.models.baselines.han import HAN, GATConv, MetapathGraphs
-from regnn.models.baselines.metapath2vec import (SkipGram, WalkInputs, context_pairs, metapath_walk,
-                                                 negative_distribution, relation_csr)
+from regnn.models.baselines.metapath2vec import (
+    SkipGram,
+    WalkInputs,
+    context_pairs,
+    metapath_walk,
+    negative_distribution,
+    relation_csr,
+)
 
 BACKENDS = [TORCH] + [b for b in [choose_backend("cpu")] if b.kernels is not None]
-HAN_METAPATHS = {"APA": ["author->paper", "paper->author"],
-                 "APVPA": ["author->paper", "paper->venue", "venue->paper", "paper->author"]}
+HAN_METAPATHS = {
+    "APA": ["author->paper", "paper->author"],
+    "APVPA": ["author->paper", "paper->venue", "venue->paper", "paper->author"],
+}
 M2V_WALK = ["author->paper", "paper->venue", "venue->paper", "paper->author"] * 2
 
 
@@ -36,13 +45,19 @@ def float64():
 
 def hetero(fx, prefix, num_nodes) -> HeteroGraph:
     rels = {k.split(".")[1] for k in fx if k.startswith(prefix + ".")}
-    ends = {"author->paper": ("author", "paper"), "paper->author": ("paper", "author"),
-            "paper->venue": ("paper", "venue"), "venue->paper": ("venue", "paper")}
-    return HeteroGraph({(ends[r][0], r, ends[r][1]): (fx[f"{prefix}.{r}.0"], fx[f"{prefix}.{r}.1"]) for r in rels},
-                       num_nodes)
+    ends = {
+        "author->paper": ("author", "paper"),
+        "paper->author": ("paper", "author"),
+        "paper->venue": ("paper", "venue"),
+        "venue->paper": ("venue", "paper"),
+    }
+    return HeteroGraph(
+        {(ends[r][0], r, ends[r][1]): (fx[f"{prefix}.{r}.0"], fx[f"{prefix}.{r}.1"]) for r in rels}, num_nodes
+    )
 
 
 # -- HAN ---------------------------------------------------------------------------------------------------------
+
 
 def test_han_gatconv_draws_dgls_initial_weights_under_its_names():
     fx = load_fixture("han_gatconv")
@@ -78,6 +93,7 @@ def test_han_gatconv_draws_dgls_dropout_masks():
     installed."""
     dgl = pytest.importorskip("dgl")
     from dgl.nn import GATConv as DGLGATConv
+
     src, dst = torch.tensor([0, 2, 3, 1, 1, 0, 4, 2, 3]), torch.tensor([0, 0, 0, 1, 2, 3, 3, 4, 4])
     torch.manual_seed(0)
     theirs = DGLGATConv(6, 4, 3, feat_drop=0.5, attn_drop=0.5, activation=F.elu, allow_zero_in_degree=True)
@@ -100,8 +116,17 @@ def _han_data():
 
 def _han():
     torch.manual_seed(0)
-    return HAN(in_dim=5, target="author", num_classes=3, metapath_names=list(HAN_METAPATHS), hidden=3, heads=2,
-               num_layers=2, dropout=0.6, semantic_dim=4)
+    return HAN(
+        in_dim=5,
+        target="author",
+        num_classes=3,
+        metapath_names=list(HAN_METAPATHS),
+        hidden=3,
+        heads=2,
+        num_layers=2,
+        dropout=0.6,
+        semantic_dim=4,
+    )
 
 
 def test_han_draws_the_committed_models_initial_weights():
@@ -135,6 +160,7 @@ def test_han_outputs_and_gradients_equal_the_committed_models(backend):
 
 
 # -- Metapath2vec ------------------------------------------------------------------------------------------------
+
 
 def _m2v_inputs(fx, prefix="edges", num_nodes=None):
     num_nodes = num_nodes or {"author": 6, "paper": 7, "venue": 2}
@@ -188,8 +214,13 @@ def test_context_pairs_are_every_pair_of_valid_walk_nodes_within_the_window():
     traces = load_fixture("metapath2vec_loss")["traces"]  # DGL's walks, one ending at its start
     for window in (1, 3, 8):
         u, v = context_pairs(traces, traces >= 0, window)
-        want = sorted((int(t[i]), int(t[j])) for t in traces for i in range(len(t)) for j in range(len(t))
-                      if i != j and abs(i - j) <= window and t[i] >= 0 and t[j] >= 0)
+        want = sorted(
+            (int(t[i]), int(t[j]))
+            for t in traces
+            for i in range(len(t))
+            for j in range(len(t))
+            if i != j and abs(i - j) <= window and t[i] >= 0 and t[j] >= 0
+        )
         assert sorted(zip(u.tolist(), v.tolist())) == want
 
 
@@ -207,6 +238,7 @@ def test_skipgram_negatives_follow_the_negative_distribution():
 
 # -- the meta-path walk ------------------------------------------------------------------------------------------
 
+
 def test_determined_walks_and_dead_ends_equal_dgls():
     """At most one out-edge per node and relation: every trace is determined, and must be DGL's, -1 padding
     after a paper without venue (author 3) and from an author without paper (author 4) included."""
@@ -223,8 +255,10 @@ def test_walk_steps_are_uniform_over_out_edges_as_dgls():
     fx = load_fixture("metapath_walk")
     inputs = _m2v_inputs(fx, "branching", {"author": 6, "paper": 5, "venue": 2})
     n = 30000
-    ours = torch.bincount(metapath_walk(inputs.steps[:1], torch.zeros(n, dtype=torch.int64),
-                                        torch.Generator().manual_seed(0))[:, 1], minlength=5)
+    ours = torch.bincount(
+        metapath_walk(inputs.steps[:1], torch.zeros(n, dtype=torch.int64), torch.Generator().manual_seed(0))[:, 1],
+        minlength=5,
+    )
     theirs = fx["first_steps"]
     assert ours[2:].sum() == 0 and theirs[2:].sum() == 0 and ours.sum() == theirs.sum() == n
     p_ours, p_theirs = ours[1].item() / n, theirs[1].item() / n

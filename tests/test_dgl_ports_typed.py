@@ -2,6 +2,7 @@
 fixtures written from DGL's own RelGraphConv, HGTConv and to_homogeneous (scripts/fixtures/dgl_port_fixtures.py): ids
 and edge order, the initial weights a seed gives, outputs, and the gradients with respect to the inputs and every
 parameter, to 1e-10."""
+
 import pytest
 import torch
 
@@ -18,8 +19,11 @@ NUM_NTYPES, NUM_RELATIONS = 3, 5
 def hetero_of(fx) -> HeteroGraph:
     """The fixture's heterograph (`nodes.<type>`, `edges.<src>.<rel>.<dst>.src/.dst`)."""
     nodes = {k.split(".")[1]: int(v) for k, v in fx.items() if k.startswith("nodes.")}
-    edges = {tuple(k.split(".")[1:4]): (fx[k], fx[k[:-3] + "dst"]) for k in fx if k.startswith("edges.")
-             and k.endswith(".src")}
+    edges = {
+        tuple(k.split(".")[1:4]): (fx[k], fx[k[:-3] + "dst"])
+        for k in fx
+        if k.startswith("edges.") and k.endswith(".src")
+    }
     return HeteroGraph(edges, nodes)
 
 
@@ -56,7 +60,7 @@ def test_typed_graph_numbers_nodes_and_edges_as_dgl_to_homogeneous():
 
 def load_params(module, fx, prefix="param."):
     """Copies the fixture's parameters into module; their names and shapes must be DGL's."""
-    named = {k[len(prefix):]: v for k, v in fx.items() if k.startswith(prefix)}
+    named = {k[len(prefix) :]: v for k, v in fx.items() if k.startswith(prefix)}
     ours = dict(module.named_parameters())
     assert sorted(ours) == sorted(named), "parameter names differ from DGL's module"
     with torch.no_grad():
@@ -67,7 +71,7 @@ def load_params(module, fx, prefix="param."):
 
 def check_initial_weights(module, fx):
     """The module built under torch.manual_seed(0) (float32) has DGL's module's initial state dict."""
-    init = {k[len("init."):]: v for k, v in fx.items() if k.startswith("init.")}
+    init = {k[len("init.") :]: v for k, v in fx.items() if k.startswith("init.")}
     state = module.state_dict()
     assert list(state) == list(init), "state dict keys (or their order) differ from DGL's module"
     for k, v in state.items():
@@ -126,8 +130,7 @@ def test_baseline_models_start_from_dgls_weights_and_give_its_logits(name, backe
     if name == "rgcn_model":
         model = built(lambda: RGCN.from_inputs(tg, DIMS, 3, hidden=8, num_layers=2, dropout=0.5))
     else:
-        model = built(lambda: HGT.from_inputs(tg, DIMS, 3, hidden=8, heads=2, num_layers=2, dropout=0.2,
-                                              use_norm=True))
+        model = built(lambda: HGT.from_inputs(tg, DIMS, 3, hidden=8, heads=2, num_layers=2, dropout=0.2, use_norm=True))
     check_initial_weights(model, fx)
     model = model.double().eval()
     load_params(model, fx, "init.")
@@ -157,8 +160,11 @@ def test_hgt_hgb_variant_equals_hgbs_own_hgt(backend):
     fx = load_fixture("hgb_hgt_model")
     tg = typed_graph(fx, backend)
     torch.manual_seed(0)
-    model = HGT.from_inputs(tg, DIMS, 3, hidden=8, heads=2, num_layers=2, dropout=0.2, use_norm=True,
-                            variant="hgb").double().eval()
+    model = (
+        HGT.from_inputs(tg, DIMS, 3, hidden=8, heads=2, num_layers=2, dropout=0.2, use_norm=True, variant="hgb")
+        .double()
+        .eval()
+    )
     with torch.no_grad():
         for k, p in model.named_parameters():
             want = fx["init." + hgb_name(k, tg.ntypes)]

@@ -1,5 +1,6 @@
 """README.md and docs/ stay short, undated and consistent: no diary phrases, a README of at most 200 lines, unique
 headings in the generated results sections, links that resolve, and generated sections that match results/."""
+
 import json
 import re
 import subprocess
@@ -13,10 +14,22 @@ from regnn.reporting.experiments import EXPERIMENTS
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 # phrases that date a text or tell a story of how it came about; history lives in git
-NARRATIVE = [r"\blast time\b", r"\bhalf an hour later\b", r"\bthis session\b", r"\b(earlier|last|previous) session\b",
-             r"\bon a (faster|slower) VM\b", r"\bclean clone\b.*\blater\b", r"\bbefore the fix\b", r"\byesterday\b",
-             r"\bmeasured (on|at) 20\d\d\b", r"\bissue #?\d+\b", r"\bwe (then|later) \w+", r"\bat first\b",
-             r"\bnot yet timed\b", r"\bafter those measurements\b"]
+NARRATIVE = [
+    r"\blast time\b",
+    r"\bhalf an hour later\b",
+    r"\bthis session\b",
+    r"\b(earlier|last|previous) session\b",
+    r"\bon a (faster|slower) VM\b",
+    r"\bclean clone\b.*\blater\b",
+    r"\bbefore the fix\b",
+    r"\byesterday\b",
+    r"\bmeasured (on|at) 20\d\d\b",
+    r"\bissue #?\d+\b",
+    r"\bwe (then|later) \w+",
+    r"\bat first\b",
+    r"\bnot yet timed\b",
+    r"\bafter those measurements\b",
+]
 NARRATIVE = [p.replace(" ", r"\s+") for p in NARRATIVE]  # a phrase may wrap onto the next line
 DATE = r"\b20\d\d-[01]\d-[0-3]\d\b|\b[0-2]\d:[0-5]\d\b"  # 2026-11-27, 07:41
 
@@ -53,8 +66,9 @@ def test_generated_sections_have_unique_headings():
         gen = readme.generated(text)
         assert gen.strip(), f"{page} lacks its generated section ({readme.START} ... {readme.END})"
         heads = readme.headings(gen)
-        assert len(heads) == len(set(heads)), (f"{page}: repeated headings "
-                                               f"{sorted({h for h in heads if heads.count(h) > 1})}")
+        assert len(heads) == len(set(heads)), (
+            f"{page}: repeated headings {sorted({h for h in heads if heads.count(h) > 1})}"
+        )
         # and none of them repeats a heading of the page's own text
         own = readme.headings(prose(text))
         assert not set(heads) & set(own), f"{page}: generated headings also in the text: {set(heads) & set(own)}"
@@ -74,8 +88,9 @@ def test_generated_sections_match_results():
     """Every page's generated section is what `make readme` writes from the committed results/."""
     for page in readme.PAGES:
         gen = readme.generated((REPO / page).read_text())
-        assert gen.strip() == readme.section(page, REPO / "results").strip(), \
+        assert gen.strip() == readme.section(page, REPO / "results").strip(), (
             f"{page} is out of date with results/: run `make readme`"
+        )
 
 
 def test_readme_links_resolve():
@@ -92,22 +107,28 @@ def test_readme_links_resolve():
 
 def test_readme_names_every_experiment_target():
     from regnn.reporting.experiments import experiments_table
+
     text = (REPO / "README.md").read_text()
-    block = text[text.index(readme.EXPERIMENTS_START) + len(readme.EXPERIMENTS_START):
-                 text.index(readme.EXPERIMENTS_END)]
+    block = text[
+        text.index(readme.EXPERIMENTS_START) + len(readme.EXPERIMENTS_START) : text.index(readme.EXPERIMENTS_END)
+    ]
     assert block.strip() == experiments_table(), "README's experiment table is stale: run `make tables`"
     for e in EXPERIMENTS:
         assert f"make {e.target}" in text, f"README's target list lacks `make {e.target}` ({e.item})"
     # the Makefile's experiment targets are the declared ones (and Figure 8's measurement has its own rule)
-    r = subprocess.run(["make", "-s", "--eval", "print-targets: ; @echo $(EXPERIMENT_TARGETS)", "print-targets"],
-                       cwd=REPO, capture_output=True, text=True)
+    r = subprocess.run(
+        ["make", "-s", "--eval", "print-targets: ; @echo $(EXPERIMENT_TARGETS)", "print-targets"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert sorted(r.stdout.split()) == sorted(e.target for e in EXPERIMENTS if e.renderer), r.stderr
     assert re.search(r"^fig-efficiency:", (REPO / "Makefile").read_text(), flags=re.M)
 
 
 def test_layout_matches_the_tree():
     text = (REPO / "README.md").read_text()
-    layout = text[text.index("## Layout"):]
+    layout = text[text.index("## Layout") :]
     for path in re.findall(r"^([\w./]+/?)\s", layout.split("```")[1], flags=re.M):
         assert (REPO / path).exists(), f"README's Layout names {path}, which does not exist"
     for pkg in (REPO / "src" / "regnn").iterdir():
@@ -129,6 +150,7 @@ def _fake_cell(cells, name, f1):
 def test_make_tables_renders_what_is_trained_and_keeps_the_rest(tmp_path, capsys):
     """`make tables`: a table whose cells all exist is rendered, one with missing cells is named and left alone."""
     from regnn.reporting import experiments
+
     cells, out = tmp_path / "cells", tmp_path / "results"
     for d in ("dblp", "acm", "imdb"):
         for m in ("gcn", "gat", "re_gcn", "re_gat"):
@@ -148,12 +170,12 @@ def test_make_tables_renders_what_is_trained_and_keeps_the_rest(tmp_path, capsys
 def _diff_files(page: str) -> dict[str, str]:
     """The new files of a page's diff: path -> text."""
     text = (REPO / "docs" / page).read_text()
-    diff = text[text.index("```diff"):]
-    diff = diff[:diff.index("\n```\n")]
+    diff = text[text.index("```diff") :]
+    diff = diff[: diff.index("\n```\n")]
     files, current = {}, None
     for line in diff.splitlines():
         if line.startswith("+++ b/"):
-            current = line[len("+++ b/"):]
+            current = line[len("+++ b/") :]
             files[current] = []
         elif current and line.startswith("+"):
             files[current].append(line[1:])
@@ -167,6 +189,7 @@ def test_the_experiment_example_is_one_config_and_one_renderer_that_work(tmp_pat
 
     from regnn.reporting.cells import CellPool
     from regnn.reporting.experiments import declared
+
     files = _diff_files("adding_an_experiment.md")
     assert sorted(files) == ["conf/experiment/table_depth.yaml", "src/regnn/reporting/depth.py"]
     conf = tmp_path / "conf"

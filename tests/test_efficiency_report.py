@@ -1,5 +1,6 @@
 """Figure 8's renderer (regnn.reporting.efficiency): ratios to RE-GCN from the measured rows, and a clear refusal
 of a file that is not a table of them."""
+
 import pandas as pd
 
 from regnn.reporting.efficiency import MEASURED, main, write_efficiency
@@ -8,11 +9,19 @@ from regnn.reporting.efficiency import MEASURED, main, write_efficiency
 def _rows():
     """Rows as scripts/bench/benchmark.py measures them (its columns in its order)."""
     base = {"dataset": "dblp", "metapath": float("nan"), "run_epochs": 10, "test_micro_f1": 90.0, "threads": 2}
-    rows = [{**base, "model": "gcn", "num_parameters": 100, "median_epoch_s": 0.5, "run_s": 5.0, "peak_rss_mb": 800},
-            {**base, "model": "re_gcn", "num_parameters": 110, "median_epoch_s": 0.25, "run_s": 2.5,
-             "peak_rss_mb": 1000},
-            {**base, "model": "gcn_m", "metapath": "APA", "num_parameters": 55, "median_epoch_s": 1.0, "run_s": 10.0,
-             "peak_rss_mb": 400}]
+    rows = [
+        {**base, "model": "gcn", "num_parameters": 100, "median_epoch_s": 0.5, "run_s": 5.0, "peak_rss_mb": 800},
+        {**base, "model": "re_gcn", "num_parameters": 110, "median_epoch_s": 0.25, "run_s": 2.5, "peak_rss_mb": 1000},
+        {
+            **base,
+            "model": "gcn_m",
+            "metapath": "APA",
+            "num_parameters": 55,
+            "median_epoch_s": 1.0,
+            "run_s": 10.0,
+            "peak_rss_mb": 400,
+        },
+    ]
     return [{k: r[k] for k in MEASURED if k in r} for r in rows]
 
 

@@ -1,4 +1,5 @@
 """The smoke variant of every make target: the same sweep and renderers on the synthetic graph (seconds)."""
+
 import subprocess
 
 import pandas as pd
@@ -26,8 +27,9 @@ def make(target: str, smoke_dir, **variables) -> subprocess.CompletedProcess:
 def _ablation_rows(results):
     abl = pd.read_csv(results / "table_ablation.csv")
     assert list(abl.model) == ["gcn", "gcn_s", "gcn_e", "re_gcn", "gat", "gat_s", "gat_e", "re_gat"]
-    assert (abl.loc[abl.model == "gcn_e", "edge_emb"].item()
-            and not abl.loc[abl.model == "gcn_e", "self_loop_emb"].item())
+    assert (
+        abl.loc[abl.model == "gcn_e", "edge_emb"].item() and not abl.loc[abl.model == "gcn_e", "self_loop_emb"].item()
+    )
 
 
 def _backbone_rows(results):
@@ -46,8 +48,24 @@ def _lambda_rows(results):
 
 def _baseline_rows(results):
     base = pd.read_csv(results / "table_baselines.csv")  # every baseline beside the four Table 2 rows
-    assert set(base.model) == {"mlp", "metapath2vec", "rgcn", "hgt", "simple_hgn", "rhgnn", "han", "gtn", "magnn",
-                               "magnn_ac", "gcn_m", "gat_m", "gcn", "gat", "re_gcn", "re_gat"}
+    assert set(base.model) == {
+        "mlp",
+        "metapath2vec",
+        "rgcn",
+        "hgt",
+        "simple_hgn",
+        "rhgnn",
+        "han",
+        "gtn",
+        "magnn",
+        "magnn_ac",
+        "gcn_m",
+        "gat_m",
+        "gcn",
+        "gat",
+        "re_gcn",
+        "re_gat",
+    }
     assert set(base.loc[base.model.isin(["gcn_m", "gat_m"]), "metapath"]) <= {"ISI", "INI"}
 
 
@@ -57,19 +75,30 @@ def _efficiency_rows(results):
     assert n["re_gcn"] - n["gcn"] == 9 * 4  # (6 relation + 3 node types) x 4 layers on the synthetic graph
 
 
-ROWS = {"table-ablation-smoke": _ablation_rows, "fig-backbones-smoke": _backbone_rows,
-        "fig-lambda-smoke": _lambda_rows, "table-baselines-smoke": _baseline_rows,
-        "fig-efficiency-smoke": _efficiency_rows}
+ROWS = {
+    "table-ablation-smoke": _ablation_rows,
+    "fig-backbones-smoke": _backbone_rows,
+    "fig-lambda-smoke": _lambda_rows,
+    "table-baselines-smoke": _baseline_rows,
+    "fig-efficiency-smoke": _efficiency_rows,
+}
 
 
 # in the fast suite the targets of Table 2 and of Figures 3 and 5; the others run in `make test-all` (the sweep
 # and the cell pool they use are the same, only their renderers differ; every baseline trains in test_baselines*)
-SLOW_TARGETS = ("table-clustering-smoke", "fig-efficiency-smoke", "fig-case-study-smoke", "fig-lambda-smoke",
-                "table-ablation-smoke", "table-baselines-smoke")
+SLOW_TARGETS = (
+    "table-clustering-smoke",
+    "fig-efficiency-smoke",
+    "fig-case-study-smoke",
+    "fig-lambda-smoke",
+    "table-ablation-smoke",
+    "table-baselines-smoke",
+)
 
 
-@pytest.mark.parametrize("target", [pytest.param(t, marks=pytest.mark.slow) if t in SLOW_TARGETS else t
-                                    for t in TARGETS])
+@pytest.mark.parametrize(
+    "target", [pytest.param(t, marks=pytest.mark.slow) if t in SLOW_TARGETS else t for t in TARGETS]
+)
 @pytest.mark.onepython
 def test_smoke_target_renders_its_outputs(target, smoke_dir):
     """Each target on its own (the tests may run in any order, in parallel workers): its files, and for the
@@ -92,13 +121,18 @@ def test_tsne_with_allow_missing_draws_the_trained_cells_and_names_the_rest(tmp_
     import sys
 
     import numpy as np
+
     run = tmp_path / "cells" / "dblp_re_gcn" / "runs" / "run_00"
     run.mkdir(parents=True)
     (run.parent.parent / "results.json").write_text(json.dumps({"runs": 1}))
     rng = np.random.default_rng(0)
     labels = np.repeat(np.arange(3), 30)
-    np.savez_compressed(run / "embeddings.npz", node_ids=np.arange(90), labels=labels,
-                        embeddings=rng.normal(size=(90, 8)) + 4 * labels[:, None])
+    np.savez_compressed(
+        run / "embeddings.npz",
+        node_ids=np.arange(90),
+        labels=labels,
+        embeddings=rng.normal(size=(90, 8)) + 4 * labels[:, None],
+    )
     cmd = [sys.executable, "-m", "regnn.reporting.tsne", "--cells", str(tmp_path / "cells"), "--out", str(tmp_path)]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 1 and "dblp_gcn" in p.stderr and not (tmp_path / "fig_tsne.png").exists()
@@ -114,10 +148,31 @@ def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
     import json
     import statistics
     import sys
-    p = subprocess.run([sys.executable, "scripts/bench/benchmark.py", "--datasets", "synthetic",
-                        "--models", "gcn", "re_gcn", "--epochs", "4", "--warmup", "1", "--repeats", "2", "--no-job",
-                        "--out", str(tmp_path)],
-                       cwd=REPO, capture_output=True, text=True, timeout=600)
+
+    p = subprocess.run(
+        [
+            sys.executable,
+            "scripts/bench/benchmark.py",
+            "--datasets",
+            "synthetic",
+            "--models",
+            "gcn",
+            "re_gcn",
+            "--epochs",
+            "4",
+            "--warmup",
+            "1",
+            "--repeats",
+            "2",
+            "--no-job",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads((tmp_path / "benchmark.json").read_text())
     assert [c["model"] for c in out["cells"]] == ["gcn", "re_gcn"]
@@ -138,10 +193,12 @@ def test_benchmark_pairs_plain_and_re_in_one_process(tmp_path):
 
 def test_a_table_names_the_runs_trained_on_a_gpu():
     from regnn.reporting.collect import device_note, runs_text
+
     assert runs_text([0, 1, 2, 5]) == "runs 0-2, 5" and runs_text([7]) == "run 7"
     assert device_note({"dblp_gcn": {"cpu": [0, 1]}}) is None
-    note = device_note({"dblp_gcn": {"cpu": [0, 1]}, "dblp_gat": {"cuda (H)": [0, 1, 2], "cpu": [3]},
-                        "acm_gat": {"cuda (H)": [0, 1]}})
+    note = device_note(
+        {"dblp_gcn": {"cpu": [0, 1]}, "dblp_gat": {"cuda (H)": [0, 1, 2], "cpu": [3]}, "acm_gat": {"cuda (H)": [0, 1]}}
+    )
     assert "dblp_gat (runs 0-2 on cuda (H))" in note and "acm_gat (all runs on cuda (H))" in note
     assert "dblp_gcn" not in note
 

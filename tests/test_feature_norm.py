@@ -1,4 +1,5 @@
 """dataset.feature_norm (row / standard per node type), the scale warning, and the features-only MLP baseline."""
+
 import logging
 
 import numpy as np
@@ -18,6 +19,7 @@ X = np.array([[1.0, 3.0, 0.0], [0.0, 0.0, 0.0], [2.0, 2.0, 4.0], [-1.0, 0.0, 1.0
 @pytest.mark.parametrize("sparse", [False, True])
 def test_row_divides_every_row_by_its_absolute_sum_and_keeps_zero_rows(sparse):
     import scipy.sparse as sp
+
     x = to_tensor(sp.csr_matrix(X) if sparse else X)
     out = scale_matrix(x, "row")[0]
     assert out.is_sparse == sparse
@@ -28,6 +30,7 @@ def test_row_divides_every_row_by_its_absolute_sum_and_keeps_zero_rows(sparse):
 
 def test_standard_gives_zero_mean_unit_variance_columns_dense_and_unit_variance_sparse():
     import scipy.sparse as sp
+
     dense = scale_matrix(torch.from_numpy(X), "standard")[0].numpy()
     np.testing.assert_allclose(dense, (X - X.mean(0)) / X.std(0), rtol=1e-5, atol=1e-6)
     sparse = scale_matrix(to_tensor(sp.csr_matrix(X)), "standard")[0]
@@ -83,12 +86,12 @@ def test_auto_standardises_only_the_types_far_outside_the_usual_scale(caplog):
 @pytest.mark.parametrize("name", ["dblp", "acm", "imdb"])
 def test_the_scale_warning_stays_silent_on_the_builtin_datasets(name, caplog):
     from omegaconf import OmegaConf
+
     feats_type = OmegaConf.load(REPO / f"conf/dataset/{name}.yaml").feats_type
     with caplog.at_level(logging.WARNING, logger="regnn"):
         data = load_dataset(name, dir=real_dataset_dir(name.upper()), feats_type=feats_type)
     assert not [r for r in caplog.records if "far outside" in r.getMessage()]
     assert data.features  # loaded, untouched: feature_norm defaults to none
-
 
 
 def test_builtin_dataset_configs_default_to_no_scaling_and_a_mapping_is_accepted():
@@ -99,8 +102,18 @@ def test_builtin_dataset_configs_default_to_no_scaling_and_a_mapping_is_accepted
 
 
 def test_mlp_trains_on_the_count_graph_and_beats_chance_by_far(tmp_path):
-    summary = train(cfg("dataset=counts", "model=mlp", "dataset.feature_norm=standard", "runs=2",
-                        "trainer.max_epochs=60", "trainer.patience=60", "optimizer.lr=0.01"), tmp_path)
+    summary = train(
+        cfg(
+            "dataset=counts",
+            "model=mlp",
+            "dataset.feature_norm=standard",
+            "runs=2",
+            "trainer.max_epochs=60",
+            "trainer.patience=60",
+            "optimizer.lr=0.01",
+        ),
+        tmp_path,
+    )
     assert summary["relation_names"] and summary["num_parameters"] > 0
     # 3 balanced classes: chance is ~33%; the counts carry most of the signal (logistic regression: ~88%)
     assert summary["metrics"]["val_micro_f1"]["mean"] > 75 and summary["metrics"]["test_micro_f1"]["mean"] > 75
@@ -109,6 +122,7 @@ def test_mlp_trains_on_the_count_graph_and_beats_chance_by_far(tmp_path):
 def test_mlp_ignores_the_graph():
     from regnn.models import REGNN, RelationInputs
     from regnn.pipeline import model_kwargs
+
     data = make_count_graph(num_items=60, num_users=20, num_tags=4)
     mcfg = cfg("dataset=counts", "model=mlp").model
     inputs = RelationInputs.build(data)

@@ -1,4 +1,5 @@
 """`make data`: copy from a mirror or URL, verify every file, never keep or overwrite a bad one."""
+
 import shutil
 import subprocess
 import sys
@@ -77,6 +78,10 @@ def test_cli_exit_codes(mirror, tmp_path, capsys):
     (dest / "IMDB/adjM.npz").write_bytes(b"x")
     assert main(["--dest", str(dest), "--only", "IMDB", "--verify"]) == 1
     assert "adjM.npz differs from its pinned checksum" in capsys.readouterr().err
-    r = subprocess.run([sys.executable, "-m", "regnn.data.fetch", "--mirror", str(tmp_path / "none"),
-                        "--dest", str(dest)], capture_output=True, text=True, cwd=REPO)
+    r = subprocess.run(
+        [sys.executable, "-m", "regnn.data.fetch", "--mirror", str(tmp_path / "none"), "--dest", str(dest)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert r.returncode == 1 and "does not exist" in r.stderr and "Traceback" not in r.stderr

@@ -9,6 +9,7 @@ its one line and exit code 2 (tests/test_bad_inputs.py runs those through the co
 The smoke form runs in the fast suite; the long form (marked slow, `make test-all`) runs FUZZ_LONG cases and
 prints how many it ran.
 """
+
 from __future__ import annotations
 
 import copy
@@ -43,8 +44,28 @@ META = {"format": "npz", "graph": "graph.npz", "target": "customer"}
 
 def _values_like(draw, a: np.ndarray):
     """A corrupted version of array a: another dtype, shape, range or content."""
-    kind = draw(st.sampled_from(["text", "complex", "nan", "inf", "fraction", "negative", "beyond", "huge", "empty",
-                                 "flat", "extra_dim", "transpose", "bool", "object_free_bytes", "scalar", "shorter"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "text",
+                "complex",
+                "nan",
+                "inf",
+                "fraction",
+                "negative",
+                "beyond",
+                "huge",
+                "empty",
+                "flat",
+                "extra_dim",
+                "transpose",
+                "bool",
+                "object_free_bytes",
+                "scalar",
+                "shorter",
+            ]
+        )
+    )
     a = a.copy()
     if kind == "text":
         return a.astype(str)
@@ -101,15 +122,35 @@ def corrupted_dataset(draw):
         what = f"no array {key}"
     elif target == "rename":
         key = draw(st.sampled_from(ARRAYS))
-        z[draw(st.sampled_from(["edges:a:b", "features:", "edges:customer:x:nowhere", "labelz", "num_nodes:ghost",
-                                "features:ghost"]))] = z.pop(key)
+        z[
+            draw(
+                st.sampled_from(
+                    [
+                        "edges:a:b",
+                        "features:",
+                        "edges:customer:x:nowhere",
+                        "labelz",
+                        "num_nodes:ghost",
+                        "features:ghost",
+                    ]
+                )
+            )
+        ] = z.pop(key)
         what = f"array {key} renamed"
     else:
         key = draw(st.sampled_from(["target", "num_classes", "reverse", "graph", "format", "name", "extra"]))
-        meta[key] = draw(st.one_of(st.none(), st.booleans(), st.integers(-5, 10**13), st.floats(allow_nan=True),
-                                   st.text(max_size=30), st.lists(st.integers(), max_size=3),
-                                   st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
-                                   st.sampled_from(["customer", "shop", "city", "keep", "add", "npz", "dgl"])))
+        meta[key] = draw(
+            st.one_of(
+                st.none(),
+                st.booleans(),
+                st.integers(-5, 10**13),
+                st.floats(allow_nan=True),
+                st.text(max_size=30),
+                st.lists(st.integers(), max_size=3),
+                st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+                st.sampled_from(["customer", "shop", "city", "keep", "add", "npz", "dgl"]),
+            )
+        )
         what = f"description {key}={meta[key]!r}"
     return z, meta, what
 
@@ -159,12 +200,47 @@ def run_dataset_case(case) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-NUMERIC_KEYS = ["runs", "seed", "threads", "model.hidden", "model.num_layers", "model.dropout", "optimizer.lr",
-                "optimizer.weight_decay", "trainer.max_epochs", "trainer.patience", "model.relation.scale", "workers"]
+NUMERIC_KEYS = [
+    "runs",
+    "seed",
+    "threads",
+    "model.hidden",
+    "model.num_layers",
+    "model.dropout",
+    "optimizer.lr",
+    "optimizer.weight_decay",
+    "trainer.max_epochs",
+    "trainer.patience",
+    "model.relation.scale",
+    "workers",
+]
 override_value = st.one_of(
-    st.integers(-2**70, 2**70).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.sampled_from(["null", "true", "false", "abc", "''", "[]", "[1,2]", "{a: 1}", "1e20", "-0", "0", "1", "2.5",
-                     "nan", "inf", "-inf", "2147483647", "65537", "'" + "x" * 500 + "'"]))
+    st.integers(-(2**70), 2**70).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(
+        [
+            "null",
+            "true",
+            "false",
+            "abc",
+            "''",
+            "[]",
+            "[1,2]",
+            "{a: 1}",
+            "1e20",
+            "-0",
+            "0",
+            "1",
+            "2.5",
+            "nan",
+            "inf",
+            "-inf",
+            "2147483647",
+            "65537",
+            "'" + "x" * 500 + "'",
+        ]
+    ),
+)
 
 
 _BASE_CFG = []
@@ -193,8 +269,7 @@ def run_override_case(key: str, value: str) -> None:
         check_refusal(e, [key])
         return
     v = OmegaConf.select(cfg, key)  # taken: within the documented range
-    if key in ("runs", "seed", "threads", "model.hidden", "model.num_layers", "trainer.max_epochs",
-               "trainer.patience"):
+    if key in ("runs", "seed", "threads", "model.hidden", "model.num_layers", "trainer.max_epochs", "trainer.patience"):
         assert v is None or (isinstance(v, int) and not isinstance(v, bool)), (key, v)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         assert np.isfinite(v) and abs(v) <= 2**31, (key, v)
@@ -235,6 +310,8 @@ def test_fuzz_long(capsys):
     datasets()
     overrides()
     with capsys.disabled():
-        print(f"\nfuzz: {counts['dataset']} generated datasets and {counts['override']} generated overrides, every one "
-              "taken as a dataset that can train or refused with one short line")
+        print(
+            f"\nfuzz: {counts['dataset']} generated datasets and {counts['override']} generated overrides, every one "
+            "taken as a dataset that can train or refused with one short line"
+        )
     assert counts["dataset"] >= FUZZ_LONG * 0.9 and counts["override"] >= FUZZ_LONG * 0.9

@@ -25,8 +25,10 @@ from regnn.training.sampling import SampledGraph, sampled_loader
 from regnn.training.seed import seed_everything
 from regnn.training.trainer import make_optimizer, train_run
 
-CUDA = pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
-                                                                         reason="torch sees no CUDA device")])
+CUDA = pytest.param(
+    "cuda",
+    marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")],
+)
 DEVICES = ["cpu", CUDA]
 
 
@@ -38,8 +40,16 @@ def torch_backend(monkeypatch):
 
 @pytest.fixture(scope="module")
 def synthetic():
-    return load_dataset("synthetic", format="synthetic", num_items=300, num_sources=150, num_tags=20,
-                        trusted_degree=2, random_degree=12, seed=0)
+    return load_dataset(
+        "synthetic",
+        format="synthetic",
+        num_items=300,
+        num_sources=150,
+        num_tags=20,
+        trusted_degree=2,
+        random_degree=12,
+        seed=0,
+    )
 
 
 # -- the aggregation against a dense float64 reference, on the device ----------------------------------------------
@@ -154,11 +164,18 @@ def test_configured_trainer_runs_on_the_device(device, synthetic, torch_backend)
     """train_run, float32 and deterministic as the pipeline runs it: scores, history and weights on `device`."""
     seed_everything(0)
     inputs = _relation_inputs(synthetic, device)
-    net = REGNN.from_inputs(inputs, synthetic.in_dims, synthetic.num_classes, **MODELS["re_gat"],
-                            dropout=0.5, relation=relation()).to(device)
-    r = train_run(net, inputs, {t: x.to(device) for t, x in synthetic.features.items()}, synthetic.labels.to(device),
-                  {s: i.to(device) for s, i in synthetic.splits.items()}, seed=0,
-                  options=fullbatch(optimizer={"name": "adam", "lr": 0.01}, max_epochs=15, patience=15))
+    net = REGNN.from_inputs(
+        inputs, synthetic.in_dims, synthetic.num_classes, **MODELS["re_gat"], dropout=0.5, relation=relation()
+    ).to(device)
+    r = train_run(
+        net,
+        inputs,
+        {t: x.to(device) for t, x in synthetic.features.items()},
+        synthetic.labels.to(device),
+        {s: i.to(device) for s, i in synthetic.splits.items()},
+        seed=0,
+        options=fullbatch(optimizer={"name": "adam", "lr": 0.01}, max_epochs=15, patience=15),
+    )
     assert r.epochs == 15 and r.history[-1]["train_loss"] < r.history[0]["train_loss"]
     assert 0 < r.metrics["test_micro_f1"] <= 100 and r.embeddings.device.type == "cpu"
     assert all(p.device.type == device for p in net.parameters())
@@ -174,13 +191,15 @@ def test_sampled_blocks_move_as_arrays(device, synthetic):
         adj, cpu = sg.adjacency(b, device), sg.adjacency(b)
         assert (adj.num_dst, adj.num_src) == (b.num_dst, b.num_src)
         for name in ("indptr", "indices", "t_indptr", "t_indices", "t_pos", "dst_of", "rel"):
-            assert getattr(adj, name).device.type == device and torch.equal(getattr(adj, name).cpu(),
-                                                                             getattr(cpu, name)), name
+            assert getattr(adj, name).device.type == device and torch.equal(
+                getattr(adj, name).cpu(), getattr(cpu, name)
+            ), name
         # the block's sampled edges plus one typed self-loop per destination, nothing else
         loops = cpu.rel >= sg.num_edge_relations
         u, v = b.edge_src, b.edge_dst
-        assert sorted(zip(cpu.indices[~loops].tolist(), cpu.dst_of[~loops].tolist())) == sorted(zip(u.tolist(),
-                                                                                                  v.tolist()))
+        assert sorted(zip(cpu.indices[~loops].tolist(), cpu.dst_of[~loops].tolist())) == sorted(
+            zip(u.tolist(), v.tolist())
+        )
         assert torch.equal(cpu.dst_of[loops], torch.arange(b.num_dst))
         assert torch.equal(cpu.indices[loops], cpu.dst_of[loops])
 
@@ -190,14 +209,37 @@ def test_minibatch_training_runs_on_the_device(device, synthetic, torch_backend)
     sg = SampledGraph(synthetic)
     seed_everything(0)
     inputs = NodeInputs(synthetic.features, embed_dim=16)
-    regnn = REGNN(in_dims=inputs.in_dims, num_classes=synthetic.num_classes, relation_types=sg,
-                  backbone="gcn", hidden=16, num_layers=2, dropout=0.2,
-                  relation=relation(), norm="right", layout="stack")
+    regnn = REGNN(
+        in_dims=inputs.in_dims,
+        num_classes=synthetic.num_classes,
+        relation_types=sg,
+        backbone="gcn",
+        hidden=16,
+        num_layers=2,
+        dropout=0.2,
+        relation=relation(),
+        norm="right",
+        layout="stack",
+    )
     model = SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).to(device)
-    r = train_minibatch_run(model, sg, synthetic.labels, synthetic.splits, seed=0, num_classes=synthetic.num_classes,
-                            options=minibatch(optimizer={"name": "adam", "lr": 0.01}, fanouts=[5, 5], batch_size=64,
-                                              max_epochs=3, patience=3, eval="layerwise", log_every=0),
-                            device=device)
+    r = train_minibatch_run(
+        model,
+        sg,
+        synthetic.labels,
+        synthetic.splits,
+        seed=0,
+        num_classes=synthetic.num_classes,
+        options=minibatch(
+            optimizer={"name": "adam", "lr": 0.01},
+            fanouts=[5, 5],
+            batch_size=64,
+            max_epochs=3,
+            patience=3,
+            eval="layerwise",
+            log_every=0,
+        ),
+        device=device,
+    )
     assert r.epochs == 3 and all(p.device.type == device for p in model.parameters())
     assert 0 < r.metrics["test_acc"] <= 100 and r.history[-1]["train_loss"] < r.history[0]["train_loss"]
 
@@ -224,17 +266,28 @@ def test_cuda_without_a_gpu_is_one_line(monkeypatch):
     assert select_device("auto")[0].type == "cpu"
 
 
-
-@pytest.mark.parametrize("model", ["re_gcn", "simple_hgn", "gcn_m", "rgcn", "hgt", "han", "rhgnn", "magnn_ac",
-                                   "metapath2vec", "gtn"])
+@pytest.mark.parametrize(
+    "model", ["re_gcn", "simple_hgn", "gcn_m", "rgcn", "hgt", "han", "rhgnn", "magnn_ac", "metapath2vec", "gtn"]
+)
 @pytest.mark.parametrize("device", DEVICES)
 def test_pipeline_trains_on_the_device(tmp_path, device, model, torch_backend, set_threads):
     """The pipeline's full-batch path, as `train.py device=...` runs it: the device is in results.json."""
     set_threads(torch.get_num_threads())  # restored after the test: the pipeline sets its own
-    extra = {"gcn_m": ["model.metapath=ISI"], "metapath2vec": ["model.metapath=ISI", "model.walk_length=8",
-                                                                "model.walks_per_node=1", "model.hidden=8"],
-             "simple_hgn": ["model.hidden=16", "model.heads=2",
-                                                            "model.edge_dim=8", "model.num_layers=1"]}
-    summary = train(_cfg("dataset=synthetic", f"model={model}", f"device={device}", "runs=1", "trainer.max_epochs=3",
-                         "logger=none", *extra.get(model, [])), tmp_path)
+    extra = {
+        "gcn_m": ["model.metapath=ISI"],
+        "metapath2vec": ["model.metapath=ISI", "model.walk_length=8", "model.walks_per_node=1", "model.hidden=8"],
+        "simple_hgn": ["model.hidden=16", "model.heads=2", "model.edge_dim=8", "model.num_layers=1"],
+    }
+    summary = train(
+        _cfg(
+            "dataset=synthetic",
+            f"model={model}",
+            f"device={device}",
+            "runs=1",
+            "trainer.max_epochs=3",
+            "logger=none",
+            *extra.get(model, []),
+        ),
+        tmp_path,
+    )
     assert summary["environment"]["device"].startswith(device) and summary["finished_runs"] == 1

@@ -1,5 +1,6 @@
 """A cell knows its graph: experiment=compare on two custom graphs never mixes them, a cell is never reused for
 another graph or for files changed in place (refused in one line), and the fingerprint is computed once per file."""
+
 import json
 import re
 
@@ -10,16 +11,24 @@ from conftest import run_train
 from custom_data import npz_arrays
 from regnn.data import fingerprint as fp
 
-COMPARE = ["experiment=compare", "dataset=custom", "hydra.sweeper.params.model=mlp", "runs=2", "threads=1",
-           "trainer.max_epochs=3", "trainer.patience=3"]
+COMPARE = [
+    "experiment=compare",
+    "dataset=custom",
+    "hydra.sweeper.params.model=mlp",
+    "runs=2",
+    "threads=1",
+    "trainer.max_epochs=3",
+    "trainer.patience=3",
+]
 
 
 def write_graph(folder, name=None, seed=0):
     """A custom npz graph (tests/custom_data.py's shops graph) in folder, named `name` in its description."""
     folder.mkdir(parents=True)
     np.savez(folder / "shops.npz", **npz_arrays(seed))
-    (folder / "dataset.yaml").write_text("format: npz\ngraph: shops.npz\ntarget: customer\n"
-                                         + (f"name: {name}\n" if name else ""))
+    (folder / "dataset.yaml").write_text(
+        "format: npz\ngraph: shops.npz\ntarget: customer\n" + (f"name: {name}\n" if name else "")
+    )
     return folder
 
 
@@ -45,8 +54,10 @@ def test_two_graphs_compared_with_the_default_folder_each_train_their_own_cells_
         assert f"Every model on {name}" in (sweep / "compare.md").read_text()
         data = json.loads((sweep / "custom_mlp" / "data.json").read_text())
         assert data["graph"] == name and data["path"] == str(g.resolve())
-    digests = {json.loads((out / "compare" / f / "custom_mlp" / "data.json").read_text())["fingerprint"]["digest"]
-               for f in ("graph_a", "shops_b")}
+    digests = {
+        json.loads((out / "compare" / f / "custom_mlp" / "data.json").read_text())["fingerprint"]["digest"]
+        for f in ("graph_a", "shops_b")
+    }
     assert len(digests) == 2
     a_scores = json.loads((out / "compare" / "graph_a" / "custom_mlp" / "results.json").read_text())["per_run"]
     b_scores = json.loads((out / "compare" / "shops_b" / "custom_mlp" / "results.json").read_text())["per_run"]
@@ -59,8 +70,14 @@ def test_a_folder_that_holds_another_graphs_cells_is_refused_in_one_line(tmp_pat
     sweep = tmp_path / "sweep"
     first = run_train(*COMPARE, f"dataset.path={a}", f"hydra.sweep.dir={sweep}", timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
-    ours = lambda: {p: p.read_bytes() for p in sweep.rglob("*")  # noqa: E731  (Hydra's own .hydra/ and log aside)
-                    if p.is_file() and ".hydra" not in p.parts and p.name not in ("train.log", "multirun.yaml")}
+
+    def ours():  # the sweep's files, Hydra's own .hydra/ and log aside
+        return {
+            p: p.read_bytes()
+            for p in sweep.rglob("*")
+            if p.is_file() and ".hydra" not in p.parts and p.name not in ("train.log", "multirun.yaml")
+        }
+
     before = ours()
     second = run_train(*COMPARE, f"dataset.path={b}", f"hydra.sweep.dir={sweep}", timeout=600)
     lines = [ln for ln in second.stderr.splitlines() if "another graph" in ln]
@@ -73,8 +90,16 @@ def test_a_folder_that_holds_another_graphs_cells_is_refused_in_one_line(tmp_pat
 def test_a_graph_changed_in_place_is_not_reused_and_the_changed_file_is_named(tmp_path):
     g = write_graph(tmp_path / "shops")
     cell = tmp_path / "cell"
-    args = ["dataset=custom", f"dataset.path={g}", "model=mlp", "runs=1", "trainer.max_epochs=2",
-            "trainer.patience=2", f"hydra.run.dir={cell}", "resume=true"]
+    args = [
+        "dataset=custom",
+        f"dataset.path={g}",
+        "model=mlp",
+        "runs=1",
+        "trainer.max_epochs=2",
+        "trainer.patience=2",
+        f"hydra.run.dir={cell}",
+        "resume=true",
+    ]
     assert run_train(*args).returncode == 0
     again = run_train(*args)
     assert again.returncode == 0 and "skipped (resume=true)" in again.stderr  # the same files: reused
@@ -82,16 +107,24 @@ def test_a_graph_changed_in_place_is_not_reused_and_the_changed_file_is_named(tm
     z["labels"] = np.roll(z["labels"], 1)
     np.savez(g / "shops.npz", **z)
     changed = run_train(*args)
-    assert changed.returncode == 2 and re.search(r"another graph .*shops\.npz.* differ", changed.stderr), \
+    assert changed.returncode == 2 and re.search(r"another graph .*shops\.npz.* differ", changed.stderr), (
         changed.stderr[-2000:]
+    )
 
 
 @pytest.mark.onepython
 def test_a_cell_from_before_data_json_is_checked_by_its_stored_path(tmp_path):
     a, b = write_graph(tmp_path / "a"), write_graph(tmp_path / "b")
     cell = tmp_path / "cell"
-    common = ["dataset=custom", "model=mlp", "runs=1", "trainer.max_epochs=2", "trainer.patience=2",
-              f"hydra.run.dir={cell}", "resume=true"]
+    common = [
+        "dataset=custom",
+        "model=mlp",
+        "runs=1",
+        "trainer.max_epochs=2",
+        "trainer.patience=2",
+        f"hydra.run.dir={cell}",
+        "resume=true",
+    ]
     assert run_train(*common, f"dataset.path={a}").returncode == 0
     (cell / "data.json").unlink()
     assert run_train(*common, f"dataset.path={a}").returncode == 0  # its own path: reused

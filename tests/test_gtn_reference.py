@@ -8,6 +8,7 @@ identity appended last, as main.py does), forms every product explicitly, row-no
 matrix by one GCN weight; here the node types' features sit in a block-diagonal matrix and regnn's per-type
 weights are stacked into that one weight, which is the same linear map.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -38,6 +39,7 @@ def relation_matrices(data):
 def gtn_released(A, X, gcn_weight, gcn_bias, conv_logits, lin_w, lin_b, num_layers, target):
     """model_gtn.GTN.forward on dense matrices. conv_logits[k]: the (channels, candidates) weight of the k-th
     GTConv in construction order (layer 0 conv1, layer 0 conv2, layer 1 conv1, ...)."""
+
     def gtconv(w):  # one soft selection per channel
         f = torch.softmax(w, dim=1)
         return [sum(f[i, j] * A[j] for j in range(len(A))) for i in range(f.shape[0])]
@@ -72,8 +74,15 @@ def test_gtn_matches_the_released_model(num_layers, channels, scale):
     data = make_synthetic(num_items=24, num_sources=10, num_tags=5)
     inputs = SelfLoopGraph.build(data)
     in_dims = {t: x.shape[1] for t, x in data.features.items()}
-    model = GTN(in_dims=in_dims, num_classes=3, relation_names=inputs.relation_names, hidden=6,
-                num_channels=channels, num_layers=num_layers, select_lr_scale=scale).double()
+    model = GTN(
+        in_dims=in_dims,
+        num_classes=3,
+        relation_names=inputs.relation_names,
+        hidden=6,
+        num_channels=channels,
+        num_layers=num_layers,
+        select_lr_scale=scale,
+    ).double()
     with torch.no_grad():  # selections far from uniform, a non-zero bias: every term matters
         model.select.copy_(torch.randn_like(model.select) / scale)
         model.gcn_bias.copy_(torch.randn_like(model.gcn_bias))
@@ -86,8 +95,9 @@ def test_gtn_matches_the_released_model(num_layers, channels, scale):
     W = torch.cat([model.gcn.lins[t].weight.t() for t in data.graph.ntypes])
     conv = [scale * model.select[k] for k in range(num_layers + 1)]
     target = torch.arange(data.graph.num_nodes(data.target)) + offsets[data.target]
-    want, want_emb = gtn_released(A, X, W, model.gcn_bias, conv, model.linear.weight, model.linear.bias,
-                                  num_layers, target)
+    want, want_emb = gtn_released(
+        A, X, W, model.gcn_bias, conv, model.linear.weight, model.linear.bias, num_layers, target
+    )
     assert logits.dtype == torch.float64
     torch.testing.assert_close(logits, want, rtol=0, atol=1e-10)
     torch.testing.assert_close(emb, want_emb, rtol=0, atol=1e-10)

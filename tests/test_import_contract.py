@@ -1,5 +1,6 @@
 """The import layers of pyproject.toml hold for the package as it is, and break when a layer reaches up or across:
 models/ into training/ or back, the science into the pipeline, reporting into the pipeline."""
+
 import os
 import shutil
 import subprocess
@@ -30,13 +31,16 @@ def test_the_package_keeps_its_layers(copy):
     assert r.returncode == 0 and "2 kept, 0 broken" in r.stdout, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("into, line", [
-    ("models/regnn.py", "from regnn.training.trainer import RunResult"),
-    ("training/trainer.py", "from regnn.models.regnn import REGNN"),
-    ("core/relation.py", "import regnn.pipeline"),
-    ("reporting/cells.py", "from regnn.pipeline import train"),
-    ("runs/store.py", "import regnn.pipeline.fullbatch"),
-])
+@pytest.mark.parametrize(
+    "into, line",
+    [
+        ("models/regnn.py", "from regnn.training.trainer import RunResult"),
+        ("training/trainer.py", "from regnn.models.regnn import REGNN"),
+        ("core/relation.py", "import regnn.pipeline"),
+        ("reporting/cells.py", "from regnn.pipeline import train"),
+        ("runs/store.py", "import regnn.pipeline.fullbatch"),
+    ],
+)
 def test_an_import_across_the_layers_breaks_the_contract(copy, into, line):
     path = copy / "src" / "regnn" / into
     original = path.read_text()

@@ -1,5 +1,6 @@
 """The RE layers against dense hand computations, and the compute core against float64 fixtures written from
 DGL's GATConv and edge ops (scripts/fixtures/dgl_port_fixtures.py)."""
+
 import numpy as np
 import pytest
 import torch
@@ -68,7 +69,7 @@ def test_weighted_normalisation_matches_dense_computation(norm, shuffle, dim, ba
     for a, b in zip(g_got, g_want):
         torch.testing.assert_close(a, b)
     # the edge values are kept per alpha: other weights (one changed) must not reuse them
-    alpha2 = (alpha.detach() * torch.tensor([[1.0], [1.0], [1.0], [1.5]], dtype=torch.float64))
+    alpha2 = alpha.detach() * torch.tensor([[1.0], [1.0], [1.0], [1.5]], dtype=torch.float64)
     for a_ in (alpha2, alpha.detach(), alpha2):
         torch.testing.assert_close(adj.normalized_spmm(h, a_, norm), reference(h, a_))
 
@@ -130,8 +131,9 @@ def test_gat_relation_weights_are_added_to_the_logits(backend):
         if m.any():
             a = torch.softmax(s[m], 0)  # (in-edges, heads)
             want[v] = (a[:, :, None] * z[src[m]]).sum(0)
-    torch.testing.assert_close(conv(Adjacency.from_edges(src, dst, rel, n, backend=backend), h, alpha), want,
-                               rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(
+        conv(Adjacency.from_edges(src, dst, rel, n, backend=backend), h, alpha), want, rtol=1e-5, atol=1e-6
+    )
 
 
 def kernels_or_skip():
@@ -152,8 +154,7 @@ def random_graph_or_block(block: bool, seed: int, n_src=20, e=90):
 @pytest.mark.parametrize("dim,learn_alpha", [(64, True), (5, True), (64, False)])  # compile-time/runtime width
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("block,norm", [(False, "both"), (False, "right"), (True, "right"), (True, "none")])
-def test_gcn_aggregation_kernels_match_the_torch_path(block, norm, threads, dim, learn_alpha,
-                                                      set_threads):
+def test_gcn_aggregation_kernels_match_the_torch_path(block, norm, threads, dim, learn_alpha, set_threads):
     """Output and gradients (features and relation weights, the degree terms included) of the weighted GCN
     aggregation, fused kernels vs the torch path, in float64, on a graph and on a block with more sources than
     destinations, at one and two threads (each thread adds up its own pieces); also with fixed weights."""
@@ -183,6 +184,7 @@ def test_attention_aggregation_kernels_match_the_torch_path(dim, block):
     """Output and gradients (features and attention scores) of the multi-head aggregation, fused kernels vs the
     per-head CSR products, in float64, on a graph and on a block with more sources than destinations."""
     from regnn.core import attention
+
     kernels = kernels_or_skip()
     adj, n_dst, g_ = random_graph_or_block(block, seed=9)
     n_src, e, heads = 20, 90, 3
@@ -208,6 +210,7 @@ def test_gatv2_score_kernels_match_the_torch_path(dim, block):
     per-edge feature intermediate) vs DGL's u_add_v and torch's elementwise ops, in float64, on a graph and on a
     block; values straddle 0 so both sides of the LeakyReLU are exercised."""
     from regnn.core import attention
+
     kernels = kernels_or_skip()
     adj, n_dst, g_ = random_graph_or_block(block, seed=11)
     n_src, e, heads = 20, 90, 3
@@ -247,8 +250,9 @@ def test_adjacencies_from_arrays_and_from_edges_agree(backend):
     """from_arrays (CSC/CSR arrays) and from_edges (edge arrays in any order) give the same aggregation and
     gradients, including the narrow SDDMM of the torch path."""
     src, dst, rel = random_graph(n=14, e=50, seed=11)
-    aggregation_results((Adjacency.from_edges(src, dst, rel, 14, backend=backend),
-                         adjacency_from_arrays(src, dst, rel, 14, backend)))
+    aggregation_results(
+        (Adjacency.from_edges(src, dst, rel, 14, backend=backend), adjacency_from_arrays(src, dst, rel, 14, backend))
+    )
 
 
 def test_an_adjacency_from_a_dgl_graph_agrees_with_one_from_edges(backend):
@@ -282,6 +286,7 @@ def test_attention_layers_agree_on_kernels_and_torch(layer):
     """An attention layer's output and every gradient (features, parameters, relation weights) are the same on
     the fused kernels and on torch alone, in float64, on a multigraph with a node that has no in-edges."""
     from regnn.core.attention import REGATv2Conv
+
     kernels = kernels_or_skip()
     graph = without_in_edges_of(13, *random_graph(n=14, e=50, seed=12))  # its row of the softmax is empty
     results = []
@@ -290,8 +295,11 @@ def test_attention_layers_agree_on_kernels_and_torch(layer):
         torch.manual_seed(3)
         conv = (REGATConv(6, 5, heads=3) if layer == "gat" else REGATv2Conv(6, 5, heads=3)).double()
         h = torch.randn(14, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).requires_grad_()
-        alpha = torch.tensor([[0.5, 2.0, 1.0], [1.5, 0.3, 1.0], [1.0, 1.0, 0.2], [3.0, 0.7, 1.1]],
-                             dtype=torch.float64, requires_grad=True)
+        alpha = torch.tensor(
+            [[0.5, 2.0, 1.0], [1.5, 0.3, 1.0], [1.0, 1.0, 0.2], [3.0, 0.7, 1.1]],
+            dtype=torch.float64,
+            requires_grad=True,
+        )
         out = conv(adj, h, alpha)
         out.pow(2).sum().backward()
         results.append([out.detach(), h.grad, alpha.grad] + [p.grad for p in conv.parameters()])
@@ -344,8 +352,13 @@ def test_sorted_segment_sums_on_blocks_and_empty_graphs(case):
         none = torch.zeros(0, dtype=torch.long)
         adj = Adjacency.from_edges(none, none, none, 4)
     vals = torch.randn(adj.indices.shape[0], 2, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-    wanted = [("dst", adj.num_dst), ("dst", adj.num_dst + 3), ("src", adj.num_src), ("src", adj.num_src + 2),
-              ("rel", 4)]
+    wanted = [
+        ("dst", adj.num_dst),
+        ("dst", adj.num_dst + 3),
+        ("src", adj.num_src),
+        ("src", adj.num_src + 2),
+        ("rel", 4),
+    ]
     results = []
     for backend in (TORCH, Backend(sorted_sums=True), choose_backend("cpu", kernels=True)):
         adj.backend = backend
@@ -389,6 +402,7 @@ def test_fused_kernels_build_where_a_compiler_exists():
     this machine) a failed build is a bug, not a silent fallback."""
     import shutil
     from regnn.core.kernels import enabled, load_kernels
+
     if not enabled() or shutil.which("c++") is None or shutil.which("ninja") is None:
         pytest.skip("kernels turned off, or no compiler / ninja here")
     assert load_kernels() is not None
@@ -400,6 +414,7 @@ def test_node_scales_of_several_layers_in_one_call_equal_one_call_each(dtype, no
     """kernels.scales with the weights of 3 layers (3, R) gives, bitwise, each row's own call: 5001 nodes,
     so the parallel pieces cross from one layer into the next."""
     from regnn.core.kernels import load_kernels
+
     kernels = load_kernels()
     if kernels is None:
         pytest.skip("the fused kernels could not be built here")
@@ -474,6 +489,7 @@ def test_kernels_build_from_a_copy_at_a_path_no_checkout_owns(tmp_path):
     """The build records its sources' paths: compiled from the checkout, every other checkout rebuilt (~40 s).
     stable_source gives the build folder's own copy, written once, rewritten only if it differs."""
     from regnn.core import kernels
+
     dst = kernels.stable_source(tmp_path)
     assert dst.parent == tmp_path and dst.read_bytes() == kernels.SOURCE.read_bytes()
     before = dst.stat().st_mtime_ns

@@ -1,6 +1,7 @@
 """MAGNN and MAGNN-AC: meta-path instances against a hand count, the seeded sampler, the rotation encoder's
 reverse relations, training on the synthetic graph (MAGNN-AC with the target's features removed, so they must be
 completed), and the configs of the three paper datasets."""
+
 from dataclasses import replace
 
 import numpy as np
@@ -30,19 +31,20 @@ def hand_graph():
     """Authors a0 a1 a2, papers p0 p1, one term t0: a0-p0, a1-p0, a1-p1, a2-p1, p0-t0, p1-t0 (a0-p0 twice)."""
     ap = torch.tensor([[0, 0], [1, 0], [1, 1], [2, 1], [0, 0]])
     pt = torch.tensor([[0, 0], [1, 0]])
-    return HeteroGraph({
-        ("author", "author->paper", "paper"): (ap[:, 0], ap[:, 1]),
-        ("paper", "paper->author", "author"): (ap[:, 1], ap[:, 0]),
-        ("paper", "paper->term", "term"): (pt[:, 0], pt[:, 1]),
-        ("term", "term->paper", "paper"): (pt[:, 1], pt[:, 0]),
-    }, {"author": 3, "paper": 2, "term": 1})
+    return HeteroGraph(
+        {
+            ("author", "author->paper", "paper"): (ap[:, 0], ap[:, 1]),
+            ("paper", "paper->author", "author"): (ap[:, 1], ap[:, 0]),
+            ("paper", "paper->term", "term"): (pt[:, 0], pt[:, 1]),
+            ("term", "term->paper", "paper"): (pt[:, 1], pt[:, 0]),
+        },
+        {"author": 3, "paper": 2, "term": 1},
+    )
 
 
 def test_apa_instances_match_the_hand_count():
     # (first author, paper, end author), ordered by the end author; the duplicated a0-p0 edge counts once
-    want = [(0, 0, 0), (1, 0, 0),
-            (0, 0, 1), (1, 0, 1), (1, 1, 1), (2, 1, 1),
-            (1, 1, 2), (2, 1, 2)]
+    want = [(0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1), (2, 1, 1), (1, 1, 2), (2, 1, 2)]
     assert metapath_instances(hand_graph(), APA).tolist() == [list(r) for r in want]
 
 
@@ -104,8 +106,15 @@ def _train(model, data, *overrides):
     inputs = arch_of(c.model).prepare(data, "cpu", **model_kwargs(c.model))
     seed_everything(0)
     net = build_model(c.model, data, inputs)
-    r = train_run(net, inputs, data.features, data.labels, data.splits, seed=0,
-                  options=fullbatch(max_epochs=60, patience=60, optimizer=OmegaConf.to_container(c.optimizer)))
+    r = train_run(
+        net,
+        inputs,
+        data.features,
+        data.labels,
+        data.splits,
+        seed=0,
+        options=fullbatch(max_epochs=60, patience=60, optimizer=OmegaConf.to_container(c.optimizer)),
+    )
     return r, net, inputs
 
 
@@ -165,12 +174,14 @@ def test_magnn_ac_rebuild_term_is_the_dense_attention_over_visible_neighbours(sy
 
 def test_one_hot_ids_and_zeros_count_as_featureless():
     from regnn.data.features import one_hot_ids
+
     assert featureless(one_hot_ids(5)) and featureless(torch.zeros(4, 10))
     assert not featureless(torch.eye(4)[:, :3].to_sparse()) and not featureless(torch.ones(3, 2))
 
 
-@pytest.mark.parametrize("dataset,metapaths", [("dblp", ["APA", "APTPA", "APVPA"]), ("acm", ["PAP", "PSP"]),
-                                               ("imdb", ["MDM", "MAM"])])
+@pytest.mark.parametrize(
+    "dataset,metapaths", [("dblp", ["APA", "APTPA", "APVPA"]), ("acm", ["PAP", "PSP"]), ("imdb", ["MDM", "MAM"])]
+)
 @pytest.mark.parametrize("model", ["magnn", "magnn_ac"])
 def test_configs_compose_with_the_papers_settings(dataset, metapaths, model):
     c = cfg(f"dataset={dataset}", f"model={model}")
@@ -193,6 +204,7 @@ def test_bad_max_instances_is_refused_in_one_line(synthetic):
 
 def test_completion_inputs_are_built_for_acm_like_one_hot_types(synthetic):
     from regnn.data.features import one_hot_ids
+
     data = replace(synthetic, features={**synthetic.features, "source": one_hot_ids(150)})
     inputs = CompletionInputs.build(data, "cpu", metapaths={"ISI": ["item->source", "source->item"]})
     assert inputs.sources == {"source": "item"} and inputs.projected_types() == ["item"]

@@ -1,5 +1,6 @@
 """A run stopped mid-way (SIGTERM at epoch k) writes a checkpoint and continues from it with resume=true: the same
 history and scores as the run that was never stopped; a checkpoint of another run is refused in one line."""
+
 import json
 import shutil
 import signal
@@ -11,12 +12,29 @@ import torch
 
 from conftest import run_train, start_held, wait_for_file
 
-RUN = ["dataset=synthetic", "model=re_gcn", "runs=1", "threads=1", "workers=1", "trainer.max_epochs=25",
-       "trainer.patience=25", "model.dropout=0.3"]
+RUN = [
+    "dataset=synthetic",
+    "model=re_gcn",
+    "runs=1",
+    "threads=1",
+    "workers=1",
+    "trainer.max_epochs=25",
+    "trainer.patience=25",
+    "model.dropout=0.3",
+]
 # mini-batch: batches of 64 (several per epoch), sampled neighbours, learnable embeddings of the feature-less type
-MINIBATCH = ["trainer=minibatch", "trainer.batch_size=64", "trainer.default_fanout=5", "trainer.max_epochs=8",
-             "trainer.patience=8", "trainer.min_steps=0", "trainer.patience_steps=0"]
+MINIBATCH = [
+    "trainer=minibatch",
+    "trainer.batch_size=64",
+    "trainer.default_fanout=5",
+    "trainer.max_epochs=8",
+    "trainer.patience=8",
+    "trainer.min_steps=0",
+    "trainer.patience_steps=0",
+]
 TRAINERS = {"fullbatch": [], "minibatch": MINIBATCH}
+
+
 def timing(key: str) -> bool:
     """Seconds, rates and memory: what a machine measures, not what the run computes."""
     return key.endswith("_s") or key in ("pid", "finished_at", "sampling_share", "peak_rss_gb")
@@ -44,15 +62,22 @@ def stopped_at_epoch(tmp_path, k: int, trainer: str = "fullbatch", every: str = 
     """The run, held before epoch k (a checkpoint after every epoch: the first one appears after epoch 0), then
     SIGTERM: it writes its checkpoint and stops."""
     cell = tmp_path / "cell"
-    p = start_held([*RUN, *TRAINERS[trainer], f"hydra.run.dir={cell}", f"checkpoint_every_s={every}"],
-                   cell / "runs" / "run_00" / "checkpoint.pt", tmp_path / "held", skip=k - 1,
-                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = start_held(
+        [*RUN, *TRAINERS[trainer], f"hydra.run.dir={cell}", f"checkpoint_every_s={every}"],
+        cell / "runs" / "run_00" / "checkpoint.pt",
+        tmp_path / "held",
+        skip=k - 1,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     wait_for_file(tmp_path / "held", p)
     p.send_signal(signal.SIGTERM)
     log, _ = p.communicate(timeout=120)
     assert p.returncode == 128 + signal.SIGTERM, log[-3000:]
-    assert (f"checkpoint of epoch {k} written (stopped)" in log
-            and not (cell / "runs" / "run_00" / "results.json").exists())
+    assert (
+        f"checkpoint of epoch {k} written (stopped)" in log and not (cell / "runs" / "run_00" / "results.json").exists()
+    )
     return cell
 
 

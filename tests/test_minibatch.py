@@ -1,4 +1,5 @@
 """Mini-batch training: sampled blocks, exact layer-wise inference, sparse embeddings, train.py end to end."""
+
 import dataclasses
 import json
 from collections import Counter
@@ -27,9 +28,17 @@ def mag(mag_root):
 def model_for(d, sg, backbone="gcn", features=None, **kw):
     inputs = NodeInputs(features or d.features, embed_dim=16)
     opts = dict(hidden=16, norm="right") if backbone == "gcn" else dict(hidden=4, heads=2)
-    regnn = REGNN(in_dims=inputs.in_dims, num_classes=d.num_classes, relation_types=sg,
-                  backbone=backbone, num_layers=2, dropout=0.2,
-                  relation=relation(), layout="stack", **(opts | kw))
+    regnn = REGNN(
+        in_dims=inputs.in_dims,
+        num_classes=d.num_classes,
+        relation_types=sg,
+        backbone=backbone,
+        num_layers=2,
+        dropout=0.2,
+        relation=relation(),
+        layout="stack",
+        **(opts | kw),
+    )
     return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type)
 
 
@@ -40,17 +49,18 @@ def synthetic_sg():
 
 def test_sampled_blocks_hold_graph_edges_within_the_fanout_and_one_typed_self_loop_per_destination(synthetic_sg):
     sg, fanouts = synthetic_sg, [15, 10]  # degrees below, between and above 1 and 2 fanouts
-    rg = build_relation_graph(make_synthetic(num_items=300, num_sources=150, num_tags=20, random_degree=12, seed=0),
-                              self_loops=False)
+    rg = build_relation_graph(
+        make_synthetic(num_items=300, num_sources=150, num_tags=20, random_degree=12, seed=0), self_loops=False
+    )
     in_edges = {}  # destination -> its in-edges of the whole graph as (source, relation) multiset
     for u, v, r in zip(rg.src.tolist(), rg.dst.tolist(), rg.rel.tolist()):
         in_edges.setdefault(v, []).append((u, r))
     batch = next(iter(sampled_loader(sg, sg.seeds(torch.arange(64)), fanouts, 64, shuffle=False)))
     assert batch.blocks[-1].num_dst == 64 and torch.equal(batch.seeds, sg.seeds(torch.arange(64)))
     for layer, (b, adj) in enumerate(zip(batch.blocks, batch.adjs)):
-        assert torch.equal(b.src_nodes[:b.num_dst], b.dst_nodes) and b.src_nodes.unique().numel() == b.num_src
+        assert torch.equal(b.src_nodes[: b.num_dst], b.dst_nodes) and b.src_nodes.unique().numel() == b.num_src
         if layer:  # a block's destinations are the sources of the block below
-            assert torch.equal(b.dst_nodes, batch.blocks[layer - 1].src_nodes[:b.num_dst])
+            assert torch.equal(b.dst_nodes, batch.blocks[layer - 1].src_nodes[: b.num_dst])
         src_ids = batch.input_nodes if layer == 0 else b.src_nodes  # the adjacency's source order
         u, v, rel = src_ids[adj.indices], b.dst_nodes[adj.dst_of], adj.rel  # graph ids of every edge, CSR order
         loops = rel >= sg.num_edge_relations
@@ -90,23 +100,41 @@ def test_layerwise_and_full_fanout_inference_equal_the_full_graph(mag, backbone)
     assert not torch.allclose(sampled_logits(m, sg, seeds, [1, 1], 13), full[seeds], atol=1e-4)
 
 
-@pytest.mark.parametrize("backbone,options", [
-    ("gcn", dict(layout="authors", norm="both")),  # the full-batch RE-GCN of DBLP, ACM, IMDB and users' graphs
-    ("gcn", dict(layout="stack", norm="right")),   # OGBN-MAG's
-    ("gcn", dict(layout="stack", norm="both")),
-    ("gat", dict(layout="stack", heads=2)),
-    ("sage", dict()),  # the released GraphSAGE stack
-])
+@pytest.mark.parametrize(
+    "backbone,options",
+    [
+        ("gcn", dict(layout="authors", norm="both")),  # the full-batch RE-GCN of DBLP, ACM, IMDB and users' graphs
+        ("gcn", dict(layout="stack", norm="right")),  # OGBN-MAG's
+        ("gcn", dict(layout="stack", norm="both")),
+        ("gat", dict(layout="stack", heads=2)),
+        ("sage", dict()),  # the released GraphSAGE stack
+    ],
+)
 def test_on_blocks_of_every_neighbour_the_model_computes_the_full_graph_model(backbone, options):
     """Logits and the gradient of every parameter of a model on full-neighbour blocks equal the same model's on
     the whole graph (float64, dropout off): mini-batch training with fanouts of -1 trains the full-batch model."""
     from regnn.config import whole_graph_degrees
+
     d = make_synthetic(num_items=120, num_sources=60, num_tags=10, random_degree=5, seed=1)
     feats = {t: x.double() for t, x in d.features.items()}
     sg = SampledGraph(d, whole_graph_degrees=whole_graph_degrees(dict(backbone=backbone, **options)))
     torch.manual_seed(0)
-    m = SampledREGNN.from_graph(sg, feats, d.num_classes, embed_dim=8, backbone=backbone, hidden=6,
-                                num_layers=3, dropout=0.0, relation=relation(), **options).double().eval()
+    m = (
+        SampledREGNN.from_graph(
+            sg,
+            feats,
+            d.num_classes,
+            embed_dim=8,
+            backbone=backbone,
+            hidden=6,
+            num_layers=3,
+            dropout=0.0,
+            relation=relation(),
+            **options,
+        )
+        .double()
+        .eval()
+    )
     with torch.no_grad():
         for rw in m.regnn.relations:  # relation weights away from 1, so a wrong relation id would show
             for p in rw.parameters():
@@ -117,6 +145,7 @@ def test_on_blocks_of_every_neighbour_the_model_computes_the_full_graph_model(ba
 
     def grads(logits):
         return logits, torch.autograd.grad((logits * g).sum(), list(m.parameters()), allow_unused=True)
+
     want, gw = grads(m.regnn.propagate(rg.adjacency(), m.input_rows(torch.arange(rg.num_nodes)))[0][seeds])
     input_nodes, adjs = sg.batch(sg.sample_blocks(seeds, [-1] * len(m.regnn.convs), None))
     got, gg = grads(m(input_nodes, adjs))
@@ -133,6 +162,7 @@ def test_feature_less_types_train_as_in_full_batch_through_the_input_projection(
     on blocks of every neighbour both give the same logits and gradients (float64)."""
     from regnn.data import make_count_graph
     from regnn.models.regnn import RelationInputs
+
     d = make_count_graph(num_items=60, num_users=30, num_tags=8, seed=0)
     feats = {t: x.double() for t, x in d.features.items()}
     sg = SampledGraph(d, whole_graph_degrees=True)
@@ -168,11 +198,26 @@ def test_training_learns_and_stops_at_the_first_epoch_of_the_best_validation_sco
     d, sg = mag
     seed_everything(0)
     m = model_for(d, sg, "gcn", hidden=32)
-    r = train_minibatch_run(m, sg, d.labels, d.splits, seed=0, num_classes=d.num_classes,
-                            options=minibatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
-                                              fanouts=[10, 10], batch_size=128, max_epochs=30, patience=4,
-                                              patience_steps=0, min_steps=0, log_every=0, eval="layerwise",
-                                              stop_on=(monitor,)))
+    r = train_minibatch_run(
+        m,
+        sg,
+        d.labels,
+        d.splits,
+        seed=0,
+        num_classes=d.num_classes,
+        options=minibatch(
+            optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
+            fanouts=[10, 10],
+            batch_size=128,
+            max_epochs=30,
+            patience=4,
+            patience_steps=0,
+            min_steps=0,
+            log_every=0,
+            eval="layerwise",
+            stop_on=(monitor,),
+        ),
+    )
     best = first_best(r.history, monitor)
     assert r.best_epoch == best and r.epochs == min(30, best + 1 + 4)
     for key in ("val_acc", "val_loss"):  # the best epoch's weights restored; layerwise evaluation is exact
@@ -188,10 +233,23 @@ def test_sparse_embeddings_only_move_sampled_rows(mag_root):
     seed_everything(0)
     m = model_for(d, sg, "gcn")
     before = m.inputs.embeddings["author"].weight.detach().clone()
-    r = train_minibatch_run(m, sg, d.labels, d.splits, seed=0, num_classes=d.num_classes,
-                            options=minibatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
-                                              fanouts=[2, 2], batch_size=16, max_epochs=1, max_batches=1,
-                                              log_every=0, eval="sampled"))
+    r = train_minibatch_run(
+        m,
+        sg,
+        d.labels,
+        d.splits,
+        seed=0,
+        num_classes=d.num_classes,
+        options=minibatch(
+            optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
+            fanouts=[2, 2],
+            batch_size=16,
+            max_epochs=1,
+            max_batches=1,
+            log_every=0,
+            eval="sampled",
+        ),
+    )
     assert r.history[0]["seeds"] == 16
     moved = (m.inputs.embeddings["author"].weight != before).any(1)
     assert 0 < moved.sum() < moved.numel() // 4  # only authors sampled in the one batch
@@ -199,6 +257,7 @@ def test_sparse_embeddings_only_move_sampled_rows(mag_root):
 
 def test_scorer_accuracy_is_the_ogb_evaluator(mag):
     from ogb.nodeproppred import Evaluator
+
     d, sg = mag
     m = model_for(d, sg).eval()
     ids = d.splits["test"]
@@ -211,8 +270,18 @@ def test_scorer_accuracy_is_the_ogb_evaluator(mag):
 def test_train_py_minibatch_re_gat_on_generated_ogbn_mag(mag_root, tmp_path):
     """The acceptance command, on the generated OGB-format data."""
     run = tmp_path / "run"
-    p = run_train("dataset=ogbn_mag", "trainer=minibatch", "model=re_gat", f"dataset.dir={mag_root}", "threads=1",
-                  "runs=1", "trainer.max_epochs=2", "trainer.log_every=2", "model.heads=2", f"hydra.run.dir={run}")
+    p = run_train(
+        "dataset=ogbn_mag",
+        "trainer=minibatch",
+        "model=re_gat",
+        f"dataset.dir={mag_root}",
+        "threads=1",
+        "runs=1",
+        "trainer.max_epochs=2",
+        "trainer.log_every=2",
+        "model.heads=2",
+        f"hydra.run.dir={run}",
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads((run / "results.json").read_text())
     assert r["trainer"] == "minibatch" and r["per_run"][0]["epochs"] == 2
@@ -223,15 +292,18 @@ def test_train_py_minibatch_re_gat_on_generated_ogbn_mag(mag_root, tmp_path):
     assert len(w) == 2 and len(w[0]["rev_writes"]) == 2  # two layers, one weight per head
 
 
-@pytest.mark.parametrize("override,message", [
-    ("trainer.fanouts=[10]", "needs one fanout per model layer"),
-    ("trainer.eval=exact", "trainer.eval='exact' is not valid"),
-    ("trainer.fanouts=[0,3]", "must be a list of positive integers"),
-    ("trainer.eval_fanouts=[5]", "must be null or 4 positive integers"),
-    ("trainer.default_fanout=0", "trainer.default_fanout=0 is not valid: must be a positive integer, or -1"),
-    ("trainer.batch_size=0", "trainer.batch_size=0 is not valid"),
-    ("trainer.stop_on=[val_f1]", "trainer.stop_on=['val_f1'] is not valid: must be a list of one or more of"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("trainer.fanouts=[10]", "needs one fanout per model layer"),
+        ("trainer.eval=exact", "trainer.eval='exact' is not valid"),
+        ("trainer.fanouts=[0,3]", "must be a list of positive integers"),
+        ("trainer.eval_fanouts=[5]", "must be null or 4 positive integers"),
+        ("trainer.default_fanout=0", "trainer.default_fanout=0 is not valid: must be a positive integer, or -1"),
+        ("trainer.batch_size=0", "trainer.batch_size=0 is not valid"),
+        ("trainer.stop_on=[val_f1]", "trainer.stop_on=['val_f1'] is not valid: must be a list of one or more of"),
+    ],
+)
 def test_minibatch_config_errors(override, message):
     from hydra import compose, initialize_config_dir
 
@@ -239,6 +311,7 @@ def test_minibatch_config_errors(override, message):
     from regnn.config import validate_minibatch
     from regnn.errors import ConfigError
     from regnn.training.block_inference import EVAL_MODES
+
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=["dataset=synthetic", "trainer=minibatch", "model=re_gcn", *override.split()])
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
@@ -246,8 +319,14 @@ def test_minibatch_config_errors(override, message):
 
 
 def test_train_py_refuses_bad_minibatch_config_without_traceback(tmp_path):
-    p = run_train("dataset=synthetic", "trainer=minibatch", "model=re_gcn", "trainer.fanouts=[10]", "runs=1",
-                  f"hydra.run.dir={tmp_path}/run")
+    p = run_train(
+        "dataset=synthetic",
+        "trainer=minibatch",
+        "model=re_gcn",
+        "trainer.fanouts=[10]",
+        "runs=1",
+        f"hydra.run.dir={tmp_path}/run",
+    )
     assert p.returncode == 2 and "needs one fanout per model layer" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "run" / "results.json").exists()
 
@@ -261,6 +340,7 @@ def test_minibatch_layout_composes_for_every_model(model):
     from regnn.data.features import FEATS_TYPES
     from regnn.models import BACKBONES
     from regnn.training.block_inference import EVAL_MODES
+
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=["dataset=ogbn_mag", "trainer=minibatch", f"model={model}"])
         tuned = compose("train", overrides=["dataset=dblp", "trainer=minibatch", f"model={model}", "model.hidden=7"])
@@ -272,7 +352,8 @@ def test_minibatch_layout_composes_for_every_model(model):
     assert tuned.model.hidden == 7  # the command line wins over the layout
     # DBLP: GCN models on blocks of every neighbour (conf/layout/dataset/), GAT ones one layer per hop
     assert (tuned.model.get("layout", "authors"), tuned.trainer.fanouts, list(tuned.trainer.stop_on)) == (
-        ("authors", [-1] * 4, ["val_loss"]) if m.backbone == "gcn" else ("stack", None, ["val_loss"]))
+        ("authors", [-1] * 4, ["val_loss"]) if m.backbone == "gcn" else ("stack", None, ["val_loss"])
+    )
     assert (cfg.trainer.max_epochs, list(cfg.trainer.stop_on), cfg.trainer.min_steps) == (None, ["val_acc"], 500)
     validate_minibatch(tuned, EVAL_MODES)
 
@@ -288,13 +369,15 @@ def test_minibatch_trains_the_model_full_batch_trains(dataset, model):
     from regnn.config import validate_minibatch
     from regnn.spec import training_of
     from regnn.training.block_inference import EVAL_MODES
+
     path = ["dataset.path=x"] if dataset == "custom" else []
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         full = compose("train", overrides=[f"dataset={dataset}", f"model={model}", *path])
         mini = compose("train", overrides=[f"dataset={dataset}", f"model={model}", "trainer=minibatch", *path])
     layout = {"layout", "layer_norm"} if full.model.backbone == "gat" else set()
-    assert {k: v for k, v in full.model.items() if k not in layout} == \
-        {k: v for k, v in mini.model.items() if k not in layout}
+    assert {k: v for k, v in full.model.items() if k not in layout} == {
+        k: v for k, v in mini.model.items() if k not in layout
+    }
     assert full.optimizer == mini.optimizer
     assert all(full.trainer[k] == mini.trainer[k] for k in ("max_epochs", "patience", "stop_on"))  # one rule
     assert (mini.trainer.patience_steps, mini.trainer.min_steps) == (0, 0)
@@ -312,24 +395,42 @@ def test_patience_and_length_count_optimizer_steps_where_an_epoch_is_one_batch(m
     d, sg = mag
     n_train = len(d.splits["train"])
     kw = dict(seed=0, num_classes=d.num_classes)
-    o = minibatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0}, fanouts=[5, 5], log_every=0,
-                  eval="layerwise")
+    o = minibatch(
+        optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0}, fanouts=[5, 5], log_every=0, eval="layerwise"
+    )
     seed_everything(0)
-    r = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, **kw,
-                            options=dataclasses.replace(o, batch_size=n_train, max_epochs=None, patience=2,
-                                                        patience_steps=12, min_steps=30))
+    r = train_minibatch_run(
+        model_for(d, sg),
+        sg,
+        d.labels,
+        d.splits,
+        **kw,
+        options=dataclasses.replace(
+            o, batch_size=n_train, max_epochs=None, patience=2, patience_steps=12, min_steps=30
+        ),
+    )
     steps = [h["steps"] for h in r.history]
     assert steps == list(range(1, r.epochs + 1))  # one step per epoch
     assert r.epochs >= 30 and r.epochs - 1 - r.best_epoch >= 12 or r.epochs == 100
     seed_everything(0)
-    old = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, **kw,  # epoch patience alone: stops
-                              options=dataclasses.replace(o, batch_size=n_train, max_epochs=None, patience=2,
-                                                          patience_steps=0, min_steps=0))  # 2 one-step epochs on
+    old = train_minibatch_run(
+        model_for(d, sg),
+        sg,
+        d.labels,
+        d.splits,
+        **kw,  # epoch patience alone: stops
+        options=dataclasses.replace(o, batch_size=n_train, max_epochs=None, patience=2, patience_steps=0, min_steps=0),
+    )  # 2 one-step epochs on
     assert old.epochs == min(100, old.best_epoch + 1 + 2)
     seed_everything(0)
-    many = train_minibatch_run(model_for(d, sg), sg, d.labels, d.splits, **kw,
-                               options=dataclasses.replace(o, batch_size=16, max_epochs=None, patience=2,
-                                                           patience_steps=12, min_steps=30))
+    many = train_minibatch_run(
+        model_for(d, sg),
+        sg,
+        d.labels,
+        d.splits,
+        **kw,
+        options=dataclasses.replace(o, batch_size=16, max_epochs=None, patience=2, patience_steps=12, min_steps=30),
+    )
     per_epoch = -(-n_train // 16)
     assert per_epoch * 2 >= 30 and many.epochs == min(100, many.best_epoch + 1 + 2)  # epochs bind: 2 > 30 steps
     assert many.history[0]["steps"] == per_epoch
@@ -340,6 +441,7 @@ def test_norm_both_on_blocks_of_every_neighbour_is_the_full_graph_product(weight
     """norm=both on full-neighbour blocks with whole-graph degrees: the full graph's D^-1/2 A_w D^-1/2 h at the
     block's destinations, and the same gradients for h and the relation weights (float64)."""
     from regnn.core.adjacency import Adjacency
+
     d = make_synthetic(num_items=120, num_sources=60, num_tags=10, random_degree=5, seed=1)
     sg = SampledGraph(d, whole_graph_degrees=True)
     rg = build_relation_graph(d)  # with typed self-loops, as full-batch training builds it
@@ -374,6 +476,7 @@ def test_a_sampled_block_estimates_the_full_graph_sum_without_bias(layer):
     mean falls short by k / n on every node with more than k in-edges."""
     from regnn.core.adjacency import Adjacency
     from regnn.core.conv import RESAGEConv
+
     d = make_synthetic(num_items=120, num_sources=60, num_tags=10, random_degree=5, seed=1)
     sg = SampledGraph(d, whole_graph_degrees=True)
     rg = build_relation_graph(d)
@@ -385,6 +488,7 @@ def test_a_sampled_block_estimates_the_full_graph_sum_without_bias(layer):
 
     def op(adj, x):
         return conv(adj, x, alpha) if conv else adj.normalized_spmm(x, alpha, "both")
+
     degree = sg.csc.in_degrees(torch.arange(rg.num_nodes))
     dst = torch.nonzero(degree > 6).view(-1)[:8]  # nodes a fanout of 3 samples
     want = op(full, h)[dst]
@@ -397,7 +501,7 @@ def test_a_sampled_block_estimates_the_full_graph_sum_without_bias(layer):
         adj.edge_scale = None
         short.append(op(adj, h[block.src_nodes]))
     scaled, short = torch.stack(scaled), torch.stack(short)
-    standard_error = scaled.std(0) / draws ** 0.5
+    standard_error = scaled.std(0) / draws**0.5
     z = ((scaled.mean(0) - want) / standard_error).abs()
     assert z.max() < 4.5  # 24 numbers, each within 4.5 standard errors of the full graph's
     assert ((short.mean(0) - want) / standard_error).abs().max() > 20  # the factor is what removes the bias
@@ -410,6 +514,7 @@ def test_released_sage_on_blocks_of_every_neighbour_is_the_full_graph_layer():
     with whole-graph degrees it gives the full graph's layer, value and gradients (float64)."""
     from regnn.core.adjacency import Adjacency
     from regnn.core.conv import RESAGEConv
+
     d = make_synthetic(num_items=120, num_sources=60, num_tags=10, random_degree=5, seed=1)
     sg = SampledGraph(d, whole_graph_degrees=True)
     rg = build_relation_graph(d)

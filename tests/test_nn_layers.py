@@ -1,5 +1,6 @@
 """regnn.nn's PyG-style layers (x, edge_index, edge_type, node_type) compute what the package's own layers compute
 on the relation graph regnn builds, in float64: outputs and every gradient."""
+
 import pytest
 import torch
 
@@ -67,8 +68,10 @@ def test_regcnconv_equals_the_package_layer_in_float64(seed, norm):
     w = torch.randn_like(out)
     (out * w).sum().backward()
     (want * w).sum().backward()
-    for a, b in zip(grads(xa, layer.conv.weight, layer.conv.bias, layer.relations.edge, layer.relations.self_loop),
-                    grads(xb, own_conv.weight, own_conv.bias, own_rel.edge, own_rel.self_loop)):
+    for a, b in zip(
+        grads(xa, layer.conv.weight, layer.conv.bias, layer.relations.edge, layer.relations.self_loop),
+        grads(xb, own_conv.weight, own_conv.bias, own_rel.edge, own_rel.self_loop),
+    ):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
     assert set(layer.relation_weights()) == {*range(R), *(f"self:{t}" for t in range(T))}
 
@@ -93,8 +96,10 @@ def test_regatconv_equals_the_package_layer_in_float64(heads, concat):
     w = torch.randn_like(out)
     (out * w).sum().backward()
     (want * w).sum().backward()
-    for a, b in zip(grads(xa, layer.conv.fc.weight, layer.conv.attn_l, layer.relations.edge, layer.relations.self_loop),
-                    grads(xb, own.fc.weight, own.attn_l, own_rel.edge, own_rel.self_loop)):
+    for a, b in zip(
+        grads(xa, layer.conv.fc.weight, layer.conv.attn_l, layer.relations.edge, layer.relations.self_loop),
+        grads(xb, own.fc.weight, own.attn_l, own_rel.edge, own_rel.self_loop),
+    ):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 

@@ -1,6 +1,7 @@
 """regnn needs no DGL: with `import dgl` failing, regnn.core and regnn.models import, an RE-GNN (GCN and GAT
 backbones), R-GCN and HGT train a step on a graph built from arrays, and train.py trains RE-GCN, RE-GAT, every
 baseline of Table 2 and the mini-batch trainer."""
+
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ import pytest
 
 from conftest import REPO
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import importlib.abc
     import sys
 
@@ -77,7 +78,7 @@ SCRIPT = textwrap.dedent('''
         assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in m.parameters())
         print(arch, "ok")
     assert "dgl" not in sys.modules
-''')
+""")
 
 
 def test_core_and_models_run_without_dgl():
@@ -96,8 +97,24 @@ def test_the_blocker_does_block_dgl():
     assert "blocked in this test" in r.stderr
 
 
-TABLE2 = ["mlp", "metapath2vec", "rgcn", "hgt", "simple_hgn", "rhgnn", "han", "gtn", "magnn", "magnn_ac", "gcn_m",
-          "gat_m", "gcn", "gat", "re_gcn", "re_gat"]
+TABLE2 = [
+    "mlp",
+    "metapath2vec",
+    "rgcn",
+    "hgt",
+    "simple_hgn",
+    "rhgnn",
+    "han",
+    "gtn",
+    "magnn",
+    "magnn_ac",
+    "gcn_m",
+    "gat_m",
+    "gcn",
+    "gat",
+    "re_gcn",
+    "re_gat",
+]
 
 
 @pytest.mark.onepython
@@ -106,17 +123,44 @@ def test_train_py_trains_every_table2_model_and_minibatch_with_dgl_blocked(tmp_p
     block = tmp_path / "block" / "dgl"
     block.mkdir(parents=True)
     (block / "__init__.py").write_text("raise ImportError('dgl is blocked in this test')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(block.parent), os.environ.get("PYTHONPATH", "")]),
-           "HYDRA_FULL_ERROR": "0"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(block.parent), os.environ.get("PYTHONPATH", "")]),
+        "HYDRA_FULL_ERROR": "0",
+    }
     check = subprocess.run([sys.executable, "-c", "import dgl"], env=env, capture_output=True, text=True)
     assert check.returncode != 0 and "blocked in this test" in check.stderr
     fast = ["dataset=synthetic", "runs=1", "threads=1", "trainer.max_epochs=2", "trainer.patience=2"]
-    p = subprocess.run([sys.executable, str(REPO / "train.py"), "-m", f"model={','.join(TABLE2)}", *fast,
-                        f"hydra.sweep.dir={tmp_path}/sweep"], env=env, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "train.py"),
+            "-m",
+            f"model={','.join(TABLE2)}",
+            *fast,
+            f"hydra.sweep.dir={tmp_path}/sweep",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     trained = {json.loads(f.read_text())["model"] for f in (tmp_path / "sweep").glob("*/results.json")}
     assert trained == set(TABLE2), sorted(set(TABLE2) - trained)
-    p = subprocess.run([sys.executable, str(REPO / "train.py"), "trainer=minibatch", "model=re_gcn", *fast,
-                        f"hydra.run.dir={tmp_path}/mb"], env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "train.py"),
+            "trainer=minibatch",
+            "model=re_gcn",
+            *fast,
+            f"hydra.run.dir={tmp_path}/mb",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert json.loads((tmp_path / "mb" / "results.json").read_text())["trainer"] == "minibatch"

@@ -1,4 +1,5 @@
 """ogbn-mag through ogb's own DGL loader, on a generated graph in OGB's on-disk layout with the same schema."""
+
 import shutil
 import urllib.error
 
@@ -53,8 +54,10 @@ def test_mean_features_refuse_unreachable_types():
 def test_feature_file_and_its_errors(mag_root, tmp_path):
     d = load_dataset("ogbn_mag", dir=str(mag_root), format="ogb", ogb_name="ogbn-mag")
     n = {t: d.graph.num_nodes(t) for t in d.graph.ntypes}
-    emb = {t: np.random.default_rng(0).normal(size=(n[t], 16)).astype(np.float32)
-           for t in ("author", "institution", "field_of_study")}
+    emb = {
+        t: np.random.default_rng(0).normal(size=(n[t], 16)).astype(np.float32)
+        for t in ("author", "institution", "field_of_study")
+    }
     np.savez(tmp_path / "m2v.npz", **emb)
     f = load_ogb("ogbn-mag", mag_root, featureless="file", feature_file=tmp_path / "m2v.npz")
     assert f.in_dims == {"paper": 128, "author": 16, "institution": 16, "field_of_study": 16}
@@ -89,6 +92,7 @@ def test_no_data_and_no_network_is_a_clear_error(tmp_path, monkeypatch):
 
     def offline(url):
         raise urllib.error.URLError("no network")
+
     monkeypatch.setattr(dd, "decide_download", offline)
     with pytest.raises(DataError, match="is not under .* and could not be downloaded .*copy the ogbn_mag/ folder"):
         load_ogb("ogbn-mag", tmp_path)

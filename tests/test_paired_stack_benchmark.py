@@ -1,4 +1,5 @@
 """scripts/bench/paired_stack_benchmark.py: what it reads of a run folder and the ratios it reports."""
+
 import importlib.util
 import subprocess
 import sys
@@ -16,8 +17,7 @@ spec.loader.exec_module(bench)
 def write_run(root, key, train_s, batches=60, sample=0.1):
     d = root / key / "runs" / "run_00"
     d.mkdir(parents=True)
-    (d / "history.csv").write_text("epoch,batches,train_time_s,profile_sample_s\n"
-                                   f"0,{batches},{train_s},{sample}\n")
+    (d / "history.csv").write_text(f"epoch,batches,train_time_s,profile_sample_s\n0,{batches},{train_s},{sample}\n")
 
 
 def test_ratios_are_taken_round_by_round(tmp_path):
@@ -48,8 +48,19 @@ def test_a_round_missing_one_side_is_left_out(tmp_path):
 def test_it_refuses_to_overwrite_and_to_take_a_folder_without_train_py(tmp_path):
     out = tmp_path / "res"
     out.with_suffix(".md").write_text("earlier\n")
-    args = [sys.executable, str(SCRIPT), "--other-checkout", str(tmp_path), "--other-python", sys.executable,
-            "--other-data", str(tmp_path), "--collect", "--work", str(tmp_path / "w")]
+    args = [
+        sys.executable,
+        str(SCRIPT),
+        "--other-checkout",
+        str(tmp_path),
+        "--other-python",
+        sys.executable,
+        "--other-data",
+        str(tmp_path),
+        "--collect",
+        "--work",
+        str(tmp_path / "w"),
+    ]
     p = subprocess.run([*args, "--out", str(out)], capture_output=True, text=True)
     assert p.returncode != 0 and "exists" in p.stderr and out.with_suffix(".md").read_text() == "earlier\n"
     p = subprocess.run([*args, "--out", str(tmp_path / "new")], capture_output=True, text=True)

@@ -9,8 +9,14 @@ from regnn.errors import ConfigError
 from regnn.pipeline import check, train
 
 MODELS = sorted(p.stem for p in (REPO / "conf" / "model").glob("*.yaml"))
-TINY_MINIBATCH = ["trainer=minibatch", "trainer.batch_size=100", "trainer.max_epochs=1", "trainer.patience=1",
-                  "trainer.max_batches=1", "trainer.log_every=0"]
+TINY_MINIBATCH = [
+    "trainer=minibatch",
+    "trainer.batch_size=100",
+    "trainer.max_epochs=1",
+    "trainer.patience=1",
+    "trainer.max_batches=1",
+    "trainer.log_every=0",
+]
 
 
 def compose_minibatch(model: str):
@@ -38,24 +44,35 @@ def test_every_model_trains_under_minibatch_or_is_refused_in_one_line(model, tmp
     assert (tmp_path / "cell" / "results.json").is_file()
 
 
-@pytest.mark.parametrize("model,message", [
-    ("rgcn", "model.arch='rgcn' is not valid: trainer=minibatch trains the RE-GNN stacks only"),
-    ("re_gin", "model.backbone='gin' is not valid: trainer=minibatch runs gcn, gat, sage, mlp layers"),
-    ("re_gatv2", "model.backbone='gatv2' is not valid"),
-    ("gcn_m", "model.arch='metapath_gnn' is not valid"),
-])
+@pytest.mark.parametrize(
+    "model,message",
+    [
+        ("rgcn", "model.arch='rgcn' is not valid: trainer=minibatch trains the RE-GNN stacks only"),
+        ("re_gin", "model.backbone='gin' is not valid: trainer=minibatch runs gcn, gat, sage, mlp layers"),
+        ("re_gatv2", "model.backbone='gatv2' is not valid"),
+        ("gcn_m", "model.arch='metapath_gnn' is not valid"),
+    ],
+)
 def test_refusals_name_the_setting_and_the_fix(model, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")) as e:
         check(compose_minibatch(model))
     assert "trainer=fullbatch" in str(e.value) or "use a gat model" in str(e.value)
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (["model=rgcn"], "model.arch='rgcn' is not valid: trainer=minibatch trains the RE-GNN stacks only, not the "
-                     "heterogeneous baseline rgcn: train it with trainer=fullbatch"),
-    (["model=re_gat", "model.layout=authors"],  # the authors' full-batch attention stack
-     "model.layout='authors' is not valid: the authors' attention stack applies its last layer twice"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            ["model=rgcn"],
+            "model.arch='rgcn' is not valid: trainer=minibatch trains the RE-GNN stacks only, not the "
+            "heterogeneous baseline rgcn: train it with trainer=fullbatch",
+        ),
+        (
+            ["model=re_gat", "model.layout=authors"],  # the authors' full-batch attention stack
+            "model.layout='authors' is not valid: the authors' attention stack applies its last layer twice",
+        ),
+    ],
+)
 def test_train_py_refuses_a_pair_in_one_line_and_writes_nothing(tmp_path, overrides, message):
     out = tmp_path / "run"
     p = run_train("dataset=synthetic", "trainer=minibatch", *overrides, f"hydra.run.dir={out}")

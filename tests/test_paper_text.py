@@ -1,5 +1,6 @@
 """Table 2's plain rows under both settings (regnn.reporting.paper_text): a finished text-setting cell is read and
 kept in results/, a missing one is named, and the paper's number and the difference stand beside each row."""
+
 import json
 
 import pandas as pd
@@ -9,8 +10,11 @@ from regnn.reporting.paper_text import ROWS, render
 
 def _summary(micro, val, runs=10, finished=10):
     m = lambda v: {"mean": v, "std": 0.5}  # noqa: E731
-    return {"runs": runs, "finished_runs": finished,
-            "metrics": {"test_micro_f1": m(micro), "test_macro_f1": m(micro - 1), "val_micro_f1": m(val)}}
+    return {
+        "runs": runs,
+        "finished_runs": finished,
+        "metrics": {"test_micro_f1": m(micro), "test_macro_f1": m(micro - 1), "val_micro_f1": m(val)},
+    }
 
 
 def test_both_settings_side_by_side_and_the_text_cells_kept(tmp_path):

@@ -1,6 +1,7 @@
 """Every run keeps its model (runs/run_XX/model.pt, tensors only) and predict.py uses it: reloaded weights give the
 trained model's logits, the scores printed are the run's own to the last digit, every target node gets a row,
 and a damaged, foreign or ill-fitting checkpoint is refused in one line."""
+
 import json
 import pickle
 
@@ -12,8 +13,24 @@ from conftest import REPO, cfg, run_train
 from regnn.errors import DataError
 from regnn.runs import checkpoint
 
-TABLE2 = ["mlp", "metapath2vec", "rgcn", "hgt", "simple_hgn", "rhgnn", "han", "gtn", "magnn", "magnn_ac", "gcn_m",
-          "gat_m", "gcn", "gat", "re_gcn", "re_gat"]
+TABLE2 = [
+    "mlp",
+    "metapath2vec",
+    "rgcn",
+    "hgt",
+    "simple_hgn",
+    "rhgnn",
+    "han",
+    "gtn",
+    "magnn",
+    "magnn_ac",
+    "gcn_m",
+    "gat_m",
+    "gcn",
+    "gat",
+    "re_gcn",
+    "re_gat",
+]
 FIGURE3 = ["sage", "gin", "gatv2", "mixhop", "re_sage", "re_gin", "re_gatv2", "re_mixhop"]
 
 
@@ -21,13 +38,21 @@ def predict(*overrides, timeout=300):
     import subprocess
     import sys
     import os
-    return subprocess.run([sys.executable, str(REPO / "predict.py"), *overrides], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+
+    return subprocess.run(
+        [sys.executable, str(REPO / "predict.py"), *overrides],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "HYDRA_FULL_ERROR": "0"},
+    )
 
 
 @pytest.mark.parametrize("model", TABLE2 + FIGURE3)
 def test_a_saved_and_reloaded_model_gives_the_trained_models_logits(model, tmp_path):
     from regnn.pipeline.fullbatch import DeviceGraph
+
     c = cfg("dataset=synthetic", f"model={model}")
     if c.model.get("metapath") == "best":  # a cell trains one model per meta-path; each saves its own
         c = cfg("dataset=synthetic", f"model={model}", f"model.metapath={next(iter(c.dataset.metapaths))}")
@@ -45,15 +70,23 @@ def test_a_saved_and_reloaded_model_gives_the_trained_models_logits(model, tmp_p
         a, _ = trained(job.inputs, job.feats)
         b, _ = fresh(job.inputs, job.feats)
     assert torch.equal(a, b)  # the same ops on the same weights: bit for bit
-    assert checkpoint.schema_differences(checkpoint.load_meta(tmp_path)["schema"],
-                                         checkpoint.graph_schema(job.data)) == []
+    assert (
+        checkpoint.schema_differences(checkpoint.load_meta(tmp_path)["schema"], checkpoint.graph_schema(job.data)) == []
+    )
 
 
 @pytest.fixture(scope="module")
 def trained_cell(tmp_path_factory):
     cell = tmp_path_factory.mktemp("cell") / "cell"
-    r = run_train("dataset=synthetic", "model=re_gcn", "runs=3", "threads=1", "trainer.max_epochs=30",
-                  "trainer.patience=10", f"hydra.run.dir={cell}")
+    r = run_train(
+        "dataset=synthetic",
+        "model=re_gcn",
+        "runs=3",
+        "threads=1",
+        "trainer.max_epochs=30",
+        "trainer.patience=10",
+        f"hydra.run.dir={cell}",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return cell
 
@@ -72,6 +105,7 @@ def test_predict_on_a_cell_prints_its_best_runs_scores_and_writes_every_target_n
     assert "ensemble of 3 runs: test Micro-F1" in r.stderr and "test_micro_f1" in scores["ensemble"]
     df = pd.read_csv(out / "predictions.csv")
     from regnn.pipeline.from_config import load_data
+
     d = load_data(cfg("dataset=synthetic").dataset)
     assert len(df) == d.graph.num_nodes(d.target) and list(df.node) == list(range(len(df)))
     for s in ("train", "val", "test"):
@@ -85,9 +119,9 @@ def test_predict_on_a_cell_prints_its_best_runs_scores_and_writes_every_target_n
 
 
 @pytest.mark.parametrize("damage", ["pickled object", "truncated", "missing"])
-def test_a_damaged_or_foreign_checkpoint_is_refused_in_one_line_and_nothing_is_written(trained_cell, tmp_path,
-                                                                                        damage):
+def test_a_damaged_or_foreign_checkpoint_is_refused_in_one_line_and_nothing_is_written(trained_cell, tmp_path, damage):
     import shutil
+
     cell = tmp_path / "cell"
     shutil.copytree(trained_cell, cell)
     path = cell / "runs" / "run_00" / checkpoint.MODEL_FILE
@@ -120,8 +154,13 @@ def test_load_weights_refuses_what_is_not_a_state_dict(tmp_path):
 
 
 def test_a_graph_of_another_schema_is_refused_naming_what_differs():
-    trained = {"target": "item", "relations": [["item", "a", "tag"], ["tag", "b", "item"]],
-               "feature_widths": {"item": 8, "tag": 4}, "num_classes": 3, "node_types": {"item": 10, "tag": 4}}
+    trained = {
+        "target": "item",
+        "relations": [["item", "a", "tag"], ["tag", "b", "item"]],
+        "feature_widths": {"item": 8, "tag": 4},
+        "num_classes": 3,
+        "node_types": {"item": 10, "tag": 4},
+    }
     grown = {**trained, "node_types": {"item": 60, "tag": 9}}
     assert checkpoint.schema_differences(trained, grown) == []  # more nodes of the same schema: fits
     other = {**trained, "relations": [["item", "a", "tag"]], "feature_widths": {"item": 8, "tag": 9}}
@@ -133,6 +172,7 @@ def grow(z, new_customers=50, new_shops=10, seed=3):
     """50 new customers (unlabelled, in no split) and 10 new shops, joined only to each other: the old nodes'
     neighbourhoods are unchanged."""
     import numpy as np
+
     rng = np.random.default_rng(seed)
     n_c, n_s = z["features:customer"].shape[0], z["features:shop"].shape[0]
     for key, n_new in (("features:customer", new_customers), ("features:shop", new_shops)):
@@ -155,11 +195,20 @@ def test_unlabelled_nodes_get_predictions_and_so_do_new_nodes_once_the_graph_gro
         out = test[: len(z["labels"]) // 5]
         z["test"][out] = False
         z["labels"][out] = -1
+
     graph = write_npz(tmp_path / "shops", change=unlabel).parent
     cell = tmp_path / "cell"
     # standardised features: the grown graph's inputs must be scaled with the statistics of the trained one
-    r = run_train("dataset=custom", f"dataset.path={graph}", "model=re_gcn", "runs=1", "trainer.max_epochs=20",
-                  "trainer.patience=20", "dataset.feature_norm=standard", f"hydra.run.dir={cell}")
+    r = run_train(
+        "dataset=custom",
+        f"dataset.path={graph}",
+        "model=re_gcn",
+        "runs=1",
+        "trainer.max_epochs=20",
+        "trainer.patience=20",
+        "dataset.feature_norm=standard",
+        f"hydra.run.dir={cell}",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     meta = json.loads((cell / "runs" / "run_00" / checkpoint.META_FILE).read_text())
     assert set(meta["feature_scaling"].values()) == {"standard"}
@@ -175,12 +224,13 @@ def test_unlabelled_nodes_get_predictions_and_so_do_new_nodes_once_the_graph_gro
     assert (before.label[before.split != "unlabelled"].values == labels[before.split != "unlabelled"]).all()
     grown = tmp_path / "shops_v2"
     import shutil
+
     shutil.copytree(graph, grown)
     edit_npz(grown, grow)
     second = predict(f"run={cell}", f"dataset_path={grown}", f"hydra.run.dir={tmp_path / 'p2'}")
     assert second.returncode == 0, second.stderr[-3000:]
     after = pd.read_csv(tmp_path / "p2" / "predictions.csv")
-    assert len(after) == len(before) + 50 and set(after.split[len(before):]) == {"unlabelled"}
+    assert len(after) == len(before) + 50 and set(after.split[len(before) :]) == {"unlabelled"}
     old = after.iloc[: len(before)]
     assert (old.predicted.values == before.predicted.values).all()
     probs = [c for c in before.columns if c.startswith("p_")]
@@ -197,9 +247,19 @@ def test_unlabelled_nodes_get_predictions_and_so_do_new_nodes_once_the_graph_gro
 def test_a_minibatch_run_predicts_layer_by_layer_with_its_own_scores(tmp_path):
     cell = tmp_path / "cell"
     import numpy as np
-    r = run_train("dataset=synthetic", "model=re_gcn", "trainer=minibatch", "trainer.eval=layerwise", "runs=1",
-                  "threads=1", "trainer.max_epochs=4", "trainer.patience=4", "save_embeddings=true",
-                  f"hydra.run.dir={cell}")
+
+    r = run_train(
+        "dataset=synthetic",
+        "model=re_gcn",
+        "trainer=minibatch",
+        "trainer.eval=layerwise",
+        "runs=1",
+        "threads=1",
+        "trainer.max_epochs=4",
+        "trainer.patience=4",
+        "save_embeddings=true",
+        f"hydra.run.dir={cell}",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "pred"
     p = predict(f"run={cell}", "embeddings=true", f"hydra.run.dir={out}")
@@ -240,8 +300,7 @@ def test_either_trainers_checkpoint_predicts_through_either_path_with_equal_logi
             for p in model_.parameters():
                 p.add_(torch.randn_like(p) * 0.1)
         run_dir = tmp_path / trained
-        checkpoint.save(run_dir, model_, {"seed": 0, "trainer": trained,
-                                          "schema": checkpoint.graph_schema(job.data)})
+        checkpoint.save(run_dir, model_, {"seed": 0, "trainer": trained, "schema": checkpoint.graph_schema(job.data)})
         whole, emb_w, rel_w = model_logits(job, c, run_dir, "fullbatch")
         blocks, emb_b, rel_b = model_logits(job, c, run_dir, "minibatch")
         assert whole.shape == blocks.shape == (job.data.graph.num_nodes(job.data.target), job.data.num_classes)

@@ -1,4 +1,5 @@
 """The README's "RE-GNN in your own model" example runs as it is written and reaches its stated score on DBLP."""
+
 import re
 import subprocess
 import sys
@@ -20,8 +21,9 @@ def test_the_readme_layer_example_reaches_93_on_dblp(tmp_path):
     code = readme_example()
     assert "REGCNConv" in code and "range(100)" in code
     (tmp_path / "example.py").write_text(code)
-    p = subprocess.run([sys.executable, str(tmp_path / "example.py")], cwd=REPO, capture_output=True, text=True,
-                       timeout=900)
+    p = subprocess.run(
+        [sys.executable, str(tmp_path / "example.py")], cwd=REPO, capture_output=True, text=True, timeout=900
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     val, test = map(float, re.search(r"validation ([\d.]+), test Micro-F1 ([\d.]+)", p.stdout).groups())
     assert test >= 93.0, p.stdout

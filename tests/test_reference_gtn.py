@@ -1,6 +1,7 @@
 """scripts/reference/reference_gtn.py (and the reference drivers' shared parts): the torch stand-ins for the two
 compiled functions GTN's model imports compute what those functions do, and our graph reaches GTN in its own layout
 (edge_index = (col, row) of a source-row adjacency, the identity last, one feature matrix)."""
+
 import importlib.util
 import json
 import sys
@@ -38,9 +39,13 @@ def test_coalesce_sums_duplicates_in_row_major_order_and_passes_gradients():
 
 
 def test_our_graph_in_gtns_layout():
-    g = HeteroGraph({("a", "a->m", "m"): (torch.tensor([0, 1]), torch.tensor([2, 0])),
-                     ("m", "m->a", "a"): (torch.tensor([2, 0]), torch.tensor([0, 1]))},
-                    {"a": 2, "m": 3})
+    g = HeteroGraph(
+        {
+            ("a", "a->m", "m"): (torch.tensor([0, 1]), torch.tensor([2, 0])),
+            ("m", "m->a", "a"): (torch.tensor([2, 0]), torch.tensor([0, 1])),
+        },
+        {"a": 2, "m": 3},
+    )
     ds = SimpleNamespace(graph=g, target="m", features={"a": torch.zeros(2, 1), "m": torch.eye(3)})
     adjs, x, off, n = rg.gtn_inputs(ds)
     assert (n, off) == (5, 2) and len(adjs) == 3
@@ -63,6 +68,7 @@ def test_featured_types_of_other_widths_are_refused():
 
 def test_a_driver_refuses_a_wrong_checkout_and_an_existing_output(tmp_path):
     import reference_runs as rr
+
     a = rr.parser("x/y").parse_args(["--repo", str(tmp_path), "--out", str(tmp_path / "out.json")])
     with pytest.raises(SystemExit, match="not a checkout of x/y"):
         rr.check(a, "x/y", "model.py")
@@ -75,6 +81,7 @@ def test_a_driver_refuses_a_wrong_checkout_and_an_existing_output(tmp_path):
 
 def test_the_summary_is_the_runs_mean_and_std(tmp_path):
     import reference_runs as rr
+
     a = rr.parser("x/y").parse_args(["--repo", "r", "--out", str(tmp_path / "s.json")])
     rr.summarise(a, [{"test_micro": 50.0, "test_macro": 40.0}, {"test_micro": 54.0, "test_macro": 44.0}])
     s = json.loads((tmp_path / "s.json").read_text())

@@ -13,6 +13,7 @@ last attention output. The relation weight w_r = LeakyReLU(lambda * e_r) (slope 
 logit before the LeakyReLU (GAT) or to a.LeakyReLU(W_s h_u + W_d h_v) (GATv2); the plain model (--no_re) holds
 every weight at 1.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -103,14 +104,27 @@ def params_of(model: REGNN, names: list[str], num_layers: int, v2: bool) -> dict
         pre = f"convs.{i}.conv."
         if v2:
             has_w = pre + "fc_src.weight" in sd
-            layers.append({"W_src": sd.get(pre + "fc_src.weight"), "b_src": sd.get(pre + "fc_src.bias"),
-                           "W_dst": sd.get(pre + "fc_dst.weight"), "b_dst": sd.get(pre + "fc_dst.bias"),
-                           "attn": sd[pre + "attn"], "res": sd.get(pre + "res_fc.weight"),
-                           "res_b": sd.get(pre + "res_fc.bias")})
+            layers.append(
+                {
+                    "W_src": sd.get(pre + "fc_src.weight"),
+                    "b_src": sd.get(pre + "fc_src.bias"),
+                    "W_dst": sd.get(pre + "fc_dst.weight"),
+                    "b_dst": sd.get(pre + "fc_dst.bias"),
+                    "attn": sd[pre + "attn"],
+                    "res": sd.get(pre + "res_fc.weight"),
+                    "res_b": sd.get(pre + "res_fc.bias"),
+                }
+            )
         else:
             has_w = pre + "fc.weight" in sd
-            layers.append({"W": sd.get(pre + "fc.weight"), "attn_l": sd[pre + "attn_l"], "attn_r": sd[pre + "attn_r"],
-                           "res": sd.get(pre + "res_fc.weight")})
+            layers.append(
+                {
+                    "W": sd.get(pre + "fc.weight"),
+                    "attn_l": sd[pre + "attn_l"],
+                    "attn_r": sd[pre + "attn_r"],
+                    "res": sd.get(pre + "res_fc.weight"),
+                }
+            )
         assert has_w == (i < num_layers - 1), "layers 0..L-2 have W, the last has none"
     (rw,) = model.relations  # one set of relation weights for all L layers (equal heads)
     if rw.is_constant:  # plain: no relation parameters; the authors hold every weight at 1
@@ -118,18 +132,26 @@ def params_of(model: REGNN, names: list[str], num_layers: int, v2: bool) -> dict
     else:
         alpha = rw()  # (L, R, H) in regnn's relation order
         relation = alpha[:, [model.relation_names.index(r) for r in names]]
-    return {"proj": proj, "layers": layers, "relation": relation,
-            "out": (sd["head.lin.weight"], sd["head.lin.bias"])}
+    return {"proj": proj, "layers": layers, "relation": relation, "out": (sd["head.lin.weight"], sd["head.lin.bias"])}
 
 
 def build(data, backbone, heads, hidden, num_layers, edge, self_loop, scale=100.0, seed=0, **kw):
     torch.manual_seed(seed)
     inputs = RelationInputs.build(data)
-    model = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone=backbone, hidden=hidden,
-                              num_layers=num_layers, heads=heads, dropout=0.0, attn_dropout=0.0,
-                              attn_negative_slope=SLOPE,
-                              relation=relation(scale=scale, edge_embeddings=edge, self_loop_embeddings=self_loop),
-                              **kw).double()
+    model = REGNN.from_inputs(
+        inputs,
+        data.in_dims,
+        data.num_classes,
+        backbone=backbone,
+        hidden=hidden,
+        num_layers=num_layers,
+        heads=heads,
+        dropout=0.0,
+        attn_dropout=0.0,
+        attn_negative_slope=SLOPE,
+        relation=relation(scale=scale, edge_embeddings=edge, self_loop_embeddings=self_loop),
+        **kw,
+    ).double()
     with torch.no_grad():  # relation weights away from 1 (and some below 0), as after training
         for p in model.relations.parameters():
             p.copy_(torch.randn(p.shape, dtype=p.dtype) * 2.0 / scale)
@@ -162,8 +184,11 @@ def test_regnn_gat_stack_equals_the_released_forward(small, backbone, edge, self
     if backbone == "gat":
         attn = num_layers * 2 * heads * hidden + hidden * heads * hidden + (num_layers - 2) * (hidden * heads) ** 2
     else:
-        attn = (num_layers * heads * hidden + 2 * (hidden * heads * hidden + heads * hidden)
-                + (num_layers - 2) * 2 * ((hidden * heads) ** 2 + heads * hidden))
+        attn = (
+            num_layers * heads * hidden
+            + 2 * (hidden * heads * hidden + heads * hidden)
+            + (num_layers - 2) * 2 * ((hidden * heads) ** 2 + heads * hidden)
+        )
     head = hidden * heads * small.num_classes + small.num_classes
     learnt_rel = sum(p.numel() for p in model.relations.parameters())
     assert learnt_rel <= n_rel

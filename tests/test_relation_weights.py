@@ -1,4 +1,5 @@
 """Relation embeddings: exact initial weights, and the gradient scaling of the paper's appendix A."""
+
 import copy
 import dataclasses
 
@@ -23,11 +24,19 @@ def syn():
 
 def model(data, rg, backbone="gcn", scale=None, edge=True, self_loop=True, **kw):
     """Double precision: the tests check the update rules, not float32 rounding near 1."""
-    return REGNN(in_dims=data.in_dims, num_classes=data.num_classes, relation_types=rg,
-                 backbone=backbone, hidden=16, num_layers=3,
-                 dropout=0.0, relation=relation(edge_embeddings=edge, self_loop_embeddings=self_loop,
-                                                    **({} if scale is None else {"scale": scale})),
-                 **kw).double()
+    return REGNN(
+        in_dims=data.in_dims,
+        num_classes=data.num_classes,
+        relation_types=rg,
+        backbone=backbone,
+        hidden=16,
+        num_layers=3,
+        dropout=0.0,
+        relation=relation(
+            edge_embeddings=edge, self_loop_embeddings=self_loop, **({} if scale is None else {"scale": scale})
+        ),
+        **kw,
+    ).double()
 
 
 @pytest.mark.parametrize("scale", [0.001, 0.3, 1.0, 7.0, 100.0, 1000.0])
@@ -66,8 +75,9 @@ def test_weights_of_several_layers_are_one_tensor_per_part():
         many(torch.tensor([0, 1]))
 
 
-@pytest.mark.parametrize("backbone,kw,groups,calls", [("gcn", {}, [(1, 3)], [0, 1, 2]),
-                                                      ("gat", {"heads": 2}, [(2, 3)], [0, 1, 2, 2])])
+@pytest.mark.parametrize(
+    "backbone,kw,groups,calls", [("gcn", {}, [(1, 3)], [0, 1, 2]), ("gat", {"heads": 2}, [(2, 3)], [0, 1, 2, 2])]
+)
 def test_model_groups_layers_with_equal_heads(syn, backbone, kw, groups, calls):
     data, rg, _ = syn
     m = model(data, rg, backbone, **kw)
@@ -171,6 +181,7 @@ def test_relation_weights_prepared_ahead_change_no_number(syn, monkeypatch, norm
     nothing, and the layers do find them: prepared, the node scales of all layers are computed once per pass
     (one kernel call for all of them); unprepared, once per layer and pass."""
     from regnn.core.adjacency import Adjacency
+
     lookups = []
     scales_of = Adjacency._node_scales_of
     monkeypatch.setattr(Adjacency, "_node_scales_of", lambda self, *a: lookups.append(1) or scales_of(self, *a))
@@ -209,6 +220,7 @@ def test_prepared_weights_are_found_again_by_the_parameters_versions(syn, monkey
     values; a change of the parameters in place (an optimiser step, a load) is a new key: computed afresh, and
     the scores follow the new weights."""
     from regnn.core.adjacency import Adjacency
+
     computed = []
     for name in ("_node_scales_of", "_weighted_values_of"):
         fn = getattr(Adjacency, name)
@@ -236,12 +248,16 @@ def test_the_model_defaults_are_the_configs():
     from conftest import REPO, cfg
 
     from regnn.core.relation import Relation
+
     params = inspect.signature(REGNN.__init__).parameters
     m = OmegaConf.load(REPO / "conf" / "backbone" / "gcn.yaml")
     for key in ("backbone", "hidden", "num_layers", "dropout"):
         assert params[key].default == m[key], key
     assert params["relation"].default is inspect.Parameter.empty
     assert all(f.default is dataclasses.MISSING for f in dataclasses.fields(Relation))
-    no_key = [b for b in ("gcn", "gat", "gatv2", "gin", "sage", "mixhop", "appnp")
-              if "double_dropout" not in cfg(f"model=re_{b}").model]
+    no_key = [
+        b
+        for b in ("gcn", "gat", "gatv2", "gin", "sage", "mixhop", "appnp")
+        if "double_dropout" not in cfg(f"model=re_{b}").model
+    ]
     assert all(params["double_dropout"].default is False for _ in no_key)  # what those configs compute

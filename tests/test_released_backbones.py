@@ -21,6 +21,7 @@ logits = W_out h, no bias; the representation is h.
 The reference shares no model code with regnn: its graph and aggregation are its own
 (test_regat_reference.typed_edges, loops over edges).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -64,9 +65,12 @@ def regnn_params(model: REGNN, names: list[str], num_layers: int) -> dict:
     else:
         alpha = rw()[..., 0]  # (L, R) in regnn's relation order
         relation = alpha[:, [model.relation_names.index(r) for r in names]]
-    return {"proj": {t: (lin.weight, lin.bias) for t, lin in model.proj.lins.items()},
-            "W": [sd.get(f"convs.{i}.lin.weight") for i in range(num_layers)],
-            "relation": relation, "out": sd["head.lin.weight"]}
+    return {
+        "proj": {t: (lin.weight, lin.bias) for t, lin in model.proj.lins.items()},
+        "W": [sd.get(f"convs.{i}.lin.weight") for i in range(num_layers)],
+        "relation": relation,
+        "out": sd["head.lin.weight"],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +85,21 @@ def test_regnn_gin_equals_the_released_regin(small, re):
     hidden, num_layers, scale = 6, 4, 100.0
     torch.manual_seed(0)
     inputs = RelationInputs.build(small)
-    model = REGNN.from_inputs(inputs, small.in_dims, small.num_classes, backbone="gin", hidden=hidden,
-                              num_layers=num_layers, dropout=0.0, mlp_dropout=0.5,
-                              relation=relation(scale=scale, edge_embeddings=re, self_loop_embeddings=re)
-                              ).double().eval()
+    model = (
+        REGNN.from_inputs(
+            inputs,
+            small.in_dims,
+            small.num_classes,
+            backbone="gin",
+            hidden=hidden,
+            num_layers=num_layers,
+            dropout=0.0,
+            mlp_dropout=0.5,
+            relation=relation(scale=scale, edge_embeddings=re, self_loop_embeddings=re),
+        )
+        .double()
+        .eval()
+    )
     with torch.no_grad():  # relation weights away from 1 (some negative, some degrees under 1), as after training
         for p in model.relations.parameters():
             p.copy_(torch.randn(p.shape, dtype=p.dtype) * 2.0 / scale)
@@ -99,7 +114,8 @@ def test_regnn_gin_equals_the_released_regin(small, re):
     per_type = sum(x.shape[1] * hidden + hidden for x in small.features.values())
     learnt = sum(p.numel() for p in model.relations.parameters())
     assert sum(p.numel() for p in model.parameters()) - learnt == (
-        per_type + (num_layers - 1) * hidden * hidden + hidden * small.num_classes)
+        per_type + (num_layers - 1) * hidden * hidden + hidden * small.num_classes
+    )
     if re:  # the comparison is not vacuous: other relation weights, other logits
         params["relation"] = params["relation"] * 0 + 1
         assert (reference_gin(params, small)[0] - logits).abs().max() > 1e-3
@@ -170,10 +186,21 @@ def relation_table(model: REGNN, names: list[str], num_layers: int) -> torch.Ten
 def built(small, backbone, re, hidden, num_layers, scale, **kw):
     torch.manual_seed(0)
     inputs = RelationInputs.build(small)
-    model = REGNN.from_inputs(inputs, small.in_dims, small.num_classes, backbone=backbone, hidden=hidden,
-                              num_layers=num_layers, dropout=0.5,
-                              relation=relation(scale=scale, edge_embeddings=re, self_loop_embeddings=re),
-                              **kw).double().eval()
+    model = (
+        REGNN.from_inputs(
+            inputs,
+            small.in_dims,
+            small.num_classes,
+            backbone=backbone,
+            hidden=hidden,
+            num_layers=num_layers,
+            dropout=0.5,
+            relation=relation(scale=scale, edge_embeddings=re, self_loop_embeddings=re),
+            **kw,
+        )
+        .double()
+        .eval()
+    )
     with torch.no_grad():  # relation weights away from 1 (some negative, some degrees under 1), as after training
         for p in model.relations.parameters():
             p.copy_(torch.randn(p.shape, dtype=p.dtype) * 2.0 / scale)
@@ -189,9 +216,12 @@ def test_regnn_sage_equals_the_released_resage(small, re):
     inputs, model = built(small, "sage", re, hidden, num_layers, scale, double_dropout=True)
     sd = model.state_dict()
     names = typed_edges(small)[3]
-    params = {"proj": {t: (lin.weight, lin.bias) for t, lin in model.proj.lins.items()},
-              "Wb": [(sd.get(f"convs.{i}.weight"), sd.get(f"convs.{i}.bias")) for i in range(num_layers)],
-              "relation": relation_table(model, names, num_layers), "out": (sd["head.weight"], sd["head.bias"])}
+    params = {
+        "proj": {t: (lin.weight, lin.bias) for t, lin in model.proj.lins.items()},
+        "Wb": [(sd.get(f"convs.{i}.weight"), sd.get(f"convs.{i}.bias")) for i in range(num_layers)],
+        "relation": relation_table(model, names, num_layers),
+        "out": (sd["head.weight"], sd["head.bias"]),
+    }
     assert [W is not None for W, _ in params["Wb"]] == [False] + [True] * (num_layers - 2) + [False]
     with torch.no_grad():
         want_logits, want_emb = reference_sage(params, small)
@@ -203,7 +233,8 @@ def test_regnn_sage_equals_the_released_resage(small, re):
     per_type = sum(x.shape[1] * hidden + hidden for x in small.features.values())
     learnt = sum(p.numel() for p in model.relations.parameters())
     assert sum(p.numel() for p in model.parameters()) - learnt == (
-        per_type + (num_layers - 2) * (hidden * hidden + hidden) + hidden * small.num_classes + small.num_classes)
+        per_type + (num_layers - 2) * (hidden * hidden + hidden) + hidden * small.num_classes + small.num_classes
+    )
     # the released dropout: the model's before layer 0, two masks (the model's and the layer's) before the others
     assert [d.p for d in model.dropouts] == [0.5] + [0.75] * (num_layers - 1)
     if re:  # the comparison is not vacuous: other relation weights, other logits
@@ -217,9 +248,12 @@ def test_regnn_mixhop_equals_the_released_remixhop(small, re):
     inputs, model = built(small, "mixhop", re, hidden, num_layers, scale)
     sd = model.state_dict()
     names = typed_edges(small)[3]
-    params = {"proj": {t: (lin.weight, lin.bias) for t, lin in model.proj.lins.items()},
-              "Wj": [[sd[f"convs.{i}.lins.{k}.weight"] for k in range(3)] for i in range(num_layers)],
-              "relation": relation_table(model, names, num_layers), "out": sd["head.weight"]}
+    params = {
+        "proj": {t: (lin.weight, lin.bias) for t, lin in model.proj.lins.items()},
+        "Wj": [[sd[f"convs.{i}.lins.{k}.weight"] for k in range(3)] for i in range(num_layers)],
+        "relation": relation_table(model, names, num_layers),
+        "out": sd["head.weight"],
+    }
     with torch.no_grad():
         want_logits, want_emb = reference_mixhop(params, small)
         logits, emb = model(inputs, small.features, embed=True)
@@ -243,7 +277,8 @@ def test_relation_weight_gradients_flow_through_the_degrees(small, backbone):
 
     def loss():
         logits, _ = model(inputs, small.features)
-        return (logits ** 2).sum()
+        return (logits**2).sum()
+
     out = loss()
     (grad,) = torch.autograd.grad(out, param)
     idx = tuple(int(i) for i in torch.nonzero(grad.abs() > 0)[0])

@@ -1,4 +1,5 @@
 """Mini-batch cells resume like full-batch ones; an existing run directory is never overwritten silently."""
+
 import json
 import shutil
 
@@ -8,9 +9,17 @@ from conftest import cfg, run_train
 from regnn.errors import ConfigError
 from regnn.pipeline import train
 
-MINI = ["dataset=synthetic", "model=re_gcn", "threads=1", "trainer=minibatch", "trainer.default_fanout=5",
-        "trainer.batch_size=100", "trainer.max_epochs=2", "trainer.patience=2", "trainer.log_every=0"]
-
+MINI = [
+    "dataset=synthetic",
+    "model=re_gcn",
+    "threads=1",
+    "trainer=minibatch",
+    "trainer.default_fanout=5",
+    "trainer.batch_size=100",
+    "trainer.max_epochs=2",
+    "trainer.patience=2",
+    "trainer.log_every=0",
+]
 
 
 def test_minibatch_resume_keeps_finished_runs_and_extends(tmp_path, caplog):
@@ -75,11 +84,14 @@ def test_cells_written_before_the_stopping_options_resume_as_the_defaults():
     from omegaconf import OmegaConf
 
     from regnn.runs.computation import computation
+
     now = OmegaConf.to_container(cfg("dataset=synthetic"), resolve=True)
     old = {**now, "trainer": {k: v for k, v in now["trainer"].items() if k not in ("stop_on", "lr_schedule")}}
     assert computation(old) == computation(now)
-    rhgnn = OmegaConf.to_container(cfg("dataset=synthetic", "trainer.stop_on=[val_micro_f1,val_macro_f1]",
-                                       "trainer.lr_schedule=cosine"), resolve=True)
+    rhgnn = OmegaConf.to_container(
+        cfg("dataset=synthetic", "trainer.stop_on=[val_micro_f1,val_macro_f1]", "trainer.lr_schedule=cosine"),
+        resolve=True,
+    )
     assert computation(rhgnn)["trainer"] != computation(old)["trainer"]
     # HGT cells written before model.variant existed ran DGL's HGTConv: the default computes what they did
     hgt = OmegaConf.to_container(cfg("dataset=synthetic", "model=hgt"), resolve=True)
@@ -95,12 +107,14 @@ def test_cells_clustered_before_n_init_existed_differ_from_the_ten_start_default
     from omegaconf import OmegaConf
 
     from regnn.runs.computation import computation
+
     now = OmegaConf.to_container(cfg("dataset=synthetic", "clustering.enabled=true"), resolve=True)
     assert now["clustering"]["n_init"] == 10
     old = {**now, "clustering": {k: v for k, v in now["clustering"].items() if k != "n_init"}}
     assert computation(old) != computation(now)
-    one = OmegaConf.to_container(cfg("dataset=synthetic", "clustering.enabled=true", "clustering.n_init=1"),
-                                 resolve=True)
+    one = OmegaConf.to_container(
+        cfg("dataset=synthetic", "clustering.enabled=true", "clustering.n_init=1"), resolve=True
+    )
     assert computation(old) == computation(one)
 
 
@@ -110,13 +124,20 @@ def test_relation_settings_without_relation_weights_compute_nothing():
     from omegaconf import OmegaConf
 
     from regnn.runs.computation import computation
+
     now = OmegaConf.to_container(cfg("dataset=synthetic", "model=mlp"), resolve=True)
-    old = {**now, "model": {**now["model"], "relation": {k: v for k, v in now["model"]["relation"].items()
-                                                         if k != "negative_slope"}}}
+    old = {
+        **now,
+        "model": {
+            **now["model"],
+            "relation": {k: v for k, v in now["model"]["relation"].items() if k != "negative_slope"},
+        },
+    }
     assert computation(old) == computation(now)
     gcn = OmegaConf.to_container(cfg("dataset=synthetic", "model=gcn"), resolve=True)
     other = OmegaConf.to_container(cfg("dataset=synthetic", "model=gcn", "model.relation.scale=3"), resolve=True)
     assert computation(gcn) == computation(other)
     re = OmegaConf.to_container(cfg("dataset=synthetic", "model=re_gcn", "model.relation.scale=3"), resolve=True)
-    assert computation(re) != computation(OmegaConf.to_container(cfg("dataset=synthetic", "model=re_gcn"),
-                                                                  resolve=True))
+    assert computation(re) != computation(
+        OmegaConf.to_container(cfg("dataset=synthetic", "model=re_gcn"), resolve=True)
+    )

@@ -11,6 +11,7 @@ reverse_relation_dict); regnn pairs "a->b" with "b->a" by name first. Both agree
 way between two types (DBLP, ACM, IMDB); the synthetic graph has two, so the test also checks that regnn with the
 authors' pairing computes their outputs, and that the pairing is the only difference.
 """
+
 from __future__ import annotations
 
 import copy
@@ -41,19 +42,48 @@ def both_models(ds, *, layers: int, residual: bool, pairing: str):
     from utils.Classifier import Classifier
 
     import dgl  # the authors' model runs on a DGL graph: regnn's heterograph, its edges in their order
-    g = dgl.heterograph({cet: ds.graph.edges(etype=cet) for cet in ds.graph.canonical_etypes},
-                        {t: ds.graph.num_nodes(t) for t in ds.graph.ntypes})
+
+    g = dgl.heterograph(
+        {cet: ds.graph.edges(etype=cet) for cet in ds.graph.canonical_etypes},
+        {t: ds.graph.num_nodes(t) for t in ds.graph.ntypes},
+    )
     hidden, heads, rel = 4, 2, 3
     feats = {t: (x.to_dense() if x.is_sparse else x).double() for t, x in ds.features.items()}
     inputs = RelationGraphs.build(ds)
     if pairing == "authors":
         inputs.source_key = authors_pairing(g)
     torch.manual_seed(0)
-    ours = RHGNN(inputs, in_dims=ds.in_dims, num_classes=ds.num_classes, hidden=hidden, heads=heads,
-                 relation_dim=rel, num_layers=layers, dropout=0.5, residual=residual, norm=False).double().eval()
-    theirs = R_HGNN(graph=g, input_dim_dict=ds.in_dims, hidden_dim=hidden, relation_input_dim=rel,
-                    relation_hidden_dim=rel, num_layers=layers, n_heads=heads, dropout=0.5,
-                    residual=residual).double().eval()
+    ours = (
+        RHGNN(
+            inputs,
+            in_dims=ds.in_dims,
+            num_classes=ds.num_classes,
+            hidden=hidden,
+            heads=heads,
+            relation_dim=rel,
+            num_layers=layers,
+            dropout=0.5,
+            residual=residual,
+            norm=False,
+        )
+        .double()
+        .eval()
+    )
+    theirs = (
+        R_HGNN(
+            graph=g,
+            input_dim_dict=ds.in_dims,
+            hidden_dim=hidden,
+            relation_input_dim=rel,
+            relation_hidden_dim=rel,
+            num_layers=layers,
+            n_heads=heads,
+            dropout=0.5,
+            residual=residual,
+        )
+        .double()
+        .eval()
+    )
     clf = Classifier(hidden * heads, ds.num_classes).double().eval()
     with torch.no_grad():
         for t in g.ntypes:

@@ -1,4 +1,5 @@
 """User-supplied files are read without unpickling: a .pt whose unpickling runs code is refused, unrun."""
+
 import os
 import shutil
 
@@ -37,9 +38,17 @@ def test_torch_load_refuses_a_payload(tmp_path):
 
 def test_feature_file_payload_is_refused_by_train_py(mag_root, tmp_path):
     pt = payload(tmp_path / "m2v.pt", tmp_path / "ran")
-    p = run_train("dataset=ogbn_mag", f"dataset.dir={mag_root}", "dataset.featureless=file",
-                  f"dataset.feature_file={pt}", "trainer=minibatch", "model=re_gcn", "runs=1", "threads=1",
-                  f"hydra.run.dir={tmp_path}/out")
+    p = run_train(
+        "dataset=ogbn_mag",
+        f"dataset.dir={mag_root}",
+        "dataset.featureless=file",
+        f"dataset.feature_file={pt}",
+        "trainer=minibatch",
+        "model=re_gcn",
+        "runs=1",
+        "threads=1",
+        f"hydra.run.dir={tmp_path}/out",
+    )
     assert p.returncode == 2, p.stderr
     assert "holds Python objects other than tensors" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "ran").exists()
@@ -55,8 +64,10 @@ def test_ogb_split_dict_payload_is_refused(mag_root, tmp_path):
         load_ogb("ogbn-mag", root)
     assert not (tmp_path / "ran").exists()
     # a split_dict.pt of plain tensors (as ogb's own) is read as before
-    torch.save({s: {"paper": torch.arange(3) + 3 * i} for i, s in enumerate(("train", "valid", "test"))},
-               split / "split_dict.pt")
+    torch.save(
+        {s: {"paper": torch.arange(3) + 3 * i} for i, s in enumerate(("train", "valid", "test"))},
+        split / "split_dict.pt",
+    )
     d = load_ogb("ogbn-mag", root)
     assert d.splits["train"].tolist() == [0, 1, 2] and d.splits["test"].tolist() == [6, 7, 8]
     assert torch.load is not None and torch.load.__module__ == "torch.serialization"  # restored after

@@ -1,6 +1,7 @@
 """The neighbour sampler (regnn.training.neighbour_sampler) and its loader (regnn.training.sampling): whole-
 neighbourhood blocks equal DGL's, draws are uniform subsets, and batches repeat for a seed in every process,
 thread count and sampling mode."""
+
 import math
 import subprocess
 import sys
@@ -72,7 +73,7 @@ def test_every_in_edge_is_drawn_as_often_over_seeds(deg):
 
 def test_draw_helpers_give_distinct_values_in_range():
     gen = torch.Generator().manual_seed(0)
-    bound = torch.tensor([50, 51, 1000, 10 ** 7])
+    bound = torch.tensor([50, 51, 1000, 10**7])
     d = distinct_draws(bound, 25, gen)
     assert all(row.unique().numel() == 25 for row in d) and (d >= 0).all() and (d < bound.view(-1, 1)).all()
     k = smallest_keys(torch.tensor([26, 30, 49]), 25, 49, gen)
@@ -80,8 +81,9 @@ def test_draw_helpers_give_distinct_values_in_range():
 
 
 def test_fanout_keeps_every_in_edge_of_small_degrees_in_csc_order():
-    g = CscGraph.from_sorted_edges(torch.tensor([1, 2, 3, 0, 2, 0, 1, 3, 4]),
-                                   torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2]), 5)
+    g = CscGraph.from_sorted_edges(
+        torch.tensor([1, 2, 3, 0, 2, 0, 1, 3, 4]), torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2]), 5
+    )
     eid, at = g.sample_edges(torch.tensor([2, 0, 1]), 3, torch.Generator().manual_seed(0))
     assert at.tolist() == [0, 0, 0, 1, 1, 1, 2, 2] and eid[3:].tolist() == [0, 1, 2, 3, 4]  # degrees 3 and 2: all
     assert set(eid[:3].tolist()) < {5, 6, 7, 8} and eid[:3].unique().numel() == 3
@@ -96,8 +98,11 @@ def sg():
 
 def batches(loader) -> list[list[torch.Tensor]]:
     """Every batch of an epoch as its input nodes, seeds and adjacency arrays."""
-    return [[b.input_nodes, b.seeds] + [t for a in b.adjs for t in (a.indptr, a.indices, a.rel, a.t_indptr,
-                                                                      a.t_indices, a.t_pos)] for b in loader]
+    return [
+        [b.input_nodes, b.seeds]
+        + [t for a in b.adjs for t in (a.indptr, a.indices, a.rel, a.t_indptr, a.t_indices, a.t_pos)]
+        for b in loader
+    ]
 
 
 def same(a, b) -> bool:
@@ -120,14 +125,16 @@ def test_parallel_sampling_gives_the_deterministic_batches(sg):
     seeds = sg.seeds(torch.arange(300))
     want = batches(sampled_loader(sg, seeds, [5, 5], 16, shuffle=True, seed=1))
     for workers in (1, 3):
-        got = batches(sampled_loader(sg, seeds, [5, 5], 16, shuffle=True, seed=1, sampling="parallel",
-                                     num_workers=workers))
+        got = batches(
+            sampled_loader(sg, seeds, [5, 5], 16, shuffle=True, seed=1, sampling="parallel", num_workers=workers)
+        )
         assert same(got, want), workers
 
 
 def test_a_parallel_loader_left_early_leaves_no_sampling_thread(sg):
-    loader = sampled_loader(sg, sg.seeds(torch.arange(300)), [5, 5], 8, shuffle=True, sampling="parallel",
-                            num_workers=2)
+    loader = sampled_loader(
+        sg, sg.seeds(torch.arange(300)), [5, 5], 8, shuffle=True, sampling="parallel", num_workers=2
+    )
     for i, _ in enumerate(loader):
         if i == 2:
             break
@@ -143,9 +150,11 @@ def test_sampling_threads_run_torch_on_one_thread_and_leave_the_callers_count(se
 
 def test_processes_take_disjoint_shards_padded_to_one_length(sg):
     from regnn.training.sampling import NeighbourLoader
+
     seeds = sg.seeds(torch.arange(101))
-    shards = [torch.cat([b.seeds for b in NeighbourLoader(sg, seeds, [3], 16, True, rank=r, world_size=2)])
-              for r in (0, 1)]
+    shards = [
+        torch.cat([b.seeds for b in NeighbourLoader(sg, seeds, [3], 16, True, rank=r, world_size=2)]) for r in (0, 1)
+    ]
     assert shards[0].numel() == 51 and shards[1].numel() == 51  # 50 seeds + one repeated
     assert shards[1].unique().numel() == 50 and set(shards[0].tolist()).isdisjoint(shards[1].tolist())
     assert torch.equal(torch.cat(shards).unique(), seeds)
@@ -180,6 +189,10 @@ print(h.hexdigest())
 
 def test_a_seed_samples_the_same_blocks_in_every_process_thread_count_and_mode():
     runs = [("1", "deterministic"), ("2", "parallel")]  # the modes agree in one process (test above)
-    digests = {subprocess.run([sys.executable, "-c", REPEAT, *r], cwd=REPO, capture_output=True, text=True,
-                              check=True, timeout=300).stdout.strip() for r in runs}
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", REPEAT, *r], cwd=REPO, capture_output=True, text=True, check=True, timeout=300
+        ).stdout.strip()
+        for r in runs
+    }
     assert len(digests) == 1, digests

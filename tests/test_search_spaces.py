@@ -1,5 +1,6 @@
 """experiment=tune for the heterogeneous baselines: each model with a conf/search/tune_<model>.yaml searches its own
 space (replacing the RE-GNN family's), every searched key exists in the model's config, and a trial trains."""
+
 import json
 
 import pytest
@@ -13,15 +14,18 @@ BASELINES = ["rgcn", "simple_hgn", "hgt", "han"]
 
 def _compose(model: str, dataset: str = "synthetic"):
     import regnn.config  # noqa: F401  (the ${repo_root:} resolver)
+
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("train", overrides=["experiment=tune", f"dataset={dataset}", f"model={model}"],
-                       return_hydra_config=True)
+        return compose(
+            "train", overrides=["experiment=tune", f"dataset={dataset}", f"model={model}"], return_hydra_config=True
+        )
 
 
 @pytest.mark.parametrize("model", BASELINES)
 @pytest.mark.parametrize("dataset", ["synthetic", "dblp"])
 def test_a_baseline_space_composes_and_names_only_keys_of_its_model(model, dataset):
     from regnn.tuning.space import search_space
+
     cfg = _compose(model, dataset)
     params = OmegaConf.to_container(cfg.hydra.sweeper.params)
     assert cfg.hydra.runtime.choices["search@_global_"] == f"tune_{model}"
@@ -35,16 +39,37 @@ def test_a_baseline_space_composes_and_names_only_keys_of_its_model(model, datas
 @pytest.mark.parametrize("model, extra", [("re_gcn", {"model.layout"}), ("gat", {"model.layout"}), ("mlp", set())])
 def test_the_re_gnn_family_keeps_the_shared_space(model, extra):
     params = set(OmegaConf.to_container(_compose(model).hydra.sweeper.params))
-    assert params == {"optimizer.lr", "optimizer.weight_decay", "model.dropout", "model.hidden", "model.num_layers",
-                      "model.relation.scale"} | extra
+    assert (
+        params
+        == {
+            "optimizer.lr",
+            "optimizer.weight_decay",
+            "model.dropout",
+            "model.hidden",
+            "model.num_layers",
+            "model.relation.scale",
+        }
+        | extra
+    )
 
 
 @pytest.mark.slow  # make test-all (a tune's trial per space, ~30 s each); the spaces compose in the fast suite
 @pytest.mark.parametrize("model", BASELINES)
 def test_one_smoke_trial_of_each_baseline_space_trains(model, tmp_path):
     sweep = tmp_path / "sweep"
-    r = run_train("-m", "experiment=tune", "dataset=synthetic", f"model={model}", "debug=smoke", "tune.trials=1",
-                  "tune.seeds=1", "tune.final_runs=0", "threads=1", f"hydra.sweep.dir={sweep}", timeout=600)
+    r = run_train(
+        "-m",
+        "experiment=tune",
+        "dataset=synthetic",
+        f"model={model}",
+        "debug=smoke",
+        "tune.trials=1",
+        "tune.seeds=1",
+        "tune.final_runs=0",
+        "threads=1",
+        f"hydra.sweep.dir={sweep}",
+        timeout=600,
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     res = json.loads((sweep / "trial_0" / "results.json").read_text())
     assert res["model"] == model and res["metrics"]["val_micro_f1"]["mean"] >= 0
@@ -58,6 +83,7 @@ def test_one_smoke_trial_of_each_baseline_space_trains(model, tmp_path):
 @pytest.mark.parametrize("bases, decomposed", [(None, False), (0, False), (2, True), (6, False), (40, False)])
 def test_rgcn_bases_at_or_above_the_relation_count_decompose_nothing(bases, decomposed):
     from regnn.models.baselines.rgcn import RGCN
+
     m = RGCN(in_dims={"a": 4, "b": 3}, num_classes=3, num_relations=6, hidden=8, num_bases=bases)
     assert all(hasattr(c.linear_r, "coeff") == decomposed for c in m.convs)
     with pytest.raises(ValueError, match="num_bases must be >= 0"):

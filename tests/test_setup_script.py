@@ -1,5 +1,6 @@
 """scripts/setup/setup.sh's choice of Python: PYTHON wins, else the Python .venv was made with,
 else the newest on PATH."""
+
 import os
 import shutil
 import subprocess
@@ -15,8 +16,14 @@ BASE = getattr(sys, "_base_executable", sys.executable)
 def _which(root: Path, path_dir: Path, **env) -> str:
     e = {k: v for k, v in os.environ.items() if k != "PYTHON"}
     e |= {"PATH": f"{path_dir}:/usr/bin:/bin", **env}
-    r = subprocess.run(["bash", str(root / "scripts" / "setup" / "setup.sh"), "--which-python"], cwd=root, env=e,
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        ["bash", str(root / "scripts" / "setup" / "setup.sh"), "--which-python"],
+        cwd=root,
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 

@@ -2,6 +2,7 @@
 a preempted cell and a cell out of time keep their finished runs and say why they stopped, a re-run trains only
 the missing runs, and two sweeps over the same cells train each cell once. `make test-slurm` (root; installs
 slurm-wlm and munge where missing)."""
+
 import json
 import os
 import subprocess
@@ -15,16 +16,21 @@ from conftest import REPO
 
 pytestmark = pytest.mark.slurm
 
-SMOKE = ["experiment=table_ablation", "debug=smoke", "hydra.sweeper.params.dataset=synthetic",
-         "hydra/launcher=slurm_local"]
+SMOKE = [
+    "experiment=table_ablation",
+    "debug=smoke",
+    "hydra.sweeper.params.dataset=synthetic",
+    "hydra/launcher=slurm_local",
+]
 # slow enough runs (about a second each) that a signal lands mid-cell
 SLOW = ["runs=4", "trainer.max_epochs=300", "trainer.patience=300"]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
-    p = subprocess.run([str(REPO / "scripts" / "setup" / "local_slurm.sh"), "start"], capture_output=True, text=True,
-                       timeout=600)
+    p = subprocess.run(
+        [str(REPO / "scripts" / "setup" / "local_slurm.sh"), "start"], capture_output=True, text=True, timeout=600
+    )
     assert p.returncode == 0, f"no local SLURM: {p.stderr.strip() or p.stdout.strip()}"
     yield
 
@@ -72,9 +78,24 @@ def test_a_smoke_sweep_trains_as_slurm_jobs_and_renders(tmp_path):
     for model in ("gcn", "re_gcn"):
         r = json.loads((tmp_path / "cells" / f"synthetic_{model}" / "results.json").read_text())
         assert len(r["per_run"]) == 2 and r["metrics"]["test_micro_f1"]["mean"] > 0
-    out = subprocess.run([sys.executable, "-m", "regnn.reporting.ablation", "--cells", str(tmp_path / "cells"),
-                          "--out", str(tmp_path / "results"), "--datasets", "synthetic", "--allow-missing"],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "regnn.reporting.ablation",
+            "--cells",
+            str(tmp_path / "cells"),
+            "--out",
+            str(tmp_path / "results"),
+            "--datasets",
+            "synthetic",
+            "--allow-missing",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "synthetic" in (tmp_path / "results" / "table_ablation.md").read_text()
 
@@ -105,11 +126,29 @@ def test_a_preempted_cell_keeps_its_finished_runs_and_a_rerun_trains_only_the_re
 
 def test_a_job_out_of_time_says_so_and_keeps_its_finished_runs(tmp_path):
     cell = tmp_path / "cell"
-    cmd = (f"{sys.executable} {REPO / 'train.py'} dataset=synthetic model=re_gcn runs=500 trainer.max_epochs=100 "
-           f"trainer.patience=100 threads=1 workers=1 hydra.run.dir={cell}")
-    job = subprocess.run(["sbatch", "--parsable", "--time=1", "-c", "1", "--mem=2G", "-o",
-                          str(tmp_path / "slurm-%j.out"), "--chdir", str(REPO), "--wrap", cmd],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    cmd = (
+        f"{sys.executable} {REPO / 'train.py'} dataset=synthetic model=re_gcn runs=500 trainer.max_epochs=100 "
+        f"trainer.patience=100 threads=1 workers=1 hydra.run.dir={cell}"
+    )
+    job = subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--time=1",
+            "-c",
+            "1",
+            "--mem=2G",
+            "-o",
+            str(tmp_path / "slurm-%j.out"),
+            "--chdir",
+            str(REPO),
+            "--wrap",
+            cmd,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     wait_until(lambda: job not in our_jobs(), f"end of job {job}", timeout=240)
     out = (tmp_path / f"slurm-{job}.out").read_text()
     stops = [line for line in out.splitlines() if "stopped by SIGTERM" in line]
@@ -167,20 +206,40 @@ def test_a_run_out_of_time_is_requeued_and_continues_from_its_checkpoint(tmp_pat
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITE_HOLD)
     ready, epochs = tmp_path / "held", 300
-    env = {**os.environ, "HYDRA_FULL_ERROR": "1", "PYTHONPATH": f"{site}:{os.environ.get('PYTHONPATH', '')}",
-           "REGNN_TEST_HOLD_AFTER": str(cells / "*" / "runs" / "run_00" / "checkpoint.pt"),
-           "REGNN_TEST_HOLD_READY": str(ready), "REGNN_TEST_HOLD_SKIP": "20"}
-    cmd = [sys.executable, str(REPO / "train.py"), "-m", "dataset=synthetic", "model=re_gcn", "runs=1", "resume=true",
-           f"trainer.max_epochs={epochs}", f"trainer.patience={epochs}", "checkpoint_every_s=0", "threads=1",
-           "hydra/launcher=slurm_local", f"hydra.sweep.dir={cells}", "hydra.launcher.timeout_min=3",
-           "hydra.launcher.signal_delay_s=60", "hydra.launcher.max_num_timeout=2"]
+    env = {
+        **os.environ,
+        "HYDRA_FULL_ERROR": "1",
+        "PYTHONPATH": f"{site}:{os.environ.get('PYTHONPATH', '')}",
+        "REGNN_TEST_HOLD_AFTER": str(cells / "*" / "runs" / "run_00" / "checkpoint.pt"),
+        "REGNN_TEST_HOLD_READY": str(ready),
+        "REGNN_TEST_HOLD_SKIP": "20",
+    }
+    cmd = [
+        sys.executable,
+        str(REPO / "train.py"),
+        "-m",
+        "dataset=synthetic",
+        "model=re_gcn",
+        "runs=1",
+        "resume=true",
+        f"trainer.max_epochs={epochs}",
+        f"trainer.patience={epochs}",
+        "checkpoint_every_s=0",
+        "threads=1",
+        "hydra/launcher=slurm_local",
+        f"hydra.sweep.dir={cells}",
+        "hydra.launcher.timeout_min=3",
+        "hydra.launcher.signal_delay_s=60",
+        "hydra.launcher.max_num_timeout=2",
+    ]
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     (cell,) = [d for d in cells.iterdir() if d.name.endswith("synthetic_re_gcn")]
     assert ready.exists(), "the first job was never held mid-run"
     log = (cell / "train.log").read_text()
-    starts = [int(line.rsplit("at epoch ", 1)[1].split()[0]) for line in log.splitlines()
-              if "run continues from" in line]
+    starts = [
+        int(line.rsplit("at epoch ", 1)[1].split()[0]) for line in log.splitlines() if "run continues from" in line
+    ]
     assert len(starts) == 1 and 20 < starts[0] < epochs, log[-3000:]  # requeued once, on from where it was held
     errs = "".join(f.read_text() for f in (cells / ".submitit").rglob("*_log.err"))
     assert "timed-out" in errs, errs[-3000:]

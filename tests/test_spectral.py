@@ -1,6 +1,7 @@
 """The spectral embedding (MAGNN-AC's topological inputs) is one matrix whatever computes it: the canonical basis
 of each group of equal singular values, the same from any rotation of that group, from the dense and the randomised
 path, from any start vector, and under every OpenBLAS kernel this CPU runs."""
+
 import functools
 import json
 import os
@@ -79,9 +80,11 @@ def _kernels():
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
     kinds = ["Haswell"] + (["SkylakeX"] if " avx512f" in flags else ["Sandybridge"]) + [None]
     probe = "import numpy as np; a = np.random.default_rng(0).random((800, 800)); np.linalg.eigh(a + a.T)"
-    return [k for k in kinds
-            if subprocess.run([sys.executable, "-c", probe], env=_env(k), capture_output=True,
-                              timeout=120).returncode == 0]
+    return [
+        k
+        for k in kinds
+        if subprocess.run([sys.executable, "-c", probe], env=_env(k), capture_output=True, timeout=120).returncode == 0
+    ]
 
 
 @pytest.mark.onepython
@@ -92,8 +95,14 @@ def test_the_embedding_does_not_depend_on_the_blas_kernels(dense_max):
     out = {}
     assert len(_kernels()) >= 2, "fewer than two OpenBLAS core types run numpy here: nothing to compare"
     for kind in _kernels():
-        p = subprocess.run([sys.executable, "-c", PROBE, str(dense_max)], capture_output=True, text=True,
-                           env=_env(kind), cwd=os.path.dirname(__file__), timeout=300)
+        p = subprocess.run(
+            [sys.executable, "-c", PROBE, str(dense_max)],
+            capture_output=True,
+            text=True,
+            env=_env(kind),
+            cwd=os.path.dirname(__file__),
+            timeout=300,
+        )
         assert p.returncode == 0, p.stderr[-2000:]
         out[kind] = np.array(json.loads(p.stdout))
     first = out[_kernels()[0]]

@@ -1,6 +1,7 @@
 """The mini-batch step's fast paths against the plain computations they replace: hashed dropout, GAT's
 aggregate-then-transform on blocks, the typed input projection over type-grouped sources, parallel sampling and
 the step profile."""
+
 import pytest
 import torch
 
@@ -41,6 +42,7 @@ def test_hash_dropout_keeps_the_rate_and_its_backward_uses_the_same_mask():
 
 def test_hash_dropout_falls_back_to_torch_without_kernels(monkeypatch):
     import regnn.core.dropout as mod
+
     monkeypatch.setattr(mod, "load_kernels", lambda: None)
     y = HashDropout(0.5)(torch.ones(20000))
     assert abs((y != 0).float().mean().item() - 0.5) < 0.02 and set(y.unique().tolist()) <= {0.0, 2.0}
@@ -83,11 +85,20 @@ def mag(mag_root):
 def _model(d, sg, backbone="gcn"):
     from regnn.models import REGNN
     from regnn.models.sampled import NodeInputs, SampledREGNN
+
     inputs = NodeInputs(d.features, embed_dim=8)
     opts = dict(hidden=16, norm="right") if backbone == "gcn" else dict(hidden=4, heads=2)
-    regnn = REGNN(in_dims=inputs.in_dims, num_classes=d.num_classes, relation_types=sg,
-                  backbone=backbone, num_layers=2, dropout=0.2,
-                  relation=relation(), layout="stack", **opts)
+    regnn = REGNN(
+        in_dims=inputs.in_dims,
+        num_classes=d.num_classes,
+        relation_types=sg,
+        backbone=backbone,
+        num_layers=2,
+        dropout=0.2,
+        relation=relation(),
+        layout="stack",
+        **opts,
+    )
     inputs._fixed = {t: (x.double() if not x.is_sparse else x) for t, x in inputs._fixed.items()}
     return SampledREGNN(regnn, inputs, sg.ntypes, sg.offsets, sg.node_type).double()
 
@@ -112,6 +123,7 @@ def test_type_grouped_batch_gives_the_scores_and_gradients_of_the_block_order(ma
 
 def test_projection_pieces_equal_per_row_projection(mag):
     from regnn.models.sampled import _runs
+
     pos = torch.tensor([0, 1, 2, 3, 10, 11, 12, 20])
     pieces = _runs(pos, min_run=3)
     assert [(p[0], p[1]) for p in pieces[:2]] == [(slice(0, 4), slice(0, 4)), (slice(10, 13), slice(4, 7))]
@@ -145,13 +157,36 @@ def test_profiled_epoch_reports_its_phases_and_the_sampling_share(mag):
     seed_everything(0)
     model = _model(d, sg).float()
     model.inputs._fixed = {t: (x.float() if not x.is_sparse else x) for t, x in model.inputs._fixed.items()}
-    res = train_minibatch_run(model, sg, d.labels, d.splits, seed=0, num_classes=d.num_classes,
-                              options=minibatch(optimizer={"lr": 0.01}, fanouts=[4, 3], batch_size=64, max_epochs=1,
-                                                patience=1, log_every=0, profile=True, eval="sampled"))
+    res = train_minibatch_run(
+        model,
+        sg,
+        d.labels,
+        d.splits,
+        seed=0,
+        num_classes=d.num_classes,
+        options=minibatch(
+            optimizer={"lr": 0.01},
+            fanouts=[4, 3],
+            batch_size=64,
+            max_epochs=1,
+            patience=1,
+            log_every=0,
+            profile=True,
+            eval="sampled",
+        ),
+    )
     h = res.history[0]
     phases = {k for k in h if k.startswith("profile_")}
-    assert {"profile_blocks_s", "profile_gather_s", "profile_project_s", "profile_forward_layer_0_s",
-            "profile_forward_layer_1_s", "profile_backward_s", "profile_optimizer_step_s", "profile_sample_s"} <= phases
+    assert {
+        "profile_blocks_s",
+        "profile_gather_s",
+        "profile_project_s",
+        "profile_forward_layer_0_s",
+        "profile_forward_layer_1_s",
+        "profile_backward_s",
+        "profile_optimizer_step_s",
+        "profile_sample_s",
+    } <= phases
     assert all(h[k] >= 0 for k in phases)
     assert abs(h["sample_s"] + h["compute_s"] - h["train_time_s"]) < 1e-6
     assert any(k.startswith("peak_rss_gb_batch_") for k in h)

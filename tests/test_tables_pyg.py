@@ -1,6 +1,7 @@
 """A graph as tables with its own ids (format: tables) and as a PyG HeteroData (from_heterodata, to_heterodata,
 format: pyg): both read back the graph they were written from, train to the same scores as the graph itself, carry
 the user's ids into predictions, and refuse a bad table in one line."""
+
 import json
 import shutil
 
@@ -45,6 +46,7 @@ def test_heterodata_round_trip_without_and_with_pyg(tmp_path):
     d = synthetic()
     pytest.importorskip("torch_geometric")
     from regnn.data.pyg import from_heterodata, to_heterodata
+
     hd = to_heterodata(d)
     assert set(hd.node_types) == set(d.graph.ntypes) and hd["item"].train_mask.sum() == len(d.splits["train"])
     assert_same_graph(d, from_heterodata(hd, target="item", name="synthetic"))
@@ -53,12 +55,20 @@ def test_heterodata_round_trip_without_and_with_pyg(tmp_path):
 
 def test_heterodata_unlabelled_nodes_ids_and_reversed_relations():
     x = torch.rand(5, 3)
-    d = {"_global_store": {},
-         "paper": {"x": x, "y": torch.tensor([0, 1, -1, 1, 0]), "node_id": ["p1", "p2", "p3", "p4", "p5"],
-                   "train_mask": torch.tensor([1, 1, 0, 0, 0], dtype=torch.bool),
-                   "val_idx": torch.tensor([3]), "test_idx": torch.tensor([4]), "class_names": ["db", "ml"]},
-         "author": {"num_nodes": 2},
-         ("author", "writes", "paper"): {"edge_index": torch.tensor([[0, 1, 1], [0, 2, 4]])}}
+    d = {
+        "_global_store": {},
+        "paper": {
+            "x": x,
+            "y": torch.tensor([0, 1, -1, 1, 0]),
+            "node_id": ["p1", "p2", "p3", "p4", "p5"],
+            "train_mask": torch.tensor([1, 1, 0, 0, 0], dtype=torch.bool),
+            "val_idx": torch.tensor([3]),
+            "test_idx": torch.tensor([4]),
+            "class_names": ["db", "ml"],
+        },
+        "author": {"num_nodes": 2},
+        ("author", "writes", "paper"): {"edge_index": torch.tensor([[0, 1, 1], [0, 2, 4]])},
+    }
     ds = from_pyg_dict(d, "paper", reverse="add")
     assert [r for _, r, _ in ds.graph.canonical_etypes] == ["writes", "rev_writes"]
     assert ds.known_labels().tolist() == [0, 1, -1, 1, 0] and ds.class_names == ["db", "ml"]
@@ -75,6 +85,7 @@ def settings_of(cell) -> list[str]:
     """The model, optimizer and trainer settings a cell trained with, as overrides (a custom graph gets the custom
     defaults; the same settings make the runs comparable)."""
     from omegaconf import OmegaConf
+
     cfg = OmegaConf.load(cell / "config.yaml")
     out = []
     for section in ("model", "optimizer", "trainer"):
@@ -85,11 +96,21 @@ def settings_of(cell) -> list[str]:
 
 def train(tmp_path, name, *data):
     cell = tmp_path / name
-    r = run_train(*data, "model=re_gcn", "runs=2", "trainer.max_epochs=15", "trainer.patience=15", "threads=1",
-                  "workers=1", f"hydra.run.dir={cell}")
+    r = run_train(
+        *data,
+        "model=re_gcn",
+        "runs=2",
+        "trainer.max_epochs=15",
+        "trainer.patience=15",
+        "threads=1",
+        "workers=1",
+        f"hydra.run.dir={cell}",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
-    return cell, [(p["test_micro_f1"], p["val_micro_f1"], p["best_epoch"])
-                  for p in json.loads((cell / "results.json").read_text())["per_run"]]
+    return cell, [
+        (p["test_micro_f1"], p["val_micro_f1"], p["best_epoch"])
+        for p in json.loads((cell / "results.json").read_text())["per_run"]
+    ]
 
 
 @pytest.mark.onepython
@@ -97,14 +118,23 @@ def test_the_graph_as_tables_and_as_heterodata_trains_to_the_same_scores_and_pre
     first, builtin = train(tmp_path, "builtin", "dataset=synthetic")
     same = settings_of(first)
     d = synthetic()
-    cell, tables = train(tmp_path, "tables", "dataset=custom", f"dataset.path={write_tables(d, tmp_path / 't')}",
-                         *same)
+    cell, tables = train(tmp_path, "tables", "dataset=custom", f"dataset.path={write_tables(d, tmp_path / 't')}", *same)
     assert tables == builtin
     _, pyg = train(tmp_path, "pyg", "dataset=custom", f"dataset.path={save_pyg(d, tmp_path / 'p')}", *same)
     assert pyg == builtin
-    p = __import__("subprocess").run([__import__("sys").executable, str(REPO / "predict.py"), f"run={cell}",
-                                      "embeddings=true", f"hydra.run.dir={tmp_path / 'pred'}"],
-                                     cwd=REPO, capture_output=True, text=True, timeout=300)
+    p = __import__("subprocess").run(
+        [
+            __import__("sys").executable,
+            str(REPO / "predict.py"),
+            f"run={cell}",
+            "embeddings=true",
+            f"hydra.run.dir={tmp_path / 'pred'}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "pred" / "predictions.csv")
     assert rows.node.tolist() == [f"item:{i}" for i in range(len(rows))]
@@ -153,8 +183,7 @@ def bad_empty_edges(folder, meta):
     return "holds no edges"
 
 
-@pytest.mark.parametrize("spoil", [bad_dangling, bad_duplicate, bad_test_only_class, bad_text_feature,
-                                   bad_empty_edges])
+@pytest.mark.parametrize("spoil", [bad_dangling, bad_duplicate, bad_test_only_class, bad_text_feature, bad_empty_edges])
 def test_a_bad_table_is_refused_in_one_line_and_nothing_is_written(tmp_path, spoil):
     folder = tmp_path / "tables"
     y = write_tables(synthetic(), folder)
@@ -188,6 +217,7 @@ def test_unknown_keys_and_types_are_named(tmp_path):
 
 def test_npz_descriptions_name_their_classes(tmp_path):
     from custom_data import write_npz
+
     d = load_custom(write_npz(tmp_path / "a"))
     names = [f"class {c}" for c in range(d.num_classes)]
     assert load_custom(write_npz(tmp_path / "b", {"classes": names})).class_names == names

@@ -1,4 +1,5 @@
 """`python train.py ...` end to end in a subprocess, on the synthetic graph (seconds)."""
+
 import contextlib
 import json
 import os
@@ -46,6 +47,7 @@ def test_train_writes_results_weights_history_and_config(tmp_path):
     assert "Micro-F1" in p.stderr + p.stdout  # the summary line
     assert 0.05 < r["peak_rss_gb"] < 8  # the process's own peak resident memory, in GiB
     from regnn.data import make_synthetic
+
     data = make_synthetic()
     assert r["split_sizes"] == {"train": 120, "val": 60, "test": 120}  # what every score stands on
     y = data.labels[data.splits["test"]]
@@ -68,6 +70,7 @@ def test_refuses_to_overwrite_and_resume_skips(tmp_path):
 def test_a_cell_being_trained_by_a_live_process_is_left_alone(tmp_path):
     import subprocess
     import sys
+
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     marker = run_dir / ".training.pid"
@@ -100,8 +103,13 @@ def test_multirun_sweep(tmp_path):
 @pytest.mark.parametrize("logger", ["csv", "wandb"])
 def test_loggers_work_offline(tmp_path, logger):
     run_dir = tmp_path / "run"
-    p = run_train(*FAST, "runs=1", f"logger={logger}", f"hydra.run.dir={run_dir}",
-                  env={"WANDB_MODE": "offline", "WANDB_SILENT": "true"})
+    p = run_train(
+        *FAST,
+        "runs=1",
+        f"logger={logger}",
+        f"hydra.run.dir={run_dir}",
+        env={"WANDB_MODE": "offline", "WANDB_SILENT": "true"},
+    )
     assert p.returncode == 0, p.stderr
     check_results(run_dir, runs=1)
     if logger == "csv":
@@ -168,8 +176,9 @@ def test_runs_in_worker_processes_equal_the_runs_in_turn(tmp_path):
     out = {}
     for workers, threads in ((2, 2), (1, 1)):
         run_dir = tmp_path / f"w{workers}"
-        p = run_train(*FAST, "model=re_gcn", "runs=3", f"workers={workers}", f"threads={threads}",
-                      f"hydra.run.dir={run_dir}")
+        p = run_train(
+            *FAST, "model=re_gcn", "runs=3", f"workers={workers}", f"threads={threads}", f"hydra.run.dir={run_dir}"
+        )
         assert p.returncode == 0, p.stderr
         out[workers] = check_results(run_dir, runs=3)
         assert out[workers]["environment"]["threads"] == 1 and out[workers]["environment"]["workers"] == workers
@@ -179,7 +188,6 @@ def test_runs_in_worker_processes_equal_the_runs_in_turn(tmp_path):
     assert [strip(r) for r in out[2]["per_run"]] == [strip(r) for r in out[1]["per_run"]]
     for run in range(3):
         assert first_weights(tmp_path / "w2", run) == first_weights(tmp_path / "w1", run)
-
 
 
 def _alive(pid: int) -> bool:
@@ -195,16 +203,27 @@ def _alive(pid: int) -> bool:
 def test_worker_processes_end_with_a_killed_job(tmp_path):
     """A job killed while its workers train (SIGKILL: no handler of its own runs) takes its workers with it; they
     would otherwise train on as orphans, holding the cores."""
-    cmd = [sys.executable, str(REPO / "train.py"), "dataset=synthetic", "model=re_gcn", "runs=2", "workers=2",
-           "threads=2", "trainer.max_epochs=1000000", "trainer.patience=1000000", f"hydra.run.dir={tmp_path}"]
+    cmd = [
+        sys.executable,
+        str(REPO / "train.py"),
+        "dataset=synthetic",
+        "model=re_gcn",
+        "runs=2",
+        "workers=2",
+        "threads=2",
+        "trainer.max_epochs=1000000",
+        "trainer.patience=1000000",
+        f"hydra.run.dir={tmp_path}",
+    ]
     job = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[int] = []
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and job.poll() is None:
             with contextlib.suppress(psutil.Error):
-                workers = [c.pid for c in psutil.Process(job.pid).children()
-                           if any("spawn_main" in arg for arg in c.cmdline())]
+                workers = [
+                    c.pid for c in psutil.Process(job.pid).children() if any("spawn_main" in arg for arg in c.cmdline())
+                ]
             if len(workers) == 2:
                 break
             time.sleep(0.2)
@@ -225,10 +244,23 @@ def test_worker_processes_end_with_a_killed_job(tmp_path):
 
 @pytest.mark.onepython
 def test_a_run_that_never_stopped_early_says_so(tmp_path):
-    r = run_train("dataset=synthetic", "model=re_gcn", "runs=1", "trainer.max_epochs=5", "threads=1",
-                  f"hydra.run.dir={tmp_path / 'short'}")
+    r = run_train(
+        "dataset=synthetic",
+        "model=re_gcn",
+        "runs=1",
+        "trainer.max_epochs=5",
+        "threads=1",
+        f"hydra.run.dir={tmp_path / 'short'}",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "it trained all 5 allowed epochs without early stopping" in r.stderr
-    r = run_train("dataset=synthetic", "model=re_gcn", "runs=1", "trainer.max_epochs=400", "trainer.patience=5",
-                  "threads=1", f"hydra.run.dir={tmp_path / 'stopped'}")
+    r = run_train(
+        "dataset=synthetic",
+        "model=re_gcn",
+        "runs=1",
+        "trainer.max_epochs=400",
+        "trainer.patience=5",
+        "threads=1",
+        f"hydra.run.dir={tmp_path / 'stopped'}",
+    )
     assert r.returncode == 0 and "run 1/1" in r.stderr and "without early stopping" not in r.stderr

@@ -1,4 +1,5 @@
 """scripts/checks/trainers_table.py: full batch against mini-batch, every cell through train.py, the table as data."""
+
 import subprocess
 import sys
 
@@ -10,9 +11,21 @@ from conftest import REPO
 
 @pytest.mark.onepython
 def test_the_table_holds_each_trainer_and_its_difference_from_full_batch_and_is_never_overwritten(tmp_path):
-    cmd = [sys.executable, str(REPO / "scripts" / "checks" / "trainers_table.py"), "--graphs", "synthetic",
-           "--runs", "2", "--work", str(tmp_path / "work"), "--out", str(tmp_path / "trainers"),
-           "trainer.max_epochs=3", "trainer.patience=3", "threads=1"]
+    cmd = [
+        sys.executable,
+        str(REPO / "scripts" / "checks" / "trainers_table.py"),
+        "--graphs",
+        "synthetic",
+        "--runs",
+        "2",
+        "--work",
+        str(tmp_path / "work"),
+        "--out",
+        str(tmp_path / "trainers"),
+        "trainer.max_epochs=3",
+        "trainer.patience=3",
+        "threads=1",
+    ]
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     df = pd.read_csv(tmp_path / "trainers.csv")

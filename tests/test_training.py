@@ -1,4 +1,5 @@
 """Trainer behaviour on the synthetic graph with a planted relation signal."""
+
 import numpy as np
 import pytest
 import torch
@@ -24,12 +25,28 @@ def syn():
 def run(data, inputs, seed=0, re=True, backbone="gcn", max_epochs=120, patience=40, **kw):
     """lr 0.01 with lambda 10: relation weights move ~0.1 per Adam step, as with the paper's 1e-3 x 100."""
     seed_everything(seed)
-    m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone=backbone, hidden=16, num_layers=3,
-                          dropout=0.2, relation=relation(edge_embeddings=re, self_loop_embeddings=re, scale=10.0),
-                          **kw)
-    return train_run(m, inputs, data.features, data.labels, data.splits, seed=seed,
-                     options=fullbatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3},
-                                       max_epochs=max_epochs, patience=patience))
+    m = REGNN.from_inputs(
+        inputs,
+        data.in_dims,
+        data.num_classes,
+        backbone=backbone,
+        hidden=16,
+        num_layers=3,
+        dropout=0.2,
+        relation=relation(edge_embeddings=re, self_loop_embeddings=re, scale=10.0),
+        **kw,
+    )
+    return train_run(
+        m,
+        inputs,
+        data.features,
+        data.labels,
+        data.splits,
+        seed=seed,
+        options=fullbatch(
+            optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3}, max_epochs=max_epochs, patience=patience
+        ),
+    )
 
 
 def test_relation_weights_find_the_planted_signal(syn):
@@ -43,8 +60,11 @@ def test_relation_weights_find_the_planted_signal(syn):
 
 def test_same_seed_same_result_other_seed_other_result(syn):
     data, inputs = syn
-    a, b, c = run(data, inputs, seed=3, max_epochs=15), run(data, inputs, seed=3, max_epochs=15), \
-        run(data, inputs, seed=4, max_epochs=15)
+    a, b, c = (
+        run(data, inputs, seed=3, max_epochs=15),
+        run(data, inputs, seed=3, max_epochs=15),
+        run(data, inputs, seed=4, max_epochs=15),
+    )
     assert [h["train_loss"] for h in a.history] == [h["train_loss"] for h in b.history]
     assert a.metrics == b.metrics and a.relation_weights == b.relation_weights
     assert [h["train_loss"] for h in a.history] != [h["train_loss"] for h in c.history]
@@ -65,6 +85,7 @@ def test_early_stopping_unit():
         def __init__(self):
             super().__init__()
             self.w = torch.nn.Parameter(torch.zeros(1))
+
     m, es = M(), EarlyStopping(patience=2)
     stops = []
     for epoch, loss in enumerate([3.0, 2.0, 2.5, 1.0, 1.5, 1.2]):
@@ -90,6 +111,7 @@ def test_early_stopping_on_several_scores_needs_all_to_improve():
 def test_cosine_schedule_anneals_to_a_hundredth(syn):
     """trainer.lr_schedule=cosine: R-HGNN's CosineAnnealingLR from lr to lr/100 over max_epochs."""
     from regnn.training.trainer import make_schedule
+
     opt = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.01)
     sched = make_schedule(opt, "cosine", 10)
     lrs = []
@@ -101,12 +123,24 @@ def test_cosine_schedule_anneals_to_a_hundredth(syn):
     assert make_schedule(opt, "constant", 10) is None
     data, inputs = syn
     seed_everything(0)
-    m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=8, num_layers=2,
-                          relation=relation())
-    r = train_run(m, inputs, data.features, data.labels, data.splits, seed=0,
-                  options=fullbatch(max_epochs=5, patience=10,
-                                    optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
-                                    lr_schedule="cosine", stop_on=("val_micro_f1", "val_macro_f1")))
+    m = REGNN.from_inputs(
+        inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=8, num_layers=2, relation=relation()
+    )
+    r = train_run(
+        m,
+        inputs,
+        data.features,
+        data.labels,
+        data.splits,
+        seed=0,
+        options=fullbatch(
+            max_epochs=5,
+            patience=10,
+            optimizer={"name": "adam", "lr": 0.01, "weight_decay": 0.0},
+            lr_schedule="cosine",
+            stop_on=("val_micro_f1", "val_macro_f1"),
+        ),
+    )
     assert r.epochs == 5 and 0 <= r.best_epoch < 5
 
 
@@ -114,6 +148,7 @@ def test_onecycle_schedule_is_hgbs():
     """trainer.lr_schedule=onecycle: HGB's HGT schedule, from lr/25 up to lr at 5% of max_epochs, then down to
     lr/25e4 for the last epoch, with AdamW (optimizer=adamw)."""
     from regnn.training.trainer import make_optimizer, make_schedule
+
     opt = make_optimizer([torch.nn.Parameter(torch.zeros(1))], name="adamw", lr=1e-3, weight_decay=1e-4)
     assert isinstance(opt, torch.optim.AdamW) and opt.param_groups[0]["weight_decay"] == 1e-4
     sched = make_schedule(opt, "onecycle", 300)
@@ -160,52 +195,97 @@ def test_bf16_precision_trains_and_keeps_sparse_parts_in_float32(syn, backbone):
     planted signal, and outputs handed back (logits, embeddings, relation weights) are float32."""
     data, inputs = syn
     seed_everything(0)
-    m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone=backbone, hidden=16, num_layers=3,
-                          dropout=0.2, relation=relation(scale=10.0))
-    r = train_run(m, inputs, data.features, data.labels, data.splits, seed=0,
-                  options=fullbatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3}, max_epochs=120,
-                                    patience=40, precision="bf16"))
+    m = REGNN.from_inputs(
+        inputs,
+        data.in_dims,
+        data.num_classes,
+        backbone=backbone,
+        hidden=16,
+        num_layers=3,
+        dropout=0.2,
+        relation=relation(scale=10.0),
+    )
+    r = train_run(
+        m,
+        inputs,
+        data.features,
+        data.labels,
+        data.splits,
+        seed=0,
+        options=fullbatch(
+            optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3}, max_epochs=120, patience=40, precision="bf16"
+        ),
+    )
     if backbone == "gcn":  # RE-GCN solves this graph in fp32 (test above); GAT needs more than 120 epochs
         assert r.metrics["test_micro_f1"] >= 95.0
     assert r.history[-1]["train_loss"] < 0.8 * r.history[0]["train_loss"]
     assert r.embeddings.dtype == np.float32 or r.embeddings.dtype == torch.float32
     assert all(p.dtype == torch.float32 for p in m.parameters())  # autocast never casts the weights
     with pytest.raises(ValueError, match="fp32 or bf16"):
-        train_run(m, inputs, data.features, data.labels, data.splits, seed=0,
-                  options=fullbatch(optimizer={"name": "adam"}, max_epochs=1, precision="fp16"))
+        train_run(
+            m,
+            inputs,
+            data.features,
+            data.labels,
+            data.splits,
+            seed=0,
+            options=fullbatch(optimizer={"name": "adam"}, max_epochs=1, precision="fp16"),
+        )
 
 
 def test_epochs_generator_is_the_trainers_loop(syn):
     """train_run's history is the epochs() generator's rows: stepping a model by hand (as the paired benchmark
     does) trains it exactly as train_run would."""
     from regnn.training.trainer import epochs
+
     data, inputs = syn
     ref = run(data, inputs, max_epochs=6, patience=100)
     seed_everything(0)
-    m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, backbone="gcn", hidden=16, num_layers=3,
-                          dropout=0.2, relation=relation(scale=10.0))
-    steps = epochs(m, inputs, data.features, data.labels, data.splits,
-                   fullbatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3}))
+    m = REGNN.from_inputs(
+        inputs,
+        data.in_dims,
+        data.num_classes,
+        backbone="gcn",
+        hidden=16,
+        num_layers=3,
+        dropout=0.2,
+        relation=relation(scale=10.0),
+    )
+    steps = epochs(
+        m,
+        inputs,
+        data.features,
+        data.labels,
+        data.splits,
+        fullbatch(optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-3}),
+    )
     rows = [next(steps) for _ in range(6)]
     assert [r["epoch"] for r in rows] == list(range(6))
     assert [r["val_loss"] for r in rows] == [h["val_loss"] for h in ref.history]
     assert [r["train_loss"] for r in rows] == [h["train_loss"] for h in ref.history]
 
 
-@pytest.mark.parametrize("opt", [{"name": "adam", "lr": 0.01, "weight_decay": 1e-3},
-                                 {"name": "sgd", "lr": 0.05, "weight_decay": 1e-3, "momentum": 0.9}])
+@pytest.mark.parametrize(
+    "opt",
+    [
+        {"name": "adam", "lr": 0.01, "weight_decay": 1e-3},
+        {"name": "sgd", "lr": 0.05, "weight_decay": 1e-3, "momentum": 0.9},
+    ],
+)
 def test_multi_tensor_optimizer_steps_equal_the_per_tensor_ones(syn, opt):
     """make_optimizer updates every parameter in one multi-tensor op (foreach): 30 training steps of RE-GCN give
     bitwise the parameters of torch's per-tensor loop (the committed results were trained with that loop)."""
     import torch.nn.functional as F
 
     from regnn.training.trainer import make_optimizer
+
     data, inputs = syn
     params = []
     for foreach in (True, False):
         seed_everything(0)
-        m = REGNN.from_inputs(inputs, data.in_dims, data.num_classes, hidden=16, num_layers=3, dropout=0.2,
-                              relation=relation(scale=10.0))
+        m = REGNN.from_inputs(
+            inputs, data.in_dims, data.num_classes, hidden=16, num_layers=3, dropout=0.2, relation=relation(scale=10.0)
+        )
         start = [p.detach().clone() for p in m.parameters()]
         o = make_optimizer(m.parameters(), **opt)
         assert all(g["foreach"] for g in o.param_groups)
@@ -225,12 +305,15 @@ def test_multi_tensor_optimizer_steps_equal_the_per_tensor_ones(syn, opt):
 
 # -- the epoch loop (regnn.training.loop) on a step that returns given rows ------------------------------------
 def _rows(losses):
-    return [{"epoch": e, "train_loss": 1.0, "val_loss": v, "val_micro_f1": 50.0, "val_macro_f1": 50.0}
-            for e, v in enumerate(losses)]
+    return [
+        {"epoch": e, "train_loss": 1.0, "val_loss": v, "val_micro_f1": 50.0, "val_macro_f1": 50.0}
+        for e, v in enumerate(losses)
+    ]
 
 
 def test_the_loop_stops_after_patience_epochs_and_keeps_the_first_best():
     from regnn.training.loop import EpochLoop, StopRule
+
     model = torch.nn.Linear(2, 2)
     rows = _rows([1.0, 0.5, 0.5, 0.7, 0.6, 0.4])
 
@@ -249,10 +332,12 @@ def test_the_loop_stops_after_patience_epochs_and_keeps_the_first_best():
 
 def test_without_early_stopping_the_loop_trains_every_epoch_and_keeps_the_last():
     from regnn.training.loop import EpochLoop, StopRule
+
     model = torch.nn.Linear(2, 2)
     seen = []
-    loop = EpochLoop(model, StopRule(max_epochs=4, patience=0, stop_on=()), num_classes=2, check_losses=False,
-                     on_epoch=seen.append)
+    loop = EpochLoop(
+        model, StopRule(max_epochs=4, patience=0, stop_on=()), num_classes=2, check_losses=False, on_epoch=seen.append
+    )
     history = loop.run(lambda epoch: {"epoch": epoch, "train_loss": 4.0 - epoch})  # no validation scores
     assert len(history) == 4 and seen == history and loop.best_epoch == 3
     state = loop.state()

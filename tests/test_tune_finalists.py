@@ -1,6 +1,7 @@
 """experiment=tune's finalist stage: the best trials by search score and trial 0 trained again with new seeds, the
 choice made on those; a tune killed in that stage resumes without retraining finished finalists; and, on a small
 generated graph with a small validation set, the chosen setting is no worse than the configured one on validation."""
+
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from conftest import REPO, start_held, wait_for_file
 
 def test_the_finalists_are_the_best_trials_by_search_score_and_trial_0():
     from regnn.tuning import pick_finalists
+
     scores = {0: 91.87, 1: 80.0, 2: 92.58, 3: 92.0, 4: 92.0, 5: 91.9}
     assert pick_finalists(scores, 2) == [2, 3, 0]  # 3 and 4 tie: the lower number first
     assert pick_finalists(scores, 3) == [2, 3, 4, 0]
@@ -30,6 +32,7 @@ def test_the_finalists_are_the_best_trials_by_search_score_and_trial_0():
 def test_a_lucky_search_winner_loses_to_the_configured_setting_on_new_seeds():
     """The reported case: trial 16 led the search (92.58 over 2 seeds) but scores below trial 0 on new seeds."""
     from regnn.tuning import choice_order, choose
+
     finalists = {16: {"mean": 90.55, "failed": 0}, 3: {"mean": 91.10, "failed": 0}, 0: {"mean": 91.87, "failed": 0}}
     assert choose(finalists) == 0 and choice_order(finalists) == [0, 3, 16]
     finalists[3]["mean"] = 92.40  # a searched setting that holds up on new seeds wins
@@ -44,6 +47,7 @@ def test_the_configured_setting_is_kept_unless_the_paired_gain_beats_its_noise()
 
     def finalist(scores):
         return {"mean": sum(scores) / len(scores), "failed": 0, "per_seed": dict(enumerate(scores, 1000))}
+
     default = finalist([91.0, 92.5, 90.0, 91.5, 92.0])
     noisy = finalist([92.5, 91.0, 92.0, 91.0, 93.5])  # +0.6 on average, but up and down seed by seed
     steady = finalist([91.6, 93.0, 90.7, 92.0, 92.6])  # +0.58 on average, on every seed
@@ -64,6 +68,7 @@ def test_the_more_finalists_the_larger_the_gain_it_takes_to_leave_the_configured
     more often the more finalists there are: the test's level is shared among them (Bonferroni)."""
     from regnn.tuning import choose, paired_gain
     from regnn.tuning.finalists import required_t
+
     default = _finalist([90.0] * 5)
     best = _finalist([91.0, 89.9, 91.4, 90.3, 90.6])  # +0.64 on average, t = 2.44 over 5 seeds
     mean, se, n = paired_gain(best, default)
@@ -79,6 +84,7 @@ def test_where_no_setting_is_better_a_tune_rarely_leaves_the_configured_one():
     at most about 5% of them, where picking the best finalist by mean alone leaves it in most."""
     import numpy as np
     from regnn.tuning import choose
+
     rng = np.random.default_rng(0)
     moved = by_mean = 0
     trials = 2000
@@ -92,25 +98,31 @@ def test_where_no_setting_is_better_a_tune_rarely_leaves_the_configured_one():
 
 def test_ties_go_to_the_lower_trial_and_diverged_finalists_lose():
     from regnn.tuning import choice_order, choose
+
     assert choose({7: {"mean": 90.0, "failed": 0}, 0: {"mean": 90.0, "failed": 0}}) == 0
     assert choose({7: {"mean": 90.0, "failed": 0}, 5: {"mean": 90.0, "failed": 0}}) == 5
     # a finalist with a diverged run is ranked below every finalist without one, whatever its mean over the rest
     assert choose({4: {"mean": 97.0, "failed": 1}, 0: {"mean": 90.0, "failed": 0}}) == 0
-    assert choice_order({4: {"mean": None, "failed": 5}, 2: {"mean": 80.0, "failed": 2}, 0: {"mean": 70.0,
-                                                                                          "failed": 0}}) == [0, 2, 4]
+    assert choice_order(
+        {4: {"mean": None, "failed": 5}, 2: {"mean": 80.0, "failed": 2}, 0: {"mean": 70.0, "failed": 0}}
+    ) == [0, 2, 4]
     assert choose({4: {"mean": None, "failed": 5}}) is None
 
 
-@pytest.mark.parametrize("key, value, says", [
-    ("finalists", -1, "tune.finalists=-1: a whole number >= 0"),
-    ("finalist_seeds", 0, "tune.finalist_seeds=0: a whole number >= 1"),
-    ("finalists", 1.5, "tune.finalists=1.5: a whole number >= 0"),
-    ("seeds", 1001, "tune.seeds=1001: at most 1000"),
-])
+@pytest.mark.parametrize(
+    "key, value, says",
+    [
+        ("finalists", -1, "tune.finalists=-1: a whole number >= 0"),
+        ("finalist_seeds", 0, "tune.finalist_seeds=0: a whole number >= 1"),
+        ("finalists", 1.5, "tune.finalists=1.5: a whole number >= 0"),
+        ("seeds", 1001, "tune.seeds=1001: at most 1000"),
+    ],
+)
 def test_bad_tune_values_are_refused_in_one_line(key, value, says):
     from omegaconf import OmegaConf
     from regnn.errors import ConfigError
     from regnn.tuning import check_tune
+
     tune = OmegaConf.create({"trials": 3, "seeds": 2, "final_runs": 1, "finalists": 2, "finalist_seeds": 2})
     check_tune(tune)
     tune[key] = value
@@ -123,29 +135,49 @@ def _fake_sweep(sweep, search: dict, finalists: dict, stage_seed=1000, seeds=3):
     validation scores, as a tune leaves them (no training)."""
     import optuna
     from optuna.distributions import FloatDistribution
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sweep.mkdir(parents=True)
     study = optuna.create_study(study_name="fake", storage=f"sqlite:///{sweep / 'study.db'}", direction="maximize")
     study.set_user_attr("seeds", 2)
     for number, value in sorted(search.items()):
-        study.add_trial(optuna.trial.create_trial(params={"optimizer.lr": 0.001 * (number + 1)}, value=value,
-                                                  distributions={"optimizer.lr": FloatDistribution(1e-4, 1.0)}))
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"optimizer.lr": 0.001 * (number + 1)},
+                value=value,
+                distributions={"optimizer.lr": FloatDistribution(1e-4, 1.0)},
+            )
+        )
     study.set_user_attr("finalists", {"trials": list(finalists), "seed": stage_seed, "seeds": seeds})
     for number, vals in finalists.items():
         d = sweep / f"finalist_trial_{number}"
         d.mkdir()
         mean = sum(vals) / len(vals)
         std = (sum((v - mean) ** 2 for v in vals) / len(vals)) ** 0.5
-        (d / "results.json").write_text(json.dumps({"runs": len(vals), "failed_runs": 0, "metrics": {
-            "val_micro_f1": {"mean": mean, "std": std}, "test_micro_f1": {"mean": 50.0, "std": 0.0}}}))
+        (d / "results.json").write_text(
+            json.dumps(
+                {
+                    "runs": len(vals),
+                    "failed_runs": 0,
+                    "metrics": {
+                        "val_micro_f1": {"mean": mean, "std": std},
+                        "test_micro_f1": {"mean": 50.0, "std": 0.0},
+                    },
+                }
+            )
+        )
     return study
 
 
 def test_the_listing_shows_the_finalists_first_and_says_when_the_configured_setting_wins(tmp_path, capsys):
     from regnn.tuning import listing, main
+
     sweep = tmp_path / "sweep"
-    _fake_sweep(sweep, {0: 91.0, 1: 93.0, 2: 92.0, 3: 80.0}, {1: [89.0, 90.0, 91.0], 2: [88.0, 88.0, 88.0],
-                                                            0: [91.0, 92.0, 93.0]})
+    _fake_sweep(
+        sweep,
+        {0: 91.0, 1: 93.0, 2: 92.0, 3: 80.0},
+        {1: [89.0, 90.0, 91.0], 2: [88.0, 88.0, 88.0], 0: [91.0, 92.0, 93.0]},
+    )
     df, notes = listing(sweep)
     assert list(df.trial) == [0, 1, 2, 3]  # the finalists in the order of the choice, then the rest by search score
     assert df.finalist_val_micro_f1[:3].tolist() == pytest.approx([92.0, 90.0, 88.0])
@@ -161,9 +193,11 @@ def test_the_listing_shows_the_finalists_first_and_says_when_the_configured_sett
 
 def test_the_listing_names_a_searched_winner_beside_the_configured_setting(tmp_path):
     from regnn.tuning import listing
+
     sweep = tmp_path / "sweep"
-    _fake_sweep(sweep, {0: 91.0, 1: 93.0, 2: 92.0}, {1: [89.0, 90.0, 91.0], 2: [95.0, 95.0, 95.0],
-                                                    0: [91.0, 92.0, 93.0]})
+    _fake_sweep(
+        sweep, {0: 91.0, 1: 93.0, 2: 92.0}, {1: [89.0, 90.0, 91.0], 2: [95.0, 95.0, 95.0], 0: [91.0, 92.0, 93.0]}
+    )
     df, notes = listing(sweep)
     assert list(df.trial) == [2, 0, 1]
     text = " ".join(notes)
@@ -178,16 +212,36 @@ def test_the_listing_names_a_searched_winner_beside_the_configured_setting(tmp_p
 
 # the count graph made small: 300 items, so 90 validation nodes, where a one-seed score is mostly luck; it starts
 # from the settings dataset=custom starts from, as a user's own graph does; a short training
-GRAPH = ["dataset=counts", "dataset.feature_norm=standard", "tuned/backbone=custom_gcn", "dataset.num_items=300",
-         "dataset.num_users=100", "dataset.num_tags=20", "trainer.max_epochs=50", "trainer.patience=15"]
-TUNE = ["-m", "experiment=tune", "model=re_gcn", *GRAPH, "tune.trials=5", "tune.seeds=1", "tune.finalists=2",
-        "tune.finalist_seeds=3", "tune.final_runs=0", "threads=1", "workers=1"]
+GRAPH = [
+    "dataset=counts",
+    "dataset.feature_norm=standard",
+    "tuned/backbone=custom_gcn",
+    "dataset.num_items=300",
+    "dataset.num_users=100",
+    "dataset.num_tags=20",
+    "trainer.max_epochs=50",
+    "trainer.patience=15",
+]
+TUNE = [
+    "-m",
+    "experiment=tune",
+    "model=re_gcn",
+    *GRAPH,
+    "tune.trials=5",
+    "tune.seeds=1",
+    "tune.finalists=2",
+    "tune.finalist_seeds=3",
+    "tune.final_runs=0",
+    "threads=1",
+    "workers=1",
+]
 SAMPLER_SEEDS = (0, 1)
 FINAL = {"seed": 0, "runs": 3}  # the final runs both settings are compared on
 
 
 def _study(sweep):
     import optuna
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna.load_study(study_name="counts_re_gcn", storage=f"sqlite:///{sweep / 'study.db'}")
 
@@ -197,6 +251,7 @@ def _final_val(sweep, number, out):
     trial's own config.yaml."""
     from omegaconf import OmegaConf
     from regnn.pipeline import train
+
     cfg = OmegaConf.load(sweep / f"trial_{number}" / "config.yaml")
     cfg.update({**FINAL, "resume": True, "threads": 1, "workers": 1})
     return train(cfg, out / f"final_{sweep.name}_trial_{number}")["metrics"]["val_micro_f1"]["mean"]
@@ -209,19 +264,45 @@ def tunes(tmp_path_factory):
     env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
     killed = {}
     sweep = root / "s0"
-    args = [sys.executable, str(REPO / "train.py"), *TUNE, f"hydra.sweeper.sampler.seed={SAMPLER_SEEDS[0]}",
-            f"hydra.sweep.dir={sweep}"]
-    first = start_held(args[2:], sweep / "finalist_trial_*" / "results.json", root / "held", env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    args = [
+        sys.executable,
+        str(REPO / "train.py"),
+        *TUNE,
+        f"hydra.sweeper.sampler.seed={SAMPLER_SEEDS[0]}",
+        f"hydra.sweep.dir={sweep}",
+    ]
+    first = start_held(
+        args[2:],
+        sweep / "finalist_trial_*" / "results.json",
+        root / "held",
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:  # held at its next check once a finalist has finished: killed inside the finalist stage
         wait_for_file(root / "held", first)
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
     killed = {p.parent.name: p.read_bytes() for p in sweep.glob("finalist_trial_*/results.json")}
-    procs = {s: subprocess.Popen([sys.executable, str(REPO / "train.py"), *TUNE, f"hydra.sweeper.sampler.seed={s}",
-                                  f"hydra.sweep.dir={root / f's{s}'}"], cwd=REPO, env=env, text=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for s in SAMPLER_SEEDS}
+    procs = {
+        s: subprocess.Popen(
+            [
+                sys.executable,
+                str(REPO / "train.py"),
+                *TUNE,
+                f"hydra.sweeper.sampler.seed={s}",
+                f"hydra.sweep.dir={root / f's{s}'}",
+            ],
+            cwd=REPO,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for s in SAMPLER_SEEDS
+    }
     logs = {s: p.communicate(timeout=600)[0] for s, p in procs.items()}
     for s, p in procs.items():
         assert p.returncode == 0, logs[s][-3000:]
@@ -246,6 +327,7 @@ def test_a_tune_killed_in_its_finalist_stage_keeps_its_finished_finalists(tunes)
 def test_finalists_train_their_trial_setting_with_new_seeds_and_the_choice_is_theirs(tunes):
     from regnn.runs.computation import computation
     from regnn.tuning import choose, read_finalists
+
     root, _, _ = tunes
     for s in SAMPLER_SEEDS:
         sweep = root / f"s{s}"
@@ -266,8 +348,11 @@ def test_finalists_train_their_trial_setting_with_new_seeds_and_the_choice_is_th
         assert conf["optimizer"]["lr"] == pytest.approx(params["optimizer.lr"])
         assert conf["model"]["num_layers"] == params["model.num_layers"]
         said = (sweep / "tuned" / "best.yaml").read_text()
-        assert (f"trial {chosen}, mean validation Micro-F1" in said
-                or chosen == 0 and "trial 0, the configured setting, kept" in said)
+        assert (
+            f"trial {chosen}, mean validation Micro-F1" in said
+            or chosen == 0
+            and "trial 0, the configured setting, kept" in said
+        )
 
 
 @pytest.mark.slow
@@ -275,6 +360,7 @@ def test_the_chosen_setting_is_no_worse_than_the_configured_one_on_the_final_run
     """The acceptance check: over several sampler seeds, the finalists' choice never scores below trial 0 (the
     configured setting) on the same final runs, where the search's best alone does (the winner's curse)."""
     from regnn.tuning import choose, read_finalists
+
     root, _, _ = tunes
     search_lost = []
     for s in SAMPLER_SEEDS:
@@ -292,10 +378,22 @@ def test_the_chosen_setting_is_no_worse_than_the_configured_one_on_the_final_run
 # A tune where no setting is really better than the configured one: every searched key fixed at its configured
 # value but the dropout, searched within 0.45-0.55 around its configured 0.5. Trials differ by their seeds' luck
 # only; the tune must keep the configured setting for every sampler seed.
-SAME = [*TUNE[:TUNE.index("tune.finalists=2")], "tune.trials=6", "tune.finalists=3", "tune.finalist_seeds=5",
-        "tune.final_runs=0", "threads=1", "workers=1", "optimizer.lr=0.005", "optimizer.weight_decay=0.001",
-        "model.hidden=64", "model.num_layers=4", "model.relation.scale=20", "model.layout=authors",
-        "model.dropout=interval(0.45,0.55)"]
+SAME = [
+    *TUNE[: TUNE.index("tune.finalists=2")],
+    "tune.trials=6",
+    "tune.finalists=3",
+    "tune.finalist_seeds=5",
+    "tune.final_runs=0",
+    "threads=1",
+    "workers=1",
+    "optimizer.lr=0.005",
+    "optimizer.weight_decay=0.001",
+    "model.hidden=64",
+    "model.num_layers=4",
+    "model.relation.scale=20",
+    "model.layout=authors",
+    "model.dropout=interval(0.45,0.55)",
+]
 SAME_SAMPLER_SEEDS = (0, 1, 2)
 
 
@@ -303,12 +401,24 @@ SAME_SAMPLER_SEEDS = (0, 1, 2)
 def test_where_no_setting_is_better_the_tune_keeps_the_configured_one(tmp_path):
     from regnn.tuning import choose, read_finalists
     from regnn.tuning.finalists import contenders
+
     env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
     for s in SAME_SAMPLER_SEEDS:
         sweep = tmp_path / f"s{s}"
-        p = subprocess.run([sys.executable, str(REPO / "train.py"), *SAME, f"hydra.sweeper.sampler.seed={s}",
-                            f"hydra.sweep.dir={sweep}"], cwd=REPO, env=env, text=True, capture_output=True,
-                           timeout=900)
+        p = subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "train.py"),
+                *SAME,
+                f"hydra.sweeper.sampler.seed={s}",
+                f"hydra.sweep.dir={sweep}",
+            ],
+            cwd=REPO,
+            env=env,
+            text=True,
+            capture_output=True,
+            timeout=900,
+        )
         assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
         study = _study(sweep)
         dropouts = {t.params["model.dropout"] for t in study.trials if t.state.name == "COMPLETE"}
@@ -316,5 +426,7 @@ def test_where_no_setting_is_better_the_tune_keeps_the_configured_one(tmp_path):
         found = read_finalists(sweep, study.user_attrs["finalists"]["trials"])
         assert contenders(found) == len(found) - 1 >= 2  # trial 0 and two or three searched finalists
         assert choose(found) == 0, f"sampler seed {s}: left the configured setting for trial {choose(found)}"
-        assert "trial 0, the configured setting, kept" in (sweep / "tuned" / "best.yaml").read_text() or \
-            max(found, key=lambda n: (found[n]["mean"], -n)) == 0  # kept by the test, or the best by mean anyway
+        assert (
+            "trial 0, the configured setting, kept" in (sweep / "tuned" / "best.yaml").read_text()
+            or max(found, key=lambda n: (found[n]["mean"], -n)) == 0
+        )  # kept by the test, or the best by mean anyway

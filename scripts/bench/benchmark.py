@@ -16,6 +16,7 @@ plain model has measured 27% apart in two processes an hour apart). Writes resul
 epoch (median) and per full run, peak memory and parameters, with ratios to RE-GCN, as
 results/table_efficiency.{csv,md} and results/fig_efficiency.png (the paper's efficiency figure).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,6 +50,7 @@ def _build(dataset: str, model: str, overrides=(), data=None):
         cfg = compose("train", overrides=[f"dataset={dataset}", f"model={model}", *overrides])
     if cfg.model.get("metapath") == "best":
         from omegaconf import open_dict
+
         with open_dict(cfg):
             cfg.model.metapath = next(iter(cfg.model.metapaths))
     job = DeviceGraph(cfg, torch.device("cpu"), data=data)
@@ -72,13 +74,21 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
     fit = job.trainer()  # as the pipeline trains it (Metapath2vec: walks, then its classifier)
     r = fit(net, job.inputs, job.feats, job.labels, job.splits, seed=0, options=options)
     times = [h["epoch_time_s"] for h in r.history[warmup:]] or [h["epoch_time_s"] for h in r.history]
-    return {"dataset": dataset, "model": model, "metapath": cfg.model.get("metapath"), "epochs_timed": len(times),
-            "run_s": r.train_time_s, "run_epochs": r.epochs, "test_micro_f1": r.metrics["test_micro_f1"],
-            "median_epoch_s": float(np.median(times)), "p10_epoch_s": float(np.percentile(times, 10)),
-            "p90_epoch_s": float(np.percentile(times, 90)),
-            "num_parameters": int(sum(p.numel() for p in net.parameters())),
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "threads": torch.get_num_threads()}
+    return {
+        "dataset": dataset,
+        "model": model,
+        "metapath": cfg.model.get("metapath"),
+        "epochs_timed": len(times),
+        "run_s": r.train_time_s,
+        "run_epochs": r.epochs,
+        "test_micro_f1": r.metrics["test_micro_f1"],
+        "median_epoch_s": float(np.median(times)),
+        "p10_epoch_s": float(np.percentile(times, 10)),
+        "p90_epoch_s": float(np.percentile(times, 90)),
+        "num_parameters": int(sum(p.numel() for p in net.parameters())),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "threads": torch.get_num_threads(),
+    }
 
 
 def paired_cell(dataset: str, plain: str, re_model: str, epochs: int, warmup: int) -> dict:
@@ -105,27 +115,44 @@ def paired_cell(dataset: str, plain: str, re_model: str, epochs: int, warmup: in
             if i >= warmup:
                 times[k].append(t)
     p, r = np.array(times[0]), np.array(times[1])
-    return {"dataset": dataset, "plain": plain, "re": re_model, "epochs_timed": epochs, "warmup": warmup,
-            "plain_median_epoch_s": float(np.median(p)), "re_median_epoch_s": float(np.median(r)),
-            "ratio_of_medians": float(np.median(r) / np.median(p)),
-            "median_pair_ratio": float(np.median(r / p)), "threads": torch.get_num_threads()}
+    return {
+        "dataset": dataset,
+        "plain": plain,
+        "re": re_model,
+        "epochs_timed": epochs,
+        "warmup": warmup,
+        "plain_median_epoch_s": float(np.median(p)),
+        "re_median_epoch_s": float(np.median(r)),
+        "ratio_of_medians": float(np.median(r) / np.median(p)),
+        "median_pair_ratio": float(np.median(r / p)),
+        "threads": torch.get_num_threads(),
+    }
 
 
 def main_job() -> dict:
     t = time.perf_counter()
     out = REPO / "outputs" / "benchmark" / time.strftime("main_job_%Y-%m-%d_%H-%M-%S")
-    p = subprocess.run([sys.executable, str(REPO / "train.py"), "dataset=dblp", "model=re_gcn",
-                        f"hydra.run.dir={out}"], capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "dataset=dblp", "model=re_gcn", f"hydra.run.dir={out}"],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t
     if p.returncode != 0:
         raise SystemExit(f"main job failed:\n{p.stderr[-2000:]}")
     r = json.loads((out / "results.json").read_text())
-    return {"command": "python train.py dataset=dblp model=re_gcn", "runs": r["runs"], "wall_s": wall,
-            # the job's own peak: RUSAGE_CHILDREN would give the largest of every earlier child (the GAT cells)
-            "peak_rss_mb": r["peak_rss_gb"] * 1024,
-            "test_micro_f1": r["metrics"]["test_micro_f1"], "epochs_per_run": r["metrics"]["epochs"]["mean"],
-            "workers": r["environment"].get("workers", 1), "threads_per_run": r["environment"]["threads"],
-            "run_dir": str(out.relative_to(REPO))}
+    return {
+        "command": "python train.py dataset=dblp model=re_gcn",
+        "runs": r["runs"],
+        "wall_s": wall,
+        # the job's own peak: RUSAGE_CHILDREN would give the largest of every earlier child (the GAT cells)
+        "peak_rss_mb": r["peak_rss_gb"] * 1024,
+        "test_micro_f1": r["metrics"]["test_micro_f1"],
+        "epochs_per_run": r["metrics"]["epochs"]["mean"],
+        "workers": r["environment"].get("workers", 1),
+        "threads_per_run": r["environment"]["threads"],
+        "run_dir": str(out.relative_to(REPO)),
+    }
 
 
 def combine(rs: list[dict], medians: tuple[str, ...], kept: str, largest: tuple[str, ...] = ()) -> dict:
@@ -134,6 +161,7 @@ def combine(rs: list[dict], medians: tuple[str, ...], kept: str, largest: tuple[
     process) and the largest of `largest`; the processes' values of `kept` stay listed (JSON only). Scores and
     epoch counts are the same in every process (same seed)."""
     import numpy as np
+
     row = dict(rs[0])
     if len(rs) > 1:
         for k in medians:
@@ -150,19 +178,31 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", nargs="+", default=["dblp", "acm", "imdb"])
     ap.add_argument("--models", nargs="+", default=["gcn", "re_gcn", "gat", "re_gat"])
     ap.add_argument("--epochs", type=int, default=30)
-    ap.add_argument("--repeats", type=int, default=5,
-                    help="processes per cell and per plain/RE pair (in rounds); each figure is the median of theirs "
-                         "(--efficiency: one full run per model, no repeats)")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        help="processes per cell and per plain/RE pair (in rounds); each figure is the median of theirs "
+        "(--efficiency: one full run per model, no repeats)",
+    )
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--job", action=argparse.BooleanOptionalAction, default=True, help="also time the main job")
-    ap.add_argument("--job-only", action="store_true",
-                    help="re-time only the main job; the cells come from the existing <out>/benchmark.json")
+    ap.add_argument(
+        "--job-only",
+        action="store_true",
+        help="re-time only the main job; the cells come from the existing <out>/benchmark.json",
+    )
     ap.add_argument("--efficiency", action="store_true", help="one full run per model; the efficiency figure")
-    ap.add_argument("--overrides", nargs="*", default=[],
-                    help="config overrides for every cell, e.g. trainer.max_epochs=5")
+    ap.add_argument(
+        "--overrides", nargs="*", default=[], help="config overrides for every cell, e.g. trainer.max_epochs=5"
+    )
     ap.add_argument("--out", default=str(REPO / "results"))
-    ap.add_argument("--paired", action=argparse.BooleanOptionalAction, default=True,
-                    help="also time every plain/RE pair epoch by epoch in one process (the ratio's measurement)")
+    ap.add_argument(
+        "--paired",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time every plain/RE pair epoch by epoch in one process (the ratio's measurement)",
+    )
     ap.add_argument("--one", nargs=2, metavar=("DATASET", "MODEL"), help=argparse.SUPPRESS)
     ap.add_argument("--pair", nargs=3, metavar=("DATASET", "PLAIN", "RE"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -180,13 +220,23 @@ def main(argv=None) -> int:
         rows = [{k: v for k, v in c.items() if k != "epoch_ratio_to_plain"} for c in old["cells"]]
         job = main_job()
         print(f"main job: {job['wall_s']:.1f} s, {job['peak_rss_mb']:.0f} MB", file=sys.stderr)
-        write(rows, job, Path(a.out), command=command, cells_when=old["meta"].get("cells_when", old["meta"]["when"]),
-              pairs=old.get("pairs"))
+        write(
+            rows,
+            job,
+            Path(a.out),
+            command=command,
+            cells_when=old["meta"].get("cells_when", old["meta"]["when"]),
+            pairs=old.get("pairs"),
+        )
         return 0
+
     def child(*args: str) -> dict:
         """One measurement in a fresh process (its own peak memory); its JSON line."""
-        p = subprocess.run([sys.executable, __file__, *args, "--epochs", str(a.epochs), "--warmup", str(a.warmup)],
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, __file__, *args, "--epochs", str(a.epochs), "--warmup", str(a.warmup)],
+            capture_output=True,
+            text=True,
+        )
         if p.returncode != 0:
             raise SystemExit(f"benchmark {' '.join(args)} failed:\n{p.stderr[-3000:]}")
         return json.loads(p.stdout.strip().splitlines()[-1])
@@ -196,16 +246,28 @@ def main(argv=None) -> int:
     for k in range(rounds):  # every cell once per round: a slow spell of the machine hits all cells alike
         for d in a.datasets:
             for m in a.models:
-                r = child("--one", d, m, *(["--efficiency"] if a.efficiency else []),
-                          *(["--overrides", *a.overrides] if a.overrides else []))
+                r = child(
+                    "--one",
+                    d,
+                    m,
+                    *(["--efficiency"] if a.efficiency else []),
+                    *(["--overrides", *a.overrides] if a.overrides else []),
+                )
                 measured.setdefault((d, m), []).append(r)
-                print(f"{d:5s} {m:8s} {r['median_epoch_s']:.4f} s/epoch  {r['peak_rss_mb']:.0f} MB  "
-                      f"{r['num_parameters']:,} params" + (f"  (round {k + 1}/{rounds})" if rounds > 1 else ""),
-                      file=sys.stderr)
-    rows = [combine(rs, ("median_epoch_s", "p10_epoch_s", "p90_epoch_s", "run_s"), "median_epoch_s",
-                    largest=("peak_rss_mb",)) for rs in measured.values()]
+                print(
+                    f"{d:5s} {m:8s} {r['median_epoch_s']:.4f} s/epoch  {r['peak_rss_mb']:.0f} MB  "
+                    f"{r['num_parameters']:,} params" + (f"  (round {k + 1}/{rounds})" if rounds > 1 else ""),
+                    file=sys.stderr,
+                )
+    rows = [
+        combine(
+            rs, ("median_epoch_s", "p10_epoch_s", "p90_epoch_s", "run_s"), "median_epoch_s", largest=("peak_rss_mb",)
+        )
+        for rs in measured.values()
+    ]
     if a.efficiency:
         from regnn.reporting.efficiency import write_efficiency
+
         write_efficiency(rows, Path(a.out), a.overrides)
         print(f"wrote {a.out}/table_efficiency.csv, .md, fig_efficiency.png", file=sys.stderr)
         return 0
@@ -216,11 +278,20 @@ def main(argv=None) -> int:
                 if m.startswith("re_") and m.removeprefix("re_") in a.models:
                     r = child("--pair", d, m.removeprefix("re_"), m)
                     paired.setdefault((d, m), []).append(r)
-                    print(f"{d:5s} {r['plain']}/{m} in turn: {r['plain_median_epoch_s']:.4f} / "
-                          f"{r['re_median_epoch_s']:.4f} s/epoch, ratio {r['ratio_of_medians']:.2f}"
-                          + (f"  (round {k + 1}/{rounds})" if rounds > 1 else ""), file=sys.stderr)
-    pairs = [combine(rs, ("plain_median_epoch_s", "re_median_epoch_s", "ratio_of_medians", "median_pair_ratio"),
-                     "ratio_of_medians") for rs in paired.values()]
+                    print(
+                        f"{d:5s} {r['plain']}/{m} in turn: {r['plain_median_epoch_s']:.4f} / "
+                        f"{r['re_median_epoch_s']:.4f} s/epoch, ratio {r['ratio_of_medians']:.2f}"
+                        + (f"  (round {k + 1}/{rounds})" if rounds > 1 else ""),
+                        file=sys.stderr,
+                    )
+    pairs = [
+        combine(
+            rs,
+            ("plain_median_epoch_s", "re_median_epoch_s", "ratio_of_medians", "median_pair_ratio"),
+            "ratio_of_medians",
+        )
+        for rs in paired.values()
+    ]
     job = main_job() if a.job else None
     if job:
         print(f"main job: {job['wall_s']:.1f} s, {job['peak_rss_mb']:.0f} MB", file=sys.stderr)

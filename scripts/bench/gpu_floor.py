@@ -17,6 +17,7 @@ process with a timeout, and the report is rewritten after every step, so a call 
 A step that would start after --budget-s seconds is skipped and marked so. Writes <out>/gpu_floor.json and .md
 with the device's name; run folders and logs under --work (<out>/work).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,12 +31,29 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-TABLE2 = ["mlp", "metapath2vec", "rgcn", "hgt", "simple_hgn", "rhgnn", "han", "gtn", "magnn", "magnn_ac", "gcn_m",
-          "gat_m", "gcn", "gat", "re_gcn", "re_gat"]
+TABLE2 = [
+    "mlp",
+    "metapath2vec",
+    "rgcn",
+    "hgt",
+    "simple_hgn",
+    "rhgnn",
+    "han",
+    "gtn",
+    "magnn",
+    "magnn_ac",
+    "gcn_m",
+    "gat_m",
+    "gcn",
+    "gat",
+    "re_gcn",
+    "re_gat",
+]
 
 
 def device_name(device: str) -> str:
     import torch
+
     if device == "cuda" and torch.cuda.is_available():
         return f"cuda ({torch.cuda.get_device_name(0)})"
     return f"{device} ({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs)"
@@ -47,48 +65,107 @@ def run(cmd: list[str], log: Path, timeout: float) -> dict:
     t = time.perf_counter()
     with open(log, "w") as f:
         try:
-            p = subprocess.run(cmd, cwd=REPO, stdout=f, stderr=subprocess.STDOUT, timeout=timeout,
-                               env={**os.environ, "HYDRA_FULL_ERROR": "1"})
+            p = subprocess.run(
+                cmd,
+                cwd=REPO,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+                env={**os.environ, "HYDRA_FULL_ERROR": "1"},
+            )
             code = p.returncode
         except subprocess.TimeoutExpired:
             code = "timeout"
     out = {"ok": code == 0, "seconds": round(time.perf_counter() - t, 1)}
     if code != 0:
         lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
-        out["error"] = f"timed out after {timeout:.0f} s" if code == "timeout" else (lines[-1][-300:] if lines else
-                                                                                      f"exit code {code}")
+        out["error"] = (
+            f"timed out after {timeout:.0f} s"
+            if code == "timeout"
+            else (lines[-1][-300:] if lines else f"exit code {code}")
+        )
     return out
 
 
 def cell(a, work: Path, dataset: str, model: str, runs: int, extra=(), timeout: float = 300) -> dict:
     """A cell through train.py on the device: seconds, test Micro-F1, median seconds per epoch."""
     d = work / "cells" / f"{dataset}_{model}"
-    r = run([sys.executable, "train.py", f"dataset={dataset}", f"model={model}", f"runs={runs}", f"device={a.device}",
-             "workers=1", f"hydra.run.dir={d}", *extra], work / "logs" / f"{dataset}_{model}.log", timeout)
+    r = run(
+        [
+            sys.executable,
+            "train.py",
+            f"dataset={dataset}",
+            f"model={model}",
+            f"runs={runs}",
+            f"device={a.device}",
+            "workers=1",
+            f"hydra.run.dir={d}",
+            *extra,
+        ],
+        work / "logs" / f"{dataset}_{model}.log",
+        timeout,
+    )
     if r["ok"]:
         res = json.loads((d / "results.json").read_text())
         m = res["metrics"]
-        r |= {"test_micro_f1": m["test_micro_f1"]["mean"], "test_micro_f1_std": m["test_micro_f1"]["std"],
-              "epoch_time_s": m.get("epoch_time_s", {}).get("mean"), "runs": res["finished_runs"],
-              "device": res["environment"].get("device"), "wall_time_s": res.get("wall_time_s")}
+        r |= {
+            "test_micro_f1": m["test_micro_f1"]["mean"],
+            "test_micro_f1_std": m["test_micro_f1"]["std"],
+            "epoch_time_s": m.get("epoch_time_s", {}).get("mean"),
+            "runs": res["finished_runs"],
+            "device": res["environment"].get("device"),
+            "wall_time_s": res.get("wall_time_s"),
+        }
     return {"dataset": dataset, "model": model, **r}
 
 
 def full_size(a, work: Path, model: str) -> dict:
     """One epoch of `model` on the generated full-size graph (scripts/bench/scale_benchmark.py)."""
     out = work / f"scale_{model}"
-    cmd = [sys.executable, "scripts/bench/scale_benchmark.py", "--scale", str(a.scale), "--models", model,
-           "--data-dir", str(work / "scale_data"), "--out", str(out), "--memory-limit-gb", str(a.memory_limit_gb),
-           "--threads", str(a.threads), "--sampling", "parallel",
-           "--override", f"device={a.device}", f"trainer.num_workers={a.sampler_threads}"]
+    cmd = [
+        sys.executable,
+        "scripts/bench/scale_benchmark.py",
+        "--scale",
+        str(a.scale),
+        "--models",
+        model,
+        "--data-dir",
+        str(work / "scale_data"),
+        "--out",
+        str(out),
+        "--memory-limit-gb",
+        str(a.memory_limit_gb),
+        "--threads",
+        str(a.threads),
+        "--sampling",
+        "parallel",
+        "--override",
+        f"device={a.device}",
+        f"trainer.num_workers={a.sampler_threads}",
+    ]
     r = run(cmd, work / "logs" / f"scale_{model}.log", a.step_timeout_s)
     if Path(f"{out}.json").is_file():
         rep = json.loads(Path(f"{out}.json").read_text())
         row = rep["models"][0] if rep["models"] else {}
-        r |= {k: row.get(k) for k in ("train_s_per_epoch", "eval_s", "seeds_per_s", "peak_rss_gb", "test_acc",
-                                      "full_epoch", "batches", "error") if row.get(k) is not None}
-        r |= {"generate_s": rep.get("generate_s"), "first_load_s": rep["first_load"].get("wall_s"),
-              "graph_edges": rep["graph"]["num_edges"]}
+        r |= {
+            k: row.get(k)
+            for k in (
+                "train_s_per_epoch",
+                "eval_s",
+                "seeds_per_s",
+                "peak_rss_gb",
+                "test_acc",
+                "full_epoch",
+                "batches",
+                "error",
+            )
+            if row.get(k) is not None
+        }
+        r |= {
+            "generate_s": rep.get("generate_s"),
+            "first_load_s": rep["first_load"].get("wall_s"),
+            "graph_edges": rep["graph"]["num_edges"],
+        }
     return {"model": model, "scale": a.scale, **r}
 
 
@@ -111,9 +188,12 @@ def other_models(a, work: Path) -> list[dict]:
 
 
 def markdown(rep: dict) -> str:
-    lines = [f"# The hardware floor on {rep['device']}", "",
-             f"`{rep['command']}`, {rep['when']}; torch {rep['torch']}. Steps cut by the time budget are marked "
-             "skipped.", ""]
+    lines = [
+        f"# The hardware floor on {rep['device']}",
+        "",
+        f"`{rep['command']}`, {rep['when']}; torch {rep['torch']}. Steps cut by the time budget are marked skipped.",
+        "",
+    ]
     for name, step in rep["steps"].items():
         lines.append(f"## {name}")
         lines.append("")
@@ -147,20 +227,27 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default=None, help="run folders and logs (default <out>/work)")
     a = ap.parse_args(argv)
     import torch
+
     out = Path(a.out)
     work = Path(a.work) if a.work else out / "work"
-    rep = {"device": device_name(a.device), "torch": torch.__version__, "when": time.strftime("%Y-%m-%d %H:%M"),
-           "machine": f"{os.cpu_count()} CPUs ({platform.machine()})",
-           "command": "python scripts/bench/gpu_floor.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-           "steps": {}}
+    rep = {
+        "device": device_name(a.device),
+        "torch": torch.__version__,
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": f"{os.cpu_count()} CPUs ({platform.machine()})",
+        "command": "python scripts/bench/gpu_floor.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "steps": {},
+    }
     t0 = time.perf_counter()
     steps = [
         ("full-size epoch, RE-GCN", lambda: full_size(a, work, "re_gcn")),
         ("DBLP cells, timed", lambda: [cell(a, work, "dblp", m, a.runs) for m in ("re_gcn", "gcn", "re_gat")]),
         ("every other Table 2 model trains on DBLP", lambda: other_models(a, work)),
         ("full-size epoch, RE-GAT", lambda: full_size(a, work, "re_gat")),
-        ("ACM and IMDB cells", lambda: [cell(a, work, d, m, a.runs) for d in ("acm", "imdb")
-                                        for m in ("re_gcn", "re_gat")]),
+        (
+            "ACM and IMDB cells",
+            lambda: [cell(a, work, d, m, a.runs) for d in ("acm", "imdb") for m in ("re_gcn", "re_gat")],
+        ),
         ("DBLP GAT-M, the Table 2 cell too slow for 2 CPU cores", lambda: kept_cell(a, work, out, "dblp", "gat_m")),
     ]
     out.mkdir(parents=True, exist_ok=True)

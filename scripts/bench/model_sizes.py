@@ -4,6 +4,7 @@ cell's 10. The weights' values do not change the size, so the models are built, 
 
     .venv/bin/python scripts/bench/model_sizes.py        # -> results/model_sizes.{csv,md}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,17 +37,30 @@ def main(argv=None) -> int:
                 with tempfile.TemporaryDirectory() as tmp:
                     checkpoint.save(Path(tmp), model, {"schema": checkpoint.graph_schema(job.data)})
                     size = (Path(tmp) / checkpoint.MODEL_FILE).stat().st_size
-                rows.append({"dataset": d, "model": m, "parameters": sum(p.numel() for p in model.parameters()),
-                             "model_pt_mb": size / 2**20, "cell_10_runs_mb": 10 * size / 2**20})
+                rows.append(
+                    {
+                        "dataset": d,
+                        "model": m,
+                        "parameters": sum(p.numel() for p in model.parameters()),
+                        "model_pt_mb": size / 2**20,
+                        "cell_10_runs_mb": 10 * size / 2**20,
+                    }
+                )
                 print(f"{d} {m}: {size / 2**20:.2f} MB", flush=True)
     df = pd.DataFrame(rows)
     out = Path(a.out)
     df.to_csv(out.with_suffix(".csv"), index=False)
     total = df.cell_10_runs_mb.sum()
-    md = ["# Saved models of `make table-classification` (runs/run_XX/model.pt)", "",
-          "| dataset | model | parameters | model.pt (MB) | cell, 10 runs (MB) |", "|---|---|---|---|---|"]
-    md += [f"| {r.dataset} | {r.model} | {r.parameters:,} | {r.model_pt_mb:.2f} | {r.cell_10_runs_mb:.1f} |"
-           for r in df.itertuples()]
+    md = [
+        "# Saved models of `make table-classification` (runs/run_XX/model.pt)",
+        "",
+        "| dataset | model | parameters | model.pt (MB) | cell, 10 runs (MB) |",
+        "|---|---|---|---|---|",
+    ]
+    md += [
+        f"| {r.dataset} | {r.model} | {r.parameters:,} | {r.model_pt_mb:.2f} | {r.cell_10_runs_mb:.1f} |"
+        for r in df.itertuples()
+    ]
     md += ["", f"All {len(df)} cells, 10 runs each: {total:.0f} MB."]
     out.with_suffix(".md").write_text("\n".join(md) + "\n")
     print(f"wrote {out.with_suffix('.csv')} and {out.with_suffix('.md')}: {total:.0f} MB in all")

@@ -15,6 +15,7 @@ own Python environment; both read a generated graph written by scripts/bench/sca
 copy, since an earlier commit may cache it in another layout). Writes <out>.json (every run) and <out>.md;
 --collect summarises the run folders already under --work without training.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,10 +33,25 @@ MODELS = ("re_gcn", "re_gat")
 
 
 def command(python: str, data: str, model: str, batches: int, threads: int, run_dir: Path) -> list[str]:
-    return [python, "train.py", "dataset=ogbn_mag", "trainer=minibatch", f"model={model}", f"dataset.dir={data}",
-            "runs=1", f"threads={threads}", "trainer.max_epochs=1", "trainer.patience=1", "trainer.batch_size=1024",
-            "trainer.fanouts=[25,20]", "trainer.sampling=deterministic", "trainer.profile=true",
-            f"trainer.max_batches={batches}", "trainer.log_every=20", f"hydra.run.dir={run_dir}"]
+    return [
+        python,
+        "train.py",
+        "dataset=ogbn_mag",
+        "trainer=minibatch",
+        f"model={model}",
+        f"dataset.dir={data}",
+        "runs=1",
+        f"threads={threads}",
+        "trainer.max_epochs=1",
+        "trainer.patience=1",
+        "trainer.batch_size=1024",
+        "trainer.fanouts=[25,20]",
+        "trainer.sampling=deterministic",
+        "trainer.profile=true",
+        f"trainer.max_batches={batches}",
+        "trainer.log_every=20",
+        f"hydra.run.dir={run_dir}",
+    ]
 
 
 def read_run(run_dir: Path) -> dict | None:
@@ -45,50 +61,75 @@ def read_run(run_dir: Path) -> dict | None:
         return None
     r = next(csv.DictReader(h.open()))
     batches = float(r["batches"])
-    return {"batches": int(batches), "train_s": float(r["train_time_s"]),
-            "s_per_batch": float(r["train_time_s"]) / batches,
-            "sample_s_per_batch": float(r["profile_sample_s"]) if r.get("profile_sample_s") else None}
+    return {
+        "batches": int(batches),
+        "train_s": float(r["train_time_s"]),
+        "s_per_batch": float(r["train_time_s"]) / batches,
+        "sample_s_per_batch": float(r["profile_sample_s"]) if r.get("profile_sample_s") else None,
+    }
 
 
 def summarise(runs: dict, rounds: int) -> list[dict]:
     rows = []
     for m in MODELS:
-        pairs = [(runs[f"this_{m}_{i}"]["s_per_batch"], runs[f"other_{m}_{i}"]["s_per_batch"])
-                 for i in range(1, rounds + 1) if runs.get(f"this_{m}_{i}") and runs.get(f"other_{m}_{i}")]
+        pairs = [
+            (runs[f"this_{m}_{i}"]["s_per_batch"], runs[f"other_{m}_{i}"]["s_per_batch"])
+            for i in range(1, rounds + 1)
+            if runs.get(f"this_{m}_{i}") and runs.get(f"other_{m}_{i}")
+        ]
         if pairs:
             ratios = [t / o for t, o in pairs]
-            rows.append({"model": m, "rounds": len(pairs), "ratios": ratios, "median_ratio": statistics.median(ratios),
-                         "this_s_per_batch": [t for t, _ in pairs], "other_s_per_batch": [o for _, o in pairs]})
+            rows.append(
+                {
+                    "model": m,
+                    "rounds": len(pairs),
+                    "ratios": ratios,
+                    "median_ratio": statistics.median(ratios),
+                    "this_s_per_batch": [t for t, _ in pairs],
+                    "other_s_per_batch": [o for _, o in pairs],
+                }
+            )
     return rows
 
 
 def markdown(report: dict) -> str:
     a = report["args"]
-    lines = ["# Mini-batch training speed: this checkout against another, in turn", "",
-             "`python scripts/bench/paired_stack_benchmark.py "
-             f"--other-checkout <checkout of {report['other']['commit']}> "
-             f"--other-python <its environment's python> --other-data <the graph> --rounds {a['rounds']} "
-             f"--batches {a['batches']} --threads {a['threads']}` on {report['machine']}. "
-             f"This checkout: {report['this']['commit']} "
-             f"({report['this']['stack']}); the other: {report['other']['commit']} ({report['other']['stack']}). "
-             "Same generated graph (OGBN-MAG's schema, full size), batch 1024, fanouts [25, 20], "
-             "deterministic sampling; the two commands alternate (A B, B A, ...).", "",
-             "| model | round | this s/batch | other s/batch | this / other |", "|---|---|---|---|---|"]
+    lines = [
+        "# Mini-batch training speed: this checkout against another, in turn",
+        "",
+        "`python scripts/bench/paired_stack_benchmark.py "
+        f"--other-checkout <checkout of {report['other']['commit']}> "
+        f"--other-python <its environment's python> --other-data <the graph> --rounds {a['rounds']} "
+        f"--batches {a['batches']} --threads {a['threads']}` on {report['machine']}. "
+        f"This checkout: {report['this']['commit']} "
+        f"({report['this']['stack']}); the other: {report['other']['commit']} ({report['other']['stack']}). "
+        "Same generated graph (OGBN-MAG's schema, full size), batch 1024, fanouts [25, 20], "
+        "deterministic sampling; the two commands alternate (A B, B A, ...).",
+        "",
+        "| model | round | this s/batch | other s/batch | this / other |",
+        "|---|---|---|---|---|",
+    ]
     for r in report["rows"]:
         for i, (t, o, q) in enumerate(zip(r["this_s_per_batch"], r["other_s_per_batch"], r["ratios"]), 1):
             lines.append(f"| {r['model']} | {i} | {t:.3f} | {o:.3f} | {q:.3f} |")
         lines.append(f"| **{r['model']}** | median | | | **{r['median_ratio']:.3f}** |")
-    lines += ["", "Below 1: this checkout trains faster than the other. Seconds per batch include waiting for the "
-              "sampler, the step and the progress lines, as the scale benchmark's seconds per epoch do."]
+    lines += [
+        "",
+        "Below 1: this checkout trains faster than the other. Seconds per batch include waiting for the "
+        "sampler, the step and the progress lines, as the scale benchmark's seconds per epoch do.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def describe(checkout: Path, python: str) -> dict:
     """The checkout's commit and its environment's torch (and DGL, where it has one)."""
-    git = subprocess.run(["git", "-C", str(checkout), "describe", "--always", "--dirty"],
-                         capture_output=True, text=True)
-    probe = ("import importlib.util, torch; dgl = importlib.util.find_spec('dgl'); "
-             "print('torch', torch.__version__ + (', dgl ' + __import__('dgl').__version__ if dgl else ''))")
+    git = subprocess.run(
+        ["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True, text=True
+    )
+    probe = (
+        "import importlib.util, torch; dgl = importlib.util.find_spec('dgl'); "
+        "print('torch', torch.__version__ + (', dgl ' + __import__('dgl').__version__ if dgl else ''))"
+    )
     try:
         out = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=checkout).stdout.strip()
     except OSError as e:
@@ -129,17 +170,26 @@ def main(argv=None) -> int:
                     t0 = time.perf_counter()
                     work.mkdir(parents=True, exist_ok=True)
                     with open(work / f"{key}.log", "w") as log:
-                        p = subprocess.run(command(py, data, m, a.batches, a.threads, run_dir), cwd=cwd,
-                                           stdout=log, stderr=subprocess.STDOUT)
+                        p = subprocess.run(
+                            command(py, data, m, a.batches, a.threads, run_dir),
+                            cwd=cwd,
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                        )
                     if p.returncode:
                         raise SystemExit(f"{key}: train.py exited {p.returncode}; see {work / (key + '.log')}")
                     print(f"{key}: {time.perf_counter() - t0:.0f} s", flush=True)
                 run = read_run(run_dir)
                 if run:
                     runs[key] = run
-    report = {"args": vars(a), "machine": f"{platform.machine()}, {a.threads} torch threads",
-              "this": describe(REPO, a.python), "other": describe(other, a.other_python),
-              "runs": runs, "rows": summarise(runs, a.rounds)}
+    report = {
+        "args": vars(a),
+        "machine": f"{platform.machine()}, {a.threads} torch threads",
+        "this": describe(REPO, a.python),
+        "other": describe(other, a.other_python),
+        "runs": runs,
+        "rows": summarise(runs, a.rounds),
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=1))
     out.with_suffix(".md").write_text(markdown(report))

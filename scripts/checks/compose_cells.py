@@ -11,6 +11,7 @@ A cell is one combination of its experiment's hydra.sweeper.params (the basic sw
 computation (regnn.runs.computation.computation, what a resumed cell compares with the config it stored). Exits 1 when
 a cell is missing from either side or computes differently.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ def _relative(value, root: str):
         return {k: _relative(v, root) for k, v in value.items()}
     if isinstance(value, list):
         return [_relative(v, root) for v in value]
-    return "<repo>" + value[len(root):] if isinstance(value, str) and value.startswith(root) else value
+    return "<repo>" + value[len(root) :] if isinstance(value, str) and value.startswith(root) else value
 
 
 def compose_all(conf: Path) -> dict[str, dict]:
@@ -60,7 +61,8 @@ def compose_all(conf: Path) -> dict[str, dict]:
                 cfg = compose("train", overrides=[f"experiment={f.stem}", *cell])
                 plain = _relative(OmegaConf.to_container(cfg, resolve=True), str(conf.parent))
                 out.setdefault(str(plain["cell"]), {"experiments": [], "config": plain})["experiments"].append(
-                    f"{f.stem}: {' '.join(cell)}")
+                    f"{f.stem}: {' '.join(cell)}"
+                )
     return out
 
 
@@ -86,8 +88,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="where to write the cells' resolved configs (JSON)")
     p.add_argument("--against", type=Path, help="another tree's --out file to compare with")
-    p.add_argument("--stored", type=Path, help="a cell pool (outputs/experiments/cells): compare the config.yaml "
-                   "each trained cell stored with its composed config")
+    p.add_argument(
+        "--stored",
+        type=Path,
+        help="a cell pool (outputs/experiments/cells): compare the config.yaml "
+        "each trained cell stored with its composed config",
+    )
     p.add_argument("--conf", type=Path, default=REPO / "conf")
     args = p.parse_args(argv)
     cells = compose_all(args.conf.resolve())
@@ -122,8 +128,10 @@ def stored_problems(cells: dict, pool: Path) -> list[str]:
 def against_problems(cells: dict, old: dict) -> list[str]:
     same = sum(1 for k in cells if k in old and cells[k]["config"] == old[k]["config"])
     problems = compare(cells, old)
-    print(f"{same} of {len(cells)} cells have the same resolved config; "
-          f"{len(cells) - same - len(problems)} more compute the same; {len(problems)} differ")
+    print(
+        f"{same} of {len(cells)} cells have the same resolved config; "
+        f"{len(cells) - same - len(problems)} more compute the same; {len(problems)} differ"
+    )
     return problems
 
 

@@ -13,6 +13,7 @@ AT_CHANCE points of it). Writes <out>.json (every run's scores) and <out>.md; re
     python scripts/checks/defaults_check.py --generator bow --out results/defaults_check_bow --work outputs/defaults_check_bow
     python scripts/checks/defaults_check.py --models re_gat --runs 3 --out /tmp/check --set model.attn_dropout=0.2
 """  # noqa: E501  (usage lines kept whole, to be copied as they are)
+
 from __future__ import annotations
 
 import argparse
@@ -33,12 +34,23 @@ REPO = Path(__file__).resolve().parents[2]
 
 # model name -> extra overrides (the trainer for the mini-batch row)
 # mlp and gcn for reference: what the features alone give, and plain message passing without relation types
-MODELS = {"re_gat": [], "gat": [], "simple_hgn": [], "rgcn": [], "hgt": [], "han": [], "re_gcn": [],
-          "re_gcn_minibatch": ["model=re_gcn", "trainer=minibatch"], "mlp": [], "gcn": []}
+MODELS = {
+    "re_gat": [],
+    "gat": [],
+    "simple_hgn": [],
+    "rgcn": [],
+    "hgt": [],
+    "han": [],
+    "re_gcn": [],
+    "re_gcn_minibatch": ["model=re_gcn", "trainer=minibatch"],
+    "mlp": [],
+    "gcn": [],
+}
 # quoted: '>' is outside Hydra's unquoted override characters
-METAPATHS = {"counts": "dataset.metapaths={IUI: ['item->user', 'user->item'], ITI: ['item->tag', 'tag->item']}",
-             "bow": "dataset.metapaths={PAP: ['paper->author', 'author->paper'], "
-                    "PSP: ['paper->subject', 'subject->paper']}"}
+METAPATHS = {
+    "counts": "dataset.metapaths={IUI: ['item->user', 'user->item'], ITI: ['item->tag', 'tag->item']}",
+    "bow": "dataset.metapaths={PAP: ['paper->author', 'author->paper'], PSP: ['paper->subject', 'subject->paper']}",
+}
 GENERATORS = {"counts": (CountGraph, "num_items=400,num_users=200,num_tags=30,seed=0"), "bow": (BowGraph, "seed=0")}
 
 
@@ -51,8 +63,18 @@ def train(model: str, path: Path, runs: int, out: Path, extra: list[str], genera
     args = MODELS[model] if model in MODELS else [f"model={model}"]
     if not any(a.startswith("model=") for a in args):
         args = [f"model={model}", *args]
-    cmd = [sys.executable, str(REPO / "train.py"), "dataset=custom", f"dataset.path={path}", *args,
-           f"runs={runs}", "threads=1", "workers=1", f"hydra.run.dir={out}", *extra]
+    cmd = [
+        sys.executable,
+        str(REPO / "train.py"),
+        "dataset=custom",
+        f"dataset.path={path}",
+        *args,
+        f"runs={runs}",
+        "threads=1",
+        "workers=1",
+        f"hydra.run.dir={out}",
+        *extra,
+    ]
     if model == "han":
         cmd.append(METAPATHS[generator])
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), OMP_NUM_THREADS="1")
@@ -67,29 +89,55 @@ def summarise(model: str, res: dict, chance: float) -> dict:
     ok = [r for r in per if "failed" not in r]
     test = np.array([r["test_micro_f1"] for r in ok])
     val = np.array([r["val_micro_f1"] for r in ok])
-    return {"model": model, "runs": len(per), "failed_runs": len(per) - len(ok),
-            "test_micro_f1_mean": float(test.mean()),
-            "test_micro_f1_std": float(test.std(ddof=1)) if len(ok) > 1 else 0.0,
-            "val_micro_f1_mean": float(val.mean()), "val_micro_f1_std": float(val.std(ddof=1)) if len(ok) > 1 else 0.0,
-            "test_micro_f1_min": float(test.min()), "chance": chance,
-            "runs_at_chance": int((test <= chance + AT_CHANCE).sum()) + len(per) - len(ok),
-            "train_loss_blowup_runs": int(res.get("train_loss_blowup_runs", 0)),
-            "per_run": [{k: r.get(k) for k in ("seed", "test_micro_f1", "val_micro_f1", "best_epoch", "epochs",
-                                               "failed", "train_loss_blowup")} for r in per]}
+    return {
+        "model": model,
+        "runs": len(per),
+        "failed_runs": len(per) - len(ok),
+        "test_micro_f1_mean": float(test.mean()),
+        "test_micro_f1_std": float(test.std(ddof=1)) if len(ok) > 1 else 0.0,
+        "val_micro_f1_mean": float(val.mean()),
+        "val_micro_f1_std": float(val.std(ddof=1)) if len(ok) > 1 else 0.0,
+        "test_micro_f1_min": float(test.min()),
+        "chance": chance,
+        "runs_at_chance": int((test <= chance + AT_CHANCE).sum()) + len(per) - len(ok),
+        "train_loss_blowup_runs": int(res.get("train_loss_blowup_runs", 0)),
+        "per_run": [
+            {
+                k: r.get(k)
+                for k in (
+                    "seed",
+                    "test_micro_f1",
+                    "val_micro_f1",
+                    "best_epoch",
+                    "epochs",
+                    "failed",
+                    "train_loss_blowup",
+                )
+            }
+            for r in per
+        ],
+    }
 
 
 def markdown(rows: list[dict], graph: dict, runs: int, extra: list[str]) -> str:
-    lines = [f"# Defaults on a graph without tuned settings ({runs} seeds)", "",
-             f"`python scripts/checks/defaults_check.py` — generated graph `{graph['generator']}({graph['kwargs']})`, "
-             f"written as npz and trained with `dataset=custom` and the defaults"
-             + (f" plus `{' '.join(extra)}`" if extra else "") + f". Chance (largest test class): "
-             f"{rows[0]['chance']:.2f}; a run is at chance when its test Micro-F1 is within {AT_CHANCE:g} of it.", "",
-             "| model | test Micro-F1 | val Micro-F1 | min test | runs at chance | training-loss blow-ups |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"# Defaults on a graph without tuned settings ({runs} seeds)",
+        "",
+        f"`python scripts/checks/defaults_check.py` — generated graph `{graph['generator']}({graph['kwargs']})`, "
+        f"written as npz and trained with `dataset=custom` and the defaults"
+        + (f" plus `{' '.join(extra)}`" if extra else "")
+        + f". Chance (largest test class): "
+        f"{rows[0]['chance']:.2f}; a run is at chance when its test Micro-F1 is within {AT_CHANCE:g} of it.",
+        "",
+        "| model | test Micro-F1 | val Micro-F1 | min test | runs at chance | training-loss blow-ups |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f} | "
-                     f"{r['val_micro_f1_mean']:.2f} ± {r['val_micro_f1_std']:.2f} | {r['test_micro_f1_min']:.2f} | "
-                     f"{r['runs_at_chance']} of {r['runs']} | {r['train_loss_blowup_runs']} |")
+        lines.append(
+            f"| {r['model']} | {r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f} | "
+            f"{r['val_micro_f1_mean']:.2f} ± {r['val_micro_f1_std']:.2f} | {r['test_micro_f1_min']:.2f} | "
+            f"{r['runs_at_chance']} of {r['runs']} | {r['train_loss_blowup_runs']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -98,13 +146,19 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--generator", default="counts", choices=list(GENERATORS))
-    ap.add_argument("--graph", help="the generator's keyword arguments (default: counts: "
-                                    f"{GENERATORS['counts'][1]}; bow: {GENERATORS['bow'][1]})")
+    ap.add_argument(
+        "--graph",
+        help="the generator's keyword arguments (default: counts: "
+        f"{GENERATORS['counts'][1]}; bow: {GENERATORS['bow'][1]})",
+    )
     ap.add_argument("--set", action="append", default=[], help="an extra override for every model")
     ap.add_argument("--out", default=str(REPO / "results" / "defaults_check"))
     ap.add_argument("--work", default=str(REPO / "outputs" / "defaults_check"))
-    ap.add_argument("--collect", action="store_true",
-                    help="train nothing: summarise the models whose <work>/<model>/results.json is complete")
+    ap.add_argument(
+        "--collect",
+        action="store_true",
+        help="train nothing: summarise the models whose <work>/<model>/results.json is complete",
+    )
     a = ap.parse_args(argv)
     out = Path(a.out)
     for f in (out.with_suffix(".json"), out.with_suffix(".md")):
@@ -128,14 +182,26 @@ def main(argv=None) -> int:
         else:
             rows.append(summarise(m, train(m, path, a.runs, work / m, a.set, a.generator)["results"], chance))
         r = rows[-1]
-        print(f"{m}: test {r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f}, val "
-              f"{r['val_micro_f1_mean']:.2f}, min {r['test_micro_f1_min']:.2f}, {r['runs_at_chance']} at chance",
-              flush=True)
+        print(
+            f"{m}: test {r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f}, val "
+            f"{r['val_micro_f1_mean']:.2f}, min {r['test_micro_f1_min']:.2f}, {r['runs_at_chance']} at chance",
+            flush=True,
+        )
     graph = {"generator": f"regnn.data.synthetic.{make.__name__}", "kwargs": a.graph}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"graph": graph, "runs": a.runs, "overrides": a.set,
-                                                    "models_requested": a.models.split(","),
-                                                    "at_chance_margin": AT_CHANCE, "models": rows}, indent=1))
+    out.with_suffix(".json").write_text(
+        json.dumps(
+            {
+                "graph": graph,
+                "runs": a.runs,
+                "overrides": a.set,
+                "models_requested": a.models.split(","),
+                "at_chance_margin": AT_CHANCE,
+                "models": rows,
+            },
+            indent=1,
+        )
+    )
     missing = [m for m in a.models.split(",") if m not in {r["model"] for r in rows}]
     note = f"\nNot trained (no complete results): {', '.join(missing)}.\n" if missing else ""
     out.with_suffix(".md").write_text(markdown(rows, graph, a.runs, a.set) + note)

@@ -8,6 +8,7 @@ graphs, and the runs at chance; the chosen setting has the best validation mean 
     python scripts/checks/defaults_check.py --models gat,re_gat --runs 3 --graph <g> --set model.residual=true --out <f>
     python scripts/checks/defaults_selection.py results/defaults_selection_gat/*.json --out results/defaults_selection_gat
 """  # noqa: E501  (usage lines kept whole, to be copied as they are)
+
 from __future__ import annotations
 
 import argparse
@@ -41,27 +42,43 @@ def choose(table: dict) -> tuple[str, dict]:
     must cover every model's graphs to compete)."""
     settings = set.intersection(*(set(by_setting) for by_setting in table.values()))
     graphs = {m: set.intersection(*(set(table[m][s]) for s in settings)) for m in table}
-    score = {s: float(np.mean([table[m][s][g]["val_micro_f1_mean"] for m in table for g in sorted(graphs[m])]))
-             for s in settings}
+    score = {
+        s: float(np.mean([table[m][s][g]["val_micro_f1_mean"] for m in table for g in sorted(graphs[m])]))
+        for s in settings
+    }
     return max(sorted(score), key=lambda s: score[s]), score
 
 
 def markdown(table: dict, chosen: str, score: dict) -> str:
-    lines = ["# `dataset=custom` defaults chosen on validation", "",
-             "`python scripts/checks/defaults_selection.py` over `scripts/checks/defaults_check.py` outputs (each: "
-             "one generated graph, one setting, its seeds); the choice reads the validation columns only. "
-             "A run is at chance when its test Micro-F1 is within 5 of the largest test class's share.", ""]
+    lines = [
+        "# `dataset=custom` defaults chosen on validation",
+        "",
+        "`python scripts/checks/defaults_selection.py` over `scripts/checks/defaults_check.py` outputs (each: "
+        "one generated graph, one setting, its seeds); the choice reads the validation columns only. "
+        "A run is at chance when its test Micro-F1 is within 5 of the largest test class's share.",
+        "",
+    ]
     for model, by_setting in table.items():
-        lines += [f"## {model}", "", "| setting | graph | val Micro-F1 | test Micro-F1 | runs at chance |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            f"## {model}",
+            "",
+            "| setting | graph | val Micro-F1 | test Micro-F1 | runs at chance |",
+            "|---|---|---|---|---|",
+        ]
         for s in sorted(by_setting):
             for g, r in sorted(by_setting[s].items()):
-                lines.append(f"| `{s}` | `{g}` | {r['val_micro_f1_mean']:.2f} ± {r['val_micro_f1_std']:.2f} | "
-                             f"{r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f} | "
-                             f"{r['runs_at_chance']} of {r['runs']} |")
+                lines.append(
+                    f"| `{s}` | `{g}` | {r['val_micro_f1_mean']:.2f} ± {r['val_micro_f1_std']:.2f} | "
+                    f"{r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f} | "
+                    f"{r['runs_at_chance']} of {r['runs']} |"
+                )
         lines.append("")
-    lines += ["## Mean validation Micro-F1 over every model and graph", "",
-              "| setting | mean val Micro-F1 |", "|---|---|"]
+    lines += [
+        "## Mean validation Micro-F1 over every model and graph",
+        "",
+        "| setting | mean val Micro-F1 |",
+        "|---|---|",
+    ]
     for s in sorted(score, key=lambda s: -score[s]):
         lines.append(f"| `{s}`{' (chosen)' if s == chosen else ''} | {score[s]:.2f} |")
     return "\n".join(lines) + "\n"
@@ -79,8 +96,9 @@ def main(argv=None) -> int:
     chosen, score = choose(table)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.with_suffix(".md").write_text(markdown(table, chosen, score))
-    a.out.with_suffix(".json").write_text(json.dumps({"chosen": chosen, "mean_val_micro_f1": score,
-                                                      "inputs": [p.name for p in a.inputs]}, indent=1))
+    a.out.with_suffix(".json").write_text(
+        json.dumps({"chosen": chosen, "mean_val_micro_f1": score, "inputs": [p.name for p in a.inputs]}, indent=1)
+    )
     print(f"chosen: {chosen} (mean validation Micro-F1 {score[chosen]:.2f})")
     return 0
 

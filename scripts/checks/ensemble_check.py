@@ -9,6 +9,7 @@ cell is reused; a cell already there is continued, never overwritten), then pred
 user would: the chosen run and ensemble=true. The scores come from predict.py's scores.json. The report is
 rewritten from the cells each time.
 """  # noqa: E501  (usage lines kept whole, to be copied as they are)
+
 from __future__ import annotations
 
 import argparse
@@ -43,39 +44,70 @@ def main(argv=None) -> int:
     for d in a.datasets:
         for m in a.models:
             cell = work / f"{d}_{m}"
-            run([sys.executable, "train.py", f"dataset={d}", f"model={m}", f"runs={a.runs}", "resume=true",
-                 "logger=none", f"hydra.run.dir={cell}", *a.overrides])
+            run(
+                [
+                    sys.executable,
+                    "train.py",
+                    f"dataset={d}",
+                    f"model={m}",
+                    f"runs={a.runs}",
+                    "resume=true",
+                    "logger=none",
+                    f"hydra.run.dir={cell}",
+                    *a.overrides,
+                ]
+            )
             scores = {}
             for how in ("chosen", "ensemble"):
                 out = cell / "predict" / how
-                run([sys.executable, "predict.py", f"run={cell}", f"ensemble={how == 'ensemble'}",
-                     f"hydra.run.dir={out}"])
+                run(
+                    [
+                        sys.executable,
+                        "predict.py",
+                        f"run={cell}",
+                        f"ensemble={how == 'ensemble'}",
+                        f"hydra.run.dir={out}",
+                    ]
+                )
                 scores[how] = json.loads((out / "scores.json").read_text())
             per_run = [r["test_micro_f1"] for r in json.loads((cell / "results.json").read_text())["per_run"]]
             chosen = next(iter(scores["chosen"]["runs"].values()))
             ens = scores["ensemble"]["ensemble"]
-            rows.append({"dataset": d, "model": m, "runs": len(per_run),
-                         "runs_test_micro_f1_mean": statistics.fmean(per_run),
-                         "runs_test_micro_f1_std": statistics.pstdev(per_run),  # ddof=0, as every table here
-                         "chosen_run": next(iter(scores["chosen"]["runs"])),
-                         "chosen_test_micro_f1": chosen["test_micro_f1"],
-                         "ensemble_test_micro_f1": ens["test_micro_f1"],
-                         "ensemble_test_macro_f1": ens["test_macro_f1"], "ensemble_val_micro_f1": ens["val_micro_f1"]})
+            rows.append(
+                {
+                    "dataset": d,
+                    "model": m,
+                    "runs": len(per_run),
+                    "runs_test_micro_f1_mean": statistics.fmean(per_run),
+                    "runs_test_micro_f1_std": statistics.pstdev(per_run),  # ddof=0, as every table here
+                    "chosen_run": next(iter(scores["chosen"]["runs"])),
+                    "chosen_test_micro_f1": chosen["test_micro_f1"],
+                    "ensemble_test_micro_f1": ens["test_micro_f1"],
+                    "ensemble_test_macro_f1": ens["test_macro_f1"],
+                    "ensemble_val_micro_f1": ens["val_micro_f1"],
+                }
+            )
     df = pd.DataFrame(rows)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(out.with_suffix(".csv"), index=False, float_format="%.4f")
-    lines = ["# predict.py's ensemble against single runs (test Micro-F1)", "",
-             f"`scripts/checks/ensemble_check.py`: each cell's {a.runs} runs (seeds 0-{a.runs - 1}) through train.py, "
-             "then predict.py with the run it picks by validation and with ensemble=true (the mean of the runs' "
-             "class probabilities).", "",
-             "| dataset | model | runs: mean ± std | run picked by validation | ensemble | ensemble - runs' mean |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "# predict.py's ensemble against single runs (test Micro-F1)",
+        "",
+        f"`scripts/checks/ensemble_check.py`: each cell's {a.runs} runs (seeds 0-{a.runs - 1}) through train.py, "
+        "then predict.py with the run it picks by validation and with ensemble=true (the mean of the runs' "
+        "class probabilities).",
+        "",
+        "| dataset | model | runs: mean ± std | run picked by validation | ensemble | ensemble - runs' mean |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['dataset'].upper()} | {r['model']} | {r['runs_test_micro_f1_mean']:.2f} ± "
-                     f"{r['runs_test_micro_f1_std']:.2f} | {r['chosen_test_micro_f1']:.2f} ({r['chosen_run']}) | "
-                     f"{r['ensemble_test_micro_f1']:.2f} | "
-                     f"{r['ensemble_test_micro_f1'] - r['runs_test_micro_f1_mean']:+.2f} |")
+        lines.append(
+            f"| {r['dataset'].upper()} | {r['model']} | {r['runs_test_micro_f1_mean']:.2f} ± "
+            f"{r['runs_test_micro_f1_std']:.2f} | {r['chosen_test_micro_f1']:.2f} ({r['chosen_run']}) | "
+            f"{r['ensemble_test_micro_f1']:.2f} | "
+            f"{r['ensemble_test_micro_f1'] - r['runs_test_micro_f1_mean']:+.2f} |"
+        )
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"ensemble_check: wrote {out}.csv, {out}.md")
     return 0

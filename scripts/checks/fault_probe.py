@@ -11,6 +11,7 @@ the re-run: it exits 0; every *.json under the directory parses; results.json li
 re-run trained exactly the runs that had no finished record when the job was killed (none twice); and the scores
 equal the clean job's. Writes results/fault_probe.{json,md}.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,24 +54,38 @@ runpy.run_path("train.py", run_name="__main__")
 
 TRAINERS = {
     "fullbatch": ["trainer.max_epochs=8", "trainer.patience=8"],
-    "minibatch": ["trainer=minibatch", "trainer.default_fanout=5", "trainer.batch_size=100", "trainer.max_epochs=3",
-                  "trainer.patience=3", "trainer.log_every=0"],
+    "minibatch": [
+        "trainer=minibatch",
+        "trainer.default_fanout=5",
+        "trainer.batch_size=100",
+        "trainer.max_epochs=3",
+        "trainer.patience=3",
+        "trainer.log_every=0",
+    ],
 }
 
 
 def job(args: list[str], out: Path, log: Path, kill: int = 0) -> int:
-    env = {**os.environ, "PROBE_LOG": str(log), "PROBE_KILL": str(kill), "PROBE_DIR": str(out),
-           "HYDRA_FULL_ERROR": "0"}
-    p = subprocess.run([sys.executable, "-c", LAUNCHER, *args, f"hydra.run.dir={out}"], cwd=REPO, env=env,
-                       capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "PROBE_LOG": str(log), "PROBE_KILL": str(kill), "PROBE_DIR": str(out), "HYDRA_FULL_ERROR": "0"}
+    p = subprocess.run(
+        [sys.executable, "-c", LAUNCHER, *args, f"hydra.run.dir={out}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if kill == 0 and p.returncode != 0:
         print(p.stderr[-2000:], file=sys.stderr)
     return p.returncode
 
 
 def events(log: Path, kind: str) -> list[str]:
-    return [line.split(" ", 1)[1] for line in log.read_text().splitlines() if line.startswith(kind + " ")] \
-        if log.exists() else []
+    return (
+        [line.split(" ", 1)[1] for line in log.read_text().splitlines() if line.startswith(kind + " ")]
+        if log.exists()
+        else []
+    )
 
 
 def scores(summary: dict) -> list:
@@ -117,33 +132,61 @@ def probe(trainer: str, runs: int, work: Path) -> dict:
         rc_rerun = job([*args, "resume=true"], out, log2)
         retrained = sorted(int(r) for r in events(log2, "train"))
         summary = json.loads((out / "results.json").read_text()) if rc_rerun == 0 else {"per_run": []}
-        row = {"write": k, "file": name, "killed_rc": rc_killed, "finished_before_kill": sorted(done),
-               "rerun_rc": rc_rerun, "retrained": retrained,
-               "each_run_once": [r["run"] for r in summary["per_run"]] == list(range(runs)),
-               "no_finished_run_retrained": retrained == sorted(set(range(runs)) - done),
-               "unreadable_json": unreadable_json(out),
-               "scores_equal_clean_job": summary["per_run"] != [] and scores(summary) == scores(clean),
-               "seconds": round(time.perf_counter() - t0, 1)}
-        row["ok"] = (rc_killed == -9 and rc_rerun == 0 and row["each_run_once"] and row["no_finished_run_retrained"]
-                     and not row["unreadable_json"] and row["scores_equal_clean_job"])
-        print(f"{trainer} write {k}/{len(writes)} ({name}): killed rc {rc_killed}, finished {sorted(done)}, "
-              f"re-run rc {rc_rerun} retrained {retrained} -> {'ok' if row['ok'] else 'FAILED'}", flush=True)
+        row = {
+            "write": k,
+            "file": name,
+            "killed_rc": rc_killed,
+            "finished_before_kill": sorted(done),
+            "rerun_rc": rc_rerun,
+            "retrained": retrained,
+            "each_run_once": [r["run"] for r in summary["per_run"]] == list(range(runs)),
+            "no_finished_run_retrained": retrained == sorted(set(range(runs)) - done),
+            "unreadable_json": unreadable_json(out),
+            "scores_equal_clean_job": summary["per_run"] != [] and scores(summary) == scores(clean),
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+        row["ok"] = (
+            rc_killed == -9
+            and rc_rerun == 0
+            and row["each_run_once"]
+            and row["no_finished_run_retrained"]
+            and not row["unreadable_json"]
+            and row["scores_equal_clean_job"]
+        )
+        print(
+            f"{trainer} write {k}/{len(writes)} ({name}): killed rc {rc_killed}, finished {sorted(done)}, "
+            f"re-run rc {rc_rerun} retrained {retrained} -> {'ok' if row['ok'] else 'FAILED'}",
+            flush=True,
+        )
         rows.append(row)
-    return {"trainer": trainer, "runs": runs, "arguments": args, "writes": writes, "kills": rows,
-            "kills_ok": sum(r["ok"] for r in rows)}
+    return {
+        "trainer": trainer,
+        "runs": runs,
+        "arguments": args,
+        "writes": writes,
+        "kills": rows,
+        "kills_ok": sum(r["ok"] for r in rows),
+    }
 
 
 def markdown(report: dict) -> str:
-    lines = ["# Fault probe: a kill at every write of a training job, then a re-run", "",
-             f"`{report['command']}` ({report['when']}). Each job was killed with SIGKILL in the middle of write k "
-             "(half its temporary file written), then re-run with `resume=true` in the same directory.", "",
-             "| trainer | write | file | finished before the kill | re-run trained | each run once | JSON readable "
-             "| scores = clean job | ok |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Fault probe: a kill at every write of a training job, then a re-run",
+        "",
+        f"`{report['command']}` ({report['when']}). Each job was killed with SIGKILL in the middle of write k "
+        "(half its temporary file written), then re-run with `resume=true` in the same directory.",
+        "",
+        "| trainer | write | file | finished before the kill | re-run trained | each run once | JSON readable "
+        "| scores = clean job | ok |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for t in report["trainers"]:
         for r in t["kills"]:
-            lines.append(f"| {t['trainer']} | {r['write']}/{len(t['writes'])} | `{r['file']}` | "
-                         f"{r['finished_before_kill']} | {r['retrained']} | {r['each_run_once']} | "
-                         f"{not r['unreadable_json']} | {r['scores_equal_clean_job']} | {'yes' if r['ok'] else 'NO'} |")
+            lines.append(
+                f"| {t['trainer']} | {r['write']}/{len(t['writes'])} | `{r['file']}` | "
+                f"{r['finished_before_kill']} | {r['retrained']} | {r['each_run_once']} | "
+                f"{not r['unreadable_json']} | {r['scores_equal_clean_job']} | {'yes' if r['ok'] else 'NO'} |"
+            )
     lines += ["", f"{report['kills_ok']} of {report['kills']} kills recovered correctly.", ""]
     return "\n".join(lines)
 
@@ -156,9 +199,13 @@ def main() -> None:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fault_probe_") as work:
         trainers = [probe(t, a.runs, Path(work)) for t in a.trainers]
-    report = {"command": "scripts/checks/fault_probe.py " + " ".join(sys.argv[1:]),
-              "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "trainers": trainers,
-              "kills": sum(len(t["kills"]) for t in trainers), "kills_ok": sum(t["kills_ok"] for t in trainers)}
+    report = {
+        "command": "scripts/checks/fault_probe.py " + " ".join(sys.argv[1:]),
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "trainers": trainers,
+        "kills": sum(len(t["kills"]) for t in trainers),
+        "kills_ok": sum(t["kills_ok"] for t in trainers),
+    }
     write_json(f"{a.out}.json", report)
     write_text(f"{a.out}.md", markdown(report))
     print(f"{report['kills_ok']} of {report['kills']} kills recovered -> {a.out}.json, {a.out}.md")

@@ -7,6 +7,7 @@ and writes <out>.json (every run) and <out>.md; refuses to overwrite them.
     python train.py dataset=dblp model=re_gcn trainer=minibatch hydra.run.dir=outputs/mb_dblp
     python scripts/checks/minibatch_check.py outputs/mb_dblp --cell results/cells/dblp_re_gcn.json --out results/minibatch_dblp
 """  # noqa: E501  (usage lines kept whole, to be copied as they are)
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,6 @@ import yaml
 from regnn.evaluation.metrics import mean_std  # population std, as every table here
 
 REPO = Path(__file__).resolve().parents[2]
-
-
 
 
 def runs_of(folders: list[Path]) -> tuple[list[dict], dict]:
@@ -43,9 +42,11 @@ def runs_of(folders: list[Path]) -> tuple[list[dict], dict]:
 def cell_scores(path: Path) -> dict:
     doc = json.loads(path.read_text())
     per = [r for r in doc.get("results", doc)["per_run"] if "failed" not in r]  # a cell file or a results.json
-    return {"test_micro_f1": mean_std([r["test_micro_f1"] for r in per]),
-            "val_micro_f1": mean_std([r["val_micro_f1"] for r in per]), "source": str(path.relative_to(REPO))
-            if path.is_relative_to(REPO) else str(path)}
+    return {
+        "test_micro_f1": mean_std([r["test_micro_f1"] for r in per]),
+        "val_micro_f1": mean_std([r["val_micro_f1"] for r in per]),
+        "source": str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path),
+    }
 
 
 def main(argv=None) -> int:
@@ -61,30 +62,44 @@ def main(argv=None) -> int:
     runs, config = runs_of(a.runs)
     mb = {k: mean_std([r[k] for r in runs]) for k in ("test_micro_f1", "test_macro_f1", "val_micro_f1")}
     full = cell_scores(a.cell.resolve())
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     import torch
-    doc = {"runs_from": [str(p) for p in a.runs], "commit": commit,
-           "model": config.get("model", {}), "trainer": config.get("trainer", {}),
-           "environment": {"torch": torch.__version__, "python": platform.python_version(),
-                           "machine": platform.machine()},
-           "minibatch": mb, "fullbatch_cell": full,
-           "per_run": [{k: r.get(k) for k in ("seed", "test_micro_f1", "test_macro_f1", "val_micro_f1", "best_epoch",
-                                               "epochs")} for r in runs]}
+
+    doc = {
+        "runs_from": [str(p) for p in a.runs],
+        "commit": commit,
+        "model": config.get("model", {}),
+        "trainer": config.get("trainer", {}),
+        "environment": {"torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine()},
+        "minibatch": mb,
+        "fullbatch_cell": full,
+        "per_run": [
+            {k: r.get(k) for k in ("seed", "test_micro_f1", "test_macro_f1", "val_micro_f1", "best_epoch", "epochs")}
+            for r in runs
+        ],
+    }
     m, t = doc["model"], doc["trainer"]
     setting = ", ".join(f"{k} {m[k]}" for k in ("layout", "hidden", "num_layers", "norm", "double_dropout") if k in m)
     setting += ", " + ", ".join(f"{k} {t[k]}" for k in ("fanouts", "batch_size", "stop_on") if k in t)
     f = lambda s: f"{s['mean']:.2f} ± {s['std']:.2f}"  # noqa: E731
-    md = [f"# {a.title}", "",
-          f"{len(runs)} runs (seeds {', '.join(str(r['seed']) for r in runs)}), commit {commit}, torch "
-          f"{torch.__version__}, Python {platform.python_version()}. Settings: {setting}. Test scores at the epoch "
-          "chosen by the trainer's rule (trainer.stop_on).", "",
-          "| trainer | test Micro-F1 | test Macro-F1 | val Micro-F1 |", "|---|---|---|---|",
-          f"| minibatch | {f(mb['test_micro_f1'])} | {f(mb['test_macro_f1'])} | {f(mb['val_micro_f1'])} |",
-          f"| fullbatch ({full['source']}) | {f(full['test_micro_f1'])} | | {f(full['val_micro_f1'])} |",
-          f"| difference | {mb['test_micro_f1']['mean'] - full['test_micro_f1']['mean']:+.2f} | | "
-          f"{mb['val_micro_f1']['mean'] - full['val_micro_f1']['mean']:+.2f} |", "",
-          f"Per run: {a.out.with_suffix('.json').name}."]
+    md = [
+        f"# {a.title}",
+        "",
+        f"{len(runs)} runs (seeds {', '.join(str(r['seed']) for r in runs)}), commit {commit}, torch "
+        f"{torch.__version__}, Python {platform.python_version()}. Settings: {setting}. Test scores at the epoch "
+        "chosen by the trainer's rule (trainer.stop_on).",
+        "",
+        "| trainer | test Micro-F1 | test Macro-F1 | val Micro-F1 |",
+        "|---|---|---|---|",
+        f"| minibatch | {f(mb['test_micro_f1'])} | {f(mb['test_macro_f1'])} | {f(mb['val_micro_f1'])} |",
+        f"| fullbatch ({full['source']}) | {f(full['test_micro_f1'])} | | {f(full['val_micro_f1'])} |",
+        f"| difference | {mb['test_micro_f1']['mean'] - full['test_micro_f1']['mean']:+.2f} | | "
+        f"{mb['val_micro_f1']['mean'] - full['val_micro_f1']['mean']:+.2f} |",
+        "",
+        f"Per run: {a.out.with_suffix('.json').name}.",
+    ]
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
     a.out.with_suffix(".md").write_text("\n".join(md) + "\n")

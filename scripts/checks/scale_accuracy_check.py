@@ -11,6 +11,7 @@ the scale benchmark's). The labels are planted in the paper features, so this ch
 them, not a result. Within: |mean test accuracy - the last committed mean of that model| <= max(its std, --floor).
 The report (<report>.json and .md, default results/scale_accuracy_check) keeps every earlier row and adds these.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,16 +31,33 @@ def commit() -> str:
 
 def train(model: str, data_dir: Path, work: Path, a) -> dict:
     """Trains `model` (resumes a stopped one) and returns its row: seeds, test accuracies, best epochs."""
-    cmd = [sys.executable, str(REPO / "train.py"), "dataset=ogbn_mag", "trainer=minibatch", f"model={model}",
-           f"dataset.dir={data_dir}", f"runs={a.runs}", f"threads={a.threads}", f"trainer.max_epochs={a.epochs}",
-           f"trainer.patience={a.epochs}", "resume=true", f"hydra.run.dir={work}"]
+    cmd = [
+        sys.executable,
+        str(REPO / "train.py"),
+        "dataset=ogbn_mag",
+        "trainer=minibatch",
+        f"model={model}",
+        f"dataset.dir={data_dir}",
+        f"runs={a.runs}",
+        f"threads={a.threads}",
+        f"trainer.max_epochs={a.epochs}",
+        f"trainer.patience={a.epochs}",
+        "resume=true",
+        f"hydra.run.dir={work}",
+    ]
     print(f"scale_accuracy_check: {model} -> {work}", file=sys.stderr, flush=True)
     subprocess.run(cmd, cwd=REPO, check=True)
     res = json.loads((work / "results.json").read_text())
     acc = [r["test_acc"] for r in res["per_run"]]
-    return {"model": model, "runs": len(acc), "seeds": [r["seed"] for r in res["per_run"]], "test_acc": acc,
-            "test_acc_mean": statistics.fmean(acc), "test_acc_std": statistics.pstdev(acc),
-            "best_epochs": [r["best_epoch"] for r in res["per_run"]]}
+    return {
+        "model": model,
+        "runs": len(acc),
+        "seeds": [r["seed"] for r in res["per_run"]],
+        "test_acc": acc,
+        "test_acc_mean": statistics.fmean(acc),
+        "test_acc_std": statistics.pstdev(acc),
+        "best_epochs": [r["best_epoch"] for r in res["per_run"]],
+    }
 
 
 def judge(row: dict, earlier: list[dict], floor: float) -> dict:
@@ -53,19 +71,25 @@ def judge(row: dict, earlier: list[dict], floor: float) -> dict:
 
 
 def markdown(report: dict) -> str:
-    lines = ["# Mini-batch accuracy on the 5%-scale generated graph, code by code", "",
-             f"`{report['command']}`, each code's commit named. The labels are planted in the paper features, so "
-             "this checks that training still learns them, not a result. A new row is within when its mean is "
-             "within max(the last earlier mean's std, "
-             f"{report['floor']:g}) of that mean.", "",
-             "| model | code | commit | runs | test accuracy per seed | mean ± std | difference | within |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Mini-batch accuracy on the 5%-scale generated graph, code by code",
+        "",
+        f"`{report['command']}`, each code's commit named. The labels are planted in the paper features, so "
+        "this checks that training still learns them, not a result. A new row is within when its mean is "
+        "within max(the last earlier mean's std, "
+        f"{report['floor']:g}) of that mean.",
+        "",
+        "| model | code | commit | runs | test accuracy per seed | mean ± std | difference | within |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in report["rows"]:
         within = "" if r.get("within") is None else ("yes" if r["within"] else "no")
         diff = f"{r['diff']:+.2f}" if r.get("diff") is not None else ""
-        lines.append(f"| {r['model']} | {r.get('code', '')} | {r.get('commit', '')} | {r['runs']} | "
-                     f"{', '.join(f'{x:.2f}' for x in r['test_acc'])} | {r['test_acc_mean']:.2f} ± "
-                     f"{r['test_acc_std']:.2f} | {diff} | {within} |")
+        lines.append(
+            f"| {r['model']} | {r.get('code', '')} | {r.get('commit', '')} | {r['runs']} | "
+            f"{', '.join(f'{x:.2f}' for x in r['test_acc'])} | {r['test_acc_mean']:.2f} ± "
+            f"{r['test_acc_std']:.2f} | {diff} | {within} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -83,26 +107,41 @@ def main(argv=None) -> int:
     data_dir, report_path = Path(a.data_dir), Path(a.report)
     if not (data_dir / "generated.json").is_file():
         from regnn.data.ogb_format import write_ogb_mag_like
+
         print(f"scale_accuracy_check: generating the 5%-scale graph under {data_dir}", file=sys.stderr)
         info = write_ogb_mag_like(data_dir, scale=0.05, seed=0) | {"scale": 0.05, "seed": 0}
         (data_dir / "generated.json").write_text(json.dumps(info, indent=2))
     old = json.loads(Path(f"{report_path}.json").read_text()) if Path(f"{report_path}.json").is_file() else {}
     earlier = old.get("rows", [])
     code = commit()
-    rows = [judge(train(m, data_dir, Path(a.work) / f"{code}_{m}", a) | {"code": "now", "commit": code},
-                  earlier, a.floor) for m in a.models]
-    command = ("python train.py dataset=ogbn_mag trainer=minibatch model=<m> dataset.dir=<the 5%-scale graph> "
-               f"runs={a.runs} threads={a.threads} trainer.max_epochs={a.epochs} trainer.patience={a.epochs}")
-    report = {"what": "test accuracy of mini-batch RE-GCN and RE-GAT on the 5%-scale generated OGBN-MAG graph, "
-                      "code by code", "command": command, "floor": a.floor, "rows": earlier + rows}
+    rows = [
+        judge(train(m, data_dir, Path(a.work) / f"{code}_{m}", a) | {"code": "now", "commit": code}, earlier, a.floor)
+        for m in a.models
+    ]
+    command = (
+        "python train.py dataset=ogbn_mag trainer=minibatch model=<m> dataset.dir=<the 5%-scale graph> "
+        f"runs={a.runs} threads={a.threads} trainer.max_epochs={a.epochs} trainer.patience={a.epochs}"
+    )
+    report = {
+        "what": "test accuracy of mini-batch RE-GCN and RE-GAT on the 5%-scale generated OGBN-MAG graph, code by code",
+        "command": command,
+        "floor": a.floor,
+        "rows": earlier + rows,
+    }
     report_path.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{report_path}.json").write_text(json.dumps(report, indent=2) + "\n")
     Path(f"{report_path}.md").write_text(markdown(report))
     for r in rows:
-        print(f"scale_accuracy_check: {r['model']}: {r['test_acc_mean']:.2f} ± {r['test_acc_std']:.2f}"
-              + (f", {r['diff']:+.2f} against {r['against']} (tolerance {r['tolerance']:.2f}): "
-                 f"{'within' if r['within'] else 'NOT within'}" if r.get("within") is not None else ""),
-              file=sys.stderr)
+        print(
+            f"scale_accuracy_check: {r['model']}: {r['test_acc_mean']:.2f} ± {r['test_acc_std']:.2f}"
+            + (
+                f", {r['diff']:+.2f} against {r['against']} (tolerance {r['tolerance']:.2f}): "
+                f"{'within' if r['within'] else 'NOT within'}"
+                if r.get("within") is not None
+                else ""
+            ),
+            file=sys.stderr,
+        )
     return 0 if all(r.get("within") is not False for r in rows) else 1
 
 

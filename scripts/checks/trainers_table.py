@@ -17,6 +17,7 @@ continued, never overwritten). The table gives each setting's test and validatio
 runs, the test score at the epoch each trainer's rule chose) and the mini-batch settings' difference from full
 batch. It is written to <out>.csv and <out>.md, which are never overwritten.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,9 +33,11 @@ from regnn.evaluation.metrics import mean_std  # population std, as every table 
 
 REPO = Path(__file__).resolve().parents[2]
 
-SETTINGS = {"fullbatch": [],
-            "sampled": ["trainer=minibatch", "trainer.fanouts=null"],
-            "every neighbour": ["trainer=minibatch", "trainer.fanouts=null", "trainer.default_fanout=-1"]}
+SETTINGS = {
+    "fullbatch": [],
+    "sampled": ["trainer=minibatch", "trainer.fanouts=null"],
+    "every neighbour": ["trainer=minibatch", "trainer.fanouts=null", "trainer.default_fanout=-1"],
+}
 
 
 GENERATED = {"synthetic": "make_synthetic", "counts": "make_count_graph"}
@@ -46,6 +49,7 @@ def dataset_args(graph: str, work: Path) -> list[str]:
         return [f"dataset={graph}"]
     import regnn.data
     from regnn.data.custom import save_npz
+
     path = work / "graphs" / graph / "dataset.yaml"
     if not path.exists():  # written once: its fingerprint then stays that of the cells trained on it
         save_npz(getattr(regnn.data, GENERATED[graph])(), path.parent)
@@ -54,8 +58,18 @@ def dataset_args(graph: str, work: Path) -> list[str]:
 
 def train(graph: str, model: str, setting: str, runs: int, work: Path, extra: list[str]) -> dict:
     out = work / f"{graph}_{model}" / setting.replace(" ", "_")
-    cmd = [sys.executable, str(REPO / "train.py"), *dataset_args(graph, work), f"model={model}", f"runs={runs}",
-           "resume=true", "save_model=false", *SETTINGS[setting], *extra, f"hydra.run.dir={out}"]
+    cmd = [
+        sys.executable,
+        str(REPO / "train.py"),
+        *dataset_args(graph, work),
+        f"model={model}",
+        f"runs={runs}",
+        "resume=true",
+        "save_model=false",
+        *SETTINGS[setting],
+        *extra,
+        f"hydra.run.dir={out}",
+    ]
     print("trainers_table:", " ".join(cmd[2:]), flush=True)
     if subprocess.run(cmd, cwd=REPO).returncode != 0:
         raise SystemExit(f"trainers_table: {graph} {model} {setting} failed (its log: {out}/train.log)")
@@ -70,27 +84,43 @@ def row(graph: str, model: str, setting: str, res: dict, full: dict | None) -> d
     val = mean_std([r["val_micro_f1"] for r in per])
     t, layers = res["config"]["trainer"], res["config"]["model"].get("num_layers")
     fanouts = t.get("fanouts") or ([t["default_fanout"]] * layers if "default_fanout" in t else [])
-    return {"graph": graph, "model": model, "setting": setting, "runs": len(per),
-            "fanouts": " ".join(map(str, fanouts)), "stop_on": ",".join(t.get("stop_on", [])),
-            "test_micro_f1": test["mean"], "test_std": test["std"], "val_micro_f1": val["mean"], "val_std": val["std"],
-            "test_diff": None if full is None else test["mean"] - full["test_micro_f1"],
-            "val_diff": None if full is None else val["mean"] - full["val_micro_f1"],
-            "epochs": mean_std([r["epochs"] for r in per])["mean"]}
+    return {
+        "graph": graph,
+        "model": model,
+        "setting": setting,
+        "runs": len(per),
+        "fanouts": " ".join(map(str, fanouts)),
+        "stop_on": ",".join(t.get("stop_on", [])),
+        "test_micro_f1": test["mean"],
+        "test_std": test["std"],
+        "val_micro_f1": val["mean"],
+        "val_std": val["std"],
+        "test_diff": None if full is None else test["mean"] - full["test_micro_f1"],
+        "val_diff": None if full is None else val["mean"] - full["val_micro_f1"],
+        "epochs": mean_std([r["epochs"] for r in per])["mean"],
+    }
 
 
 def markdown(df: pd.DataFrame, runs: int) -> str:
     f = lambda m, s: f"{m:.2f} ± {s:.2f}"  # noqa: E731
     d = lambda x: "" if pd.isna(x) else f"{x:+.2f}"  # noqa: E731
-    lines = ["# Full batch against mini-batch", "",
-             f"`python scripts/checks/trainers_table.py`: {runs} runs per cell (seeds 0-{runs - 1}), every setting at "
-             "its default but the trainer. Test Micro-F1 at the epoch each trainer's stopping rule chose; the "
-             "differences are from the full-batch cell of the same graph and model.", "",
-             "| graph | model | trainer | fanouts | stop on | test Micro-F1 | difference | validation Micro-F1 | "
-             "difference | epochs |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Full batch against mini-batch",
+        "",
+        f"`python scripts/checks/trainers_table.py`: {runs} runs per cell (seeds 0-{runs - 1}), every setting at "
+        "its default but the trainer. Test Micro-F1 at the epoch each trainer's stopping rule chose; the "
+        "differences are from the full-batch cell of the same graph and model.",
+        "",
+        "| graph | model | trainer | fanouts | stop on | test Micro-F1 | difference | validation Micro-F1 | "
+        "difference | epochs |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in df.itertuples():
-        lines.append(f"| {r.graph} | {r.model} | {r.setting} | {r.fanouts or '-'} | {r.stop_on} | "
-                     f"{f(r.test_micro_f1, r.test_std)} | {d(r.test_diff)} | "
-                     f"{f(r.val_micro_f1, r.val_std)} | {d(r.val_diff)} | {r.epochs:.0f} |")
+        lines.append(
+            f"| {r.graph} | {r.model} | {r.setting} | {r.fanouts or '-'} | {r.stop_on} | "
+            f"{f(r.test_micro_f1, r.test_std)} | {d(r.test_diff)} | "
+            f"{f(r.val_micro_f1, r.val_std)} | {d(r.val_diff)} | {r.epochs:.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

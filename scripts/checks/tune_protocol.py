@@ -17,6 +17,7 @@ Every setting a protocol picks, and the configured one (trial 0), is then traine
 validation and test Micro-F1 over those runs are what the table compares. Test is only reported, never used to
 pick or to choose a default. Everything resumes: the same command again keeps finished tunes and runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,10 +53,23 @@ HOW = {"threads": 1, "workers": 1, "device": "cpu"}
 
 def tune(work: Path, graph: str, sampler_seed: int, a) -> Path:
     sweep = work / f"{graph}_s{sampler_seed}"
-    cmd = [sys.executable, str(REPO_ROOT / "train.py"), "-m", "experiment=tune", *GRAPHS[graph], *COMMON,
-           f"tune.trials={a.trials}", f"tune.seeds={a.seeds}", f"tune.finalists={max(a.finalists)}",
-           f"tune.finalist_seeds={max(a.finalist_seeds)}", "tune.final_runs=0", "threads=1", "workers=1",
-           f"hydra.sweeper.sampler.seed={sampler_seed}", f"hydra.sweep.dir={sweep}"]
+    cmd = [
+        sys.executable,
+        str(REPO_ROOT / "train.py"),
+        "-m",
+        "experiment=tune",
+        *GRAPHS[graph],
+        *COMMON,
+        f"tune.trials={a.trials}",
+        f"tune.seeds={a.seeds}",
+        f"tune.finalists={max(a.finalists)}",
+        f"tune.finalist_seeds={max(a.finalist_seeds)}",
+        "tune.final_runs=0",
+        "threads=1",
+        "workers=1",
+        f"hydra.sweeper.sampler.seed={sampler_seed}",
+        f"hydra.sweep.dir={sweep}",
+    ]
     print(" ".join(cmd[1:]), flush=True)
     subprocess.run(cmd, check=True, cwd=REPO_ROOT, stdout=subprocess.DEVNULL)
     return sweep
@@ -88,6 +102,7 @@ def evaluate(sweep: Path, number: int, runs: int) -> dict:
     cfg = OmegaConf.load(sweep / f"trial_{number}" / "config.yaml")
     cfg.update({"seed": EVAL_SEED, "runs": runs, "resume": True, **HOW})
     from regnn.pipeline import train
+
     m = train(cfg, folder)["metrics"]
     return {"val": m["val_micro_f1"]["mean"], "val_std": m["val_micro_f1"]["std"], "test": m["test_micro_f1"]["mean"]}
 
@@ -95,8 +110,9 @@ def evaluate(sweep: Path, number: int, runs: int) -> dict:
 def protocols(a) -> list[tuple[int, int, int]]:
     """(trials, finalists, finalist seeds) of every protocol compared; finalists 0: the search's best."""
     trials = sorted({t for t in a.prefixes if t <= a.trials} | {a.trials})
-    return [(t, 0, 0) for t in trials] + [(t, k, f) for t, k, f in itertools.product(
-        trials, sorted(a.finalists), sorted(a.finalist_seeds))]
+    return [(t, 0, 0) for t in trials] + [
+        (t, k, f) for t, k, f in itertools.product(trials, sorted(a.finalists), sorted(a.finalist_seeds))
+    ]
 
 
 def measure(sweep: Path, graph: str, sampler_seed: int, a) -> list[dict]:
@@ -114,16 +130,33 @@ def measure(sweep: Path, graph: str, sampler_seed: int, a) -> list[dict]:
             pick = choose(finalist_scores(sweep, numbers, f, max(a.finalist_seeds)))
             spent = trials * a.seeds + len(numbers) * f
         e = evaluate(sweep, pick, a.eval_runs)
-        rows.append({"graph": graph, "val_nodes": val_nodes, "sampler_seed": sampler_seed, "trials": trials,
-                     "seeds": a.seeds, "finalists": k, "finalist_seeds": f, "runs_spent": spent, "trial": pick,
-                     "search_score": scores[pick], "eval_val": e["val"], "eval_val_std": e["val_std"],
-                     "eval_test": e["test"], "default_eval_val": default["val"], "default_eval_test": default["test"],
-                     "val_vs_default": e["val"] - default["val"], "test_vs_default": e["test"] - default["test"]})
+        rows.append(
+            {
+                "graph": graph,
+                "val_nodes": val_nodes,
+                "sampler_seed": sampler_seed,
+                "trials": trials,
+                "seeds": a.seeds,
+                "finalists": k,
+                "finalist_seeds": f,
+                "runs_spent": spent,
+                "trial": pick,
+                "search_score": scores[pick],
+                "eval_val": e["val"],
+                "eval_val_std": e["val_std"],
+                "eval_test": e["test"],
+                "default_eval_val": default["val"],
+                "default_eval_test": default["test"],
+                "val_vs_default": e["val"] - default["val"],
+                "test_vs_default": e["test"] - default["test"],
+            }
+        )
     return rows
 
 
 def validation_nodes(sweep: Path) -> int:
     from regnn.data import load_dataset
+
     data = OmegaConf.to_container(OmegaConf.load(sweep / "trial_0" / "config.yaml").dataset)
     data.pop("metapaths", None)
     return len(load_dataset(**data).splits["val"])
@@ -135,13 +168,23 @@ def study_name(graph: str) -> str:
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     g = df.groupby(["trials", "finalists", "finalist_seeds"], sort=True)
-    out = g.agg(runs_spent=("runs_spent", "mean"), val_vs_default=("val_vs_default", "mean"),
-                worst_val_vs_default=("val_vs_default", "min"),
-                below_default=("val_vs_default", lambda s: int((s < -1e-9).sum())),
-                picked_default=("trial", lambda s: int((s == 0).sum())), test_vs_default=("test_vs_default", "mean"),
-                cases=("trial", "size")).reset_index()
-    out.insert(0, "protocol", [f"{t} trials, search's best" if k == 0 else f"{t} trials, {k} finalists x {f} seeds"
-                               for t, k, f in zip(out.trials, out.finalists, out.finalist_seeds)])
+    out = g.agg(
+        runs_spent=("runs_spent", "mean"),
+        val_vs_default=("val_vs_default", "mean"),
+        worst_val_vs_default=("val_vs_default", "min"),
+        below_default=("val_vs_default", lambda s: int((s < -1e-9).sum())),
+        picked_default=("trial", lambda s: int((s == 0).sum())),
+        test_vs_default=("test_vs_default", "mean"),
+        cases=("trial", "size"),
+    ).reset_index()
+    out.insert(
+        0,
+        "protocol",
+        [
+            f"{t} trials, search's best" if k == 0 else f"{t} trials, {k} finalists x {f} seeds"
+            for t, k, f in zip(out.trials, out.finalists, out.finalist_seeds)
+        ],
+    )
     return out
 
 
@@ -161,7 +204,14 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.quick:
         a.graphs, a.sampler_seeds, a.trials, a.prefixes, a.finalists, a.finalist_seeds, a.eval_runs = (
-            ["synthetic"], [0], 6, [3], [2], [2], 2)
+            ["synthetic"],
+            [0],
+            6,
+            [3],
+            [2],
+            [2],
+            2,
+        )
     if min(a.finalists) < 1 or min(a.finalist_seeds) < 1:
         ap.error("--finalists and --finalist-seeds: whole numbers >= 1 (the search's best is always compared)")
     error = refuse_existing(a.out)
@@ -181,16 +231,18 @@ def main(argv=None) -> int:
         shown[col] = summ[col].map(lambda v: f"{v:+.2f}")
     shown["runs_spent"] = summ.runs_spent.map(lambda v: f"{v:.0f}")
     cases = ", ".join(f"{g} ({int(df[df.graph == g].val_nodes.iloc[0])} validation nodes)" for g in a.graphs)
-    notes = [f"RE-GCN, experiment=tune on {cases}, each with sampler seeds {', '.join(map(str, a.sampler_seeds))} "
-             f"({len(a.graphs) * len(a.sampler_seeds)} cases per protocol); {a.seeds} search seeds per trial; "
-             f"training shortened to {COMMON[1]}, {COMMON[2]} (scripts/checks/tune_protocol.py).",
-             f"Every pick and the configured setting (trial 0) scored on {a.eval_runs} runs with seeds {EVAL_SEED}-"
-             f"{EVAL_SEED + a.eval_runs - 1}, which no tune saw: val_vs_default is the pick's mean validation "
-             "Micro-F1 minus the configured setting's (mean over the cases, and the worst case), below_default counts "
-             "the cases where the pick scored below it, picked_default those where the configured setting was "
-             "chosen; test_vs_default is listed, never used to choose.",
-             "runs_spent: training runs of the search and the finalist stage per tune.",
-             "Per case: tune_protocol.csv."]
+    notes = [
+        f"RE-GCN, experiment=tune on {cases}, each with sampler seeds {', '.join(map(str, a.sampler_seeds))} "
+        f"({len(a.graphs) * len(a.sampler_seeds)} cases per protocol); {a.seeds} search seeds per trial; "
+        f"training shortened to {COMMON[1]}, {COMMON[2]} (scripts/checks/tune_protocol.py).",
+        f"Every pick and the configured setting (trial 0) scored on {a.eval_runs} runs with seeds {EVAL_SEED}-"
+        f"{EVAL_SEED + a.eval_runs - 1}, which no tune saw: val_vs_default is the pick's mean validation "
+        "Micro-F1 minus the configured setting's (mean over the cases, and the worst case), below_default counts "
+        "the cases where the pick scored below it, picked_default those where the configured setting was "
+        "chosen; test_vs_default is listed, never used to choose.",
+        "runs_spent: training runs of the search and the finalist stage per tune.",
+        "Per case: tune_protocol.csv.",
+    ]
     error = refuse_existing(out)  # checked again: a run of this script beside another must not write over it
     if error:
         print(error)

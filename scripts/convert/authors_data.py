@@ -17,6 +17,7 @@ node types:
   with one shared id K + 1 (loaded, not used by run_regnn.py);
 - the meta-path adjacencies the loader returns first (adj_010, ...), which run_regnn.py discards.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,15 @@ import numpy as np
 import scipy.sparse as sp
 
 METAPATHS = {"DBLP": ["010", "01210", "01310"], "ACM": ["010", "020"], "IMDB": ["010", "020"]}
-MAGNN_FILES = ["node_types.npy", "labels.npy", "train_val_test_idx.npz", "features_0.npz",
-               "features_1.npz", "features_2.npz", "features_2.npy"]
+MAGNN_FILES = [
+    "node_types.npy",
+    "labels.npy",
+    "train_val_test_idx.npz",
+    "features_0.npz",
+    "features_1.npz",
+    "features_2.npz",
+    "features_2.npy",
+]
 
 
 def relation_ids(adj: sp.csr_matrix, types: np.ndarray) -> tuple[sp.csr_matrix, int]:

@@ -13,6 +13,7 @@ HGB's baseline code runs unchanged on the same graph and test nodes as regnn:
   label.dat.test: the test nodes. One class per node: HGB treats a folder named IMDB as multi-label, so give the
   folder another name.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--pool", choices=["train+val", "train"], default="train+val",
-                    help="the labelled nodes HGB splits into its training and validation nodes")
+    ap.add_argument(
+        "--pool",
+        choices=["train+val", "train"],
+        default="train+val",
+        help="the labelled nodes HGB splits into its training and validation nodes",
+    )
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     types = np.load(a.data_dir / "node_types.npy")
@@ -63,8 +68,7 @@ def main() -> None:
     split = np.load(a.data_dir / "train_val_test_idx.npz")
     target = int(types[0])
     pool = [split["train_idx"]] + ([split["val_idx"]] if a.pool == "train+val" else [])
-    for name, idx in (("label.dat", np.concatenate(pool)),
-                      ("label.dat.test", split["test_idx"])):
+    for name, idx in (("label.dat", np.concatenate(pool)), ("label.dat.test", split["test_idx"])):
         with open(a.out / name, "w") as f:
             for node in np.sort(idx):
                 f.write(f"{node}\t{node}\t{target}\t{labels[node]}\n")

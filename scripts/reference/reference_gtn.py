@@ -20,6 +20,7 @@ Micro-F1. Differences from running `main.py` itself, none of which changes a num
   compiled packages (they have no wheels for a current torch), are given by `torch` equivalents below, which
   compute the same sums in the same (row-major) order.
 """
+
 import argparse
 import json
 import sys
@@ -80,9 +81,10 @@ def gtn_inputs(ds):
         f = ds.features[t]
         f = (f.to_dense() if f.is_sparse else f).float()
         if f.abs().sum() > 0 and f.shape[1] != width:
-            raise ValueError(f"type {t!r} has {f.shape[1]}-d features next to {width}-d ones; "
-                             "GTN takes one feature matrix")
-        x[offset[t]:offset[t] + f.shape[0], :f.shape[1]] = f
+            raise ValueError(
+                f"type {t!r} has {f.shape[1]}-d features next to {width}-d ones; GTN takes one feature matrix"
+            )
+        x[offset[t] : offset[t] + f.shape[0], : f.shape[1]] = f
     adjs = []
     for s, e, d in g.canonical_etypes:
         u, v = g.edges((s, e, d))
@@ -107,14 +109,17 @@ def main():
     try:
         install_compat()
     except ImportError:
-        sys.exit("GTN's layers need torch_geometric: pip install --target /tmp/pyg torch_geometric --no-deps, "
-                 "then run with PYTHONPATH=/tmp/pyg")
+        sys.exit(
+            "GTN's layers need torch_geometric: pip install --target /tmp/pyg torch_geometric --no-deps, "
+            "then run with PYTHONPATH=/tmp/pyg"
+        )
     torch.set_num_threads(a.threads)
     sys.path.insert(0, a.repo)
     from model_gtn import GTN
 
     from regnn.data import load_dataset
     from regnn.evaluation.metrics import f1_scores
+
     ds = load_dataset(a.dataset, dir=a.data_dir)
     adjs, x, off, n = gtn_inputs(ds)
     split = {k: v.long() for k, v in ds.splits.items()}
@@ -133,8 +138,16 @@ def main():
     for seed in a.seeds:
         np.random.seed(seed)
         torch.manual_seed(seed)
-        model = GTN(num_edge=len(adjs), num_channels=a.channels, w_in=x.shape[1], w_out=a.hidden,
-                    num_class=ds.num_classes, num_layers=a.layers, num_nodes=n, args=gtn_args)
+        model = GTN(
+            num_edge=len(adjs),
+            num_channels=a.channels,
+            w_in=x.shape[1],
+            w_out=a.hidden,
+            num_class=ds.num_classes,
+            num_layers=a.layers,
+            num_nodes=n,
+            args=gtn_args,
+        )
         opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.wd)
         best, t0 = None, time.time()
         for epoch in range(a.epochs):
@@ -149,8 +162,13 @@ def main():
             vmi, vma = scores(logits[:n_val], labels[split["val"]])
             if best is None or vmi > best["val_micro"]:  # main.py: strictly better validation Micro-F1
                 tmi, tma = scores(logits[n_val:], labels[split["test"]])
-                best = {"val_micro": vmi, "val_macro": vma, "test_micro": tmi, "test_macro": tma,
-                        "best_epoch": epoch + 1}
+                best = {
+                    "val_micro": vmi,
+                    "val_macro": vma,
+                    "test_micro": tmi,
+                    "test_macro": tma,
+                    "best_epoch": epoch + 1,
+                }
         row = {"seed": seed, **best, "epochs": a.epochs, "seconds": round(time.time() - t0, 1)}
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -13,6 +13,7 @@ early stopping with patience 50 where an epoch is the best only when validation 
 (utils.evaluate_node_classification), at most 200 epochs, and the test scores of the best epoch's weights.
 Defaults are the released settings (64 hidden x 8 heads; the RE-GNN paper trains 16).
 """
+
 import copy
 import json
 import sys
@@ -37,9 +38,12 @@ def main():
     p.add_argument("--patience", type=int, default=50)
     p.add_argument("--no-residual", action="store_true")
     p.add_argument("--feats-type", default=None, help="default: the dataset's (the RE-GNN authors', as conf/dataset)")
-    p.add_argument("--stop", choices=["metrics", "loss"], default="metrics",
-                   help="metrics: validation accuracy and Macro-F1 must both improve (the authors'); "
-                        "loss: validation loss")
+    p.add_argument(
+        "--stop",
+        choices=["metrics", "loss"],
+        default="metrics",
+        help="metrics: validation accuracy and Macro-F1 must both improve (the authors'); loss: validation loss",
+    )
     p.add_argument("--constant-lr", action="store_true", help="no cosine annealing")
     a = p.parse_args()
     check(a, "yule-BUAA/R-HGNN", "model/R_HGNN.py")
@@ -51,6 +55,7 @@ def main():
     from utils.utils import evaluate_node_classification, get_optimizer_and_lr_scheduler, set_random_seed
 
     from regnn.data import load_dataset
+
     ds = load_dataset(a.dataset, dir=a.data_dir, feats_type=a.feats_type)
     g = ds.graph
     for t in g.ntypes:
@@ -74,10 +79,17 @@ def main():
     rows = []
     for seed in a.seeds:
         set_random_seed(seed)
-        r_hgnn = R_HGNN(graph=g, input_dim_dict={t: g.nodes[t].data["feat"].shape[1] for t in g.ntypes},
-                        hidden_dim=a.hidden, relation_input_dim=a.relation_hidden,
-                        relation_hidden_dim=a.relation_hidden, num_layers=a.layers, n_heads=a.heads,
-                        dropout=a.dropout, residual=not a.no_residual)
+        r_hgnn = R_HGNN(
+            graph=g,
+            input_dim_dict={t: g.nodes[t].data["feat"].shape[1] for t in g.ntypes},
+            hidden_dim=a.hidden,
+            relation_input_dim=a.relation_hidden,
+            relation_hidden_dim=a.relation_hidden,
+            num_layers=a.layers,
+            n_heads=a.heads,
+            dropout=a.dropout,
+            residual=not a.no_residual,
+        )
         model = nn.Sequential(r_hgnn, Classifier(n_hid=a.hidden * a.heads, n_out=ds.num_classes))
         opt, sched = get_optimizer_and_lr_scheduler(model, "adam", a.lr, a.wd, steps_per_epoch=1, epochs=a.epochs)
         stopper = EarlyStopping(patience=a.patience, save_model_folder=checkpoints.name, save_model_name=f"seed{seed}")
@@ -95,8 +107,10 @@ def main():
                 logits = forward(model)
             vmi, vma = scores(logits, split["val"])
             vloss = float(loss_f(logits[split["val"]], labels[split["val"]]))
-            stop = stopper.step([("accuracy", vmi, True), ("macro_f1", vma, True)] if a.stop == "metrics"
-                                else [("loss", vloss, False)], model)
+            stop = stopper.step(
+                [("accuracy", vmi, True), ("macro_f1", vma, True)] if a.stop == "metrics" else [("loss", vloss, False)],
+                model,
+            )
             if stopper.counter == 0:  # this epoch is the new best
                 best, best_epoch = {"acc": vmi, "ma": vma}, epoch + 1
             if stop:
@@ -106,8 +120,16 @@ def main():
         with torch.no_grad():
             logits = forward(model)
         tmi, tma = scores(logits, split["test"])
-        row = {"seed": seed, "val_micro": best["acc"], "val_macro": best["ma"], "test_micro": tmi, "test_macro": tma,
-               "best_epoch": best_epoch, "epochs": epoch + 1, "seconds": round(time.time() - t0, 1)}
+        row = {
+            "seed": seed,
+            "val_micro": best["acc"],
+            "val_macro": best["ma"],
+            "test_micro": tmi,
+            "test_macro": tma,
+            "best_epoch": best_epoch,
+            "epochs": epoch + 1,
+            "seconds": round(time.time() - t0, 1),
+        }
         rows.append(row)
         print(json.dumps(row), flush=True)
     summarise(a, rows)

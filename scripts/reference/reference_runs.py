@@ -1,5 +1,6 @@
 """What the drivers that train an authors' own model on our data (scripts/reference/reference_*.py) share: the arguments
 naming the checkout, the data, the seeds and the output, their checks, and the summary they print and write."""
+
 import argparse
 import json
 import sys

@@ -1,4 +1,5 @@
 """regnn: relation embeddings (RE-GNN) that let homogeneous GNNs learn on heterogeneous graphs."""
+
 import os as _os
 
 # DGL (optional: format: dgl custom graphs) picks its backend from the environment and otherwise writes
@@ -51,5 +52,6 @@ def __getattr__(name: str):
     # regnn.run(overrides): train.py from Python (regnn.pipeline.api), imported on first use only
     if name == "run":
         from regnn.pipeline.api import run
+
         return run
     raise AttributeError(f"module 'regnn' has no attribute {name!r}")

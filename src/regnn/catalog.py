@@ -4,6 +4,7 @@ A backbone with relation weights has a builder in regnn.models.backbones and a c
 is trainable under the four relation settings of conf/relation/ by the model names below. Listing it in
 FIGURE3_BACKBONES adds it to Figure 3 (conf/experiment/fig_backbones.yaml and regnn.reporting.backbones).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,8 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 
 # relation setting (conf/relation/<key>.yaml) -> model name of a backbone under it
 RELATIONS = {"re": "re_{}", "plain": "{}", "edge": "{}_e", "self": "{}_s"}
-PAPER_DATASETS = ("dblp", "acm", "imdb")        # Tables 2 and 3
-FIGURE3_DATASETS = ("dblp", "acm")              # Figure 3
+PAPER_DATASETS = ("dblp", "acm", "imdb")  # Tables 2 and 3
+FIGURE3_DATASETS = ("dblp", "acm")  # Figure 3
 FIGURE3_BACKBONES = ("gcn", "gat", "sage", "gin", "gatv2", "mixhop")  # Figure 3's rows, in order
 LABELS = {"gcn": "GCN", "gat": "GAT", "sage": "GraphSAGE", "gin": "GIN", "gatv2": "GATv2", "mixhop": "MixHop"}
 ARCH_DEFAULT = "regnn"  # a model config without `arch` is a backbone with relation weights
@@ -34,8 +35,9 @@ def model_name(backbone: str, relation: str) -> str:
     return RELATIONS[relation].format(backbone)
 
 
-def models(relations: str | tuple[str, ...] = ("plain", "re"),
-           backbones_: tuple[str, ...] = FIGURE3_BACKBONES) -> list[str]:
+def models(
+    relations: str | tuple[str, ...] = ("plain", "re"), backbones_: tuple[str, ...] = FIGURE3_BACKBONES
+) -> list[str]:
     """Model names backbone by backbone, each under the given relation settings (Figure 3: plain, then RE)."""
     rels = relations.split("+") if isinstance(relations, str) else relations
     return [model_name(b, r) for b in backbones_ for r in rels]
@@ -65,6 +67,7 @@ def model_label(model: str) -> str | None:
 
 if __name__ == "__main__":  # `python -m regnn.catalog models plain+re`: a comma-separated list for the shell
     import sys
+
     what = sys.argv[1] if len(sys.argv) > 1 else "models"
     if what == "models":
         print(",".join(models(sys.argv[2] if len(sys.argv) > 2 else "plain+re")))

@@ -5,6 +5,7 @@ several lines, with exit 1 and, for a misspelt key, the hint to append it with `
 refuses. Here Hydra raises them instead (HYDRA_FULL_ERROR) and `run` turns each into one line with the fix.
 Errors in regnn's own code still end in a traceback: those are bugs to report.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,11 +33,16 @@ def _hydra_line(e: Exception) -> str | None:
     if isinstance(e, ConfigCompositionException):
         first = str(e).splitlines()[0].rstrip(".")
         cause = e.__cause__
-        if ("Could not override" in first and isinstance(cause, OmegaConfBaseException)
-                and "not in struct" in str(cause)):
+        if (
+            "Could not override" in first
+            and isinstance(cause, OmegaConfBaseException)
+            and "not in struct" in str(cause)
+        ):
             key = first.split("'")[1] if "'" in first else "the key"
-            return (f"{first}: {key} is not a key of this config; check its spelling (python train.py --cfg job "
-                    "prints every key; there is nothing to add with +)")
+            return (
+                f"{first}: {key} is not a key of this config; check its spelling (python train.py --cfg job "
+                "prints every key; there is nothing to add with +)"
+            )
         return first + (f" ({str(cause).splitlines()[0]})" if cause is not None else "")
     if isinstance(e, OverrideParseException):
         return f"cannot parse an override: {str(e).splitlines()[0]}; quote values with special characters"
@@ -54,8 +60,11 @@ def run(main) -> None:
         line = _hydra_line(e)  # first: Hydra's MissingConfigException is an OSError too
         if line is None and isinstance(e, OSError):  # the run folder: a file, a read-only parent, a full disk
             where = Path(e.filename) if e.filename else None
-            why = (f"{where} is a file, not a folder" if where is not None and where.is_file()
-                   else f"cannot write to {where or 'the run folder'} ({e.strerror or type(e).__name__})")
+            why = (
+                f"{where} is a file, not a folder"
+                if where is not None and where.is_file()
+                else f"cannot write to {where or 'the run folder'} ({e.strerror or type(e).__name__})"
+            )
             line = f"{why}; give a writable folder with hydra.run.dir=<folder> (hydra.sweep.dir=<folder> for -m)"
         if line is None:
             raise

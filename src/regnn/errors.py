@@ -12,7 +12,7 @@ def quote(value, limit: int = QUOTE_CHARS) -> str:
     """repr(value) for a message, never more than `limit` characters: reprlib shortens long strings, numbers and
     containers without building their whole repr (a YAML alias can expand to megabytes)."""
     r = _REPR.repr(value)
-    return r if len(r) <= limit else f"{r[:limit - 3]}..."
+    return r if len(r) <= limit else f"{r[: limit - 3]}..."
 
 
 class RegnnError(Exception):

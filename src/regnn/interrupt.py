@@ -9,6 +9,7 @@ command (resume=true, as every sweep) continues the stopped run from its checkpo
 A process with worker processes passes the signal on to them. SIGUSR2 stays with submitit, which uses it to
 requeue a job before its time limit (hydra.launcher.signal_delay_s, max_num_timeout; docs/scale.md).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -40,6 +41,7 @@ def _handler(signum, frame) -> None:
     _received, _received_at = signum, dt.datetime.now()
     if first:
         import multiprocessing as mp
+
         for child in mp.active_children():  # worker processes stop at their next epoch too
             try:
                 os.kill(child.pid, signum)
@@ -56,8 +58,9 @@ def install() -> None:
     job = os.environ.get("SLURM_JOB_ID")
     if job and _slurm_end is None:
         try:
-            out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True, text=True,
-                                 timeout=5).stdout.strip()
+            out = subprocess.run(
+                ["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True, text=True, timeout=5
+            ).stdout.strip()
             _slurm_end = dt.datetime.fromisoformat(out.splitlines()[0])
         except (OSError, ValueError, IndexError, subprocess.SubprocessError):
             _slurm_end = None

@@ -1,5 +1,6 @@
 """Experiment loggers: none (default), csv (a metrics.csv that grows while training) and wandb (offline by
 default; never blocks or fails a run). Results files are written by the pipeline whatever the logger."""
+
 from __future__ import annotations
 
 import csv
@@ -47,14 +48,16 @@ class WandbLogger(NoLogger):
     produces a warning."""
 
     def __init__(self, out_dir: Path, project: str, mode: str, entity: str | None, group: str, config: dict):
-        self.kw = dict(project=project, mode=mode, entity=entity, group=group, config=config, dir=str(out_dir),
-                       reinit=True)
+        self.kw = dict(
+            project=project, mode=mode, entity=entity, group=group, config=config, dir=str(out_dir), reinit=True
+        )
         self.run_obj = None
         os.environ.setdefault("WANDB_SILENT", "true")
 
     def start_run(self, run: int, seed: int) -> None:
         try:
             import wandb
+
             self.run_obj = wandb.init(name=f"{self.kw['group']}-run{run}", **self.kw)
         except Exception as e:  # never let logging stop training
             log.warning("wandb disabled for this run: %s", e)
@@ -71,8 +74,15 @@ class WandbLogger(NoLogger):
             self.run_obj = None
 
 
-def make_logger(name: str, out_dir: Path, group: str, config: dict, project: str = "regnn", mode: str = "offline",
-                entity: str | None = None):
+def make_logger(
+    name: str,
+    out_dir: Path,
+    group: str,
+    config: dict,
+    project: str = "regnn",
+    mode: str = "offline",
+    entity: str | None = None,
+):
     if name == "csv":
         return CSVLogger(out_dir)
     if name == "wandb":

@@ -1,5 +1,6 @@
 """Where the checkout is: the one place that knows, importing nothing heavy (reporting and scripts need it
 without torch or the models)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """Process-level settings that make CPU training faster without changing results (the heap's thresholds, one
 OpenMP thread in a sampling thread), and a timer of a step's phases."""
+
 from __future__ import annotations
 
 import contextlib
@@ -37,6 +38,7 @@ def keep_freed_memory(every_size: bool = False) -> bool:
 def peak_rss_gb() -> float:
     """This process's peak resident memory so far (a multirun process holds several cells)."""
     import resource
+
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
 
 
@@ -50,6 +52,7 @@ class StepTimer:
 
     def __init__(self, enabled: bool = False, device="cpu"):
         import torch
+
         self.enabled = enabled
         self._sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else None
         self.totals: dict[str, float] = {}
@@ -83,6 +86,7 @@ class StepTimer:
             def post(*_, s=start, n=name):
                 if self.enabled and s:
                     self.totals[n] = self.totals.get(n, 0.0) + self._now() - s.pop()
+
             self._hooks += [m.register_forward_pre_hook(pre), m.register_forward_hook(post)]
 
     def remove(self) -> None:
@@ -103,8 +107,11 @@ def _openmp_runtimes() -> tuple:
         maps = Path("/proc/self/maps").read_text().split("\n")
     except OSError:  # not Linux: leave the thread count alone
         return ()
-    paths = dict.fromkeys(line.split(" ")[-1] for line in maps
-                          if any(n in Path(line.split(" ")[-1]).name for n in ("libgomp", "libiomp5", "libomp.")))
+    paths = dict.fromkeys(
+        line.split(" ")[-1]
+        for line in maps
+        if any(n in Path(line.split(" ")[-1]).name for n in ("libgomp", "libiomp5", "libomp."))
+    )
     libs = []
     for path in paths:
         try:

@@ -11,6 +11,7 @@ For every config in conf/backbone/ and every relation setting (conf/relation/) t
 regnn.catalog (re_gcn, gcn, gcn_e, gcn_s, ...) is a node in the `model` group that selects both, so
 `model=re_gcn` and `model=gcn relation=re` compose the same config.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -27,17 +28,53 @@ RELATION_KEYS = tuple(f.name for f in fields(relation_settings.Relation))  # mod
 MODEL_KEYS = ("name", "backbone", "hidden", "num_layers", "dropout", "double_dropout")  # REGNN's own
 BUILDER_ARGS = ("hidden", "num_classes", "num_layers")  # given by REGNN, not by the config
 LAYOUT_KEYS = {"gcn": ("layout", "layer_norm"), "gat": ("layer_norm",)}  # only in conf/layout/ (the stack layout)
-MAGNN_KEYS = ("name", "arch", "metapaths", "max_instances", "sample_seed", "hidden", "heads", "num_layers",
-              "attn_vec_dim", "dropout", "encoder")
+MAGNN_KEYS = (
+    "name",
+    "arch",
+    "metapaths",
+    "max_instances",
+    "sample_seed",
+    "hidden",
+    "heads",
+    "num_layers",
+    "attn_vec_dim",
+    "dropout",
+    "encoder",
+)
 BASELINE_KEYS = {  # the models outside the relation group (regnn.models.baselines)
     "rgcn": ("name", "arch", "hidden", "num_layers", "dropout", "num_bases"),
     "hgt": ("name", "arch", "hidden", "heads", "num_layers", "dropout", "use_norm", "variant"),
-    "simple_hgn": ("name", "arch", "hidden", "heads", "num_layers", "edge_dim", "dropout", "attn_dropout",
-                   "negative_slope", "beta", "residual"),
+    "simple_hgn": (
+        "name",
+        "arch",
+        "hidden",
+        "heads",
+        "num_layers",
+        "edge_dim",
+        "dropout",
+        "attn_dropout",
+        "negative_slope",
+        "beta",
+        "residual",
+    ),
     "han": ("name", "arch", "metapaths", "hidden", "heads", "num_layers", "dropout", "semantic_dim"),
     "gtn": ("name", "arch", "hidden", "num_channels", "num_layers", "dropout", "select_lr_scale"),
-    "metapath2vec": ("name", "arch", "metapaths", "metapath", "metapath_select_runs", "hidden", "walk_length",
-                     "window", "negatives", "walks_per_node", "batch_size", "lr", "classifier_c", "dropout"),
+    "metapath2vec": (
+        "name",
+        "arch",
+        "metapaths",
+        "metapath",
+        "metapath_select_runs",
+        "hidden",
+        "walk_length",
+        "window",
+        "negatives",
+        "walks_per_node",
+        "batch_size",
+        "lr",
+        "classifier_c",
+        "dropout",
+    ),
     "rhgnn": ("name", "arch", "hidden", "heads", "relation_dim", "num_layers", "dropout", "residual", "norm"),
     "magnn": MAGNN_KEYS,
     "magnn_ac": MAGNN_KEYS + ("emb_dim", "feats_drop_rate", "loss_lambda"),
@@ -65,12 +102,12 @@ def builder_keys(builder) -> tuple[str, ...]:
 
 def schemas() -> dict[str, type]:
     from regnn.models.backbones import BACKBONES
+
     out = {}
     for b, builder in BACKBONES.items():
         own = builder_keys(builder)
         base = MODEL_KEYS if b != "mlp" else tuple(k for k in MODEL_KEYS if k != "double_dropout")
-        out[b] = _schema(b, base + tuple(k for k in own if k not in LAYOUT_KEYS.get(b, ())),
-                         relation=Relation)
+        out[b] = _schema(b, base + tuple(k for k in own if k not in LAYOUT_KEYS.get(b, ())), relation=Relation)
         if b in LAYOUT_KEYS:
             out[f"{b}_stack"] = _schema(f"{b}_stack", LAYOUT_KEYS[b], bases=(out[b],))
     for b in ("gcn", "gat"):
@@ -83,6 +120,7 @@ def model_keys(model: dict) -> set[str]:
     """The keys a composed model config may hold: its schema's, where the model names one (a `+model.<key>`
     override bypasses the composition check, so validation asks this)."""
     from regnn.models.backbones import BACKBONES
+
     arch = catalog.arch_name(model)
     if arch in BASELINE_KEYS:
         return set(BASELINE_KEYS[arch])
@@ -99,13 +137,22 @@ def register(cs: ConfigStore | None = None) -> None:
         cs.store(group="schema/model", name=name, node=schema)
     for backbone in catalog.backbones():
         for relation in catalog.RELATIONS:
-            cs.store(group="model", name=catalog.model_name(backbone, relation), node={"defaults": [
-                {"override /backbone@_global_.backbone": backbone},
-                {"override /relation@_global_.relation": relation}]})
+            cs.store(
+                group="model",
+                name=catalog.model_name(backbone, relation),
+                node={
+                    "defaults": [
+                        {"override /backbone@_global_.backbone": backbone},
+                        {"override /relation@_global_.relation": relation},
+                    ]
+                },
+            )
     if not OmegaConf.has_resolver("models"):  # sweeper lists: ${models:plain+re} -> gcn,re_gcn,gat,re_gat,...
         OmegaConf.register_new_resolver("models", lambda relations: ",".join(catalog.models(relations)))
-        OmegaConf.register_new_resolver("datasets", lambda which: ",".join(
-            catalog.FIGURE3_DATASETS if which == "figure3" else catalog.PAPER_DATASETS))
+        OmegaConf.register_new_resolver(
+            "datasets",
+            lambda which: ",".join(catalog.FIGURE3_DATASETS if which == "figure3" else catalog.PAPER_DATASETS),
+        )
 
 
 register()

@@ -5,6 +5,7 @@ Each layer owns the type of its settings (the relation weights' `regnn.core.rela
 the one place that knows which config key fills which field. The values themselves live in the YAML files only:
 nothing here supplies a default.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,6 +18,7 @@ from regnn.catalog import arch_name
 from regnn.core.relation import Relation
 from regnn.errors import ConfigError
 from regnn.training.options import FullBatchOptions, MinibatchOptions, fanouts_for
+
 
 @contextlib.contextmanager
 def user_errors():
@@ -31,9 +33,12 @@ def user_errors():
 
 def relation_of(block: Mapping) -> Relation:
     """model.relation of a config as the relation weights' settings."""
-    return Relation(scale=float(block["scale"]), negative_slope=float(block["negative_slope"]),
-                    edge_embeddings=bool(block["edge_embeddings"]),
-                    self_loop_embeddings=bool(block["self_loop_embeddings"]))
+    return Relation(
+        scale=float(block["scale"]),
+        negative_slope=float(block["negative_slope"]),
+        edge_embeddings=bool(block["edge_embeddings"]),
+        self_loop_embeddings=bool(block["self_loop_embeddings"]),
+    )
 
 
 @dataclass(frozen=True)
@@ -61,8 +66,7 @@ class ModelSpec:
         m = OmegaConf.to_container(mcfg, resolve=True) if isinstance(mcfg, DictConfig) else dict(mcfg)
         rel, arch = m.pop("relation", None), arch_name(m)
         m.pop("arch", None)
-        return cls(name=str(m.pop("name")), arch=arch, options=m,
-                   relation=None if rel is None else relation_of(rel))
+        return cls(name=str(m.pop("name")), arch=arch, options=m, relation=None if rel is None else relation_of(rel))
 
     def kwargs(self) -> dict:
         """Keyword arguments of the model's prepare and build steps."""
@@ -78,16 +82,32 @@ def training_of(cfg: DictConfig) -> FullBatchOptions | MinibatchOptions:
     t = OmegaConf.to_container(cfg.trainer, resolve=True)
     optimizer = OmegaConf.to_container(cfg.optimizer, resolve=True)
     if t["name"] != "minibatch":
-        return FullBatchOptions(optimizer=optimizer, max_epochs=int(t["max_epochs"]), patience=int(t["patience"]),
-                                stop_on=tuple(t["stop_on"]), lr_schedule=str(t["lr_schedule"]),
-                                precision=str(cfg.precision))
+        return FullBatchOptions(
+            optimizer=optimizer,
+            max_epochs=int(t["max_epochs"]),
+            patience=int(t["patience"]),
+            stop_on=tuple(t["stop_on"]),
+            lr_schedule=str(t["lr_schedule"]),
+            precision=str(cfg.precision),
+        )
     fanouts = fanouts_for(t["fanouts"], cfg.model.num_layers, t["default_fanout"])
     return MinibatchOptions(
-        optimizer=optimizer, fanouts=fanouts, batch_size=int(t["batch_size"]), eval=str(t["eval"]),
-        eval_fanouts=_ints(t["eval_fanouts"]) or fanouts, eval_batch_size=int(t["eval_batch_size"]),
-        max_epochs=None if t["max_epochs"] is None else int(t["max_epochs"]), patience=int(t["patience"]),
-        patience_steps=int(t["patience_steps"]), min_steps=int(t["min_steps"]),
-        max_batches=None if t["max_batches"] is None else int(t["max_batches"]), num_workers=int(t["num_workers"]),
-        embed_lr=float(t["embed_lr"]), log_every=int(t["log_every"]), sampling=str(t["sampling"]),
-        profile=bool(t["profile"]), stop_on=tuple(t["stop_on"]),
-        evaluator=str(OmegaConf.select(cfg, "dataset.ogb_name", default="ogbn-mag")))
+        optimizer=optimizer,
+        fanouts=fanouts,
+        batch_size=int(t["batch_size"]),
+        eval=str(t["eval"]),
+        eval_fanouts=_ints(t["eval_fanouts"]) or fanouts,
+        eval_batch_size=int(t["eval_batch_size"]),
+        max_epochs=None if t["max_epochs"] is None else int(t["max_epochs"]),
+        patience=int(t["patience"]),
+        patience_steps=int(t["patience_steps"]),
+        min_steps=int(t["min_steps"]),
+        max_batches=None if t["max_batches"] is None else int(t["max_batches"]),
+        num_workers=int(t["num_workers"]),
+        embed_lr=float(t["embed_lr"]),
+        log_every=int(t["log_every"]),
+        sampling=str(t["sampling"]),
+        profile=bool(t["profile"]),
+        stop_on=tuple(t["stop_on"]),
+        evaluator=str(OmegaConf.select(cfg, "dataset.ogb_name", default="ogbn-mag")),
+    )

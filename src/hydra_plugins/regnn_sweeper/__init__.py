@@ -1,5 +1,6 @@
 """Registers regnn's Optuna sweeper with Hydra, which instantiates sweepers only from classes it finds under the
 hydra_plugins namespace package (src/hydra_plugins has no __init__.py, so it joins the installed plugins' one)."""
+
 from regnn.tuning import sweeper as _sweeper
 
 

@@ -3,6 +3,7 @@
 Hydra rejects unknown keys and unknown group options itself (configs are in struct mode); this module checks
 the values Hydra cannot know are wrong.
 """
+
 from __future__ import annotations
 
 
@@ -14,8 +15,20 @@ from regnn.paths import REPO_ROOT
 from regnn.training.device import is_device_name
 from regnn.training.trainer import PRECISIONS
 
-from regnn.config.checks import (MAX_EPOCHS, MAX_HEADS, MAX_LAYERS, MAX_LR, MAX_RUNS, MAX_SCALE, MAX_SEED,
-                                 MAX_THREADS, MAX_WIDTH, check, number, stop_on)
+from regnn.config.checks import (
+    MAX_EPOCHS,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_LR,
+    MAX_RUNS,
+    MAX_SCALE,
+    MAX_SEED,
+    MAX_THREADS,
+    MAX_WIDTH,
+    check,
+    number,
+    stop_on,
+)
 from regnn.config.minibatch import validate_minibatch, whole_graph_degrees
 
 
@@ -34,6 +47,7 @@ def graph_folder(dataset) -> str:
 
     from regnn.data.fingerprint import graph_name
     from regnn.errors import RegnnError
+
     ds = OmegaConf.to_container(dataset, resolve=True) if isinstance(dataset, DictConfig) else dict(dataset)
     try:
         name = graph_name(ds)
@@ -53,8 +67,12 @@ def validate(cfg: DictConfig, backbones, feats_types) -> None:
     _validate_training(cfg)
     if "feats_type" in cfg.dataset:
         ft = str(cfg.dataset.feats_type)
-        check(ft in feats_types or ft in ("0", "1", "2"), "dataset.feats_type", ft,
-               f"use one of {list(feats_types)} (or the authors' codes 0/1/2)")
+        check(
+            ft in feats_types or ft in ("0", "1", "2"),
+            "dataset.feats_type",
+            ft,
+            f"use one of {list(feats_types)} (or the authors' codes 0/1/2)",
+        )
     if cfg.get("clustering", {}).get("enabled"):
         number(cfg, "clustering.repeats", lo=1, hi=MAX_RUNS, integer=True)
         number(cfg, "clustering.n_init", lo=1, hi=MAX_RUNS, integer=True)
@@ -66,26 +84,55 @@ def _validate_job(cfg: DictConfig) -> None:
     """Runs, seeds, threads, device, precision and worker processes."""
     number(cfg, "runs", lo=1, hi=MAX_RUNS, integer=True)
     number(cfg, "seed", lo=0, hi=MAX_SEED, integer=True)
-    check(cfg.seed + cfg.runs - 1 <= MAX_SEED, "seed", cfg.seed, f"the last run's seed (seed + runs - 1) must be "
-           f"<= {MAX_SEED}")
+    check(
+        cfg.seed + cfg.runs - 1 <= MAX_SEED,
+        "seed",
+        cfg.seed,
+        f"the last run's seed (seed + runs - 1) must be <= {MAX_SEED}",
+    )
     f = cfg.get("folds")
-    check(f is None or (isinstance(f, int) and not isinstance(f, bool) and f >= 2), "folds", f,
-           "use null (the dataset's own split) or a whole number >= 2")
+    check(
+        f is None or (isinstance(f, int) and not isinstance(f, bool) and f >= 2),
+        "folds",
+        f,
+        "use null (the dataset's own split) or a whole number >= 2",
+    )
     t = cfg.get("threads")
-    check(t is None or (isinstance(t, int) and not isinstance(t, bool) and 1 <= t <= MAX_THREADS), "threads", t,
-           f"use null (torch's default: one per core) or a whole number from 1 to {MAX_THREADS}")
+    check(
+        t is None or (isinstance(t, int) and not isinstance(t, bool) and 1 <= t <= MAX_THREADS),
+        "threads",
+        t,
+        f"use null (torch's default: one per core) or a whole number from 1 to {MAX_THREADS}",
+    )
     dev = str(cfg.device)
     check(is_device_name(dev), "device", dev, "use auto, cpu, cuda or cuda:N")
-    check(str(cfg.get("precision", "fp32")) in PRECISIONS, "precision", cfg.get("precision"),
-           f"use {' or '.join(PRECISIONS)}")
+    check(
+        str(cfg.get("precision", "fp32")) in PRECISIONS,
+        "precision",
+        cfg.get("precision"),
+        f"use {' or '.join(PRECISIONS)}",
+    )
     w = cfg.get("workers", 1)
-    check(w == "auto" or (isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_THREADS), "workers", w,
-           f"use auto or a whole number from 1 to {MAX_THREADS}")
+    check(
+        w == "auto" or (isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_THREADS),
+        "workers",
+        w,
+        f"use auto or a whole number from 1 to {MAX_THREADS}",
+    )
     if isinstance(w, int) and w > 1:
-        check(cfg.logger.name == "none", "workers", w, f"the {cfg.logger.name} logger follows one process: "
-               "use workers=1 with it")
-        check(cfg.trainer.name != "minibatch", "workers", w, "the mini-batch trainer runs one process per device "
-               "under torchrun (docs/scale.md, multi-process training): use workers=1 with it")
+        check(
+            cfg.logger.name == "none",
+            "workers",
+            w,
+            f"the {cfg.logger.name} logger follows one process: use workers=1 with it",
+        )
+        check(
+            cfg.trainer.name != "minibatch",
+            "workers",
+            w,
+            "the mini-batch trainer runs one process per device "
+            "under torchrun (docs/scale.md, multi-process training): use workers=1 with it",
+        )
 
 
 def _validate_model(cfg: DictConfig, backbones) -> None:
@@ -94,13 +141,29 @@ def _validate_model(cfg: DictConfig, backbones) -> None:
         check(m.backbone in backbones, "model.backbone", m.backbone, f"known backbones: {sorted(backbones)}")
     known = regnn.schema.model_keys(OmegaConf.to_container(m))
     unknown = sorted(set(m) - known)
-    check(not unknown, f"model.{unknown[0] if unknown else ''}", m.get(unknown[0]) if unknown else None,
-           f"{m.name} has no such key (known: {', '.join(sorted(known))})")
+    check(
+        not unknown,
+        f"model.{unknown[0] if unknown else ''}",
+        m.get(unknown[0]) if unknown else None,
+        f"{m.name} has no such key (known: {', '.join(sorted(known))})",
+    )
     number(cfg, "model.hidden", lo=1, hi=MAX_WIDTH, integer=True)
     if "num_layers" in m:  # Metapath2vec has none
         number(cfg, "model.num_layers", lo=1, hi=MAX_LAYERS, integer=True)
-    for k in ("walk_length", "window", "negatives", "walks_per_node", "batch_size", "relation_dim", "semantic_dim",
-              "edge_dim", "num_bases", "num_channels", "attn_vec_dim", "emb_dim"):
+    for k in (
+        "walk_length",
+        "window",
+        "negatives",
+        "walks_per_node",
+        "batch_size",
+        "relation_dim",
+        "semantic_dim",
+        "edge_dim",
+        "num_bases",
+        "num_channels",
+        "attn_vec_dim",
+        "emb_dim",
+    ):
         if m.get(k) is not None:
             number(cfg, f"model.{k}", lo=1, hi=MAX_WIDTH if k != "batch_size" else None, integer=True)
     for k in ("lr", "classifier_c"):
@@ -119,6 +182,7 @@ def _validate_model(cfg: DictConfig, backbones) -> None:
 def _validate_training(cfg: DictConfig) -> None:
     o = cfg.optimizer
     from regnn.training.trainer import OPTIMIZERS
+
     check(o.name in OPTIMIZERS, "optimizer.name", o.name, f"use one of {list(OPTIMIZERS)}")
     number(cfg, "optimizer.lr", lo=0, lo_open=True, hi=MAX_LR)
     number(cfg, "optimizer.weight_decay", lo=0, hi=MAX_LR)
@@ -128,9 +192,14 @@ def _validate_training(cfg: DictConfig) -> None:
     if "stop_on" in cfg.trainer and cfg.trainer.name != "minibatch":  # the full-batch trainer's
         from regnn.training.early_stopping import MONITORS
         from regnn.training.trainer import LR_SCHEDULES
+
         stop_on(cfg.trainer, [m for m in MONITORS if m != "val_acc"])  # accuracy is Micro-F1 here
-        check(cfg.trainer.lr_schedule in LR_SCHEDULES, "trainer.lr_schedule", cfg.trainer.lr_schedule,
-               f"use one of {list(LR_SCHEDULES)}")
+        check(
+            cfg.trainer.lr_schedule in LR_SCHEDULES,
+            "trainer.lr_schedule",
+            cfg.trainer.lr_schedule,
+            f"use one of {list(LR_SCHEDULES)}",
+        )
 
 
 def _dataset_keys(d: DictConfig) -> None:
@@ -140,9 +209,13 @@ def _dataset_keys(d: DictConfig) -> None:
 
     known = dataset_keys(str(d.get("format", "magnn")))
     unknown = sorted(set(d) - known)
-    check(not unknown, f"dataset.{unknown[0] if unknown else ''}", d.get(unknown[0]) if unknown else None,
-           f"dataset {d.get('name')} (format {d.get('format', 'magnn')}) has no such key (known: "
-           f"{', '.join(sorted(known))})")
+    check(
+        not unknown,
+        f"dataset.{unknown[0] if unknown else ''}",
+        d.get(unknown[0]) if unknown else None,
+        f"dataset {d.get('name')} (format {d.get('format', 'magnn')}) has no such key (known: "
+        f"{', '.join(sorted(known))})",
+    )
 
 
 __all__ = ["graph_folder", "validate", "validate_minibatch", "whole_graph_degrees"]

@@ -1,4 +1,5 @@
 """Checks of trainer=minibatch: its values, and the model settings the mini-batch trainer cannot run with."""
+
 from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
@@ -25,37 +26,71 @@ def _model_on_blocks(m: DictConfig) -> None:
     """A model whose layers run on sampled blocks: an RE-GNN stack of a backbone that has them."""
     arch = arch_name(m)
     sampled = getattr(ARCHS.get(arch), "sampled", None)  # the registry's build on sampled blocks
-    check(sampled is not None, "model.arch", arch, f"trainer=minibatch trains the RE-GNN stacks only, not the "
-           f"heterogeneous baseline {m.name}: train it with trainer=fullbatch")
+    check(
+        sampled is not None,
+        "model.arch",
+        arch,
+        f"trainer=minibatch trains the RE-GNN stacks only, not the "
+        f"heterogeneous baseline {m.name}: train it with trainer=fullbatch",
+    )
     if m.get("backbone") in ("gat", "gatv2"):
-        check(m.backbone == "gat", "model.backbone", m.backbone, "trainer=minibatch has GAT layers one per "
-               "sampled hop (layout=stack) for gat only; gatv2 has the authors' full-batch stack alone: use a gat "
-               "model, or trainer=fullbatch")
-        check(m.get("layout", "authors") == "stack", "model.layout", m.get("layout", "authors"),
-               "the authors' attention stack applies its last layer twice, one call more than sampled hops: "
-               "use model.layout=stack with trainer=minibatch (conf/layout/minibatch_gat.yaml sets it)")
-    check(m.backbone in MINIBATCH_BACKBONES, "model.backbone", m.backbone,
-           f"trainer=minibatch runs {', '.join(MINIBATCH_BACKBONES)} layers on sampled blocks; {m.backbone} layers "
-           f"need the whole graph (gin: the authors' full-batch stack only; mixhop: whole-graph source degrees): train "
-           f"model={m.name} with "
-           "trainer=fullbatch")
+        check(
+            m.backbone == "gat",
+            "model.backbone",
+            m.backbone,
+            "trainer=minibatch has GAT layers one per "
+            "sampled hop (layout=stack) for gat only; gatv2 has the authors' full-batch stack alone: use a gat "
+            "model, or trainer=fullbatch",
+        )
+        check(
+            m.get("layout", "authors") == "stack",
+            "model.layout",
+            m.get("layout", "authors"),
+            "the authors' attention stack applies its last layer twice, one call more than sampled hops: "
+            "use model.layout=stack with trainer=minibatch (conf/layout/minibatch_gat.yaml sets it)",
+        )
+    check(
+        m.backbone in MINIBATCH_BACKBONES,
+        "model.backbone",
+        m.backbone,
+        f"trainer=minibatch runs {', '.join(MINIBATCH_BACKBONES)} layers on sampled blocks; {m.backbone} layers "
+        f"need the whole graph (gin: the authors' full-batch stack only; mixhop: whole-graph source degrees): train "
+        f"model={m.name} with "
+        "trainer=fullbatch",
+    )
 
 
 def _fanouts(t: DictConfig, m: DictConfig) -> None:
     """trainer.fanouts (one per model layer) and trainer.eval_fanouts."""
     fan = OmegaConf.to_container(t.fanouts) if OmegaConf.is_list(t.fanouts) else t.fanouts
-    check(_fanout(t.default_fanout), "trainer.default_fanout", t.default_fanout,
-           "must be a positive integer, or -1 (every neighbour)")
+    check(
+        _fanout(t.default_fanout),
+        "trainer.default_fanout",
+        t.default_fanout,
+        "must be a positive integer, or -1 (every neighbour)",
+    )
     if fan is None:
         fan = list(fanouts_for(None, m.num_layers, t.default_fanout))
-    check(isinstance(fan, list) and fan and all(_fanout(f) for f in fan),
-           "trainer.fanouts", fan, "must be a list of positive integers (or -1: every neighbour), input layer first")
-    check(len(fan) == m.num_layers, "trainer.fanouts", fan,
-           f"needs one fanout per model layer (model.num_layers={m.num_layers})")
+    check(
+        isinstance(fan, list) and fan and all(_fanout(f) for f in fan),
+        "trainer.fanouts",
+        fan,
+        "must be a list of positive integers (or -1: every neighbour), input layer first",
+    )
+    check(
+        len(fan) == m.num_layers,
+        "trainer.fanouts",
+        fan,
+        f"needs one fanout per model layer (model.num_layers={m.num_layers})",
+    )
     if t.eval_fanouts is not None:
         ef = OmegaConf.to_container(t.eval_fanouts)
-        check(isinstance(ef, list) and len(ef) == len(fan) and all(_fanout(f) for f in ef),
-               "trainer.eval_fanouts", ef, f"must be null or {len(fan)} positive integers (or -1)")
+        check(
+            isinstance(ef, list) and len(ef) == len(fan) and all(_fanout(f) for f in ef),
+            "trainer.eval_fanouts",
+            ef,
+            f"must be null or {len(fan)} positive integers (or -1)",
+        )
 
 
 def _trainer_values(cfg: DictConfig, eval_modes) -> None:
@@ -72,10 +107,16 @@ def _trainer_values(cfg: DictConfig, eval_modes) -> None:
     number(cfg, "trainer.embed_lr", lo=0, lo_open=True)
     check(t.eval in eval_modes, "trainer.eval", t.eval, f"use one of {list(eval_modes)}")
     from regnn.training.early_stopping import MONITORS
+
     stop_on(t, list(MONITORS))
     from regnn.training.sampling import SAMPLING_MODES
-    check(t.sampling in SAMPLING_MODES, "trainer.sampling", t.sampling,
-           "use deterministic (each batch sampled when needed) or parallel (sampled ahead in threads)")
+
+    check(
+        t.sampling in SAMPLING_MODES,
+        "trainer.sampling",
+        t.sampling,
+        "use deterministic (each batch sampled when needed) or parallel (sampled ahead in threads)",
+    )
     check(isinstance(t.profile, bool), "trainer.profile", t.profile, "use true or false")
     check(t.ddp_backend in ("auto", "gloo", "nccl"), "trainer.ddp_backend", t.ddp_backend, "use auto, gloo or nccl")
 

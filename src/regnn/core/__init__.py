@@ -4,5 +4,16 @@ from regnn.core.relation import Relation, RelationWeights
 from regnn.core.attention import REGATConv, REGATv2Conv
 from regnn.core.conv import REGINConv, REGraphConv, REMixHopConv, RESAGEConv
 
-__all__ = ["Adjacency", "Backend", "choose_backend", "Relation", "RelationWeights", "REGraphConv", "RESAGEConv",
-           "REGINConv", "REMixHopConv", "REGATConv", "REGATv2Conv"]
+__all__ = [
+    "Adjacency",
+    "Backend",
+    "choose_backend",
+    "Relation",
+    "RelationWeights",
+    "REGraphConv",
+    "RESAGEConv",
+    "REGINConv",
+    "REMixHopConv",
+    "REGATConv",
+    "REGATv2Conv",
+]

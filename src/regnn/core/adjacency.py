@@ -5,6 +5,7 @@ CSR (rows = destinations) and CSC views, the relation id of every edge, and the 
 edge arrays (from_edges), from CSR/CSC arrays (from_arrays), or from any graph that gives them as DGL's
 `adj_tensors` does (a DGL graph or block: regnn.data and the samplers hand those in; DGL is not imported).
 """
+
 from __future__ import annotations
 
 import torch
@@ -26,20 +27,39 @@ class Adjacency(Normalisation):
         rel: relation id per edge in g's edge order (default: g.edata["rel"])."""
         indptr, indices, eid = g.adj_tensors("csc")  # for every destination: its in-edges
         rel = g.edata["rel"] if rel is None and "rel" in g.edata else rel
-        self._set_arrays(g.num_dst_nodes(), g.num_src_nodes(), indptr, indices, eid, *g.adj_tensors("csr"), rel,
-                         backend)
+        self._set_arrays(
+            g.num_dst_nodes(), g.num_src_nodes(), indptr, indices, eid, *g.adj_tensors("csr"), rel, backend
+        )
 
     @classmethod
-    def from_arrays(cls, num_dst: int, num_src: int, indptr, indices, eid, t_indptr, t_indices, t_eid,
-                    rel: torch.Tensor | None = None, backend: Backend | None = None) -> "Adjacency":
+    def from_arrays(
+        cls,
+        num_dst: int,
+        num_src: int,
+        indptr,
+        indices,
+        eid,
+        t_indptr,
+        t_indices,
+        t_eid,
+        rel: torch.Tensor | None = None,
+        backend: Backend | None = None,
+    ) -> "Adjacency":
         """From the CSC (in-edges per destination) and CSR (out-edges per source) arrays with edge ids."""
         self = cls.__new__(cls)
         self._set_arrays(num_dst, num_src, indptr, indices, eid, t_indptr, t_indices, t_eid, rel, backend)
         return self
 
     @classmethod
-    def from_edges(cls, src: torch.Tensor, dst: torch.Tensor, rel: torch.Tensor | None, num_src: int,
-                   num_dst: int | None = None, backend: Backend | None = None) -> "Adjacency":
+    def from_edges(
+        cls,
+        src: torch.Tensor,
+        dst: torch.Tensor,
+        rel: torch.Tensor | None,
+        num_src: int,
+        num_dst: int | None = None,
+        backend: Backend | None = None,
+    ) -> "Adjacency":
         """From edge arrays: edge i goes src[i] -> dst[i] with relation rel[i]; edge ids are positions in them.
         Sorted by destination already (as regnn.data builds them), the edges keep their order."""
         num_dst = num_src if num_dst is None else num_dst
@@ -47,8 +67,18 @@ class Adjacency(Normalisation):
         by_src = torch.sort(src, stable=True).indices
         indptr = segment_offsets(dst, num_dst)
         t_indptr = segment_offsets(src, num_src)
-        return cls.from_arrays(num_dst, num_src, indptr, src.index_select(0, by_dst), by_dst, t_indptr,
-                               dst.index_select(0, by_src), by_src, rel, backend)
+        return cls.from_arrays(
+            num_dst,
+            num_src,
+            indptr,
+            src.index_select(0, by_dst),
+            by_dst,
+            t_indptr,
+            dst.index_select(0, by_src),
+            by_src,
+            rel,
+            backend,
+        )
 
     def _set_arrays(self, num_dst, num_src, indptr, indices, eid, t_indptr, t_indices, t_eid, rel, backend) -> None:
         self.num_dst, self.num_src = num_dst, num_src
@@ -108,6 +138,7 @@ class Adjacency(Normalisation):
 
     def segments(self, by: str, n: int) -> tuple[torch.Tensor | None, torch.Tensor]:
         """(order of the edges that sorts them by `by`, None if they are sorted already; offsets of the n segments)."""
+
         def build():
             if by == "dst" and n == self.num_dst:
                 return None, self.indptr
@@ -118,17 +149,22 @@ class Adjacency(Normalisation):
             if counts.shape[0] > n:
                 raise ValueError(f"segment_sum: ids up to {counts.shape[0] - 1} do not fit {n} segments")
             return torch.sort(index, stable=True).indices, torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+
         return self._once(("segments", by, n), build)
 
     def kernel_csc(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(destination, relation) of every edge in source-major order, each source's edges grouped by relation:
         the fused backward handles one run of a relation at a time (t_indptr delimits the sources)."""
+
         def build():
             t_rel = self.rel.index_select(0, self.t_pos)
             src = torch.repeat_interleave(torch.arange(self.num_src, device=t_rel.device), self.t_indptr.diff())
             order = torch.sort(src * (int(t_rel.max()) + 1 if t_rel.numel() else 1) + t_rel, stable=True).indices
-            return (self.t_indices.index_select(0, order).contiguous(),
-                    t_rel.index_select(0, order).to(torch.int32).contiguous())
+            return (
+                self.t_indices.index_select(0, order).contiguous(),
+                t_rel.index_select(0, order).to(torch.int32).contiguous(),
+            )
+
         return self._once("kernel_csc", build)
 
     @property
@@ -146,12 +182,14 @@ class Adjacency(Normalisation):
 
     def relation_counts(self, num_relations: int, dtype=torch.float32) -> torch.Tensor:
         """(num_dst, num_relations) number of in-edges of each relation at every destination."""
+
         def build():
             if dtype != torch.float32:  # counts are whole numbers: exact in every float type
                 return self.relation_counts(num_relations).to(dtype)
             c = torch.zeros(self.num_dst, num_relations, dtype=dtype, device=self.indptr.device)
             c.index_put_((self.dst_of, self.rel), torch.ones_like(self.rel, dtype=dtype), accumulate=True)
             return c
+
         return self._once(("relation_counts", num_relations, dtype), build)
 
     def to(self, device, backend: Backend | None = None) -> "Adjacency":
@@ -162,8 +200,9 @@ class Adjacency(Normalisation):
             off = self.backend.kernels is None and self.indptr.device.type == "cpu"
             backend = choose_backend(device, kernels=False if off else None)
         moved = Adjacency.__new__(Adjacency)
-        moved.__dict__.update({k: (v.to(device) if isinstance(v, torch.Tensor) else v)
-                               for k, v in self.__dict__.items()})
+        moved.__dict__.update(
+            {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in self.__dict__.items()}
+        )
         moved.backend, moved._derived, moved.alphas = backend, {}, AlphaCache()  # caches rebuilt there
         return moved
 

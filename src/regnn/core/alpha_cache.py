@@ -9,6 +9,7 @@ Two ways to find an entry:
   and versions (an optimiser step changes them in place, which bumps the versions). A training epoch's
   evaluation pass and the next epoch's training pass see the same parameters, so they share the entries.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Hashable
@@ -40,8 +41,14 @@ class AlphaCache:
     def remember(self, alpha: torch.Tensor, kind: Hashable, value) -> None:
         remember(self._by_id, (id(alpha), kind), (alpha, alpha._version, value))
 
-    def compute(self, alpha: torch.Tensor, kind: Hashable, fn: Callable[[torch.Tensor], Any],
-                key: Hashable | None = None, keep: tuple = ()) -> Any:
+    def compute(
+        self,
+        alpha: torch.Tensor,
+        kind: Hashable,
+        fn: Callable[[torch.Tensor], Any],
+        key: Hashable | None = None,
+        keep: tuple = (),
+    ) -> Any:
         """fn(alpha detached) without autograd; with a key, found again by it (`keep`: the objects whose ids the
         key holds, kept alive with the entry so that no other object takes those ids)."""
         if key is None:

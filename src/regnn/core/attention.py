@@ -6,6 +6,7 @@ GAT LeakyReLU(a_l.z_u + a_r.z_v + w_r), GATv2 a.LeakyReLU(W_s h_u + W_d h_v) + w
 held at 1) computes; for GAT this is not the same as adding nothing, since the +1 passes through the LeakyReLU.
 Output: (num_dst, heads, out_dim); the model concatenates the heads.
 """
+
 from __future__ import annotations
 
 import torch
@@ -66,13 +67,22 @@ class _HeadsAggregate(torch.autograd.Function):
     def backward(ctx, grad):
         z, a = ctx.saved_tensors
         adj = ctx.adj
-        gz, ga = ctx.kernels.heads_backward(adj.t_indptr, adj.t_indices, adj.t_pos, a, grad.contiguous(), z,
-                                            ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        gz, ga = ctx.kernels.heads_backward(
+            adj.t_indptr,
+            adj.t_indices,
+            adj.t_pos,
+            a,
+            grad.contiguous(),
+            z,
+            ctx.needs_input_grad[0],
+            ctx.needs_input_grad[1],
+        )
         return (gz if ctx.needs_input_grad[0] else None), (ga if ctx.needs_input_grad[1] else None), None, None
 
 
-def v2_scores(adj: Adjacency, zs: torch.Tensor, zd: torch.Tensor, attn: torch.Tensor,
-              negative_slope: float) -> torch.Tensor:
+def v2_scores(
+    adj: Adjacency, zs: torch.Tensor, zd: torch.Tensor, attn: torch.Tensor, negative_slope: float
+) -> torch.Tensor:
     """GATv2 logits (E, heads) in CSR order: attn . LeakyReLU(zs[u] + zd[v]) per edge u -> v and head.
 
     On the fused kernels (the adjacency's backend) they are computed edge by edge without the (E, heads, dim)
@@ -102,17 +112,37 @@ class _V2Scores(torch.autograd.Function):
         zs, zd, a = ctx.saved_tensors
         adj = ctx.adj
         need = ctx.needs_input_grad
-        gzs, gzd, ga = ctx.kernels.v2_scores_backward(adj.indptr, adj.indices, adj.t_indptr, adj.t_indices,
-                                                      adj.t_pos, zs, zd, a, grad.contiguous(), ctx.slope,
-                                                      need[0], need[1], need[2])
-        return ((gzs if need[0] else None), (gzd if need[1] else None),
-                (ga.reshape(ctx.attn_shape) if need[2] else None), None, None, None)
+        gzs, gzd, ga = ctx.kernels.v2_scores_backward(
+            adj.indptr,
+            adj.indices,
+            adj.t_indptr,
+            adj.t_indices,
+            adj.t_pos,
+            zs,
+            zd,
+            a,
+            grad.contiguous(),
+            ctx.slope,
+            need[0],
+            need[1],
+            need[2],
+        )
+        return (
+            (gzs if need[0] else None),
+            (gzd if need[1] else None),
+            (ga.reshape(ctx.attn_shape) if need[2] else None),
+            None,
+            None,
+            None,
+        )
 
 
 def _check_without_w(weight: bool, in_dim: int, heads: int, out_dim: int) -> None:
     if not weight and in_dim != heads * out_dim:
-        raise ValueError(f"an attention layer without W splits its input into heads: in_dim ({in_dim}) must "
-                         f"be heads * out_dim ({heads} * {out_dim})")
+        raise ValueError(
+            f"an attention layer without W splits its input into heads: in_dim ({in_dim}) must "
+            f"be heads * out_dim ({heads} * {out_dim})"
+        )
 
 
 class REGATConv(nn.Module):
@@ -122,9 +152,18 @@ class REGATConv(nn.Module):
     the authors' released stack.
     """
 
-    def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
-                 negative_slope: float = 0.01, activation: str = "none", bias: bool = False,
-                 residual: bool = False, weight: bool = True):
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        heads: int = 1,
+        attn_dropout: float = 0.0,
+        negative_slope: float = 0.01,
+        activation: str = "none",
+        bias: bool = False,
+        residual: bool = False,
+        weight: bool = True,
+    ):
         super().__init__()
         _check_without_w(weight, in_dim, heads, out_dim)
         self.heads, self.out_dim = heads, out_dim
@@ -156,13 +195,17 @@ class REGATConv(nn.Module):
             out = out + self.bias
         return self.activation(out) if self.activation else out
 
-
     def _transform_after(self, adj: Adjacency, h: torch.Tensor) -> bool:
         """Whether to aggregate h and apply W to the destinations only: on a sampled block (far more sources than
         destinations) whose input is no wider than a head, W h for every source costs more than the aggregation
         itself. The same numbers up to rounding; float32/64 only (under bf16 autocast fc runs in bf16)."""
-        return (self.fc is not None and adj.num_src > 2 * adj.num_dst and h.shape[1] <= self.out_dim
-                and h.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled())
+        return (
+            self.fc is not None
+            and adj.num_src > 2 * adj.num_dst
+            and h.shape[1] <= self.out_dim
+            and h.dtype in (torch.float32, torch.float64)
+            and not torch.is_autocast_enabled()
+        )
 
     def _aggregate_then_transform(self, adj: Adjacency, h: torch.Tensor, alpha) -> torch.Tensor:
         """sum_u a_uv,k W_k h_u = W_k (sum_u a_uv,k h_u): the attention vectors are folded into W
@@ -182,9 +225,17 @@ class REGATv2Conv(nn.Module):
     layers with bias, as the authors' REGATv2Conv; weight=False: no W_s, W_d (both the identity, as the last
     attention layer of the authors' stack)."""
 
-    def __init__(self, in_dim: int, out_dim: int, heads: int = 1, attn_dropout: float = 0.0,
-                 negative_slope: float = 0.01, activation: str = "none", weight: bool = True,
-                 residual: bool = False):
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        heads: int = 1,
+        attn_dropout: float = 0.0,
+        negative_slope: float = 0.01,
+        activation: str = "none",
+        weight: bool = True,
+        residual: bool = False,
+    ):
         super().__init__()
         _check_without_w(weight, in_dim, heads, out_dim)
         self.heads, self.out_dim = heads, out_dim

@@ -7,6 +7,7 @@ torch alone they run on torch's CSR products and segment ops. `sorted_sums` says
 node or relation are taken: over sorted segments (deterministic and fast on CUDA, where the deterministic
 index_add_ walks runs of equal indices serially) or by index_add_ (the fastest on CPU).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,15 +28,17 @@ class Backend:
         return "kernels" if self.kernels is not None else "torch"
 
 
-def choose_backend(device: torch.device | str = "cpu", kernels: bool | None = None,
-                   sorted_sums: bool | None = None) -> Backend:
+def choose_backend(
+    device: torch.device | str = "cpu", kernels: bool | None = None, sorted_sums: bool | None = None
+) -> Backend:
     """The backend for graphs on `device`. kernels: use the fused kernels where they run (CPU, and built here);
     None reads REGNN_KERNELS (unset or 1: yes, 0: no). sorted_sums: None picks by device (sorted off the CPU)."""
     device = torch.device(device)
     cpu = device.type == "cpu"
     want = enabled() if kernels is None else kernels
-    return Backend(kernels=load_kernels() if cpu and want else None,
-                   sorted_sums=(not cpu) if sorted_sums is None else sorted_sums)
+    return Backend(
+        kernels=load_kernels() if cpu and want else None, sorted_sums=(not cpu) if sorted_sums is None else sorted_sums
+    )
 
 
 TORCH = Backend()  # torch alone, sums by index_add_ (the CPU torch path)

@@ -6,6 +6,7 @@ enter through the weighted adjacency A_w and its weighted degrees (Adjacency.nor
 released MixHop, through the degrees alone.
 Feature dropout on a layer's input is applied by the model, so the layers hold none (GIN's MLP excepted).
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,8 +25,15 @@ class REGraphConv(nn.Module):
     (no W, no bias), as the first and last layers of the authors' RE-GCN.
     """
 
-    def __init__(self, in_dim: int, out_dim: int, weight: bool = True, bias: bool = True, norm: str = "both",
-                 activation: str = "none"):
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        weight: bool = True,
+        bias: bool = True,
+        norm: str = "both",
+        activation: str = "none",
+    ):
         super().__init__()
         if norm not in ("both", "right", "none"):
             raise ValueError(f"norm must be both, right or none, got {norm!r}")
@@ -98,8 +106,9 @@ class REGINConv(nn.Module):
     dropout and one linear layer without bias (their first linear is built but commented out of forward), then
     the activation. weight=False: the weighted mean alone, as the stack's last layer."""
 
-    def __init__(self, in_dim: int, out_dim: int, activation: str = "elu", mlp_dropout: float = 0.0,
-                 weight: bool = True):
+    def __init__(
+        self, in_dim: int, out_dim: int, activation: str = "elu", mlp_dropout: float = 0.0, weight: bool = True
+    ):
         super().__init__()
         self.lin = nn.Linear(in_dim, out_dim, bias=False) if weight else None
         self.dropout = nn.Dropout(mlp_dropout)

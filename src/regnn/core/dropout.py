@@ -6,6 +6,7 @@ hundreds of MB each, that was a third of the step. Here the mask is a function o
 and the backward each make one pass, and nothing is stored. The seed is drawn from torch's generator, so a
 seeded run repeats. Elsewhere (no kernels, another device) it is nn.Dropout.
 """
+
 from __future__ import annotations
 
 import torch

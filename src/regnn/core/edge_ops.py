@@ -4,6 +4,7 @@ Every per-edge tensor is in CSR order: the edges sorted by destination, each des
 of `indptr`. The attention layers' ops (u_add_v, edge_softmax) and the sums of per-edge values by node or
 relation (segment_sum) live here; the GCN aggregation's autograd functions are in regnn.core.gcn_aggregate.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -44,15 +45,21 @@ def segment_sum(adj, values: torch.Tensor, by: str, n: int) -> torch.Tensor:
     relations on an H100, 89% of an RE-GCN epoch's GPU time); else on CPU one pass of the fused kernels per
     destination or source (each node's sum one thread's), or one index_add_ (by relation, or without kernels)."""
     kernels = adj.backend.kernels
-    if (kernels is not None and by in ("dst", "src") and values.device.type == "cpu" and values.numel()
-            and values.dtype in (torch.float32, torch.float64)):
+    if (
+        kernels is not None
+        and by in ("dst", "src")
+        and values.device.type == "cpu"
+        and values.numel()
+        and values.dtype in (torch.float32, torch.float64)
+    ):
         indptr, pos = (adj.indptr, adj.indptr.new_empty(0)) if by == "dst" else (adj.t_indptr, adj.t_pos)
         if indptr.shape[0] == n + 1:
             flat = values.reshape(values.shape[0], -1).contiguous()
             return kernels.segment_sum(indptr, pos, flat).view(n, *values.shape[1:])
     if not adj.backend.sorted_sums:
         return torch.zeros(n, *values.shape[1:], dtype=values.dtype, device=values.device).index_add_(
-            0, adj.edge_ids(by), values)
+            0, adj.edge_ids(by), values
+        )
     order, offsets = adj.segments(by, n)
     v = values if order is None else values.index_select(0, order)
     return torch.segment_reduce(v, "sum", offsets=offsets, axis=0, initial=0)

@@ -11,6 +11,7 @@ Fused path: on CPU, where the fused C++ kernels are the adjacency's backend (reg
 relation-weighted aggregation runs on them instead (GcnAggregateFused): no per-edge arrays per step, and the
 relation-weight gradient comes out of the pass that computes the gradient of h.
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,8 +36,7 @@ class CsrSpmm(torch.autograd.Function):
         grad = grad.contiguous()
         gh = gw = None
         if ctx.needs_input_grad[0]:
-            gh = csr_mm(adj.t_indptr, adj.t_indices, vals.index_select(0, adj.t_pos), (adj.num_src, adj.num_dst),
-                         grad)
+            gh = csr_mm(adj.t_indptr, adj.t_indices, vals.index_select(0, adj.t_pos), (adj.num_src, adj.num_dst), grad)
         if ctx.needs_input_grad[1]:
             gw = edge_dots(adj, grad, h)
         return gh, gw, None
@@ -141,7 +141,21 @@ class GcnAggregateFused(torch.autograd.Function):
         adj = ctx.adj
         h, out, al, a, b, ka, kb = ctx.saved_tensors
         need_h, need_alpha = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        gh, galpha = ctx.kernels.backward(adj.t_indptr, *adj.kernel_csc(), al, a, b, grad.contiguous(), h.contiguous(),
-                                          out, adj.relation_counts(al.shape[0], al.dtype), ka, kb,
-                                          ctx.norm != "none", ctx.norm == "both", need_h, need_alpha)
+        gh, galpha = ctx.kernels.backward(
+            adj.t_indptr,
+            *adj.kernel_csc(),
+            al,
+            a,
+            b,
+            grad.contiguous(),
+            h.contiguous(),
+            out,
+            adj.relation_counts(al.shape[0], al.dtype),
+            ka,
+            kb,
+            ctx.norm != "none",
+            ctx.norm == "both",
+            need_h,
+            need_alpha,
+        )
         return (gh if need_h else None), (galpha.unsqueeze(-1) if need_alpha else None), None, None, None

@@ -6,6 +6,7 @@ module. Where the build is impossible (no compiler) the pure-torch path of regnn
 warning once. REGNN_KERNELS=0 turns the kernels off (the torch path then runs; both are tested against a dense
 reference). scripts/setup/setup.sh (make setup) builds them ahead.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,6 +30,7 @@ def _build():
     import io
 
     import torch
+
     with contextlib.redirect_stderr(io.StringIO()):  # its import notes "No CUDA runtime is found" on CPU machines
         from torch.utils.cpp_extension import _get_build_directory, load
 
@@ -36,8 +38,7 @@ def _build():
     # torch.set_num_threads also sets the kernels' thread count; a second runtime would ignore it
     torch_lib = Path(torch.__file__).parent / "lib"
     bundled = sorted(glob.glob(str(torch_lib / "libgomp*.so*")))
-    ldflags = ([f"-L{torch_lib}", f"-l:{Path(bundled[0]).name}", f"-Wl,-rpath,{torch_lib}"] if bundled
-               else ["-fopenmp"])
+    ldflags = [f"-L{torch_lib}", f"-l:{Path(bundled[0]).name}", f"-Wl,-rpath,{torch_lib}"] if bundled else ["-fopenmp"]
     # built for this CPU's vector units (-march=native), so the build is named after the CPU: a home folder
     # shared by machines of other kinds gets one build per kind, never another CPU's instructions
     cflags = ["-O3", "-fopenmp", "-march=native", "-mprefer-vector-width=512"]  # 512: a 64-wide row in 4 registers
@@ -46,8 +47,9 @@ def _build():
     build_dir = Path(_get_build_directory(name, verbose=False))
     if not list(build_dir.glob("*.so")) or not (build_dir / SOURCE.name).is_file():
         log.info("building the fused aggregation kernels (once per machine, about a minute)")
-    return load(name=name, sources=[str(stable_source(build_dir))], extra_cflags=cflags, extra_ldflags=ldflags,
-                verbose=False)
+    return load(
+        name=name, sources=[str(stable_source(build_dir))], extra_cflags=cflags, extra_ldflags=ldflags, verbose=False
+    )
 
 
 def stable_source(build_dir: Path) -> Path:
@@ -78,10 +80,10 @@ def stable_source(build_dir: Path) -> Path:
 def _cpu_signature() -> str:
     """Model name and feature flags of this CPU (Linux), else the platform's processor string."""
     import platform
+
     try:
         info = Path("/proc/cpuinfo").read_text().splitlines()
-        return "|".join(sorted({ln.split(":", 1)[1].strip() for ln in info
-                                if ln.startswith(("model name", "flags"))}))
+        return "|".join(sorted({ln.split(":", 1)[1].strip() for ln in info if ln.startswith(("model name", "flags"))}))
     except OSError:
         return platform.processor() or platform.machine()
 
@@ -105,10 +107,13 @@ def load_kernels():
 def main() -> None:
     """Builds (first time) or loads the kernels and says which path RE-GNN's aggregation will take."""
     import time
+
     t = time.perf_counter()
     ok = load_kernels() is not None
-    print(f"setup: fused aggregation kernels {'ready' if ok else 'UNAVAILABLE, the pure-torch path will be used'} "
-          f"({time.perf_counter() - t:.1f}s)")
+    print(
+        f"setup: fused aggregation kernels {'ready' if ok else 'UNAVAILABLE, the pure-torch path will be used'} "
+        f"({time.perf_counter() - t:.1f}s)"
+    )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ weighted degrees (on whole graphs and on sampled blocks), and the per-step cache
 weights gives (edge values, node scales). A mixin of regnn.core.adjacency.Adjacency, whose arrays it reads:
 indptr/indices (CSR), t_pos (CSC order), rel, in_degree, source_counts, edge_scale, num_src/num_dst, backend,
 alphas (regnn.core.alpha_cache.AlphaCache)."""
+
 from __future__ import annotations
 
 import torch
@@ -27,8 +28,10 @@ class Normalisation:
         """
         if norm == "both" and self.num_src != self.num_dst:
             if self.source_counts is None:
-                raise ValueError("norm='both' needs the source degrees of the whole graph; on sampled blocks use "
-                                 "norm='right' (mean over the weighted in-edges)")
+                raise ValueError(
+                    "norm='both' needs the source degrees of the whole graph; on sampled blocks use "
+                    "norm='right' (mean over the weighted in-edges)"
+                )
             return self._block_both(h, alpha)
         with full_precision(h):
             h = at_least_fp32(h)
@@ -37,8 +40,10 @@ class Normalisation:
             alpha = at_least_fp32(alpha if alpha.shape[1] == 1 else alpha[:, :1])  # no slice node for one head
             kernels = self.fused_kernels(h) if h.dtype == alpha.dtype else None
             if kernels is not None and self.num_relations_seen > alpha.shape[0]:
-                raise ValueError(f"the graph has relation ids up to {self.num_relations_seen - 1}, but "
-                                 f"{alpha.shape[0]} relation weights were given")
+                raise ValueError(
+                    f"the graph has relation ids up to {self.num_relations_seen - 1}, but "
+                    f"{alpha.shape[0]} relation weights were given"
+                )
             if kernels is not None:
                 if torch.is_grad_enabled() and (h.requires_grad or alpha.requires_grad):
                     return GcnAggregateFused.apply(h, alpha, self, norm, kernels)
@@ -76,8 +81,10 @@ class Normalisation:
                 return self.in_degree[:, 0].to(dtype)
             return (self.relation_counts(alpha.shape[0], alpha.dtype) @ alpha)[:, 0]
         if self.source_counts is None:
-            raise ValueError("this layer needs the whole graph's degrees of a block's sources: sample with "
-                             "SampledGraph(whole_graph_degrees=True) and every neighbour (fanout -1)")
+            raise ValueError(
+                "this layer needs the whole graph's degrees of a block's sources: sample with "
+                "SampledGraph(whole_graph_degrees=True) and every neighbour (fanout -1)"
+            )
         counts = self.source_counts.to(device=self.indptr.device, dtype=dtype if alpha is None else alpha.dtype)
         return counts.sum(1) if alpha is None else (counts @ alpha)[:, 0]
 
@@ -89,11 +96,13 @@ class Normalisation:
 
     def normalized_values(self, norm: str, dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """Edge values of the plain (all weights 1) normalised adjacency, in CSR order and in CSC order."""
+
         def build():
             a, b, _, _ = scales(self.in_degree[:, 0].to(dtype), norm)
             ab = edge_scales(self, a, b)
             vals = ab if ab is not None else self.ones(dtype, self.indptr.device)
             return vals, vals[self.t_pos]
+
         return self._once(("normalized", norm, dtype), build)
 
     def weighted_values(self, alpha: torch.Tensor, norm: str) -> tuple:
@@ -118,8 +127,9 @@ class Normalisation:
         Those given to prepare() are found by identity."""
         hit = self.alphas.find(alpha, ("scales", norm))
         if hit is None:
-            hit = self.alphas.compute(alpha, ("scales", norm),
-                                      lambda al: self._node_scales_of(al.t(), norm, kernels)[0])
+            hit = self.alphas.compute(
+                alpha, ("scales", norm), lambda al: self._node_scales_of(al.t(), norm, kernels)[0]
+            )
             self.alphas.remember(alpha, ("scales", norm), hit)
         return hit
 
@@ -144,14 +154,20 @@ class Normalisation:
         kernels = self.fused_kernels(alphas[0])
         if kernels is None:
             for i, al in enumerate(alphas):
-                hit = self.alphas.compute(al, ("values", norm), lambda a: self._weighted_values_of(a, norm),
-                                          None if key is None else (key, i), keep)
+                hit = self.alphas.compute(
+                    al,
+                    ("values", norm),
+                    lambda a: self._weighted_values_of(a, norm),
+                    None if key is None else (key, i),
+                    keep,
+                )
                 self.alphas.remember(al, ("values", norm), hit)
             return
         with torch.no_grad():
             stacked = torch.stack(alphas)[:, :, 0]  # (layers, num_relations)
-        found = self.alphas.compute(stacked, ("scales", norm), lambda st: self._node_scales_of(st, norm, kernels),
-                                    key, keep)
+        found = self.alphas.compute(
+            stacked, ("scales", norm), lambda st: self._node_scales_of(st, norm, kernels), key, keep
+        )
         for al, sc in zip(alphas, found):
             self.alphas.remember(al, ("scales", norm), sc)
 

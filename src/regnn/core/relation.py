@@ -11,6 +11,7 @@ accumulation and zero_grad handle two tensors instead of 2L. Every number is the
 elementwise), with one exception no shipped layout meets: a layer that never uses its weights gets zero
 gradients for them (Adam's weight decay then moves them), where a tensor of its own would get none.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,10 +25,11 @@ from torch import nn
 class Relation:
     """How relations are weighed: the model.relation block of a config (its values live there, in
     conf/backbone/ and conf/relation/; regnn.spec reads them into this). Switched-off parts weigh 1."""
-    edge_embeddings: bool       # one learnt weight per edge relation type
+
+    edge_embeddings: bool  # one learnt weight per edge relation type
     self_loop_embeddings: bool  # one learnt weight per node type's self-loop
-    scale: float                # lambda: alpha = tau(lambda * e), e initialised to 1 / lambda
-    negative_slope: float       # slope of tau = LeakyReLU
+    scale: float  # lambda: alpha = tau(lambda * e), e initialised to 1 / lambda
+    negative_slope: float  # slope of tau = LeakyReLU
 
     def __post_init__(self):
         if not self.scale > 0:
@@ -35,8 +37,14 @@ class Relation:
 
 
 class RelationWeights(nn.Module):
-    def __init__(self, num_edge_relations: int, num_node_types: int, relation: Relation, heads: int = 1,
-                 layers: int | None = None):
+    def __init__(
+        self,
+        num_edge_relations: int,
+        num_node_types: int,
+        relation: Relation,
+        heads: int = 1,
+        layers: int | None = None,
+    ):
         super().__init__()
         if layers is not None and layers < 1:
             raise ValueError(f"layers must be >= 1 (or None for one layer without that axis), got {layers}")
@@ -75,8 +83,13 @@ class RelationWeights(nn.Module):
             alpha = F.leaky_relu(self.scale * torch.cat([self.edge, self.self_loop], dim=-2), self.negative_slope)
         else:
             device = self._anchor.device
-            alpha = torch.cat([self._alpha(self.edge, self.num_edge_relations, device),
-                               self._alpha(self.self_loop, self.num_node_types, device)], dim=-2)
+            alpha = torch.cat(
+                [
+                    self._alpha(self.edge, self.num_edge_relations, device),
+                    self._alpha(self.self_loop, self.num_node_types, device),
+                ],
+                dim=-2,
+            )
         return alpha if rel is None else alpha[rel]
 
     def per_layer(self) -> list[torch.Tensor | None]:

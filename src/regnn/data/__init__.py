@@ -1,4 +1,5 @@
 """Datasets as heterographs on arrays, and the relation-typed homogeneous graph RE-GNN runs on."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,13 +12,26 @@ from regnn.data.specs import BUILTIN, MagnnSpec, builtin_spec
 from regnn.data.synthetic import CountGraph, make_count_graph, make_synthetic
 from regnn.errors import DataError
 
-__all__ = ["HeteroDataset", "RelationGraph", "build_relation_graph", "load_magnn", "MagnnSpec", "BUILTIN",
-           "builtin_spec", "make_synthetic", "make_count_graph", "load_dataset", "dataset_keys", "from_heterodata",
-           "to_heterodata"]
+__all__ = [
+    "HeteroDataset",
+    "RelationGraph",
+    "build_relation_graph",
+    "load_magnn",
+    "MagnnSpec",
+    "BUILTIN",
+    "builtin_spec",
+    "make_synthetic",
+    "make_count_graph",
+    "load_dataset",
+    "dataset_keys",
+    "from_heterodata",
+    "to_heterodata",
+]
 
 # the keys of every dataset config: load_dataset's own, the display name and the meta-paths (read by the models)
-COMMON_KEYS = frozenset({"name", "format", "dir", "feats_type", "verify", "sums", "feature_norm", "display_name",
-                         "metapaths"})
+COMMON_KEYS = frozenset(
+    {"name", "format", "dir", "feats_type", "verify", "sums", "feature_norm", "display_name", "metapaths"}
+)
 
 
 def dataset_keys(format: str) -> set[str]:
@@ -39,9 +53,16 @@ def dataset_keys(format: str) -> set[str]:
     return set(COMMON_KEYS) | extra | {k for k in params if k not in ("root", "display_name")}
 
 
-def load_dataset(name: str, dir: str | Path | None = None, format: str = "magnn", feats_type: str | None = None,
-                 verify: bool = False, sums: str | Path | None = None, feature_norm="none",
-                 **options) -> HeteroDataset:
+def load_dataset(
+    name: str,
+    dir: str | Path | None = None,
+    format: str = "magnn",
+    feats_type: str | None = None,
+    verify: bool = False,
+    sums: str | Path | None = None,
+    feature_norm="none",
+    **options,
+) -> HeteroDataset:
     """One entry point for every dataset the configs can name.
 
     verify=True checks the files against the pinned SHA-256 sums (data/SHA256SUMS) before reading them.
@@ -61,9 +82,11 @@ def _load(name, dir, format, feats_type, verify, sums, **options) -> HeteroDatas
     # -- OGB datasets and the user's own (dataset=ogbn_mag, dataset=custom) --------------------------
     if format == "ogb":
         from regnn.data.ogb import load_ogb
+
         return load_ogb(name=options.pop("ogb_name", name), root=dir, display_name=name, **options)
     if format == "custom":
         from regnn.data.custom import load_custom
+
         return load_custom(name=name, feats_type=feats_type, **options)
     # ----------------------------------------------------------------------------------------------------------
     if format == "magnn":
@@ -73,6 +96,7 @@ def _load(name, dir, format, feats_type, verify, sums, **options) -> HeteroDatas
             raise DataError(f"dataset {name}: no directory given (dataset.dir)")
         if verify:
             from regnn.data.fetch import DEFAULT_SUMS, read_sums, verify as verify_files
+
             pinned = {k.split("/", 1)[1]: v for k, v in read_sums(Path(sums or DEFAULT_SUMS), [spec.name]).items()}
             problems = verify_files(root, pinned) if root.is_dir() else []
             if problems:

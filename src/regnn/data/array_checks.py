@@ -1,5 +1,6 @@
 """Checks of the arrays in a user's files: integer ids, features, adjacencies, labels and splits. Every message
 names the file, what is wrong and the fix."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,24 +22,31 @@ def exact_ints(x, what: str) -> np.ndarray:
     bad = ~np.isfinite(a) | (a != np.round(a))
     if bad.any():
         i = int(np.flatnonzero(bad.ravel())[0])
-        raise DataError(f"{what} holds non-integer values (e.g. {a.ravel()[i].item()!r} at position {i}); it must hold "
-                        "integers: store it as an integer array")
+        raise DataError(
+            f"{what} holds non-integer values (e.g. {a.ravel()[i].item()!r} at position {i}); it must hold "
+            "integers: store it as an integer array"
+        )
     return a.astype(np.int64)
 
 
-def unlabelled_outside_splits(labels: torch.Tensor, splits: dict[str, torch.Tensor],
-                              where: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+def unlabelled_outside_splits(
+    labels: torch.Tensor, splits: dict[str, torch.Tensor], where: str
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(labels, unlabelled mask or None where every node has a label). Target nodes outside the splits may carry
     label -1 (unlabelled, never scored: set to 0 here, the mask keeps which they are); a node in a split must have
     a class id."""
     n = labels.shape[0]
     for s, idx in splits.items():
         if idx.numel() and int(idx.min()) >= 0 and int(idx.max()) < n and (labels[idx] < 0).any():
-            raise DataError(f"{where}: {int((labels[idx] < 0).sum())} nodes of split {s!r} have no label (< 0); "
-                            "give them a class id or leave them out of the split")
+            raise DataError(
+                f"{where}: {int((labels[idx] < 0).sum())} nodes of split {s!r} have no label (< 0); "
+                "give them a class id or leave them out of the split"
+            )
     if (labels < -1).any():
-        raise DataError(f"{where}: labels hold {int(labels.min())}; use class ids 0..C-1, and -1 only for "
-                        "unlabelled nodes outside the splits")
+        raise DataError(
+            f"{where}: labels hold {int(labels.min())}; use class ids 0..C-1, and -1 only for "
+            "unlabelled nodes outside the splits"
+        )
     unlabelled = labels < 0
     return labels.clamp(min=0), (unlabelled if bool(unlabelled.any()) else None)
 
@@ -66,10 +74,17 @@ def check_features(x, what: str, fix: str = USER_FIX):
     a = x.numpy() if isinstance(x, torch.Tensor) else x
     dtype = a.dtype
     if not (dtype == np.bool_ or np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
-        kind = ("complex numbers" if np.issubdtype(dtype, np.complexfloating) else "text" if dtype.kind in "US"
-                else f"{dtype} values")
-        raise DataError(f"{what} holds {kind}; features must be real numbers (bool, integer or float): convert or "
-                        f"encode them, then {fix}")
+        kind = (
+            "complex numbers"
+            if np.issubdtype(dtype, np.complexfloating)
+            else "text"
+            if dtype.kind in "US"
+            else f"{dtype} values"
+        )
+        raise DataError(
+            f"{what} holds {kind}; features must be real numbers (bool, integer or float): convert or "
+            f"encode them, then {fix}"
+        )
     shape = tuple(a.shape)
     if len(shape) != 2:
         hint = " (one value per node: store it as x[:, None])" if len(shape) == 1 else ""
@@ -77,13 +92,17 @@ def check_features(x, what: str, fix: str = USER_FIX):
     if np.issubdtype(dtype, np.floating):
         row = _first_bad_row(a, lambda v: ~np.isfinite(v))
         if row is not None:
-            raise DataError(f"{what} holds NaN or inf (first in row {row}); replace them (e.g. with 0 or the column "
-                            f"mean), then {fix}")
+            raise DataError(
+                f"{what} holds NaN or inf (first in row {row}); replace them (e.g. with 0 or the column "
+                f"mean), then {fix}"
+            )
         big = np.finfo(np.float32).max  # regnn trains in float32: larger values would become inf there
         row = _first_bad_row(a, lambda v: np.abs(v) > big) if dtype.itemsize > 4 else None
         if row is not None:
-            raise DataError(f"{what} holds values beyond float32's range (first in row {row}), which training "
-                            f"in float32 would turn into inf; rescale them (e.g. log1p or standardise), then {fix}")
+            raise DataError(
+                f"{what} holds values beyond float32's range (first in row {row}), which training "
+                f"in float32 would turn into inf; rescale them (e.g. log1p or standardise), then {fix}"
+            )
     return x
 
 
@@ -96,24 +115,28 @@ def check_adjacency(adj, path, fix: str = USER_FIX):
     try:
         adj.check_format(full_check=True)  # indices beyond the shape, indptr out of order
     except ValueError as e:
-        raise DataError(f"{path} is not a valid sparse matrix ({str(e).splitlines()[0]}); the file is corrupt: "
-                        f"{fix}") from None
+        raise DataError(
+            f"{path} is not a valid sparse matrix ({str(e).splitlines()[0]}); the file is corrupt: {fix}"
+        ) from None
     if not (np.issubdtype(adj.dtype, np.number) or adj.dtype == bool) or np.issubdtype(adj.dtype, np.complexfloating):
         raise DataError(f"{path} holds {adj.dtype} values; store 1 for every edge: {fix}")
     zeros = int((adj.data == 0).sum())
     if zeros:
         adj = adj.copy()
         adj.eliminate_zeros()
-        logging.getLogger("regnn").warning("%s stores %d explicit zeros; they are not edges and were dropped", path,
-                                           zeros)
+        logging.getLogger("regnn").warning(
+            "%s stores %d explicit zeros; they are not edges and were dropped", path, zeros
+        )
     data = adj.data
     bad = ~np.isfinite(data) | (data != 1) if np.issubdtype(data.dtype, np.floating) else (data != 1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         row = int(np.searchsorted(adj.indptr, i, side="right") - 1)
-        raise DataError(f"{path} holds edge values other than 1 (e.g. {data[i].item()!r} at row {row}, column "
-                        f"{int(adj.indices[i])}): regnn's relations are unweighted; store 1 for every edge "
-                        f"(adj.data[:] = 1 keeps the links, dropping the weights): {fix}")
+        raise DataError(
+            f"{path} holds edge values other than 1 (e.g. {data[i].item()!r} at row {row}, column "
+            f"{int(adj.indices[i])}): regnn's relations are unweighted; store 1 for every edge "
+            f"(adj.data[:] = 1 keeps the links, dropping the weights): {fix}"
+        )
     return adj
 
 
@@ -125,8 +148,10 @@ def class_count(declared, labels: torch.Tensor, splits: dict[str, torch.Tensor],
     seen = int(labels.max()) + 1 if labels.numel() else 0
     n = seen if declared is None else int(declared)
     if n < seen:
-        raise DataError(f"{where}: labels range over [{int(labels.min())}, {seen - 1}] but there are {n} classes "
-                        f"(num_classes); class ids must be 0..{n - 1}, or num_classes at least {seen}")
+        raise DataError(
+            f"{where}: labels range over [{int(labels.min())}, {seen - 1}] but there are {n} classes "
+            f"(num_classes); class ids must be 0..{n - 1}, or num_classes at least {seen}"
+        )
     if n > MAX_CLASSES:
         raise DataError(f"{where}: num_classes is {n}; at most {MAX_CLASSES} are supported ({DOC})")
     train = splits.get("train")
@@ -137,8 +162,12 @@ def class_count(declared, labels: torch.Tensor, splits: dict[str, torch.Tensor],
             scored = torch.cat([splits[s] for s in ("val", "test") if s in splits])
             shown = ", ".join(map(str, absent[:10])) + (f" and {len(absent) - 10} more" if len(absent) > 10 else "")
             logging.getLogger("regnn").warning(
-                "%s: class%s %s ha%s no training node (%d of them in validation/test); the model cannot predict "
-                "%s", where, "es" if len(absent) > 1 else "", shown, "ve" if len(absent) > 1 else "s",
+                "%s: class%s %s ha%s no training node (%d of them in validation/test); the model cannot predict %s",
+                where,
+                "es" if len(absent) > 1 else "",
+                shown,
+                "ve" if len(absent) > 1 else "s",
                 int(torch.isin(labels[scored], torch.tensor(absent)).sum()) if scored.numel() else 0,
-                "them" if len(absent) > 1 else "it")
+                "them" if len(absent) > 1 else "it",
+            )
     return n

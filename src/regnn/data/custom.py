@@ -30,6 +30,7 @@ format: magnn    the MAGNN-style processed files (adjM.npz, node_types.npy, labe
 
 Target nodes outside the splits may carry label -1 (unlabelled); nodes in a split must have a class id.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,8 +57,7 @@ MAX_NODES = 100_000_000  # per node type: ~50x OGBN-MAG's largest; past it the o
 def read_meta(path: str | Path | None) -> tuple[dict, Path]:
     """The description and its file (relative paths in it start from the file's folder)."""
     if path in (None, "", "???"):
-        raise DataError("dataset=custom needs dataset.path=/path/to/dataset.yaml (a description of your files; "
-                        f"{DOC})")
+        raise DataError(f"dataset=custom needs dataset.path=/path/to/dataset.yaml (a description of your files; {DOC})")
     p = Path(path).expanduser()
     if p.is_dir():
         found = [p / n for n in META_NAMES if (p / n).is_file()]
@@ -85,13 +85,16 @@ def load_custom(path: str | Path | None = None, name: str = "custom", feats_type
         return load_magnn(base / meta.get("dir", "."), spec, feats_type or spec.default_feats_type, fix=USER_FIX)
     if fmt == "tables":
         from regnn.data.tables import load_tables
+
         return load_tables(meta, desc, meta.get("name", name), feats_type or "raw")
     if fmt == "pyg":
         from regnn.data.pyg import load_pyg
+
         return load_pyg(meta, desc, meta.get("name", name), feats_type or "raw")
     if fmt == "npz":
         return _load_npz(meta, desc, meta.get("name", name), feats_type or "raw")
     from regnn.data.custom_dgl import load_dgl
+
     return load_dgl(meta, desc, meta.get("name", name), feats_type or "raw")
 
 
@@ -123,25 +126,32 @@ def _named_arrays(z: dict, gfile: Path) -> tuple[dict, dict, dict]:
             if counts[rest] < 0:
                 raise DataError(f"{gfile}: {key} must be one non-negative whole number")
             if counts[rest] > MAX_NODES:
-                raise DataError(f"{gfile}: {key} is {counts[rest]:,}; at most {MAX_NODES:,} nodes of a type are "
-                                "supported (a type without features gets a learnable vector per node)")
+                raise DataError(
+                    f"{gfile}: {key} is {counts[rest]:,}; at most {MAX_NODES:,} nodes of a type are "
+                    "supported (a type without features gets a learnable vector per node)"
+                )
         elif kind == "features" and rest:
             raw[rest] = check_features(a, f"{gfile}: {key}")
         elif key not in ("labels", "train", "val", "test"):
-            raise DataError(f"{gfile}: unknown array {key!r}; arrays are edges:<src>:<relation>:<dst>, "
-                            f"num_nodes:<type>, features:<type>, labels, train, val, test ({DOC})")
+            raise DataError(
+                f"{gfile}: unknown array {key!r}; arrays are edges:<src>:<relation>:<dst>, "
+                f"num_nodes:<type>, features:<type>, labels, train, val, test ({DOC})"
+            )
     return edges, counts, raw
 
 
 def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
     gfile = where.parent / need(meta, "graph", where, "the .npz file of edge, feature, label and split arrays")
     if (why := not_a_file(gfile)) is not None:
-        raise DataError(f"{why.replace(' is missing', ' does not exist')}; write it with numpy.savez('{gfile.name}', "
-                        f"**arrays) ({DOC})")
+        raise DataError(
+            f"{why.replace(' is missing', ' does not exist')}; write it with numpy.savez('{gfile.name}', "
+            f"**arrays) ({DOC})"
+        )
     z = read_array(gfile, USER_FIX)
     if not isinstance(z, dict):
-        raise DataError(f"{gfile} is a scipy sparse matrix, not a file of named arrays; write it with numpy.savez "
-                        f"({DOC})")
+        raise DataError(
+            f"{gfile} is a scipy sparse matrix, not a file of named arrays; write it with numpy.savez ({DOC})"
+        )
     target = need(meta, "target", where, "the labelled node type")
     edges, counts, raw = _named_arrays(z, gfile)
     if not edges:
@@ -170,9 +180,18 @@ def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     graph = unique_relations(g, str(meta.get("reverse", "add")), where)
     feats = select_features(raw, counts, target, feats_type)
     num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
-    return user_dataset(gfile, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
-                    num_classes=num_classes, unlabelled=unlabelled,
-                    class_names=class_names(meta, num_classes, where))
+    return user_dataset(
+        gfile,
+        name=name,
+        graph=graph,
+        features=feats,
+        target=target,
+        labels=labels,
+        splits=splits,
+        num_classes=num_classes,
+        unlabelled=unlabelled,
+        class_names=class_names(meta, num_classes, where),
+    )
 
 
 def save_npz(data: HeteroDataset, folder: str | Path) -> Path:
@@ -196,7 +215,12 @@ def save_npz(data: HeteroDataset, folder: str | Path) -> Path:
     for split in ("train", "val", "test"):
         z[split] = data.splits[split].numpy()
     np.savez(folder / "graph.npz", **z)
-    meta = {"format": "npz", "graph": "graph.npz", "target": data.target, "reverse": "keep",
-            "num_classes": int(data.num_classes)}
+    meta = {
+        "format": "npz",
+        "graph": "graph.npz",
+        "target": data.target,
+        "reverse": "keep",
+        "num_classes": int(data.num_classes),
+    }
     (folder / "dataset.yaml").write_text(yaml.safe_dump(meta))
     return folder / "dataset.yaml"

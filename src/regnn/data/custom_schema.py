@@ -1,6 +1,7 @@
 """Checks of a user's dataset description (docs/custom_data.md) before any file is read (the arrays in its files:
 regnn.data.array_checks). Every message names the user's file, what is wrong and the fix; an unknown key gets a
 "did you mean" from the known ones."""
+
 from __future__ import annotations
 
 import difflib
@@ -13,8 +14,19 @@ DOC = "see docs/custom_data.md"
 FORMATS = ("tables", "pyg", "npz", "dgl", "magnn")
 TABLES_KEYS = ("format", "name", "target", "nodes", "edges", "classes", "reverse", "num_classes")
 PYG_KEYS = ("format", "name", "graph", "target", "reverse", "num_classes")
-DGL_KEYS = ("format", "name", "graph", "graph_index", "target", "label", "features", "splits", "reverse",
-            "num_classes", "classes")
+DGL_KEYS = (
+    "format",
+    "name",
+    "graph",
+    "graph_index",
+    "target",
+    "label",
+    "features",
+    "splits",
+    "reverse",
+    "num_classes",
+    "classes",
+)
 NPZ_KEYS = ("format", "name", "graph", "target", "reverse", "num_classes", "classes")
 MAGNN_KEYS = ("format", "name", "dir", "schema")
 SCHEMA_KEYS = ("name", "node_types", "target", "features", "relations", "num_classes", "default_feats_type")
@@ -31,8 +43,9 @@ def did_you_mean(word: str, known) -> str:
 def _unknown(d: dict, known, where: str, what: str) -> None:
     for k in d:
         if k not in known:
-            raise DataError(f"{where}: unknown {what} {quote(k)}; {did_you_mean(k, known)}"
-                            f"known: {', '.join(known)} ({DOC})")
+            raise DataError(
+                f"{where}: unknown {what} {quote(k)}; {did_you_mean(k, known)}known: {', '.join(known)} ({DOC})"
+            )
 
 
 def _text(d: dict, key: str, where: str) -> None:
@@ -58,8 +71,10 @@ def class_names(meta: dict, num_classes: int, where) -> list[str] | None:
     if classes is None:
         return None
     if len(classes) != num_classes:
-        raise DataError(f"{where}: classes names {len(classes)} classes but the labels have {num_classes}; name "
-                        f"each class 0..{num_classes - 1} once ({DOC})")
+        raise DataError(
+            f"{where}: classes names {len(classes)} classes but the labels have {num_classes}; name "
+            f"each class 0..{num_classes - 1} once ({DOC})"
+        )
     return [str(c) for c in classes]
 
 
@@ -86,8 +101,7 @@ def _check_dgl_or_npz(meta: dict, fmt: str, where: str) -> None:
     splits = meta.get("splits")
     if splits is not None:
         if not isinstance(splits, dict):
-            raise DataError(f"{where}: splits must map train, val and test to mask names, "
-                            f"got {quote(splits)} ({DOC})")
+            raise DataError(f"{where}: splits must map train, val and test to mask names, got {quote(splits)} ({DOC})")
         _unknown(splits, SPLIT_KEYS, f"{where}: splits", "split")
         for s, v in splits.items():
             if not isinstance(v, str):
@@ -97,13 +111,22 @@ def _check_dgl_or_npz(meta: dict, fmt: str, where: str) -> None:
 def check_description(meta: dict, path: Path) -> str:
     """Validates a description's keys, types and ranges; returns its format."""
     where = str(path)
-    fmt = meta.get("format") or ("magnn" if "schema" in meta else None if "graph" not in meta
-                                 else "npz" if str(meta["graph"]).endswith(".npz") else "dgl")
+    fmt = meta.get("format") or (
+        "magnn"
+        if "schema" in meta
+        else None
+        if "graph" not in meta
+        else "npz"
+        if str(meta["graph"]).endswith(".npz")
+        else "dgl"
+    )
     if fmt not in FORMATS:
-        raise DataError(f"{where}: format {quote(fmt)} is not known; set format: tables (CSV or parquet node and edge "
-                        "tables), format: pyg (a PyG HeteroData saved as tensors), format: npz (one numpy .npz of "
-                        "arrays), format: dgl (a dgl.save_graphs file) or format: magnn (MAGNN-style processed files); "
-                        f"{did_you_mean(fmt, FORMATS)}({DOC})")
+        raise DataError(
+            f"{where}: format {quote(fmt)} is not known; set format: tables (CSV or parquet node and edge "
+            "tables), format: pyg (a PyG HeteroData saved as tensors), format: npz (one numpy .npz of "
+            "arrays), format: dgl (a dgl.save_graphs file) or format: magnn (MAGNN-style processed files); "
+            f"{did_you_mean(fmt, FORMATS)}({DOC})"
+        )
     if fmt in ("tables", "pyg"):
         _check_tables_or_pyg(meta, fmt, where)
         return fmt
@@ -127,21 +150,27 @@ def _check_magnn(meta: dict, where: str) -> None:
     _unknown(schema, SCHEMA_KEYS, f"{where}: schema", "key")
     _whole(schema, "num_classes", f"{where}: schema", 1)
     types = schema.get("node_types")
-    if types is not None and (not isinstance(types, list) or not types
-                              or not all(isinstance(t, str) and t for t in types)):
+    if types is not None and (
+        not isinstance(types, list) or not types or not all(isinstance(t, str) and t for t in types)
+    ):
         raise DataError(f"{where}: schema.node_types must be a list of names, got {quote(types)} ({DOC})")
     feats = schema.get("features")
     if feats is not None:
         if not isinstance(feats, dict):
-            raise DataError(f"{where}: schema.features must map node types to feature files, "
-                            f"got {quote(feats)} ({DOC})")
+            raise DataError(
+                f"{where}: schema.features must map node types to feature files, got {quote(feats)} ({DOC})"
+            )
         if types:
             _unknown(feats, types, f"{where}: schema.features", "node type")
         for t, f in feats.items():
             if f is not None and not isinstance(f, str):
                 raise DataError(f"{where}: schema.features.{t} must be a file name or null, got {quote(f)} ({DOC})")
     rels = schema.get("relations")
-    if rels is not None and (not isinstance(rels, list) or not all(
-            isinstance(r, list) and len(r) in (2, 4) and all(isinstance(x, str) for x in r) for r in rels)):
-        raise DataError(f"{where}: schema.relations must be a list of [src, dst] or [src, dst, name, reverse_name] "
-                        f"lists of names, got {quote(rels)} ({DOC})")
+    if rels is not None and (
+        not isinstance(rels, list)
+        or not all(isinstance(r, list) and len(r) in (2, 4) and all(isinstance(x, str) for x in r) for r in rels)
+    ):
+        raise DataError(
+            f"{where}: schema.relations must be a list of [src, dst] or [src, dst, name, reverse_name] "
+            f"lists of names, got {quote(rels)} ({DOC})"
+        )

@@ -1,4 +1,5 @@
 """The in-memory form every loader produces: a heterograph (arrays) plus features, labels and splits."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -63,15 +64,21 @@ class HeteroDataset:
                 raise DataError(f"{n}: no features for node type {t!r}")
             rows = self.features[t].shape[0]
             if rows != g.num_nodes(t):
-                raise DataError(f"{n}: features of {t!r} have {rows} rows but the graph has {g.num_nodes(t)} "
-                                f"{t} nodes; the feature file does not belong to this graph")
+                raise DataError(
+                    f"{n}: features of {t!r} have {rows} rows but the graph has {g.num_nodes(t)} "
+                    f"{t} nodes; the feature file does not belong to this graph"
+                )
         n_target = g.num_nodes(self.target)
         if self.labels.dim() != 1 or self.labels.shape[0] != n_target:
-            raise DataError(f"{n}: {tuple(self.labels.shape)} labels for {n_target} {self.target} nodes; "
-                            "labels must hold one class id per target node")
+            raise DataError(
+                f"{n}: {tuple(self.labels.shape)} labels for {n_target} {self.target} nodes; "
+                "labels must hold one class id per target node"
+            )
         if n_target and (self.labels.min() < 0 or self.labels.max() >= self.num_classes):
-            raise DataError(f"{n}: labels range over [{int(self.labels.min())}, {int(self.labels.max())}] "
-                            f"but there are {self.num_classes} classes; class ids must be 0..{self.num_classes - 1}")
+            raise DataError(
+                f"{n}: labels range over [{int(self.labels.min())}, {int(self.labels.max())}] "
+                f"but there are {self.num_classes} classes; class ids must be 0..{self.num_classes - 1}"
+            )
         seen: dict[str, set] = {}
         for s in SPLITS:
             if s not in self.splits:
@@ -80,13 +87,17 @@ class HeteroDataset:
             if idx.numel() == 0:
                 raise DataError(f"{n}: split {s!r} is empty")
             if idx.min() < 0 or idx.max() >= n_target:
-                raise DataError(f"{n}: split {s!r} holds ids in [{int(idx.min())}, {int(idx.max())}] "
-                                f"but there are only {n_target} {self.target} nodes (valid: 0..{n_target - 1})")
+                raise DataError(
+                    f"{n}: split {s!r} holds ids in [{int(idx.min())}, {int(idx.max())}] "
+                    f"but there are only {n_target} {self.target} nodes (valid: 0..{n_target - 1})"
+                )
             if torch.unique(idx).numel() != idx.numel():
                 raise DataError(f"{n}: split {s!r} lists some nodes twice")
             seen[s] = set(idx.tolist())
         for a, b in (("train", "val"), ("train", "test"), ("val", "test")):
             both = seen[a] & seen[b]
             if both:
-                raise DataError(f"{n}: splits {a!r} and {b!r} overlap in {len(both)} nodes "
-                                f"(e.g. {sorted(both)[:5]}); a node may be in one split only")
+                raise DataError(
+                    f"{n}: splits {a!r} and {b!r} overlap in {len(both)} nodes "
+                    f"(e.g. {sorted(both)[:5]}); a node may be in one split only"
+                )

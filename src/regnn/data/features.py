@@ -1,4 +1,5 @@
 """Input features per node type, and the `feats_type` choices of the authors' code, by name."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,9 @@ def to_tensor(x) -> torch.Tensor:
     if sp.issparse(x):
         coo = x.tocoo()
         idx = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
-        return torch.sparse_coo_tensor(idx, torch.from_numpy(coo.data.astype(np.float32)), coo.shape,
-                                       check_invariants=False).coalesce()
+        return torch.sparse_coo_tensor(
+            idx, torch.from_numpy(coo.data.astype(np.float32)), coo.shape, check_invariants=False
+        ).coalesce()
     if isinstance(x, torch.Tensor):
         return x.float()
     return torch.from_numpy(np.asarray(x, dtype=np.float32))

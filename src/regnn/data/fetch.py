@@ -6,6 +6,7 @@ A file is written only after its checksum matched (copied to `<name>.part`, chec
 mirror never leaves a bad file behind, and an existing file that differs is reported, not replaced, unless
 --force is given.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,8 +54,10 @@ def verify(dest: Path, sums: dict[str, str]) -> list[str]:
         if not p.is_file():
             problems.append(f"{p} is missing; run `make data`")
         elif sha256(p) != digest:
-            problems.append(f"{p} differs from its pinned checksum (truncated, corrupt or another version); "
-                            f"run `make data FORCE=1` to replace it from the mirror")
+            problems.append(
+                f"{p} differs from its pinned checksum (truncated, corrupt or another version); "
+                f"run `make data FORCE=1` to replace it from the mirror"
+            )
     return problems
 
 
@@ -62,25 +65,33 @@ def _source(name: str, mirror: str | None, url: str | None):
     if mirror:
         src = Path(mirror) / name
         if not src.is_file():
-            raise DataError(f"{src} is not in the mirror {mirror}; point REGNN_DATA_MIRROR at the folder that "
-                            "holds DBLP/ ACM/ IMDB/ and SHA256SUMS")
+            raise DataError(
+                f"{src} is not in the mirror {mirror}; point REGNN_DATA_MIRROR at the folder that "
+                "holds DBLP/ ACM/ IMDB/ and SHA256SUMS"
+            )
         return lambda out: shutil.copyfile(src, out)
 
     def download(out: Path) -> None:
         with urllib.request.urlopen(f"{url.rstrip('/')}/{name}", timeout=60) as r, open(out, "wb") as f:
             shutil.copyfileobj(r, f)
+
     return download
 
 
-def fetch(dest: Path, sums: dict[str, str], mirror: str | None = None, url: str | None = None,
-          force: bool = False, log=print) -> list[str]:
+def fetch(
+    dest: Path, sums: dict[str, str], mirror: str | None = None, url: str | None = None, force: bool = False, log=print
+) -> list[str]:
     """Copies every missing file; returns the problems (empty when all files are present and verified)."""
     if not mirror and not url:
-        raise DataError("no data source: set REGNN_DATA_MIRROR to a directory holding DBLP/ ACM/ IMDB/ "
-                        "(CI: ../shared/datasets) or REGNN_DATA_URL to an upstream URL")
+        raise DataError(
+            "no data source: set REGNN_DATA_MIRROR to a directory holding DBLP/ ACM/ IMDB/ "
+            "(CI: ../shared/datasets) or REGNN_DATA_URL to an upstream URL"
+        )
     if mirror and not Path(mirror).is_dir():
-        raise DataError(f"data mirror {mirror} does not exist; set REGNN_DATA_MIRROR to the folder holding "
-                        "DBLP/ ACM/ IMDB/ (CI: ../shared/datasets)")
+        raise DataError(
+            f"data mirror {mirror} does not exist; set REGNN_DATA_MIRROR to the folder holding "
+            "DBLP/ ACM/ IMDB/ (CI: ../shared/datasets)"
+        )
     problems, copied = [], 0
     for name, digest in sums.items():
         out = Path(dest) / name
@@ -88,8 +99,10 @@ def fetch(dest: Path, sums: dict[str, str], mirror: str | None = None, url: str 
             if sha256(out) == digest:
                 continue
             if not force:
-                problems.append(f"{out} exists but differs from its pinned checksum; it was left untouched: "
-                                "delete it or run `make data FORCE=1` to replace it")
+                problems.append(
+                    f"{out} exists but differs from its pinned checksum; it was left untouched: "
+                    "delete it or run `make data FORCE=1` to replace it"
+                )
                 continue
         out.parent.mkdir(parents=True, exist_ok=True)
         part = out.with_name(out.name + ".part")
@@ -97,8 +110,10 @@ def fetch(dest: Path, sums: dict[str, str], mirror: str | None = None, url: str 
             _source(name, mirror, url)(part)
             got = sha256(part)
             if got != digest:
-                problems.append(f"{mirror or url}/{name} has sha256 {got[:12]}... but {digest[:12]}... is pinned; "
-                                "the source is corrupt or another version, nothing was written")
+                problems.append(
+                    f"{mirror or url}/{name} has sha256 {got[:12]}... but {digest[:12]}... is pinned; "
+                    "the source is corrupt or another version, nothing was written"
+                )
                 continue
             os.replace(part, out)
             copied += 1
@@ -108,8 +123,10 @@ def fetch(dest: Path, sums: dict[str, str], mirror: str | None = None, url: str 
             problems.append(f"could not fetch {name} from {mirror or url}: {e}")
         finally:
             part.unlink(missing_ok=True)
-    log(f"data: {copied} file(s) fetched, {len(sums) - copied - len(problems)} already present and verified, "
-        f"{len(problems)} problem(s) -> {dest}")
+    log(
+        f"data: {copied} file(s) fetched, {len(sums) - copied - len(problems)} already present and verified, "
+        f"{len(problems)} problem(s) -> {dest}"
+    )
     return problems
 
 

@@ -9,6 +9,7 @@ The files of a dataset: for `dataset=custom`, the description and every file bes
 magnn format); for a dataset read from a folder (DBLP, ACM, IMDB, OGBN-MAG), that folder's files. Generated
 graphs (synthetic, counts) have no files: their config is their identity.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,6 +34,7 @@ def data_files(dataset: Mapping[str, Any]) -> list[Path]:
     """The files that define the dataset of this `dataset` config (resolved), or [] for a generated one."""
     if dataset.get("format") == "custom" and dataset.get("path"):
         from regnn.data.custom import read_meta
+
         meta, desc = read_meta(dataset["path"])
         files = set(_listed(desc.parent)) | {desc}
         extra = desc.parent / str(meta.get("dir", ".")) if isinstance(meta.get("dir"), str) else None
@@ -88,6 +90,7 @@ def graph_name(dataset: Mapping[str, Any]) -> str:
     """The graph's own name: a custom description's `name:` (else its folder's name), else the dataset's name."""
     if dataset.get("format") == "custom" and dataset.get("path"):
         from regnn.data.custom import read_meta
+
         meta, desc = read_meta(dataset["path"])
         return str(meta.get("name") or desc.parent.name or dataset.get("name"))
     return str(dataset.get("name"))

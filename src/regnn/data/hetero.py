@@ -5,6 +5,7 @@ It answers the part of DGL's heterograph interface that regnn reads (`ntypes`, `
 loaded here gives the same relation ids, node offsets and edge order as one loaded through DGL: node types and
 canonical edge types are sorted by name, and each edge type keeps its edges in the order given.
 """
+
 from __future__ import annotations
 
 import torch
@@ -28,8 +29,10 @@ class HeteroGraph:
                 raise DataError(f"edge type {cet}: {u.numel()} sources but {v.numel()} destinations")
             for ids, t in ((u, s), (v, d)):
                 if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self._num_nodes[t]):
-                    raise DataError(f"edge type {cet}: node ids in [{int(ids.min())}, {int(ids.max())}] but there "
-                                    f"are {self._num_nodes[t]} {t} nodes")
+                    raise DataError(
+                        f"edge type {cet}: node ids in [{int(ids.min())}, {int(ids.max())}] but there "
+                        f"are {self._num_nodes[t]} {t} nodes"
+                    )
             self._edges[cet] = (u, v)
 
     @property
@@ -85,5 +88,7 @@ class HeteroGraph:
         return HeteroGraph(data, self._num_nodes)
 
     def __repr__(self) -> str:
-        return (f"HeteroGraph(num_nodes={self._num_nodes}, "
-                f"num_edges={ {c: u.numel() for c, (u, _) in self._edges.items()} })")
+        return (
+            f"HeteroGraph(num_nodes={self._num_nodes}, "
+            f"num_edges={ {c: u.numel() for c, (u, _) in self._edges.items()} })"
+        )

@@ -3,6 +3,7 @@
 Files: adjM.npz (all nodes in one index space), node_types.npy, features_<i>.npz|npy per node type,
 labels.npy (target type), train_val_test_idx.npz. Every error names the file and the fix.
 """
+
 from __future__ import annotations
 
 import zipfile
@@ -43,9 +44,14 @@ def _path(root: Path, name: str, fix: str = _REFETCH) -> Path:
     why = not_a_file(p)
     if why is not None:
         if not root.is_dir():
-            raise DataError(f"data directory {root} does not exist; " + (
-                "run `make data` (set REGNN_DATA_MIRROR to the folder holding DBLP/ ACM/ IMDB/) or set dataset.dir"
-                if fix == _REFETCH else "set dir: in the description to the folder holding the files"))
+            raise DataError(
+                f"data directory {root} does not exist; "
+                + (
+                    "run `make data` (set REGNN_DATA_MIRROR to the folder holding DBLP/ ACM/ IMDB/) or set dataset.dir"
+                    if fix == _REFETCH
+                    else "set dir: in the description to the folder holding the files"
+                )
+            )
         raise DataError(f"{why}; {fix}")
     return p
 
@@ -58,7 +64,8 @@ def _check_npy_size(path: Path) -> None:
         version = fmt.read_magic(f)
         # headers of version 3 differ from 2 only in the encoding of field names
         shape, _, dtype = (fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0)(
-            f, max_header_size=100_000)
+            f, max_header_size=100_000
+        )
         need = int(np.prod(shape, dtype=object)) * dtype.itemsize
         have = path.stat().st_size - f.tell()
     if dtype.hasobject:
@@ -90,12 +97,15 @@ def read_array(path: Path, fix: str = _REFETCH):
     except IsADirectoryError as e:
         raise DataError(f"{path} is a folder, not a file; {fix}") from e
     except MemoryError as e:
-        raise DataError(f"{path} asks for more memory than there is ({str(e).splitlines()[0][:120] if str(e) else ''});"
-                        f" the file is corrupt or not what regnn expects: {fix}") from e
+        raise DataError(
+            f"{path} asks for more memory than there is ({str(e).splitlines()[0][:120] if str(e) else ''});"
+            f" the file is corrupt or not what regnn expects: {fix}"
+        ) from e
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, IndexError) as e:
         why = str(e).splitlines()[0][:160] if str(e) else ""
-        raise DataError(f"{path} cannot be read ({type(e).__name__}: {why}); the file is truncated or corrupt: "
-                        f"{fix}") from e
+        raise DataError(
+            f"{path} cannot be read ({type(e).__name__}: {why}); the file is truncated or corrupt: {fix}"
+        ) from e
 
 
 def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None, fix: str = _REFETCH) -> HeteroDataset:
@@ -103,11 +113,23 @@ def load_magnn(root: str | Path, spec: MagnnSpec, feats_type: str | None = None,
     root = Path(root)
     adj, node_types = _read_structure(root, spec, fix)
     graph, num_nodes = _graph(root, spec, adj, node_types)
-    features = select_features(_read_features(root, spec, num_nodes, fix), num_nodes, spec.target,
-                               spec.default_feats_type if feats_type is None else feats_type)
+    features = select_features(
+        _read_features(root, spec, num_nodes, fix),
+        num_nodes,
+        spec.target,
+        spec.default_feats_type if feats_type is None else feats_type,
+    )
     labels, splits, num_classes, unlabelled = _read_labels(root, spec, fix)
-    return HeteroDataset(name=spec.name, graph=graph, features=features, target=spec.target,
-                         labels=labels, splits=splits, num_classes=num_classes, unlabelled=unlabelled)
+    return HeteroDataset(
+        name=spec.name,
+        graph=graph,
+        features=features,
+        target=spec.target,
+        labels=labels,
+        splits=splits,
+        num_classes=num_classes,
+        unlabelled=unlabelled,
+    )
 
 
 def _read_structure(root: Path, spec: MagnnSpec, fix: str):
@@ -120,12 +142,16 @@ def _read_structure(root: Path, spec: MagnnSpec, fix: str):
     node_types = _ints(read_array(nt_path, fix), nt_path, "node type ids", fix)
     n_all = node_types.shape[0]
     if adj.shape != (n_all, n_all):
-        raise DataError(f"{root / 'adjM.npz'} is {adj.shape} but node_types.npy lists {n_all} nodes; "
-                        f"the two files do not belong together: {fix}")
+        raise DataError(
+            f"{root / 'adjM.npz'} is {adj.shape} but node_types.npy lists {n_all} nodes; "
+            f"the two files do not belong together: {fix}"
+        )
     if n_all and (node_types.min() < 0 or node_types.max() >= len(spec.node_types)):
         bad = int(node_types.min()) if node_types.min() < 0 else int(node_types.max())
-        raise DataError(f"{nt_path} holds type id {bad}, but type ids index the schema's node_types "
-                        f"{list(spec.node_types)}: use 0..{len(spec.node_types) - 1}")
+        raise DataError(
+            f"{nt_path} holds type id {bad}, but type ids index the schema's node_types "
+            f"{list(spec.node_types)}: use 0..{len(spec.node_types) - 1}"
+        )
 
     return adj, node_types
 
@@ -154,18 +180,29 @@ def _graph(root: Path, spec: MagnnSpec, adj, node_types):
         bwd = (rt == d) & (ct == s) if s != d else np.zeros_like(fwd)
         covered |= fwd | bwd
         # union of the (src,dst) block and the transposed (dst,src) block, without duplicates
-        pairs = np.unique(np.concatenate([
-            np.stack([local[rows[fwd]], local[cols[fwd]]], 1),
-            np.stack([local[cols[bwd]], local[rows[bwd]]], 1)]), axis=0) if (fwd.any() or bwd.any()) \
+        pairs = (
+            np.unique(
+                np.concatenate(
+                    [
+                        np.stack([local[rows[fwd]], local[cols[fwd]]], 1),
+                        np.stack([local[cols[bwd]], local[rows[bwd]]], 1),
+                    ]
+                ),
+                axis=0,
+            )
+            if (fwd.any() or bwd.any())
             else np.zeros((0, 2), dtype=np.int64)
+        )
         u, v = torch.from_numpy(pairs[:, 0].copy()), torch.from_numpy(pairs[:, 1].copy())
         data[(r.src, r.name, r.dst)] = (u, v)
         data[(r.dst, r.reverse, r.src)] = (v, u)
     if not covered.all():
         bad = (~covered).nonzero()[0][0]
-        raise DataError(f"{root / 'adjM.npz'}: {(~covered).sum()} edges join node types "
-                        f"{spec.node_types[rt[bad]]!r} and {spec.node_types[ct[bad]]!r}, which no relation of the "
-                        f"{spec.name} schema covers; add the relation to the schema")
+        raise DataError(
+            f"{root / 'adjM.npz'}: {(~covered).sum()} edges join node types "
+            f"{spec.node_types[rt[bad]]!r} and {spec.node_types[ct[bad]]!r}, which no relation of the "
+            f"{spec.name} schema covers; add the relation to the schema"
+        )
     return HeteroGraph(data, num_nodes), num_nodes
 
 
@@ -178,8 +215,10 @@ def _read_features(root: Path, spec: MagnnSpec, num_nodes: dict, fix: str) -> di
         if isinstance(raw[t], dict):
             raise DataError(f"{root / f} holds arrays {list(raw[t])}, not a feature matrix; {fix}")
         if raw[t] is not None and check_features(raw[t], str(root / f), fix).shape[0] != num_nodes[t]:
-            raise DataError(f"{root / f}: feature matrix of shape {raw[t].shape} but there are {num_nodes[t]} "
-                            f"{t} nodes; rows must equal the node count: {fix}")
+            raise DataError(
+                f"{root / f}: feature matrix of shape {raw[t].shape} but there are {num_nodes[t]} "
+                f"{t} nodes; rows must equal the node count: {fix}"
+            )
     return raw
 
 
@@ -191,8 +230,10 @@ def _read_labels(root: Path, spec: MagnnSpec, fix: str):
     split = read_array(split_file, fix)
     if not isinstance(split, dict) or any(f"{s}_idx" not in split for s in ("train", "val", "test")):
         raise DataError(f"{split_file} must hold arrays train_idx, val_idx and test_idx; {fix}")
-    splits = {s: torch.from_numpy(np.sort(_ints(split[f"{s}_idx"], split_file, f"{s}_idx", fix)))
-              for s in ("train", "val", "test")}
+    splits = {
+        s: torch.from_numpy(np.sort(_ints(split[f"{s}_idx"], split_file, f"{s}_idx", fix)))
+        for s in ("train", "val", "test")
+    }
     labels, unlabelled = unlabelled_outside_splits(torch.from_numpy(labels), splits, str(label_path))
     num_classes = class_count(spec.num_classes, labels, splits, str(label_path))
     return labels, splits, num_classes, unlabelled

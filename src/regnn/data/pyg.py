@@ -16,6 +16,7 @@ with `torch.load(weights_only=True)`: no code is unpickled, and reading it needs
     target: paper
     reverse: keep   # keep: the graph holds both directions (T.ToUndirected); add: every relation also reversed
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,8 +39,10 @@ def _stores(d: dict, where: str) -> tuple[dict[str, dict], dict[tuple, dict]]:
     nodes = {k: v for k, v in d.items() if isinstance(k, str) and k != "_global_store"}
     edges = {k: v for k, v in d.items() if isinstance(k, tuple)}
     if not nodes or not edges:
-        raise DataError(f"{where} holds {'no node types' if not nodes else 'no relations'}; save a HeteroData with "
-                        f"torch.save(data.to_dict(), path) ({DOC})")
+        raise DataError(
+            f"{where} holds {'no node types' if not nodes else 'no relations'}; save a HeteroData with "
+            f"torch.save(data.to_dict(), path) ({DOC})"
+        )
     for k in edges:
         if len(k) != 3 or not all(isinstance(x, str) for x in k):
             raise DataError(f"{where}: relation {k!r} must be (source type, name, destination type)")
@@ -61,8 +64,10 @@ def _split(store: dict, s: str, n: int, where: str) -> torch.Tensor:
     if f"{s}_mask" in store:
         m = torch.as_tensor(store[f"{s}_mask"])
         if m.dtype != torch.bool or m.dim() != 1 or m.numel() != n:
-            raise DataError(f"{where}: {s}_mask must be a boolean vector over the {n} target nodes, got "
-                            f"{tuple(m.shape)} {m.dtype} (several splits as columns: pick one)")
+            raise DataError(
+                f"{where}: {s}_mask must be a boolean vector over the {n} target nodes, got "
+                f"{tuple(m.shape)} {m.dtype} (several splits as columns: pick one)"
+            )
         return torch.nonzero(m).view(-1)
     if f"{s}_idx" in store:
         return torch.from_numpy(np.sort(exact_ints(torch.as_tensor(store[f"{s}_idx"]).view(-1), f"{where}: {s}_idx")))
@@ -78,8 +83,15 @@ def _ids(value, n: int, what: str) -> np.ndarray:
     return a
 
 
-def from_pyg_dict(d: dict, target: str, name: str = "custom", reverse: str = "keep", num_classes: int | None = None,
-                  feats_type: str = "raw", where: str = "HeteroData") -> HeteroDataset:
+def from_pyg_dict(
+    d: dict,
+    target: str,
+    name: str = "custom",
+    reverse: str = "keep",
+    num_classes: int | None = None,
+    feats_type: str = "raw",
+    where: str = "HeteroData",
+) -> HeteroDataset:
     """A HeteroDataset from HeteroData.to_dict()'s form (names and tensors). The relations keep their order and
     names (reverse: keep) or gain reversed copies rev_<name> (reverse: add)."""
 
@@ -117,13 +129,24 @@ def from_pyg_dict(d: dict, target: str, name: str = "custom", reverse: str = "ke
     ids = {t: _ids(s["node_id"], counts[t], f"{where}: {t}.node_id") for t, s in nodes.items() if "node_id" in s}
     names = [str(c) for c in ts["class_names"]] if ts.get("class_names") is not None else None
     declared = num_classes if num_classes is not None else (len(names) if names else None)
-    return user_dataset(Path(where), name=name, graph=graph, features=feats, target=target, labels=labels,
-                    splits=splits, num_classes=class_count(declared, labels, splits, where), unlabelled=unlabelled,
-                    node_ids=ids or None, class_names=names)
+    return user_dataset(
+        Path(where),
+        name=name,
+        graph=graph,
+        features=feats,
+        target=target,
+        labels=labels,
+        splits=splits,
+        num_classes=class_count(declared, labels, splits, where),
+        unlabelled=unlabelled,
+        node_ids=ids or None,
+        class_names=names,
+    )
 
 
-def from_heterodata(data, target: str, name: str = "custom", reverse: str = "keep",
-                    num_classes: int | None = None) -> HeteroDataset:
+def from_heterodata(
+    data, target: str, name: str = "custom", reverse: str = "keep", num_classes: int | None = None
+) -> HeteroDataset:
     """regnn's dataset from a PyG HeteroData (see the module's docstring for the attributes read)."""
     return from_pyg_dict(data.to_dict(), target, name, reverse, num_classes)
 
@@ -168,8 +191,13 @@ def save_pyg(ds: HeteroDataset, folder: str | Path) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(to_heterodata(ds).to_dict(), folder / "graph.pt")
-    meta = {"format": "pyg", "graph": "graph.pt", "target": ds.target, "reverse": "keep",
-            "num_classes": int(ds.num_classes)}
+    meta = {
+        "format": "pyg",
+        "graph": "graph.pt",
+        "target": ds.target,
+        "reverse": "keep",
+        "num_classes": int(ds.num_classes),
+    }
     (folder / "dataset.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
     return folder / "dataset.yaml"
 
@@ -179,12 +207,14 @@ def load_pyg(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDatas
 
     gfile = where.parent / str(meta.get("graph", "graph.pt"))
     if not gfile.is_file():
-        raise DataError(f"{gfile} does not exist; save the HeteroData with torch.save(data.to_dict(), "
-                        f"'{gfile.name}') ({DOC})")
+        raise DataError(
+            f"{gfile} does not exist; save the HeteroData with torch.save(data.to_dict(), '{gfile.name}') ({DOC})"
+        )
     d = torch_load(gfile)
     if not isinstance(d, dict):
         raise DataError(f"{gfile} is not a saved HeteroData dict; write it with torch.save(data.to_dict(), path)")
     if not meta.get("target"):
         raise DataError(f"{where}: key 'target' is missing (the labelled node type); {DOC}")
-    return from_pyg_dict(d, str(meta["target"]), name, str(meta.get("reverse", "keep")), meta.get("num_classes"),
-                         feats_type, str(gfile))
+    return from_pyg_dict(
+        d, str(meta["target"]), name, str(meta.get("reverse", "keep")), meta.get("num_classes"), feats_type, str(gfile)
+    )

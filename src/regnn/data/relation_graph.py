@@ -7,6 +7,7 @@ are dropped first, as in the authors' code, so every node has exactly one self-l
 The graph is held as arrays (source, destination, relation id per edge, sorted by destination), from which
 the models' `Adjacency` and the neighbour sampler's CSC arrays are built.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ class RelationGraph:
         """The models' view of this graph (its CSR and CSC arrays), on the backend given or the one chosen for
         the arrays' device (regnn.core.backend)."""
         from regnn.core.adjacency import Adjacency
+
         return Adjacency.from_edges(self.src, self.dst, self.rel, self.num_nodes, backend=backend)
 
     def nodes_of(self, ntype: str, local_ids: torch.Tensor | None = None) -> torch.Tensor:
@@ -56,8 +58,16 @@ class RelationGraph:
         return local_ids + self.offsets[ntype]
 
     def to(self, device) -> "RelationGraph":
-        return RelationGraph(self.src.to(device), self.dst.to(device), self.rel.to(device), self.relation_names,
-                             self.num_edge_relations, self.ntypes, self.offsets, self.node_type.to(device))
+        return RelationGraph(
+            self.src.to(device),
+            self.dst.to(device),
+            self.rel.to(device),
+            self.relation_names,
+            self.num_edge_relations,
+            self.ntypes,
+            self.offsets,
+            self.node_type.to(device),
+        )
 
 
 def relation_name(canonical_etype: tuple[str, str, str]) -> str:

@@ -1,4 +1,5 @@
 """User files read without running code: a `.pt` file from elsewhere may hold code that unpickling runs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,11 @@ def torch_load(path: str | Path):
         return load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         why = str(e).rsplit("WeightsUnpickler error:", 1)[-1].strip().splitlines()[0][:160] if str(e) else ""
-        raise DataError(f"{path} holds Python objects other than tensors ({why}), which are not loaded because "
-                        "unpickling them could run code; save plain tensors: torch.save({name: tensor}, path)") from e
+        raise DataError(
+            f"{path} holds Python objects other than tensors ({why}), which are not loaded because "
+            "unpickling them could run code; save plain tensors: torch.save({name: tensor}, path)"
+        ) from e
     except (RuntimeError, EOFError, OSError) as e:
-        raise DataError(f"{path} cannot be read by torch.load ({type(e).__name__}); it is truncated or not a "
-                        "torch.save file") from e
+        raise DataError(
+            f"{path} cannot be read by torch.load ({type(e).__name__}); it is truncated or not a torch.save file"
+        ) from e

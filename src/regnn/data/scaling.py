@@ -15,6 +15,7 @@ and the default settings stop working. The built-in datasets are bag-of-words, b
 A mapping applies a method per node type ({paper: row, author: standard}); types it does not name keep `none`.
 Node types without features of their own (one-hot ids, zero vectors) are never rescaled.
 """
+
 from __future__ import annotations
 
 import logging
@@ -44,12 +45,15 @@ def per_type_norms(value, ntypes) -> dict[str, str]:
         _check_method(value, "dataset.feature_norm")
         return {t: value for t in ntypes}
     if not hasattr(value, "items"):
-        raise ValueError(f"dataset.feature_norm={value!r} is not valid: use one of {list(FEATURE_NORMS)} or a "
-                         "mapping {node type: method}")
+        raise ValueError(
+            f"dataset.feature_norm={value!r} is not valid: use one of {list(FEATURE_NORMS)} or a "
+            "mapping {node type: method}"
+        )
     unknown = sorted(set(value) - set(ntypes))
     if unknown:
-        raise ValueError(f"dataset.feature_norm names node types {unknown} that the graph lacks (types: "
-                         f"{list(ntypes)})")
+        raise ValueError(
+            f"dataset.feature_norm names node types {unknown} that the graph lacks (types: {list(ntypes)})"
+        )
     for t, m in value.items():
         _check_method(m, f"dataset.feature_norm.{t}")
     return {t: str(value.get(t, "none")) for t in ntypes}
@@ -93,8 +97,9 @@ def scale_matrix(x: torch.Tensor, method: str, fitted: dict | None = None) -> tu
         scaler.fit(a)
     else:
         if fitted["scale"].shape[0] != a.shape[1]:
-            raise ValueError(f"the stored feature scaling has {fitted['scale'].shape[0]} columns, the features "
-                             f"{a.shape[1]}")
+            raise ValueError(
+                f"the stored feature scaling has {fitted['scale'].shape[0]} columns, the features {a.shape[1]}"
+            )
         mean = fitted.get("mean")
         scaler.with_mean = mean is not None
         scaler.mean_ = None if mean is None else np.asarray(mean, dtype=np.float64)
@@ -102,8 +107,11 @@ def scale_matrix(x: torch.Tensor, method: str, fitted: dict | None = None) -> tu
         scaler.n_features_in_ = a.shape[1]
     # fit, then transform: StandardScaler.fit_transform's own order, so a stored scaler gives the same bits
     a = scaler.transform(a)
-    stats = {"method": "standard", "mean": None if scaler.mean_ is None or not scaler.with_mean else scaler.mean_,
-             "scale": scaler.scale_}
+    stats = {
+        "method": "standard",
+        "mean": None if scaler.mean_ is None or not scaler.with_mean else scaler.mean_,
+        "scale": scaler.scale_,
+    }
     return to_tensor(a.astype(np.float32)), stats
 
 
@@ -138,17 +146,27 @@ def apply_feature_norm(data, feature_norm="none", fitted: dict | None = None):
         if method == "auto":
             method = "standard" if not _is_placeholder(x) and far_outside(x) else "none"
             if method != "none":
-                log.info("%s: features of %r are far outside the usual scale; standardised (dataset.feature_norm="
-                         "auto; none keeps them as stored)", data.name, t)
+                log.info(
+                    "%s: features of %r are far outside the usual scale; standardised (dataset.feature_norm="
+                    "auto; none keeps them as stored)",
+                    data.name,
+                    t,
+                )
         if method != "none" and not _is_placeholder(x):
             data.features[t], data.feature_scaling[t] = scale_matrix(x, method, (fitted or {}).get(t))
     for t, x in data.features.items():
         stats = scale_stats(x)
         if _far(stats):
             biggest, row_sum, _ = stats
-            log.warning("%s: features of %r reach |x| = %.4g (row sums up to %.4g), far outside the usual scale; "
-                        "set dataset.feature_norm=row or standard (or {%s: row}) to rescale them", data.name, t,
-                        biggest, row_sum, t)
+            log.warning(
+                "%s: features of %r reach |x| = %.4g (row sums up to %.4g), far outside the usual scale; "
+                "set dataset.feature_norm=row or standard (or {%s: row}) to rescale them",
+                data.name,
+                t,
+                biggest,
+                row_sum,
+                t,
+            )
     return data
 
 

@@ -3,6 +3,7 @@
 A schema is plain data, so a user's own dataset in the same on-disk format only needs a schema of its own
 (`MagnnSpec.from_dict`, e.g. from a dataset YAML) and no new code.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,8 +40,10 @@ class MagnnSpec:
         """Build a schema from plain data (a YAML block); names what is missing."""
         missing = [k for k in ("name", "node_types", "target", "relations") if k not in d]
         if missing:
-            raise DataError(f"dataset schema lacks {missing}; give name, node_types, target, relations "
-                            "(and optionally features) -- see docs/custom_data.md")
+            raise DataError(
+                f"dataset schema lacks {missing}; give name, node_types, target, relations "
+                "(and optionally features) -- see docs/custom_data.md"
+            )
         node_types = tuple(d["node_types"])
         rels = []
         for r in d["relations"]:
@@ -51,10 +54,15 @@ class MagnnSpec:
                 raise DataError(f"relation {r} must be [src, dst] or [src, dst, name, reverse_name]")
             rels.append(Relation(*map(str, r)))
         features = dict(d.get("features") or {})
-        spec = cls(name=str(d["name"]), node_types=node_types, target=str(d["target"]),
-                   features={t: features.get(t) for t in node_types}, relations=tuple(rels),
-                   default_feats_type=str(d.get("default_feats_type", "raw")),
-                   num_classes=d.get("num_classes"))
+        spec = cls(
+            name=str(d["name"]),
+            node_types=node_types,
+            target=str(d["target"]),
+            features={t: features.get(t) for t in node_types},
+            relations=tuple(rels),
+            default_feats_type=str(d.get("default_feats_type", "raw")),
+            num_classes=d.get("num_classes"),
+        )
         spec.check()
         return spec
 
@@ -93,8 +101,11 @@ BUILTIN: dict[str, MagnnSpec] = {
         target="paper",
         features={"paper": "features_0.npz", "author": "features_1.npz", "subject": "features_2.npz"},
         # adjM stores each citation once (citing -> cited); the reverse direction is its own relation.
-        relations=(Relation("paper", "paper", "paper-cites->paper", "paper-cited_by->paper"),
-                   _rel("paper", "author"), _rel("paper", "subject")),
+        relations=(
+            Relation("paper", "paper", "paper-cites->paper", "paper-cited_by->paper"),
+            _rel("paper", "author"),
+            _rel("paper", "subject"),
+        ),
         default_feats_type="target_onehot",
         num_classes=3,
     ),
@@ -113,6 +124,8 @@ BUILTIN: dict[str, MagnnSpec] = {
 def builtin_spec(name: str) -> MagnnSpec:
     key = name.lower()
     if key not in BUILTIN:
-        raise DataError(f"unknown dataset {name!r}; built-in datasets: {sorted(BUILTIN)} "
-                        "(or use dataset=custom dataset.path=... for your own)")
+        raise DataError(
+            f"unknown dataset {name!r}; built-in datasets: {sorted(BUILTIN)} "
+            "(or use dataset=custom dataset.path=... for your own)"
+        )
     return BUILTIN[key]

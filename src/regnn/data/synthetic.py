@@ -7,6 +7,7 @@ type-specific projection cannot separate them: a plain GNN averages the few info
 many random ones, while RE-GNN can learn to weigh the trusted relation up. A third type ("tag") hangs off the
 source nodes and carries no signal.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,9 +20,17 @@ from regnn.data.features import one_hot_ids
 from regnn.data.hetero import HeteroGraph
 
 
-def make_synthetic(num_items: int = 300, num_sources: int = 150, num_tags: int = 20, num_classes: int = 3,
-                   trusted_degree: int = 2, random_degree: int = 12, feat_dim: int = 8, signal: float = 1.0,
-                   seed: int = 0) -> HeteroDataset:
+def make_synthetic(
+    num_items: int = 300,
+    num_sources: int = 150,
+    num_tags: int = 20,
+    num_classes: int = 3,
+    trusted_degree: int = 2,
+    random_degree: int = 12,
+    feat_dim: int = 8,
+    signal: float = 1.0,
+    seed: int = 0,
+) -> HeteroDataset:
     rng = np.random.default_rng(seed)
     item_y = rng.integers(0, num_classes, num_items)
     src_y = np.arange(num_sources) % num_classes
@@ -33,29 +42,43 @@ def make_synthetic(num_items: int = 300, num_sources: int = 150, num_tags: int =
     g_u = np.arange(num_sources)
     g_v = rng.integers(0, num_tags, num_sources)
     t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
-    graph = HeteroGraph({
-        ("item", "item->source", "source"): (t(t_u), t(t_v)),
-        ("source", "source->item", "item"): (t(t_v), t(t_u)),
-        ("item", "item->noise", "source"): (t(r_u), t(r_v)),
-        ("source", "noise->item", "item"): (t(r_v), t(r_u)),
-        ("source", "source->tag", "tag"): (t(g_u), t(g_v)),
-        ("tag", "tag->source", "source"): (t(g_v), t(g_u)),
-    }, {"item": num_items, "source": num_sources, "tag": num_tags})
+    graph = HeteroGraph(
+        {
+            ("item", "item->source", "source"): (t(t_u), t(t_v)),
+            ("source", "source->item", "item"): (t(t_v), t(t_u)),
+            ("item", "item->noise", "source"): (t(r_u), t(r_v)),
+            ("source", "noise->item", "item"): (t(r_v), t(r_u)),
+            ("source", "source->tag", "tag"): (t(g_u), t(g_v)),
+            ("tag", "tag->source", "source"): (t(g_v), t(g_u)),
+        },
+        {"item": num_items, "source": num_sources, "tag": num_tags},
+    )
     src_x = rng.normal(0, 1, (num_sources, feat_dim)).astype(np.float32)
     src_x[np.arange(num_sources), src_y] += 2.0 * signal
-    features = {"item": torch.from_numpy(rng.normal(0, 1, (num_items, feat_dim)).astype(np.float32)),
-                "source": torch.from_numpy(src_x),
-                "tag": torch.from_numpy(rng.normal(0, 1, (num_tags, feat_dim)).astype(np.float32))}
-    return HeteroDataset(name="synthetic", graph=graph, features=features, target="item", labels=t(item_y),
-                         splits=random_split(rng, num_items, 0.4, 0.2), num_classes=num_classes)
+    features = {
+        "item": torch.from_numpy(rng.normal(0, 1, (num_items, feat_dim)).astype(np.float32)),
+        "source": torch.from_numpy(src_x),
+        "tag": torch.from_numpy(rng.normal(0, 1, (num_tags, feat_dim)).astype(np.float32)),
+    }
+    return HeteroDataset(
+        name="synthetic",
+        graph=graph,
+        features=features,
+        target="item",
+        labels=t(item_y),
+        splits=random_split(rng, num_items, 0.4, 0.2),
+        num_classes=num_classes,
+    )
 
 
 def random_split(rng, n: int, train: float, val: float) -> dict[str, torch.Tensor]:
     """Sorted ids of a random train/val/test split of n nodes (the rest is test)."""
     perm = rng.permutation(n)
     a, b = int(train * n), int(train * n) + int(val * n)
-    return {s: torch.from_numpy(np.sort(ids).astype(np.int64)) for s, ids in
-            (("train", perm[:a]), ("val", perm[a:b]), ("test", perm[b:]))}
+    return {
+        s: torch.from_numpy(np.sort(ids).astype(np.int64))
+        for s, ids in (("train", perm[:a]), ("val", perm[a:b]), ("test", perm[b:]))
+    }
 
 
 def homophilous_links(rng, y: np.ndarray, degree: int, homophily: float, n: int, num_classes: int):
@@ -104,15 +127,25 @@ class CountGraph:
         t_item = np.repeat(np.arange(s.num_items), s.tag_degree)
         t_tag = rng.integers(0, s.num_tags, t_item.size)
         t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
-        graph = HeteroGraph({
-            ("item", "item->user", "user"): (t(u_item), t(u_user)),
-            ("user", "user->item", "item"): (t(u_user), t(u_item)),
-            ("item", "item->tag", "tag"): (t(t_item), t(t_tag)),
-            ("tag", "tag->item", "item"): (t(t_tag), t(t_item)),
-        }, {"item": s.num_items, "user": s.num_users, "tag": s.num_tags})
+        graph = HeteroGraph(
+            {
+                ("item", "item->user", "user"): (t(u_item), t(u_user)),
+                ("user", "user->item", "item"): (t(u_user), t(u_item)),
+                ("item", "item->tag", "tag"): (t(t_item), t(t_tag)),
+                ("tag", "tag->item", "item"): (t(t_tag), t(t_item)),
+            },
+            {"item": s.num_items, "user": s.num_users, "tag": s.num_tags},
+        )
         features = {"item": torch.from_numpy(x), "user": one_hot_ids(s.num_users), "tag": one_hot_ids(s.num_tags)}
-        return HeteroDataset(name="counts", graph=graph, features=features, target="item", labels=t(y),
-                             splits=random_split(rng, s.num_items, 0.3, 0.3), num_classes=s.num_classes)
+        return HeteroDataset(
+            name="counts",
+            graph=graph,
+            features=features,
+            target="item",
+            labels=t(y),
+            splits=random_split(rng, s.num_items, 0.3, 0.3),
+            num_classes=s.num_classes,
+        )
 
 
 def make_count_graph(**shape) -> HeteroDataset:
@@ -169,15 +202,29 @@ class BowGraph:
             return torch.from_numpy(out)
 
         t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
-        graph = HeteroGraph({
-            ("paper", "paper->author", "author"): (t(pa), t(aa)),
-            ("author", "author->paper", "paper"): (t(aa), t(pa)),
-            ("paper", "paper->subject", "subject"): (t(ps), t(ss)),
-            ("subject", "subject->paper", "paper"): (t(ss), t(ps)),
-            ("paper", "paper->term", "term"): (t(pt), t(tt)),
-            ("term", "term->paper", "paper"): (t(tt), t(pt)),
-        }, {"paper": s.num_papers, "author": s.num_authors, "subject": s.num_subjects, "term": s.vocab})
-        features = {"paper": torch.from_numpy(x), "author": counts(pa, aa, s.num_authors),
-                    "subject": counts(ps, ss, s.num_subjects), "term": one_hot_ids(s.vocab)}
-        return HeteroDataset(name="bow", graph=graph, features=features, target="paper", labels=t(y),
-                             splits=random_split(rng, s.num_papers, 0.2, 0.05), num_classes=s.num_classes)
+        graph = HeteroGraph(
+            {
+                ("paper", "paper->author", "author"): (t(pa), t(aa)),
+                ("author", "author->paper", "paper"): (t(aa), t(pa)),
+                ("paper", "paper->subject", "subject"): (t(ps), t(ss)),
+                ("subject", "subject->paper", "paper"): (t(ss), t(ps)),
+                ("paper", "paper->term", "term"): (t(pt), t(tt)),
+                ("term", "term->paper", "paper"): (t(tt), t(pt)),
+            },
+            {"paper": s.num_papers, "author": s.num_authors, "subject": s.num_subjects, "term": s.vocab},
+        )
+        features = {
+            "paper": torch.from_numpy(x),
+            "author": counts(pa, aa, s.num_authors),
+            "subject": counts(ps, ss, s.num_subjects),
+            "term": one_hot_ids(s.vocab),
+        }
+        return HeteroDataset(
+            name="bow",
+            graph=graph,
+            features=features,
+            target="paper",
+            labels=t(y),
+            splits=random_split(rng, s.num_papers, 0.2, 0.05),
+            num_classes=s.num_classes,
+        )

@@ -21,6 +21,7 @@ node, which must then be in no split. `features:` lists the feature columns (def
 label and split), or names one list column (parquet) holding each node's vector. Feature matrices that are mostly
 zeros (bag-of-words) are kept sparse.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,8 +47,10 @@ SPARSE_BELOW = 0.1  # share of non-zero entries under which a feature matrix is 
 def _entries(meta: dict, key: str, known: tuple, where: Path) -> dict[str, dict]:
     block = meta.get(key)
     if not isinstance(block, dict) or not block:
-        raise DataError(f"{where}: {key} must map each {'node type' if key == 'nodes' else 'relation'} to its "
-                        f"table ({{file: ...}}); {DOC}")
+        raise DataError(
+            f"{where}: {key} must map each {'node type' if key == 'nodes' else 'relation'} to its "
+            f"table ({{file: ...}}); {DOC}"
+        )
     out = {}
     for name, entry in block.items():
         entry = {"file": entry} if isinstance(entry, str) else entry
@@ -55,8 +58,10 @@ def _entries(meta: dict, key: str, known: tuple, where: Path) -> dict[str, dict]
             raise DataError(f"{where}: {key}.{name} needs file: <csv or parquet>; {DOC}")
         for k in entry:
             if k not in known:
-                raise DataError(f"{where}: {key}.{name}: unknown key {k!r}; {did_you_mean(k, known)}known: "
-                                f"{', '.join(known)} ({DOC})")
+                raise DataError(
+                    f"{where}: {key}.{name}: unknown key {k!r}; {did_you_mean(k, known)}known: "
+                    f"{', '.join(known)} ({DOC})"
+                )
         out[str(name)] = entry
     return out
 
@@ -70,14 +75,22 @@ def read_table(path: Path, id_columns=()) -> pd.DataFrame:
     try:
         if path.suffix in (".parquet", ".pq"):
             import pyarrow.parquet as pq
+
             table = pq.read_table(path)
         else:
             from pyarrow import csv
-            table = csv.read_csv(path, convert_options=csv.ConvertOptions(
-                column_types={c: pa.string() for c in id_columns}, strings_can_be_null=True))
+
+            table = csv.read_csv(
+                path,
+                convert_options=csv.ConvertOptions(
+                    column_types={c: pa.string() for c in id_columns}, strings_can_be_null=True
+                ),
+            )
     except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(f"{path} cannot be read as a {'parquet' if path.suffix in ('.parquet', '.pq') else 'CSV'} "
-                        f"table ({str(e).splitlines()[0][:200]}); {DOC}") from None
+        raise DataError(
+            f"{path} cannot be read as a {'parquet' if path.suffix in ('.parquet', '.pq') else 'CSV'} "
+            f"table ({str(e).splitlines()[0][:200]}); {DOC}"
+        ) from None
     df = table.to_pandas()
     for c in id_columns:
         if c in df.columns:
@@ -129,8 +142,10 @@ class NodeTable:
         dup = ids.duplicated()
         if dup.any():
             row = int(np.flatnonzero(dup.to_numpy())[0])
-            raise DataError(f"{self.path}: id {ids.iloc[row]!r} appears twice (again in row {row + 1}); node ids of "
-                            "a type must be unique")
+            raise DataError(
+                f"{self.path}: id {ids.iloc[row]!r} appears twice (again in row {row + 1}); node ids of "
+                "a type must be unique"
+            )
         self.ids = pa_strings(ids)
         self.entry = entry
 
@@ -141,21 +156,25 @@ class NodeTable:
         pos = pc.index_in(pa_strings(ids), value_set=self.ids).fill_null(-1).to_numpy().astype(np.int64)
         if (pos < 0).any():
             row = int(np.flatnonzero(pos < 0)[0])
-            raise DataError(f"{path}: row {row + 1}: {end} id {ids.iloc[row]!r} is not in the {self.ntype} table "
-                            f"{self.path.name}; every edge must join two listed nodes")
+            raise DataError(
+                f"{path}: row {row + 1}: {end} id {ids.iloc[row]!r} is not in the {self.ntype} table "
+                f"{self.path.name}; every edge must join two listed nodes"
+            )
         return pos
 
     def features(self, target: bool) -> np.ndarray | None:
         spec = self.entry.get("features")
-        skip = {self.id_col} | ({self.entry.get("label", "label"), self.entry.get("split", "split")} if target
-                                else set())
+        skip = {self.id_col} | (
+            {self.entry.get("label", "label"), self.entry.get("split", "split")} if target else set()
+        )
         if isinstance(spec, str):  # one list column holding each node's vector
             vectors = _column(self.df, spec, self.path, "the feature vectors")
             try:
                 x = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
             except (TypeError, ValueError) as e:
-                raise DataError(f"{self.path}: column {spec!r} must hold one list of numbers per node, all of one "
-                                f"length ({e})") from None
+                raise DataError(
+                    f"{self.path}: column {spec!r} must hold one list of numbers per node, all of one length ({e})"
+                ) from None
             return sparse_if_mostly_zero(check_features(x, f"{self.path}: column {spec!r}"))
         cols = list(spec) if spec is not None else [c for c in self.df.columns if c not in skip]
         if not cols:
@@ -165,8 +184,10 @@ class NodeTable:
             if not (pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)):
                 bad = col[pd.to_numeric(col, errors="coerce").isna() & col.notna()]
                 example = f" (row {int(bad.index[0]) + 1}: {bad.iloc[0]!r})" if len(bad) else ""
-                raise DataError(f"{self.path}: feature column {c!r} holds text{example}; features must be numbers: "
-                                "encode it, or leave it out with features: [...]")
+                raise DataError(
+                    f"{self.path}: feature column {c!r} holds text{example}; features must be numbers: "
+                    "encode it, or leave it out with features: [...]"
+                )
         x = np.array(self.df[cols].to_numpy(dtype=np.float32, na_value=np.nan))  # writable: torch shares it
         return sparse_if_mostly_zero(check_features(x, f"{self.path}: feature columns"))
 
@@ -176,15 +197,20 @@ class NodeTable:
         values = col[known]
         if classes is None:
             numeric = pd.to_numeric(values, errors="coerce")
-            classes = ([str(int(v)) if float(v).is_integer() else str(v) for v in sorted(numeric.unique())]
-                       if numeric.notna().all() else sorted(values.astype(str).unique()))
+            classes = (
+                [str(int(v)) if float(v).is_integer() else str(v) for v in sorted(numeric.unique())]
+                if numeric.notna().all()
+                else sorted(values.astype(str).unique())
+            )
         names = [str(c) for c in classes]
         text = values.map(lambda v: str(int(v)) if isinstance(v, float) and v.is_integer() else str(v))
         code = pd.Index(names).get_indexer(text.to_numpy(dtype=object))
         if (code < 0).any():
             row = int(values.index[np.flatnonzero(code < 0)[0]])
-            raise DataError(f"{self.path}: row {row + 1}: label {text.iloc[np.flatnonzero(code < 0)[0]]!r} is not "
-                            f"one of classes {names}")
+            raise DataError(
+                f"{self.path}: row {row + 1}: label {text.iloc[np.flatnonzero(code < 0)[0]]!r} is not "
+                f"one of classes {names}"
+            )
         out = np.full(len(self.df), -1, dtype=np.int64)
         out[known.to_numpy()] = code
         return torch.from_numpy(out), names
@@ -195,8 +221,10 @@ class NodeTable:
         bad = col.notna() & (col != "") & ~col.isin(SPLITS)
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise DataError(f"{self.path}: row {row + 1}: split {col.iloc[row]!r} is not train, val or test "
-                            "(leave it empty for a node in no split)")
+            raise DataError(
+                f"{self.path}: row {row + 1}: split {col.iloc[row]!r} is not train, val or test "
+                "(leave it empty for a node in no split)"
+            )
         return {s: torch.from_numpy(np.flatnonzero((col == s).fillna(False).to_numpy())) for s in SPLITS}
 
 
@@ -206,8 +234,10 @@ def _classes_in_train(labels: torch.Tensor, splits: dict, names: list[str], path
     for s in ("val", "test"):
         only = sorted(set(labels[splits[s]].tolist()) - seen)
         if only:
-            raise DataError(f"{path}: class {names[only[0]]!r} has nodes in {s} but none in train; the model cannot "
-                            "learn it: move some of its nodes to train, or drop the class")
+            raise DataError(
+                f"{path}: class {names[only[0]]!r} has nodes in {s} but none in train; the model cannot "
+                "learn it: move some of its nodes to train, or drop the class"
+            )
 
 
 def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
@@ -227,8 +257,9 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDa
         df = read_table(path, e.get("columns") or csv_header(path)[:2])
         cols = list(e.get("columns") or df.columns[:2])
         if len(cols) != 2 or any(c not in df.columns for c in cols):
-            raise DataError(f"{path} needs two id columns, source then target (or columns: [src, dst]); it has "
-                            f"{list(df.columns)}")
+            raise DataError(
+                f"{path} needs two id columns, source then target (or columns: [src, dst]); it has {list(df.columns)}"
+            )
         if df.empty:
             raise DataError(f"{path} holds no edges; drop relation {rel!r} or fill its table")
         src = nodes[ends[0]].positions(df[cols[0]].astype("string"), path, "source")
@@ -247,6 +278,16 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDa
     raw = {t: n.features(t == target) for t, n in nodes.items()}
     feats = select_features(raw, counts, target, feats_type)
     num_classes = class_count(meta.get("num_classes", len(names)), labels, splits, str(where))
-    return user_dataset(where, name=name, graph=graph, features=feats, target=target, labels=labels, splits=splits,
-                    num_classes=num_classes, unlabelled=unlabelled, class_names=names,
-                    node_ids={t: n.ids.to_numpy(zero_copy_only=False).astype(str) for t, n in nodes.items()})
+    return user_dataset(
+        where,
+        name=name,
+        graph=graph,
+        features=feats,
+        target=target,
+        labels=labels,
+        splits=splits,
+        num_classes=num_classes,
+        unlabelled=unlabelled,
+        class_names=names,
+        node_ids={t: n.ids.to_numpy(zero_copy_only=False).astype(str) for t, n in nodes.items()},
+    )

@@ -1,4 +1,5 @@
 """Any loaded graph written in `format: tables` (regnn.data.tables): node and edge tables plus dataset.yaml."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,7 @@
 """What every reader of a user's graph (npz, DGL, tables, PyG) shares: the description's required keys, one
 uniquely named edge type per relation direction (with the reverses added), and the dataset whose consistency errors
 name the user's file."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,8 +32,10 @@ def unique_relations(g: HeteroGraph, reverse: str, where: Path) -> HeteroGraph:
             data[(t, f"rev_{e2}", s)] = (v, u)
     out = [e for _, e, _ in data]
     if len(set(out)) != len(out):
-        raise DataError(f"{where}: relation names repeat after adding reverses ({sorted(out)}); rename relations "
-                        "or set reverse: keep if the graph already holds both directions")
+        raise DataError(
+            f"{where}: relation names repeat after adding reverses ({sorted(out)}); rename relations "
+            "or set reverse: keep if the graph already holds both directions"
+        )
     return HeteroGraph(data, {t: g.num_nodes(t) for t in g.ntypes})
 
 
@@ -43,4 +46,4 @@ def user_dataset(gfile: Path, **fields) -> HeteroDataset:
     except DataError as e:
         msg = str(e)
         prefix = f"{fields['name']}: "
-        raise DataError(f"{gfile}: {msg[len(prefix):] if msg.startswith(prefix) else msg}") from None
+        raise DataError(f"{gfile}: {msg[len(prefix) :] if msg.startswith(prefix) else msg}") from None

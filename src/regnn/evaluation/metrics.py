@@ -1,4 +1,5 @@
 """Classification metrics, in percent as the paper reports them."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,5 +49,8 @@ def runs_at_chance(per_run: list[dict], chance: float | None) -> int | None:
     class, `chance`); None where the chance level is not known."""
     if chance is None:
         return None
-    return sum(1 for r in per_run if "failed" not in r and r.get("test_micro_f1") is not None
-               and r["test_micro_f1"] <= chance + AT_CHANCE)
+    return sum(
+        1
+        for r in per_run
+        if "failed" not in r and r.get("test_micro_f1") is not None and r["test_micro_f1"] <= chance + AT_CHANCE
+    )

@@ -7,6 +7,7 @@
   skipped.
 - CompareCallback.on_multirun_end renders <sweep>/compare.{csv,md,png} (regnn.reporting.compare).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,22 +33,47 @@ def tuned_cell(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> dict:
     """Tunes cfg's model on validation in out_dir/tune, then trains cfg.runs runs with the best setting in out_dir;
     returns the cell's summary (results.json)."""
     from regnn.pipeline import check
+
     check(cfg)  # a model this graph cannot train is refused here, in one line, before any tuning
     out_dir = Path(out_dir)
     keep = [o for o in overrides if not o.lstrip("+~").startswith(_OWN)]
     train_py = [sys.executable, str(REPO_ROOT / "train.py")]
     tune_dir = out_dir / "tune"
     steps = [
-        ("tune", [*train_py, "-m", "experiment=tune", *keep, f"tune.trials={cfg.tune.trials}",
-                  f"tune.seeds={cfg.tune.seeds}", "tune.final_runs=0", f"hydra.sweep.dir={tune_dir}"]),
-        ("train with the best setting", [*train_py, "--config-dir", str(tune_dir), "tuned=best", *keep,
-                                         f"runs={cfg.runs}", "resume=true", f"hydra.run.dir={out_dir}"]),
+        (
+            "tune",
+            [
+                *train_py,
+                "-m",
+                "experiment=tune",
+                *keep,
+                f"tune.trials={cfg.tune.trials}",
+                f"tune.seeds={cfg.tune.seeds}",
+                "tune.final_runs=0",
+                f"hydra.sweep.dir={tune_dir}",
+            ],
+        ),
+        (
+            "train with the best setting",
+            [
+                *train_py,
+                "--config-dir",
+                str(tune_dir),
+                "tuned=best",
+                *keep,
+                f"runs={cfg.runs}",
+                "resume=true",
+                f"hydra.run.dir={out_dir}",
+            ],
+        ),
     ]
     for what, cmd in steps:
         log.info("compare: %s: %s", what, " ".join(cmd[1:]))
         if subprocess.run(cmd, cwd=REPO_ROOT).returncode != 0:
-            raise ConfigError(f"compare.tune: the {what} step of {out_dir.name} failed (its log is above); "
-                              "the same command again resumes it")
+            raise ConfigError(
+                f"compare.tune: the {what} step of {out_dir.name} failed (its log is above); "
+                "the same command again resumes it"
+            )
     return json.loads((out_dir / "results.json").read_text())
 
 
@@ -57,9 +83,13 @@ class CompareCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep = Path(config.hydra.sweep.dir)
         try:
-            written = render(sweep, str(config.dataset.name), sweep_models(config),
-                             archive=default_archive(str(config.dataset.name), sweep),
-                             graph=graph_folder(config.dataset))
+            written = render(
+                sweep,
+                str(config.dataset.name),
+                sweep_models(config),
+                archive=default_archive(str(config.dataset.name), sweep),
+                graph=graph_folder(config.dataset),
+            )
         except Exception as e:  # noqa: BLE001 (Hydra would turn it into a warning; the command must fail)
             log.error("compare: %s", e)
             raise SystemExit(1) from e

@@ -5,6 +5,7 @@ model maps (inputs, features, embed) to (class scores of the target nodes, their
 RE-GNN needs torch only; the heterogeneous baselines are built on DGL's modules, so they are named here by
 module path and imported on first use (`import regnn.models` works where DGL is missing).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -28,6 +29,7 @@ class Arch:
 @dataclass(frozen=True)
 class LazyArch:
     """An Arch whose prepare and build live in a module imported on first use: "module:attr.attr"."""
+
     prepare_path: str
     build_path: str
     sampled = None  # the baselines train full-batch only

@@ -6,6 +6,7 @@ Registering a new homogeneous backbone means writing one builder here (its keywo
 config may hold: regnn.schema) and its config in conf/backbone/; the model, the relation embeddings, the trainer
 and the model names (re_<name>, <name>, ...) follow (docs/adding_a_backbone.md).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -82,25 +83,33 @@ def _authors_layout(layer, hidden: int, num_classes: int, num_layers: int, activ
     return Stack(convs, [1] * num_layers, nn.Linear(hidden, num_classes))
 
 
-def gcn(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", norm: str = "both",
-        layout: str = "authors", layer_norm: bool = False) -> Stack:
+def gcn(
+    hidden: int,
+    num_classes: int,
+    num_layers: int,
+    activation: str = "elu",
+    norm: str = "both",
+    layout: str = "authors",
+    layer_norm: bool = False,
+) -> Stack:
     """layout="authors" (the authors' RE-GCN, see _authors_layout); layout="stack" (mini-batch training):
     num_layers GCN layers, each with W, bias, optional LayerNorm and the activation, then a linear output layer."""
     _check_layout(layout)
     if layout == "stack":
-        convs = [NormAct(REGraphConv(hidden, hidden, norm=norm), hidden, layer_norm, activation)
-                 for _ in range(num_layers)]
+        convs = [
+            NormAct(REGraphConv(hidden, hidden, norm=norm), hidden, layer_norm, activation) for _ in range(num_layers)
+        ]
         return Stack(convs, [1] * num_layers, nn.Linear(hidden, num_classes))
-    return _authors_layout(lambda i, o, **kw: REGraphConv(i, o, norm=norm, **kw), hidden, num_classes, num_layers,
-                           activation)
+    return _authors_layout(
+        lambda i, o, **kw: REGraphConv(i, o, norm=norm, **kw), hidden, num_classes, num_layers, activation
+    )
 
 
 def sage(hidden: int, num_classes: int, num_layers: int, activation: str = "elu") -> Stack:
     return _authors_layout(RESAGEConv, hidden, num_classes, num_layers, activation)
 
 
-def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, activation, residual=False,
-                              **kw) -> Stack:
+def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, activation, residual=False, **kw) -> Stack:
     """The authors' released REGAT stack (model/REGAT.py at 2e297ef), for GAT and GATv2 layers alike: layer 0
     and layers 1..L-2 with W, `heads` heads concatenated and the activation; the last layer without W
     (attention over the previous layer's heads x hidden features) and without activation, called twice (once
@@ -109,41 +118,106 @@ def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, acti
     on every layer but the first, as REGAT passes it; the paper's runs leave it off."""
     if num_layers < 2:
         raise ValueError(f"the released attention stack needs num_layers >= 2, got {num_layers}")
-    convs = [HeadsConcat(conv(hidden if i == 0 else hidden * heads, hidden, heads=heads, activation=activation,
-                              residual=residual and i > 0, **kw)) for i in range(num_layers - 1)]
-    last = HeadsConcat(conv(hidden * heads, hidden, heads=heads, activation="none", weight=False, residual=residual,
-                            **kw))
+    convs = [
+        HeadsConcat(
+            conv(
+                hidden if i == 0 else hidden * heads,
+                hidden,
+                heads=heads,
+                activation=activation,
+                residual=residual and i > 0,
+                **kw,
+            )
+        )
+        for i in range(num_layers - 1)
+    ]
+    last = HeadsConcat(
+        conv(hidden * heads, hidden, heads=heads, activation="none", weight=False, residual=residual, **kw)
+    )
     convs += [last, last]
-    return Stack(convs, [heads] * num_layers, HeadsLinear(heads, hidden, num_classes),
-                 relation_of=list(range(num_layers)) + [num_layers - 1])
+    return Stack(
+        convs,
+        [heads] * num_layers,
+        HeadsLinear(heads, hidden, num_classes),
+        relation_of=list(range(num_layers)) + [num_layers - 1],
+    )
 
 
-def gat(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-        attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, residual: bool = False,
-        layout: str = "authors", layer_norm: bool = False) -> Stack:
+def gat(
+    hidden: int,
+    num_classes: int,
+    num_layers: int,
+    heads: int = 4,
+    activation: str = "elu",
+    attn_dropout: float = 0.6,
+    attn_negative_slope: float = 0.01,
+    residual: bool = False,
+    layout: str = "authors",
+    layer_norm: bool = False,
+) -> Stack:
     """layout="authors": the authors' released stack (see _released_attention_stack); layout="stack" (mini-batch
     training, one layer per sampled hop): num_layers GAT layers of `heads` x `hidden` units (concatenated,
     optional LayerNorm, activation), then a linear output layer. residual: every layer but the first adds a
     linear map of its input (the released layer's residual)."""
     _check_layout(layout)
     if layout == "stack":
-        convs = [NormAct(HeadsConcat(REGATConv(hidden if i == 0 else hidden * heads, hidden, heads=heads,
-                                               attn_dropout=attn_dropout, negative_slope=attn_negative_slope,
-                                               residual=residual and i > 0)),
-                         hidden * heads, layer_norm, activation) for i in range(num_layers)]
+        convs = [
+            NormAct(
+                HeadsConcat(
+                    REGATConv(
+                        hidden if i == 0 else hidden * heads,
+                        hidden,
+                        heads=heads,
+                        attn_dropout=attn_dropout,
+                        negative_slope=attn_negative_slope,
+                        residual=residual and i > 0,
+                    )
+                ),
+                hidden * heads,
+                layer_norm,
+                activation,
+            )
+            for i in range(num_layers)
+        ]
         return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
-    return _released_attention_stack(REGATConv, hidden, num_classes, num_layers, heads, activation, residual,
-                                     attn_dropout=attn_dropout, negative_slope=attn_negative_slope)
+    return _released_attention_stack(
+        REGATConv,
+        hidden,
+        num_classes,
+        num_layers,
+        heads,
+        activation,
+        residual,
+        attn_dropout=attn_dropout,
+        negative_slope=attn_negative_slope,
+    )
 
 
-def gatv2(hidden: int, num_classes: int, num_layers: int, heads: int = 4, activation: str = "elu",
-          attn_dropout: float = 0.6, attn_negative_slope: float = 0.01, residual: bool = False,
-          layout: str = "authors") -> Stack:
+def gatv2(
+    hidden: int,
+    num_classes: int,
+    num_layers: int,
+    heads: int = 4,
+    activation: str = "elu",
+    attn_dropout: float = 0.6,
+    attn_negative_slope: float = 0.01,
+    residual: bool = False,
+    layout: str = "authors",
+) -> Stack:
     """The authors' released stack with GATv2 layers (their REGAT with use_gatv2=True)."""
     if layout != "authors":
         raise ValueError(f"gatv2 has only the authors' layout, got layout={layout!r}")
-    return _released_attention_stack(REGATv2Conv, hidden, num_classes, num_layers, heads, activation, residual,
-                                     attn_dropout=attn_dropout, negative_slope=attn_negative_slope)
+    return _released_attention_stack(
+        REGATv2Conv,
+        hidden,
+        num_classes,
+        num_layers,
+        heads,
+        activation,
+        residual,
+        attn_dropout=attn_dropout,
+        negative_slope=attn_negative_slope,
+    )
 
 
 class DropoutLinear(nn.Module):
@@ -175,9 +249,21 @@ def mixhop(hidden: int, num_classes: int, num_layers: int, activation: str = "el
     activation, then the model's), one before each later layer, none before the output layer."""
     width = hidden * len(powers)
     convs = [REMixHopConv(hidden if i == 0 else width, hidden, tuple(powers), activation) for i in range(num_layers)]
-    return Stack(convs, [1] * num_layers, nn.Linear(width, num_classes, bias=False),
-                 dropout_masks=[0] + [2] + [1] * (num_layers - 2) if num_layers > 1 else [0])
+    return Stack(
+        convs,
+        [1] * num_layers,
+        nn.Linear(width, num_classes, bias=False),
+        dropout_masks=[0] + [2] + [1] * (num_layers - 2) if num_layers > 1 else [0],
+    )
 
 
-BACKBONES: dict[str, Callable[..., Stack]] = {"gcn": gcn, "gat": gat, "sage": sage, "gin": gin, "gatv2": gatv2,
-                                              "mixhop": mixhop, "mlp": mlp, "appnp": appnp}
+BACKBONES: dict[str, Callable[..., Stack]] = {
+    "gcn": gcn,
+    "gat": gat,
+    "sage": sage,
+    "gin": gin,
+    "gatv2": gatv2,
+    "mixhop": mixhop,
+    "mlp": mlp,
+    "appnp": appnp,
+}

@@ -1,5 +1,6 @@
 """Backbones whose layers do not pass messages: the features-only MLP, and APPNP (dense layers predict, then
 relation-weighted propagation spreads the predictions). Registered in regnn.models.backbones.BACKBONES."""
+
 from __future__ import annotations
 
 from torch import nn
@@ -25,9 +26,9 @@ def mlp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu")
     """No message passing (model=mlp): after the per-type input projection, num_layers dense layers with the
     activation on each node's own features, then a linear output layer. The features-only baseline a graph model
     has to beat."""
-    return Stack([Dense(hidden, hidden, activation) for _ in range(num_layers)], [1] * num_layers,
-                 nn.Linear(hidden, num_classes))
-
+    return Stack(
+        [Dense(hidden, hidden, activation) for _ in range(num_layers)], [1] * num_layers, nn.Linear(hidden, num_classes)
+    )
 
 
 class APPNPPropagation(nn.Module):
@@ -50,10 +51,18 @@ class APPNPPropagation(nn.Module):
         return z
 
 
-def appnp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", steps: int = 10,
-          teleport: float = 0.1, norm: str = "both") -> Stack:
+def appnp(
+    hidden: int,
+    num_classes: int,
+    num_layers: int,
+    activation: str = "elu",
+    steps: int = 10,
+    teleport: float = 0.1,
+    norm: str = "both",
+) -> Stack:
     """num_layers dense layers predict from each node's own features, `steps` propagation steps with one set of
     relation weights spread the predictions, a linear layer outputs the classes."""
-    convs = ([Dense(hidden, hidden, activation) for _ in range(num_layers)]
-             + [APPNPPropagation(hidden, steps, teleport, norm)])
+    convs = [Dense(hidden, hidden, activation) for _ in range(num_layers)] + [
+        APPNPPropagation(hidden, steps, teleport, norm)
+    ]
     return Stack(convs, [1], nn.Linear(hidden, num_classes), relation_of=[0] * len(convs))

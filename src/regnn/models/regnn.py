@@ -1,4 +1,5 @@
 """RE-GNN: per-type input projection -> homogeneous GNN layers on the relation-weighted graph -> classes."""
+
 from __future__ import annotations
 
 import itertools
@@ -31,6 +32,7 @@ class RelationInputs:
     def build(cls, data, device="cpu", backend: Backend | None = None, **_model_options) -> "RelationInputs":
         """backend: how the layers compute (regnn.core.backend); None chooses it for `device`."""
         from regnn.data.relation_graph import build_relation_graph  # regnn.data reads the heterograph with DGL
+
         rg = build_relation_graph(data).to(device)
         return cls(rg.adjacency(backend), rg.ntypes, rg.nodes_of(data.target).to(device), rg)
 
@@ -84,6 +86,7 @@ class TypeProjection(nn.Module):
 
 class RelationTypes(Protocol):
     """The relation types a graph has (a RelationGraph, or the sampler's graph of the mini-batch trainer)."""
+
     relation_names: list[str]  # the edge relations, then one self-loop per node type
     num_edge_relations: int
 
@@ -95,9 +98,20 @@ class REGNN(nn.Module):
     The graph is an argument of forward, never stored on the model.
     """
 
-    def __init__(self, *, in_dims: dict[str, int], num_classes: int, relation_types: RelationTypes,
-                 relation: Relation, backbone: str = "gcn", hidden: int = 64, num_layers: int = 4,
-                 dropout: float = 0.6, double_dropout: bool = False, **backbone_kwargs):
+    def __init__(
+        self,
+        *,
+        in_dims: dict[str, int],
+        num_classes: int,
+        relation_types: RelationTypes,
+        relation: Relation,
+        backbone: str = "gcn",
+        hidden: int = 64,
+        num_layers: int = 4,
+        dropout: float = 0.6,
+        double_dropout: bool = False,
+        **backbone_kwargs,
+    ):
         super().__init__()
         if backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {backbone!r}; known: {sorted(BACKBONES)}")
@@ -113,7 +127,8 @@ class REGNN(nn.Module):
         # authors' GAT stack: one for all layers), see layer_alphas
         self.relations = nn.ModuleList(
             RelationWeights(num_edge_relations, num_node_types, relation, heads=k, layers=n)
-            for k, n in _runs(stack.relation_heads))
+            for k, n in _runs(stack.relation_heads)
+        )
         # The authors' RE-GCN drops features twice before every layer after the first (once in the model, once
         # in the layer): two independent masks keep a feature with probability (1-p)^2, which is one dropout
         # with rate 1-(1-p)^2 (0.84 for p=0.6). A stack may place its masks itself (the released MixHop).

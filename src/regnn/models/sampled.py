@@ -9,6 +9,7 @@ and a sparse one only touches (and only updates, with SparseAdam) the rows of th
 projection then maps the embedding to the hidden size (a factorised embedding). Fixed features stay where they
 are (CPU) and only the sampled rows move to the model's device.
 """
+
 from __future__ import annotations
 
 import torch
@@ -38,8 +39,7 @@ class NodeInputs(nn.Module):
     def __init__(self, features: dict[str, torch.Tensor], embed_dim: int | None = None):
         super().__init__()
         learn = learnt_types(features, embed_dim)
-        self.embeddings = nn.ModuleDict({t: nn.Embedding(features[t].shape[0], embed_dim, sparse=True)
-                                         for t in learn})
+        self.embeddings = nn.ModuleDict({t: nn.Embedding(features[t].shape[0], embed_dim, sparse=True) for t in learn})
         self._fixed = {t: (x.coalesce() if x.is_sparse else x) for t, x in features.items() if t not in learn}
         self.in_dims = {t: (embed_dim if t in learn else int(x.shape[1])) for t, x in features.items()}
 
@@ -61,8 +61,7 @@ class NodeInputs(nn.Module):
             return lin(self.embeddings[ntype](local.to(dev)))
         x = self._fixed[ntype]
         rows = x.index_select(0, local.to(x.device)).coalesce().to(dev)
-        return SparseInputMM.apply(lin.weight.t(), rows.to_sparse_csr(), rows.t().coalesce().to_sparse_csr()) \
-            + lin.bias
+        return SparseInputMM.apply(lin.weight.t(), rows.to_sparse_csr(), rows.t().coalesce().to_sparse_csr()) + lin.bias
 
 
 def _runs(pos: torch.Tensor, min_run: int = 1024):
@@ -115,8 +114,9 @@ class _Projection(torch.autograd.Function):
 class SampledREGNN(nn.Module):
     """REGNN on blocks: input rows of the sampled source nodes -> projection -> one layer per block -> scores."""
 
-    def __init__(self, regnn: REGNN, inputs: NodeInputs, ntypes: list[str], offsets: dict[str, int],
-                 node_type: torch.Tensor):
+    def __init__(
+        self, regnn: REGNN, inputs: NodeInputs, ntypes: list[str], offsets: dict[str, int], node_type: torch.Tensor
+    ):
         super().__init__()
         self.regnn, self.inputs = regnn, inputs
         self.timer = StepTimer()  # the trainer's, when it profiles
@@ -125,8 +125,9 @@ class SampledREGNN(nn.Module):
         self._node_type = node_type  # (N,) type index of every homogeneous id; not a buffer (DDP broadcasts those)
 
     @classmethod
-    def from_graph(cls, graph, features: dict[str, torch.Tensor], num_classes: int, *, embed_dim: int | None,
-                   **kwargs) -> "SampledREGNN":
+    def from_graph(
+        cls, graph, features: dict[str, torch.Tensor], num_classes: int, *, embed_dim: int | None, **kwargs
+    ) -> "SampledREGNN":
         """The registry's sampled build (ARCHS["regnn"].sampled): graph is the sampler's graph (its node types,
         their offsets and relation types), kwargs REGNN's. The inputs are built before the REGNN, so a seed draws
         the same weights as it always has."""
@@ -152,8 +153,11 @@ class SampledREGNN(nn.Module):
         out = None
         if dense:
             with self.timer("gather"):
-                pieces = [(rows, self.inputs.rows(t, ids[pos[sel]] - self._offsets[i]), k)
-                          for k, (i, t, pos) in enumerate(dense) for rows, sel in _runs(pos)]
+                pieces = [
+                    (rows, self.inputs.rows(t, ids[pos[sel]] - self._offsets[i]), k)
+                    for k, (i, t, pos) in enumerate(dense)
+                    for rows, sel in _runs(pos)
+                ]
             dev = lins[dense[0][1]].weight.device
             with self.timer("project"):
                 params = [q for _, t, _ in dense for q in (lins[t].weight, lins[t].bias)]

@@ -1,5 +1,6 @@
 """What a backbone's builder returns (regnn.models.backbones): the conv calls, their relation-weight heads, the
 output layer and the dropout placement."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -11,6 +11,7 @@ DGL nor PyG.
     h = conv1(x, edge_index, edge_type, node_type).relu()
     conv1.relation_weights()   # {relation id or "self:<type id>": learned weight}: which relation matters
 """
+
 from __future__ import annotations
 
 import torch
@@ -28,8 +29,9 @@ LEARN = {"both": (True, True), "edges": (True, False), "self": (False, True), "n
 NEGATIVE_SLOPE = 0.01  # of tau = LeakyReLU (and of RE-GAT's attention logits): the authors' code
 
 
-def typed_adjacency(edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor,
-                    num_relations: int) -> Adjacency:
+def typed_adjacency(
+    edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor, num_relations: int
+) -> Adjacency:
     """The graph a layer propagates over: the edges without their self-edges, plus one self-loop per node whose
     relation is num_relations + its node type (RE-GNN's typed self-loops), ordered by destination."""
     src, dst = edge_index[0].long(), edge_index[1].long()
@@ -53,22 +55,29 @@ class _RELayer(nn.Module):
             raise ValueError(f"learn must be one of {list(LEARN)}, got {learn!r}")
         self.num_relations, self.num_node_types = num_relations, num_node_types
         edges, loops = LEARN[learn]
-        self.relations = RelationWeights(num_relations, num_node_types,
-                                         Relation(edges, loops, scale, NEGATIVE_SLOPE), heads)
+        self.relations = RelationWeights(
+            num_relations, num_node_types, Relation(edges, loops, scale, NEGATIVE_SLOPE), heads
+        )
         self._graph: tuple | None = None
 
     def adjacency(self, edge_index, edge_type, node_type) -> Adjacency:
         key = tuple((t.data_ptr(), t.shape, t._version, t.device) for t in (edge_index, edge_type, node_type))
         if self._graph is None or self._graph[0] != key:
             if edge_index.dim() != 2 or edge_index.shape[0] != 2 or edge_type.shape != edge_index.shape[1:]:
-                raise ValueError(f"edge_index must be (2, E) and edge_type (E,), got {tuple(edge_index.shape)} and "
-                                 f"{tuple(edge_type.shape)}")
+                raise ValueError(
+                    f"edge_index must be (2, E) and edge_type (E,), got {tuple(edge_index.shape)} and "
+                    f"{tuple(edge_type.shape)}"
+                )
             if edge_type.numel() and (int(edge_type.min()) < 0 or int(edge_type.max()) >= self.num_relations):
-                raise ValueError(f"edge_type must lie in [0, {self.num_relations}), got "
-                                 f"[{int(edge_type.min())}, {int(edge_type.max())}]")
+                raise ValueError(
+                    f"edge_type must lie in [0, {self.num_relations}), got "
+                    f"[{int(edge_type.min())}, {int(edge_type.max())}]"
+                )
             if node_type.numel() and (int(node_type.min()) < 0 or int(node_type.max()) >= self.num_node_types):
-                raise ValueError(f"node_type must lie in [0, {self.num_node_types}), got "
-                                 f"[{int(node_type.min())}, {int(node_type.max())}]")
+                raise ValueError(
+                    f"node_type must lie in [0, {self.num_node_types}), got "
+                    f"[{int(node_type.min())}, {int(node_type.max())}]"
+                )
             self._graph = (key, typed_adjacency(edge_index, edge_type, node_type, self.num_relations))
         return self._graph[1]
 
@@ -101,13 +110,23 @@ class REGCNConv(_RELayer):
     Shapes: x (N, in_channels), edge_index (2, E), edge_type (E,), node_type (N,) -> (N, out_channels).
     """
 
-    def __init__(self, in_channels: int, out_channels: int, num_relations: int, num_node_types: int,
-                 norm: str = "both", bias: bool = True, scale: float = 100.0, learn: str = "both"):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        num_relations: int,
+        num_node_types: int,
+        norm: str = "both",
+        bias: bool = True,
+        scale: float = 100.0,
+        learn: str = "both",
+    ):
         super().__init__(num_relations, num_node_types, 1, scale, learn)
         self.conv = REGraphConv(in_channels, out_channels, bias=bias, norm=norm)
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor,
-                node_type: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor
+    ) -> torch.Tensor:
         adj = self.adjacency(edge_index, edge_type, node_type)
         return self.conv(adj, x, None if self.relations.is_constant else self.relations())
 
@@ -131,16 +150,28 @@ class REGATConv(_RELayer):
         scale, learn: as REGCNConv ("both": RE-GAT, "none": a plain GAT layer). Both LeakyReLUs have slope 0.01.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, num_relations: int, num_node_types: int,
-                 heads: int = 1, concat: bool = True, attn_dropout: float = 0.0, bias: bool = True,
-                 scale: float = 100.0, learn: str = "both"):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        num_relations: int,
+        num_node_types: int,
+        heads: int = 1,
+        concat: bool = True,
+        attn_dropout: float = 0.0,
+        bias: bool = True,
+        scale: float = 100.0,
+        learn: str = "both",
+    ):
         super().__init__(num_relations, num_node_types, heads, scale, learn)
         self.concat = concat
-        self.conv = _GATLayer(in_channels, out_channels, heads=heads, attn_dropout=attn_dropout,
-                              negative_slope=NEGATIVE_SLOPE, bias=bias)
+        self.conv = _GATLayer(
+            in_channels, out_channels, heads=heads, attn_dropout=attn_dropout, negative_slope=NEGATIVE_SLOPE, bias=bias
+        )
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor,
-                node_type: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor
+    ) -> torch.Tensor:
         adj = self.adjacency(edge_index, edge_type, node_type)
         out = self.conv(adj, x, None if self.relations.is_constant else self.relations())
         return out.flatten(1) if self.concat else out.mean(1)

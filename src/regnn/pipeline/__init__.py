@@ -11,6 +11,7 @@ train(cfg, out_dir) composes small parts:
   each trained through the store like any cell.
 from_config.py turns config keys into the model's and loader's arguments.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,10 +49,13 @@ def check(cfg: DictConfig) -> None:
     m = cfg.model
     if "metapaths" in m and OmegaConf.select(cfg, "dataset.metapaths", default=None) is None:  # a valid config,
         # but not for this graph: a sweep over models names it in one line and goes on (train.py)
-        raise Unsupported(f"{m.name} needs meta-paths, and dataset {cfg.dataset.name} defines none: add "
-                          "dataset.metapaths (name -> relation list), or leave this model out on this graph")
+        raise Unsupported(
+            f"{m.name} needs meta-paths, and dataset {cfg.dataset.name} defines none: add "
+            "dataset.metapaths (name -> relation list), or leave this model out on this graph"
+        )
     if cfg.trainer.name == "minibatch":
         from regnn.training.block_inference import EVAL_MODES
+
         validate_minibatch(cfg, EVAL_MODES)
     if metapath.chosen(cfg):
         metapath.select_runs(cfg)

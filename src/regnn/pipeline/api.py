@@ -9,6 +9,7 @@ trained by the same pipeline.
 One cell per call (a sweep is train.py -m). The run folder is `run_dir=`, else conf/hydra's default under
 outputs/; the log goes to its train.log and, where nothing else shows regnn's log, to the notebook.
 """
+
 from __future__ import annotations
 
 import logging

@@ -1,5 +1,6 @@
 """Config keys to call arguments: the model class's keyword arguments, its architecture, the dataset loader's,
 the device."""
+
 from __future__ import annotations
 
 from omegaconf import DictConfig
@@ -26,6 +27,7 @@ def arch_of(mcfg: DictConfig):
 
 # The calls with the config's values: a value a layer refuses (a ValueError) reaches the user as one line.
 
+
 def prepare_inputs(mcfg: DictConfig, data, device):
     """The model's inputs (its graph structures) on the device, once per job."""
     with user_errors():
@@ -40,8 +42,7 @@ def build_model(mcfg: DictConfig, data, inputs):
 def build_sampled(mcfg: DictConfig, data, graph, embed_dim: int | None):
     """The mini-batch trainer's model on the sampler's graph (ARCHS[arch].sampled)."""
     with user_errors():
-        return arch_of(mcfg).sampled(graph, data.features, data.num_classes, embed_dim=embed_dim,
-                                     **model_kwargs(mcfg))
+        return arch_of(mcfg).sampled(graph, data.features, data.num_classes, embed_dim=embed_dim, **model_kwargs(mcfg))
 
 
 def device_of(requested: str):

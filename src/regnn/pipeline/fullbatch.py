@@ -1,5 +1,6 @@
 """The full-batch job: the data on the device once, the cell's pending runs trained in turn or in worker
 processes (regnn.runs.executor), each a whole-graph step per epoch (regnn.training.trainer)."""
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,18 @@ from regnn.training.trainers import trainer_for
 
 log = logging.getLogger("regnn")
 
-SUMMARY_KEYS = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1", "best_epoch", "epochs",
-                "train_time_s", "epoch_time_s", "nmi", "ari")
+SUMMARY_KEYS = (
+    "test_micro_f1",
+    "test_macro_f1",
+    "val_micro_f1",
+    "val_macro_f1",
+    "best_epoch",
+    "epochs",
+    "train_time_s",
+    "epoch_time_s",
+    "nmi",
+    "ari",
+)
 
 
 class DeviceGraph:
@@ -77,8 +88,18 @@ class FullBatchJob(CellJob):
         splits = g.splits if self.spec.folds is None else {s: i.to(self.device) for s, i in self.splits_of(run).items()}
         progress = Progress(f"[{self.label} run {run + 1}/{self.spec.runs}]", enabled=False if self.worker else None)
         try:
-            return g.trainer()(model, g.inputs, g.feats, g.labels, splits, seed=seed, options=training_of(self.cfg),
-                               on_epoch=self.logger.log_epoch, progress=progress, checkpoint=checkpoint)
+            return g.trainer()(
+                model,
+                g.inputs,
+                g.feats,
+                g.labels,
+                splits,
+                seed=seed,
+                options=training_of(self.cfg),
+                on_epoch=self.logger.log_epoch,
+                progress=progress,
+                checkpoint=checkpoint,
+            )
         finally:
             progress.close()
 
@@ -87,8 +108,14 @@ class FullBatchJob(CellJob):
         if not c.enabled or result.embeddings is None:
             return {}
         test = data.splits["test"]
-        return cluster_scores(result.embeddings[test].numpy(), data.labels[test].numpy(), data.num_classes,
-                              repeats=c.repeats, n_init=c.n_init, seed=c.seed)
+        return cluster_scores(
+            result.embeddings[test].numpy(),
+            data.labels[test].numpy(),
+            data.num_classes,
+            repeats=c.repeats,
+            n_init=c.n_init,
+            seed=c.seed,
+        )
 
     def describe(self, rec: dict) -> tuple[str, str]:
         clustering = f" NMI {rec['nmi']:.2f} ARI {rec['ari']:.2f}" if "nmi" in rec else ""
@@ -99,16 +126,25 @@ class FullBatchJob(CellJob):
 
     def before_runs(self, pending: list[int]) -> set[int]:
         """Plans the worker processes; with more than one, they train every pending run now."""
-        self.workers, self.worker_threads = plan_workers(self.spec, self.device, len(pending), self.threads,
-                                                         self.data.graph.num_edges())
+        self.workers, self.worker_threads = plan_workers(
+            self.spec, self.device, len(pending), self.threads, self.data.graph.num_edges()
+        )
         torch.set_num_threads(self.worker_threads)  # the runs trained here use what a worker would
         wt = self.worker_threads
         if self.workers > 1:  # independent runs side by side, one process each at a time; they write runs/run_XX/
             self.counted(self.build())  # the model's size is logged before the workers' lines
-            log.info("%d runs in %d worker processes of %d thread%s each", len(pending), self.workers, wt,
-                     "s" * (wt > 1))
-            self.peak_gb = run_in_workers(self.store.dir, pending, self.workers, wt, _worker_setup,
-                                          (self.plain_cfg, str(self.store.dir)), _worker_run)
+            log.info(
+                "%d runs in %d worker processes of %d thread%s each", len(pending), self.workers, wt, "s" * (wt > 1)
+            )
+            self.peak_gb = run_in_workers(
+                self.store.dir,
+                pending,
+                self.workers,
+                wt,
+                _worker_setup,
+                (self.plain_cfg, str(self.store.dir)),
+                _worker_run,
+            )
             return set(pending)
         if pending and wt != self.threads:
             log.info("each run uses %d thread%s, as the other runs of this cell", wt, "s" * (wt > 1))

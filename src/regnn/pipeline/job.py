@@ -6,6 +6,7 @@ here), divergence, the run's record, saving and its log line, the summary. A tra
 pipeline.minibatch) gives only what differs: how its data is prepared, how a model is built and fitted, and what
 a run's record and log line add. The job calls the cell store (regnn.runs.store); the store never calls the job.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,10 +35,10 @@ DEFAULT_THREADS = torch.get_num_threads()
 class CellJob:
     """The runs of one cell. A subclass sets `summary_keys` and gives prepare(), build(), fit() and describe()."""
 
-    summary_keys: tuple[str, ...] = ()          # the per-run metrics the summary averages
+    summary_keys: tuple[str, ...] = ()  # the per-run metrics the summary averages
     score = ("test_micro_f1", "test Micro-F1")  # a kept run's log line
-    trainer: str | None = None                  # the summary's trainer name (None: full batch, the default)
-    is_main = True                              # the process that writes (under torchrun: rank 0)
+    trainer: str | None = None  # the summary's trainer name (None: full batch, the default)
+    is_main = True  # the process that writes (under torchrun: rank 0)
 
     def __init__(self, cfg: DictConfig, store: CellStore, *, quiet: bool = False):
         """quiet: a worker process's copy of the job (no start lines, no logger)."""
@@ -54,23 +55,41 @@ class CellJob:
         self.relation_names: list = []
         self.start_processes()
         if not quiet:
-            log.info("%s: %sdevice %s, %d threads, %d runs from seed %d%s", self.label,
-                     "mini-batch, " if self.trainer == "minibatch" else "", self.why, torch.get_num_threads(),
-                     spec.runs, spec.seed, self.process_note())
+            log.info(
+                "%s: %sdevice %s, %d threads, %d runs from seed %d%s",
+                self.label,
+                "mini-batch, " if self.trainer == "minibatch" else "",
+                self.why,
+                torch.get_num_threads(),
+                spec.runs,
+                spec.seed,
+                self.process_note(),
+            )
         self.t0 = time.perf_counter()
         self.data = data = self.prepare()
         self.load_s = time.perf_counter() - self.t0
         g = data.graph
         if not quiet:
-            log.info("data: %s, %d nodes of %d types, %d edges of %d relation types (%s), %d %s classes, "
-                     "train/val/test %d/%d/%d (%.1fs, peak memory %.2f GB)", data.name, g.num_nodes(),
-                     len(g.ntypes), g.num_edges(), len(g.etypes), ", ".join(g.etypes), data.num_classes,
-                     data.target, *(len(data.splits[s]) for s in ("train", "val", "test")), self.load_s,
-                     peak_rss_gb())
+            log.info(
+                "data: %s, %d nodes of %d types, %d edges of %d relation types (%s), %d %s classes, "
+                "train/val/test %d/%d/%d (%.1fs, peak memory %.2f GB)",
+                data.name,
+                g.num_nodes(),
+                len(g.ntypes),
+                g.num_edges(),
+                len(g.etypes),
+                ", ".join(g.etypes),
+                data.num_classes,
+                data.target,
+                *(len(data.splits[s]) for s in ("train", "val", "test")),
+                self.load_s,
+                peak_rss_gb(),
+            )
         self.plain_cfg = OmegaConf.to_container(cfg, resolve=True)
         logger = dict(self.plain_cfg["logger"]) if self.is_main and not quiet else {"name": "none"}
-        self.logger = make_logger(out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}",
-                                  config=self.plain_cfg, **logger)
+        self.logger = make_logger(
+            out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=self.plain_cfg, **logger
+        )
 
     # -- what a trainer's job gives --------------------------------------------------------------------------
     def start_processes(self) -> None:
@@ -102,6 +121,7 @@ class CellJob:
         if fold is None:
             return self.data.splits
         from regnn.data.folds import fold_splits
+
         with user_errors():
             return fold_splits(self.data.splits, self.data.labels, self.spec.folds, fold)
 
@@ -110,8 +130,9 @@ class CellJob:
         return {}
 
     def save(self, rec: dict, result, model) -> None:
-        self.store.save_run(rec, result, self.data, self.spec.save_embeddings, model=model,
-                            trainer=self.trainer or "fullbatch")
+        self.store.save_run(
+            rec, result, self.data, self.spec.save_embeddings, model=model, trainer=self.trainer or "fullbatch"
+        )
 
     def before_runs(self, pending: list[int]) -> set[int]:
         """Work before this process trains its runs; returns the runs trained elsewhere (worker processes)."""
@@ -127,10 +148,17 @@ class CellJob:
         """What the cell's summary records of the job."""
         if self.num_parameters is None:  # every run was kept or trained elsewhere: count one model
             self.counted(self.build())
-        return JobFacts(device=self.device, device_note=self.why, trainer=self.trainer,
-                        environment=self.environment(), num_parameters=self.num_parameters,
-                        relation_names=self.relation_names, split_sizes=self.split_sizes(),
-                        chance=self.data.chance_micro_f1(), **self.more_facts())
+        return JobFacts(
+            device=self.device,
+            device_note=self.why,
+            trainer=self.trainer,
+            environment=self.environment(),
+            num_parameters=self.num_parameters,
+            relation_names=self.relation_names,
+            split_sizes=self.split_sizes(),
+            chance=self.data.chance_micro_f1(),
+            **self.more_facts(),
+        )
 
     def more_facts(self) -> dict:
         return {}
@@ -143,9 +171,17 @@ class CellJob:
 
     def report(self, summary: dict) -> None:
         m = summary["metrics"]
-        log.info("%s (%d runs%s): Macro-F1 %.2f ± %.2f | Micro-F1 %.2f ± %.2f  -> %s", self.label,
-                 summary["finished_runs"], failed_note(summary), m["test_macro_f1"]["mean"],
-                 m["test_macro_f1"]["std"], m["test_micro_f1"]["mean"], m["test_micro_f1"]["std"], self.store.dir)
+        log.info(
+            "%s (%d runs%s): Macro-F1 %.2f ± %.2f | Micro-F1 %.2f ± %.2f  -> %s",
+            self.label,
+            summary["finished_runs"],
+            failed_note(summary),
+            m["test_macro_f1"]["mean"],
+            m["test_macro_f1"]["std"],
+            m["test_micro_f1"]["mean"],
+            m["test_micro_f1"]["std"],
+            self.store.dir,
+        )
 
     def close(self) -> None:
         pass
@@ -175,8 +211,13 @@ class CellJob:
             seed = spec.seed_of(run)
             if run in kept:
                 rec, layers = kept[run]
-                log.info("run %d/%d seed %d: finished earlier, kept (%s)", run + 1, spec.runs, seed,
-                         f"failed: {rec['failed']}" if "failed" in rec else f"{self.score[1]} {rec[self.score[0]]:.2f}")
+                log.info(
+                    "run %d/%d seed %d: finished earlier, kept (%s)",
+                    run + 1,
+                    spec.runs,
+                    seed,
+                    f"failed: {rec['failed']}" if "failed" in rec else f"{self.score[1]} {rec[self.score[0]]:.2f}",
+                )
             elif run in elsewhere:
                 reused = store.reused_run(run)
                 if reused is None:
@@ -225,8 +266,18 @@ class CellJob:
         if ckpt is not None:
             ckpt.remove()  # the run is finished: results.json holds it
         scores, speed = self.describe(rec)
-        log.info("run %d/%d seed %d: %s (best epoch %d of %d, %s%.1fs%s)", run + 1, spec.runs, seed, scores,
-                 rec["best_epoch"], rec["epochs"], speed, rec["train_time_s"], stop_note(rec, self.max_epochs()))
+        log.info(
+            "run %d/%d seed %d: %s (best epoch %d of %d, %s%.1fs%s)",
+            run + 1,
+            spec.runs,
+            seed,
+            scores,
+            rec["best_epoch"],
+            rec["epochs"],
+            speed,
+            rec["train_time_s"],
+            stop_note(rec, self.max_epochs()),
+        )
         return rec, result.relation_weights
 
 
@@ -234,5 +285,7 @@ def stop_note(rec: dict, max_epochs) -> str:
     """A run's log line's note where early stopping never ended it: it trained every allowed epoch."""
     if max_epochs is None or rec.get("epochs", 0) < int(max_epochs):
         return ""
-    return (f"; it trained all {int(max_epochs)} allowed epochs without early stopping (best epoch "
-            f"{rec['best_epoch']}): a larger trainer.max_epochs may score higher")
+    return (
+        f"; it trained all {int(max_epochs)} allowed epochs without early stopping (best epoch "
+        f"{rec['best_epoch']}): a larger trainer.max_epochs may score higher"
+    )

@@ -1,5 +1,6 @@
 """The meta-path choice of GCN-M / GAT-M (model.metapath=best): one sub-cell per meta-path, trained through the
 cell store like any cell, and the one with the best validation scores reported as this cell's result."""
+
 from __future__ import annotations
 
 import logging
@@ -30,8 +31,10 @@ def select_runs(cfg: DictConfig) -> int:
         raise ConfigError("model.metapath=best needs meta-paths to choose from: set dataset.metapaths")
     k = cfg.model.get("metapath_select_runs") or cfg.runs
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ConfigError(f"model.metapath_select_runs must be a whole number from 1 (at most runs, {cfg.runs}, "
-                          f"count), or null for all runs; got {k!r}")
+        raise ConfigError(
+            f"model.metapath_select_runs must be a whole number from 1 (at most runs, {cfg.runs}, "
+            f"count), or null for all runs; got {k!r}"
+        )
     return min(k, cfg.runs)
 
 
@@ -56,31 +59,54 @@ def choose(cfg: DictConfig, store: CellStore, train_cell) -> dict:
             per_path[name] = train_cell(OmegaConf.merge(cfg, {"model": {"metapath": name}, "runs": k}), path_dir)
         # the choice: mean validation scores of the first k runs, from the summary's per-run records
         recs = [rec for rec in finished(per_path[name]["per_run"]) if rec["run"] < k]
-        selected_on[name] = tuple(float(np.mean([rec[m] for rec in recs])) if recs else -np.inf
-                                  for m in SELECTED_ON)  # every run diverged: never chosen
+        selected_on[name] = tuple(
+            float(np.mean([rec[m] for rec in recs])) if recs else -np.inf for m in SELECTED_ON
+        )  # every run diverged: never chosen
     best = max(names, key=selected_on.__getitem__)
     if k < store.spec.runs:  # the chosen meta-path's k runs are kept and extended to all runs
-        log.info("%s on %s: %s chosen on %d runs per meta-path; training its other %d runs", cfg.model.name,
-                 cfg.dataset.name, best, k, store.spec.runs - k)
+        log.info(
+            "%s on %s: %s chosen on %d runs per meta-path; training its other %d runs",
+            cfg.model.name,
+            cfg.dataset.name,
+            best,
+            k,
+            store.spec.runs - k,
+        )
         sub = OmegaConf.merge(cfg, {"model": {"metapath": best}, "resume": True})
         per_path[best] = train_cell(sub, store.dir / "metapaths" / best)
     summary = {**_summary(per_path, best, k < store.spec.runs, k), "wall_time_s": time.perf_counter() - t0}
     store.write_config()
     store.finish(summary)
-    log.info("%s on %s: best meta-path by validation %s (%s)", cfg.model.name, cfg.dataset.name, best,
-             ", ".join(f"{n} val {selected_on[n][0]:.2f} test "
-                       f"{per_path[n]['metrics'].get('test_micro_f1', {'mean': float('nan')})['mean']:.2f}"
-                       for n in names))
+    log.info(
+        "%s on %s: best meta-path by validation %s (%s)",
+        cfg.model.name,
+        cfg.dataset.name,
+        best,
+        ", ".join(
+            f"{n} val {selected_on[n][0]:.2f} test "
+            f"{per_path[n]['metrics'].get('test_micro_f1', {'mean': float('nan')})['mean']:.2f}"
+            for n in names
+        ),
+    )
     return summary
 
 
 def _summary(per_path: dict, best: str, extended: bool, k: int) -> dict:
     """The chosen meta-path's summary, with how it was chosen and every meta-path's scores."""
-    return {**per_path[best], "metapath": best,
-            "metapath_selected_by": "mean validation Micro-F1 (then Macro-F1)" + (
-                f" over the first {k} runs of every meta-path" if extended else ""),
-            "metapath_scores": {n: {"runs": per_path[n]["runs"],
-                                    **{m: per_path[n]["metrics"].get(m) for m in
-                                       ("val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1")}}
-                                for n in per_path},
-            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return {
+        **per_path[best],
+        "metapath": best,
+        "metapath_selected_by": "mean validation Micro-F1 (then Macro-F1)"
+        + (f" over the first {k} runs of every meta-path" if extended else ""),
+        "metapath_scores": {
+            n: {
+                "runs": per_path[n]["runs"],
+                **{
+                    m: per_path[n]["metrics"].get(m)
+                    for m in ("val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1")
+                },
+            }
+            for n in per_path
+        },
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }

@@ -1,6 +1,7 @@
 """The mini-batch job: neighbour sampling (regnn.training.minibatch) for graphs too large for full-batch training,
 optionally one process per device under torchrun (only rank 0 writes anything). It trains the RE-GNN stacks
 (model.arch=regnn); regnn.config.validate_minibatch refuses the others before anything is written."""
+
 from __future__ import annotations
 
 import logging
@@ -19,8 +20,20 @@ from regnn.training.loop import Hooks
 
 log = logging.getLogger("regnn")
 
-SUMMARY_KEYS = ("test_acc", "val_acc", "test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1",
-                "best_epoch", "epochs", "train_time_s", "epoch_time_s", "seeds_per_s", "sampling_share")
+SUMMARY_KEYS = (
+    "test_acc",
+    "val_acc",
+    "test_micro_f1",
+    "test_macro_f1",
+    "val_micro_f1",
+    "val_macro_f1",
+    "best_epoch",
+    "epochs",
+    "train_time_s",
+    "epoch_time_s",
+    "seeds_per_s",
+    "sampling_share",
+)
 
 
 class MinibatchJob(CellJob):
@@ -79,35 +92,52 @@ class MinibatchJob(CellJob):
         from regnn.training.minibatch import train_minibatch_run
 
         data = self.data
-        return train_minibatch_run(model, self.sg, data.labels, self.splits_of(run), seed=seed,
-                                   num_classes=data.num_classes,
-                                   options=training_of(self.cfg), device=self.device, dist=self.dist,
-                                   hooks=Hooks(self.logger.log_epoch, checkpoint))
+        return train_minibatch_run(
+            model,
+            self.sg,
+            data.labels,
+            self.splits_of(run),
+            seed=seed,
+            num_classes=data.num_classes,
+            options=training_of(self.cfg),
+            device=self.device,
+            dist=self.dist,
+            hooks=Hooks(self.logger.log_epoch, checkpoint),
+        )
 
     def record_extras(self, result, model) -> dict:
         from regnn.training.distributed import param_digest
 
         h, dist = result.history, self.dist
-        rec = {"seeds_per_s": float(np.median([r["seeds_per_s"] for r in h])),
-               "sampling_share": float(np.median([r["sample_s"] / r["train_time_s"] for r in h])),
-               "peak_rss_gb": peak_rss_gb()}
+        rec = {
+            "seeds_per_s": float(np.median([r["seeds_per_s"] for r in h])),
+            "sampling_share": float(np.median([r["sample_s"] / r["train_time_s"] for r in h])),
+            "peak_rss_gb": peak_rss_gb(),
+        }
         if dist.enabled:
-            rec["ddp"] = {"world_size": dist.world_size, "backend": dist.backend,
-                          "param_digests": dist.gather_objects(param_digest(model))}
+            rec["ddp"] = {
+                "world_size": dist.world_size,
+                "backend": dist.backend,
+                "param_digests": dist.gather_objects(param_digest(model)),
+            }
         return rec
 
     def save(self, rec: dict, result, model) -> None:
         if self.spec.save_embeddings:  # every target node's representation, with every neighbour (no sampling)
             from regnn.training.block_inference import layerwise_outputs
+
             data = self.data
             seeds = self.sg.seeds(torch.arange(data.graph.num_nodes(data.target)))
-            result.embeddings = layerwise_outputs(model.eval(), self.sg, seeds, int(self.cfg.trainer.eval_batch_size),
-                                                  self.device)[1]
+            result.embeddings = layerwise_outputs(
+                model.eval(), self.sg, seeds, int(self.cfg.trainer.eval_batch_size), self.device
+            )[1]
         super().save(rec, result, model)
 
     def describe(self, rec: dict) -> tuple[str, str]:
-        return (f"test accuracy {rec['test_acc']:.2f} (Macro-F1 {rec['test_macro_f1']:.2f}), val {rec['val_acc']:.2f}",
-                f"{rec['seeds_per_s']:.0f} seeds/s, {100 * rec['sampling_share']:.0f}% of it sampling, ")
+        return (
+            f"test accuracy {rec['test_acc']:.2f} (Macro-F1 {rec['test_macro_f1']:.2f}), val {rec['val_acc']:.2f}",
+            f"{rec['seeds_per_s']:.0f} seeds/s, {100 * rec['sampling_share']:.0f}% of it sampling, ",
+        )
 
     def environment(self) -> dict:
         return {"threads": torch.get_num_threads(), "processes": self.dist.world_size}
@@ -117,9 +147,17 @@ class MinibatchJob(CellJob):
 
     def report(self, summary: dict) -> None:
         m = summary["metrics"]
-        log.info("%s (%d runs%s): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s", self.label,
-                 summary["finished_runs"], failed_note(summary), m["test_acc"]["mean"], m["test_acc"]["std"],
-                 m["seeds_per_s"]["mean"], summary["peak_rss_gb"], self.store.dir)
+        log.info(
+            "%s (%d runs%s): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s",
+            self.label,
+            summary["finished_runs"],
+            failed_note(summary),
+            m["test_acc"]["mean"],
+            m["test_acc"]["std"],
+            m["seeds_per_s"]["mean"],
+            summary["peak_rss_gb"],
+            self.store.dir,
+        )
 
     def close(self) -> None:
         self.dist.close()

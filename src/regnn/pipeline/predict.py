@@ -5,6 +5,7 @@ weights read from runs/run_XX/model.pt (tensors only), and applied to the graph 
 the same schema with more nodes and edges (dataset_path). The labelled splits are scored as the run scored them
 when it trained: the printed test Micro-F1 is its results.json's, which tests the checkpoint.
 """
+
 from __future__ import annotations
 
 import logging
@@ -45,16 +46,20 @@ def choose_runs(path: Path, ensemble: bool) -> Chosen:
     if chosen_path and (path / "metapaths" / chosen_path / "config.yaml").exists():
         path = path / "metapaths" / chosen_path  # GCN-M / GAT-M / ...: the meta-path the cell chose on validation
     if not (path / "config.yaml").exists():
-        raise ConfigError(f"run={path} is neither a cell folder (config.yaml, runs/) nor a run folder (runs/run_XX); "
-                          "give one that train.py wrote")
+        raise ConfigError(
+            f"run={path} is neither a cell folder (config.yaml, runs/) nor a run folder (runs/run_XX); "
+            "give one that train.py wrote"
+        )
     recs = []
     for d in sorted((path / "runs").glob("run_*")):
         rec = io_safe.read_json(d / "results.json", io_safe.is_run_record)
         if rec is not None and "failed" not in rec and (d / checkpoint.MODEL_FILE).exists():
             recs.append((d, rec))
     if not recs:
-        raise DataError(f"{path} holds no finished run with a saved model (runs/run_XX/model.pt); train it with "
-                        "save_model=true (the default)")
+        raise DataError(
+            f"{path} holds no finished run with a saved model (runs/run_XX/model.pt); train it with "
+            "save_model=true (the default)"
+        )
     if ensemble:
         return Chosen(path, [d for d, _ in recs], f"the ensemble of its {len(recs)} runs")
     best = max(recs, key=lambda dr: (dr[1]["val_micro_f1"], -dr[1]["run"]))
@@ -65,8 +70,10 @@ def trained_config(cell: Path, dataset_path: str | None) -> DictConfig:
     cfg = OmegaConf.load(cell / "config.yaml")
     if dataset_path is not None:
         if cfg.dataset.get("format") != "custom":
-            raise ConfigError(f"dataset_path= replaces a custom graph's files; {cell} was trained on "
-                              f"{cfg.dataset.name}, read from its own folder")
+            raise ConfigError(
+                f"dataset_path= replaces a custom graph's files; {cell} was trained on "
+                f"{cfg.dataset.name}, read from its own folder"
+            )
         cfg.dataset.path = str(Path(dataset_path).resolve())
     return cfg
 
@@ -94,10 +101,12 @@ def _as_read_by(state: dict, trained: str, path: str, run_dir: Path) -> dict:
         return {SAMPLED_PREFIX + k: v for k, v in state.items()}
     extra = sorted(k for k in state if not k.startswith(SAMPLED_PREFIX))
     if extra:
-        raise ConfigError(f"{run_dir} learnt sparse embeddings for its feature-less node types (trainer.embed_dim; "
-                          f"{extra[0]}, ...), which the full-batch model does not have: predict with "
-                          "inference=minibatch (or auto)")
-    return {k[len(SAMPLED_PREFIX):]: v for k, v in state.items()}
+        raise ConfigError(
+            f"{run_dir} learnt sparse embeddings for its feature-less node types (trainer.embed_dim; "
+            f"{extra[0]}, ...), which the full-batch model does not have: predict with "
+            "inference=minibatch (or auto)"
+        )
+    return {k[len(SAMPLED_PREFIX) :]: v for k, v in state.items()}
 
 
 def _loaded(model, run_dir: Path, trained: str = "fullbatch", path: str = "fullbatch"):
@@ -105,25 +114,31 @@ def _loaded(model, run_dir: Path, trained: str = "fullbatch", path: str = "fullb
     try:
         model.load_state_dict(state)
     except RuntimeError as e:
-        raise DataError(f"{run_dir / checkpoint.MODEL_FILE} does not fit the model its config.yaml builds "
-                        f"({str(e).splitlines()[0][:200]})") from None
+        raise DataError(
+            f"{run_dir / checkpoint.MODEL_FILE} does not fit the model its config.yaml builds "
+            f"({str(e).splitlines()[0][:200]})"
+        ) from None
     return model.eval()
 
 
 def inference_path(requested: str, trained: str, cfg: DictConfig) -> str:
     """fullbatch | minibatch: how the model computes its scores (`inference`; auto: as the run trained)."""
     if requested not in ("auto", "fullbatch", "minibatch"):
-        raise ConfigError(f"inference={requested!r}: use auto (as the run trained), fullbatch (the whole graph at "
-                          "once) or minibatch (layer by layer on blocks of every neighbour)")
+        raise ConfigError(
+            f"inference={requested!r}: use auto (as the run trained), fullbatch (the whole graph at "
+            "once) or minibatch (layer by layer on blocks of every neighbour)"
+        )
     path = trained if requested == "auto" else requested
     if path == "minibatch" and not arch_of(cfg.model).sampled:
-        raise ConfigError(f"inference=minibatch: {cfg.model.name} trains and predicts full-batch only; use "
-                          "inference=fullbatch")
+        raise ConfigError(
+            f"inference=minibatch: {cfg.model.name} trains and predicts full-batch only; use inference=fullbatch"
+        )
     return path
 
 
-def model_logits(job: DeviceGraph, cfg: DictConfig, run_dir: Path,
-                 inference: str = "auto") -> tuple[torch.Tensor, torch.Tensor | None, list]:
+def model_logits(
+    job: DeviceGraph, cfg: DictConfig, run_dir: Path, inference: str = "auto"
+) -> tuple[torch.Tensor, torch.Tensor | None, list]:
     """(class scores, representations or None, relation weights) of every target node from the run's saved
     weights, by either path whichever trainer saved them (one model, regnn.models.sampled): the whole graph at
     once, or layer by layer with every neighbour (regnn.training.block_inference.layerwise_outputs: graphs too
@@ -139,6 +154,7 @@ def model_logits(job: DeviceGraph, cfg: DictConfig, run_dir: Path,
         from regnn.pipeline.from_config import build_sampled
         from regnn.training.block_inference import layerwise_outputs
         from regnn.training.sampling import SampledGraph
+
         tr = cfg.get("trainer") or {}
         sg = SampledGraph(job.data, whole_graph_degrees=whole_graph_degrees(cfg.model))
         model = build_sampled(cfg.model, job.data, sg, tr.get("embed_dim") if trained == "minibatch" else None)
@@ -184,8 +200,15 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     device, why = device_of(cfg.device)
     job = DeviceGraph(tcfg, device, data=graph_as_trained(tcfg, chosen.runs[0]))
     data = job.data
-    log.info("predict: %s of %s on %s (%d %s nodes), device %s", chosen.why, chosen.cell, data.name,
-             data.graph.num_nodes(data.target), data.target, why)
+    log.info(
+        "predict: %s of %s on %s (%d %s nodes), device %s",
+        chosen.why,
+        chosen.cell,
+        data.name,
+        data.graph.num_nodes(data.target),
+        data.target,
+        why,
+    )
     probs, per_run, emb, weights = None, {}, None, {}
     for run_dir in chosen.runs:
         logits, emb, weights[run_dir.name] = model_logits(job, tcfg, run_dir, str(cfg.get("inference", "auto")))
@@ -197,12 +220,22 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     if len(chosen.runs) > 1:
         result["ensemble"] = scores(data, probs.log())
     for name, sc in per_run.items():
-        log.info("predict: %s: test Micro-F1 %.4f Macro-F1 %.4f, validation Micro-F1 %.4f", name,
-                 sc["test_micro_f1"], sc["test_macro_f1"], sc["val_micro_f1"])
+        log.info(
+            "predict: %s: test Micro-F1 %.4f Macro-F1 %.4f, validation Micro-F1 %.4f",
+            name,
+            sc["test_micro_f1"],
+            sc["test_macro_f1"],
+            sc["val_micro_f1"],
+        )
     if "ensemble" in result:
         e = result["ensemble"]
-        log.info("predict: ensemble of %d runs: test Micro-F1 %.4f Macro-F1 %.4f, validation Micro-F1 %.4f",
-                 len(chosen.runs), e["test_micro_f1"], e["test_macro_f1"], e["val_micro_f1"])
+        log.info(
+            "predict: ensemble of %d runs: test Micro-F1 %.4f Macro-F1 %.4f, validation Micro-F1 %.4f",
+            len(chosen.runs),
+            e["test_micro_f1"],
+            e["test_macro_f1"],
+            e["val_micro_f1"],
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     io_safe.write_text(out_dir / "predictions.csv", predictions_frame(data, probs).to_csv(index=False))
     if cfg.get("embeddings") and emb is not None:

@@ -8,6 +8,7 @@ ARI are recomputed with the cell's own repeats and seed and the new number of K-
 results.json, the cell's summary and config.yaml (clustering.n_init) are rewritten whole, so the cell reads as if
 trained with that setting, and a resume under it accepts the cell. Classification scores are untouched.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,12 +31,13 @@ SCORES = ("nmi", "ari")
 
 def _runs_to_rescore(cell: Path) -> list[Path]:
     """The run folders whose records hold clustering scores; every one must have its representations."""
-    runs = [r for r in sorted((cell / "runs").glob("run_*"))
-            if "nmi" in (io_safe.read_json(r / "results.json") or {})]
+    runs = [r for r in sorted((cell / "runs").glob("run_*")) if "nmi" in (io_safe.read_json(r / "results.json") or {})]
     lacking = [r.name for r in runs if not (r / "embeddings.npz").is_file()]
     if lacking:
-        raise SystemExit(f"{cell}: {', '.join(lacking)} kept no embeddings.npz; retrain the cell instead "
-                         "(its clustering cannot be recomputed)")
+        raise SystemExit(
+            f"{cell}: {', '.join(lacking)} kept no embeddings.npz; retrain the cell instead "
+            "(its clustering cannot be recomputed)"
+        )
     return runs
 
 
@@ -46,8 +48,9 @@ def _rescore_cell(cell: Path, n_init: int, num_classes: int) -> dict:
     for run_dir in _runs_to_rescore(cell):
         emb, labels = embeddings.read_test(run_dir / "embeddings.npz")
         rec = io_safe.read_json(run_dir / "results.json")
-        rec |= cluster_scores(emb, labels, num_classes, repeats=int(cfg.clustering.repeats),
-                              n_init=n_init, seed=int(cfg.clustering.seed))
+        rec |= cluster_scores(
+            emb, labels, num_classes, repeats=int(cfg.clustering.repeats), n_init=n_init, seed=int(cfg.clustering.seed)
+        )
         io_safe.write_json(run_dir / "results.json", rec)
         by_run[rec["run"]] = {k: v for k, v in rec.items() if k != "relation_weights"}
     summary = io_safe.read_json(cell / "results.json", io_safe.is_cell_summary)
@@ -59,8 +62,14 @@ def _rescore_cell(cell: Path, n_init: int, num_classes: int) -> dict:
     io_safe.write_json(cell / "results.json", summary)
     cfg.clustering.n_init = n_init
     io_safe.write_text(cell / "config.yaml", OmegaConf.to_yaml(cfg))
-    log.info("%s: %d runs re-clustered with %d K-Means starts: NMI %.2f, ARI %.2f", cell, len(by_run), n_init,
-             summary["metrics"]["nmi"]["mean"], summary["metrics"]["ari"]["mean"])
+    log.info(
+        "%s: %d runs re-clustered with %d K-Means starts: NMI %.2f, ARI %.2f",
+        cell,
+        len(by_run),
+        n_init,
+        summary["metrics"]["nmi"]["mean"],
+        summary["metrics"]["ari"]["mean"],
+    )
     return summary
 
 
@@ -86,8 +95,12 @@ def recluster(cell: Path, n_init: int) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("cells", nargs="+", type=Path)
-    p.add_argument("--n-init", type=int, default=None,
-                   help="K-Means starts per repeat (default: clustering.n_init of conf/train.yaml)")
+    p.add_argument(
+        "--n-init",
+        type=int,
+        default=None,
+        help="K-Means starts per repeat (default: clustering.n_init of conf/train.yaml)",
+    )
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     n_init = a.n_init or int(OmegaConf.load(REPO_ROOT / "conf" / "train.yaml").clustering.n_init)

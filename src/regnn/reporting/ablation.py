@@ -1,7 +1,8 @@
 """Table 5 (ablation on DBLP): plain, -S (self-loop embeddings), -E (relation embeddings), RE (both).
 
-    python -m regnn.reporting.ablation [--cells DIR] [--out results] [--datasets dblp]
+python -m regnn.reporting.ablation [--cells DIR] [--out results] [--datasets dblp]
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -32,8 +33,9 @@ def render(source, out, datasets):
             else:
                 micro = [metric(cells[f"{d}_{m}"], "test_micro_f1")[0] for m in order]
                 holds = micro[0] < micro[1] < micro[2] <= micro[3]
-                checks.append(f"{claim}: {'holds' if holds else 'does not hold'} "
-                              f"({', '.join(f'{v:.2f}' for v in micro)})")
+                checks.append(
+                    f"{claim}: {'holds' if holds else 'does not hold'} ({', '.join(f'{v:.2f}' for v in micro)})"
+                )
             for m in present:
                 c = cells[f"{d}_{m}"]
                 et, sl = _switches(m)
@@ -41,20 +43,39 @@ def render(source, out, datasets):
                 for k in ("macro_f1", "micro_f1"):
                     mean, std = metric(c, f"test_{k}")
                     paper, _ = reported("ablation", d, m, k)
-                    row |= {f"{k}_mean": mean, f"{k}_std": std, f"paper_{k}": paper,
-                            f"diff_{k}": None if paper is None else mean - paper}
+                    row |= {
+                        f"{k}_mean": mean,
+                        f"{k}_std": std,
+                        f"paper_{k}": paper,
+                        f"diff_{k}": None if paper is None else mean - paper,
+                    }
                 rows.append(row)
     df = pd.DataFrame(rows)
-    md = pd.DataFrame({
-        "dataset": df.dataset.str.upper(), "model": df.model.map(label), "runs": df.runs,
-        "ET emb": df.edge_emb.map({True: "✓", False: ""}), "SL emb": df.self_loop_emb.map({True: "✓", False: ""}),
-        "Macro-F1 (ours)": [fmt(a, b) for a, b in zip(df.macro_f1_mean, df.macro_f1_std)],
-        "Macro (paper)": [fmt(v) for v in df.paper_macro_f1], "Δ Macro": [signed(v) for v in df.diff_macro_f1],
-        "Micro-F1 (ours)": [fmt(a, b) for a, b in zip(df.micro_f1_mean, df.micro_f1_std)],
-        "Micro (paper)": [fmt(v) for v in df.paper_micro_f1], "Δ Micro": [signed(v) for v in df.diff_micro_f1]})
-    write_table(df, md, out, "table_ablation", "Ablation (Table 5): relation (ET) and self-loop (SL) embeddings",
-                ["Δ = ours − paper. Ordering of the Micro-F1 means over the runs of each cell:"] + checks,
-                missing=pool.missing, devices=pool.devices)
+    md = pd.DataFrame(
+        {
+            "dataset": df.dataset.str.upper(),
+            "model": df.model.map(label),
+            "runs": df.runs,
+            "ET emb": df.edge_emb.map({True: "✓", False: ""}),
+            "SL emb": df.self_loop_emb.map({True: "✓", False: ""}),
+            "Macro-F1 (ours)": [fmt(a, b) for a, b in zip(df.macro_f1_mean, df.macro_f1_std)],
+            "Macro (paper)": [fmt(v) for v in df.paper_macro_f1],
+            "Δ Macro": [signed(v) for v in df.diff_macro_f1],
+            "Micro-F1 (ours)": [fmt(a, b) for a, b in zip(df.micro_f1_mean, df.micro_f1_std)],
+            "Micro (paper)": [fmt(v) for v in df.paper_micro_f1],
+            "Δ Micro": [signed(v) for v in df.diff_micro_f1],
+        }
+    )
+    write_table(
+        df,
+        md,
+        out,
+        "table_ablation",
+        "Ablation (Table 5): relation (ET) and self-loop (SL) embeddings",
+        ["Δ = ours − paper. Ordering of the Micro-F1 means over the runs of each cell:"] + checks,
+        missing=pool.missing,
+        devices=pool.devices,
+    )
     return [out / "table_ablation.csv", out / "table_ablation.md"]
 
 

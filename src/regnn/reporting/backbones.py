@@ -1,7 +1,8 @@
 """Figure 3: every backbone plain vs with relation embeddings (bar chart per dataset) and its table.
 
-    python -m regnn.reporting.backbones [--cells DIR] [--out results] [--datasets dblp acm]
+python -m regnn.reporting.backbones [--cells DIR] [--out results] [--datasets dblp acm]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,11 +34,22 @@ def _rows(cells: dict, datasets) -> list[dict]:
             plain, re = (cells[n] for n in names)
             (pm, ps), (rm, rs) = metric(plain, "test_micro_f1"), metric(re, "test_micro_f1")
             paired = paired_gains(plain, re)
-            rows.append({"dataset": d, "backbone": b, "plain_micro_f1": pm, "plain_std": ps, "re_micro_f1": rm,
-                         "re_std": rs, "runs": f"{plain['runs']}/{re['runs']}", "gain": rm - pm,
-                         "gain_over_std": (rm - pm) / max(ps, rs, 1e-9),
-                         "seed_gain_median": float(np.median(paired)) if paired else np.nan,
-                         "seeds_re_ahead": int(sum(g > 0 for g in paired)), "seeds_paired": len(paired)})
+            rows.append(
+                {
+                    "dataset": d,
+                    "backbone": b,
+                    "plain_micro_f1": pm,
+                    "plain_std": ps,
+                    "re_micro_f1": rm,
+                    "re_std": rs,
+                    "runs": f"{plain['runs']}/{re['runs']}",
+                    "gain": rm - pm,
+                    "gain_over_std": (rm - pm) / max(ps, rs, 1e-9),
+                    "seed_gain_median": float(np.median(paired)) if paired else np.nan,
+                    "seeds_re_ahead": int(sum(g > 0 for g in paired)),
+                    "seeds_paired": len(paired),
+                }
+            )
     return rows
 
 
@@ -45,21 +57,37 @@ def render(source, out, datasets):
     pool = as_pool(source)
     cells = pool.load([f"{d}_{model_name(b, r)}" for d in datasets for b in BACKBONES for r in ("plain", "re")])
     df = pd.DataFrame(_rows(cells, datasets))
-    md = pd.DataFrame({"dataset": df.dataset.str.upper(), "backbone": df.backbone.map(label),
-                       "runs (plain/RE)": df.runs,
-                       "plain Micro-F1": [fmt(a, b) for a, b in zip(df.plain_micro_f1, df.plain_std)],
-                       "RE Micro-F1": [fmt(a, b) for a, b in zip(df.re_micro_f1, df.re_std)],
-                       "gain": [f"{g:+.2f}" for g in df.gain],
-                       "per-seed gain: median (RE ahead)": [
-                           f"{m:+.2f} ({a}/{n})" if n else "—"
-                           for m, a, n in zip(df.seed_gain_median, df.seeds_re_ahead, df.seeds_paired)]})
-    write_table(df, md, out, "table_backbones", "RE-GNN with other backbones (Figure 3): test Micro-F1",
-                ["plain = the same model on the same graph with every relation weight fixed at 1.",
-                 "The paper gives this as a figure without numbers: RE versions clearly above plain on DBLP, "
-                 "slightly on ACM.",
-                 "per-seed gain: RE minus plain trained with the same seed, median over the seeds both cells have, "
-                 "and in how many of them RE is ahead; unlike the gain of the means it is not moved by a few runs "
-                 "that fail to train (a large std)."], missing=pool.missing, devices=pool.devices)
+    md = pd.DataFrame(
+        {
+            "dataset": df.dataset.str.upper(),
+            "backbone": df.backbone.map(label),
+            "runs (plain/RE)": df.runs,
+            "plain Micro-F1": [fmt(a, b) for a, b in zip(df.plain_micro_f1, df.plain_std)],
+            "RE Micro-F1": [fmt(a, b) for a, b in zip(df.re_micro_f1, df.re_std)],
+            "gain": [f"{g:+.2f}" for g in df.gain],
+            "per-seed gain: median (RE ahead)": [
+                f"{m:+.2f} ({a}/{n})" if n else "—"
+                for m, a, n in zip(df.seed_gain_median, df.seeds_re_ahead, df.seeds_paired)
+            ],
+        }
+    )
+    write_table(
+        df,
+        md,
+        out,
+        "table_backbones",
+        "RE-GNN with other backbones (Figure 3): test Micro-F1",
+        [
+            "plain = the same model on the same graph with every relation weight fixed at 1.",
+            "The paper gives this as a figure without numbers: RE versions clearly above plain on DBLP, "
+            "slightly on ACM.",
+            "per-seed gain: RE minus plain trained with the same seed, median over the seeds both cells have, "
+            "and in how many of them RE is ahead; unlike the gain of the means it is not moved by a few runs "
+            "that fail to train (a large std).",
+        ],
+        missing=pool.missing,
+        devices=pool.devices,
+    )
     _plot(df, datasets, out)
     return [out / "table_backbones.csv", out / "table_backbones.md", out / "fig_backbones.png"]
 

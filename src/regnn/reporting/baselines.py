@@ -1,7 +1,8 @@
 """Table 2 with every row measured here: the MLP and the heterogeneous baselines beside GCN, GAT, RE-GCN and RE-GAT.
 
-    python -m regnn.reporting.baselines [--cells DIR] [--out results] [--datasets dblp acm imdb]
+python -m regnn.reporting.baselines [--cells DIR] [--out results] [--datasets dblp acm imdb]
 """
+
 from __future__ import annotations
 
 from regnn.catalog import PAPER_DATASETS
@@ -9,13 +10,32 @@ from regnn.reporting.classification import MODELS as HOMOGENEOUS
 from regnn.reporting.classification import render as render_classification
 from regnn.reporting.common import cli
 
-BASELINES = ["mlp", "metapath2vec", "rgcn", "hgt", "simple_hgn", "rhgnn", "han", "gtn", "magnn", "magnn_ac", "gcn_m",
-             "gat_m"]
+BASELINES = [
+    "mlp",
+    "metapath2vec",
+    "rgcn",
+    "hgt",
+    "simple_hgn",
+    "rhgnn",
+    "han",
+    "gtn",
+    "magnn",
+    "magnn_ac",
+    "gcn_m",
+    "gat_m",
+]
 
 
 def render(source, out, datasets, **kw):
-    return render_classification(source, out, datasets, models=BASELINES + HOMOGENEOUS, name="table_baselines",
-                                 title="Node classification, every model on this harness (Table 2)", **kw)
+    return render_classification(
+        source,
+        out,
+        datasets,
+        models=BASELINES + HOMOGENEOUS,
+        name="table_baselines",
+        title="Node classification, every model on this harness (Table 2)",
+        **kw,
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ figure for any cell with relation weights (one's own graph, any RE-model).
 A heatmap (layers x relations, mean over the runs), with its numbers in relation_weights.csv; weights under 0.4,
 which the paper removes from its drawing, are hatched and greyed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,28 +36,40 @@ def render(source, out, datasets):
 def draw(cell: dict, out: Path, table: str, figure: str, what: str) -> list[Path]:
     """The layers x relations heatmap of a cell summary's relation weights (mean over its runs) and its CSV."""
     if not cell.get("relation_weights") or not cell["relation_weights"][0].get("layers"):
-        raise MissingCells(f"{cell.get('model', 'the cell')} has no relation weights to draw (a model without "
-                           "them, or a cell trained before they were kept)")
+        raise MissingCells(
+            f"{cell.get('model', 'the cell')} has no relation weights to draw (a model without "
+            "them, or a cell trained before they were kept)"
+        )
     layers = len(cell["relation_weights"][0]["layers"])
     rows = [mean_weights(cell, i) for i in range(layers)]
     names = rows[0][0]
     w = np.array([r[1] for r in rows])
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(w, columns=names, index=[f"layer {i + 1}" for i in range(layers)]).to_csv(
-        out / table, float_format="%.4f")
+        out / table, float_format="%.4f"
+    )
     fig, ax = subplots(figsize=(1.0 * len(names) + 2, 0.7 * layers + 2))
     im = ax.imshow(w, cmap="viridis", aspect="auto")
     for i in range(layers):
         for j in range(len(names)):
             faint = w[i, j] < HIDE_BELOW
-            ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                    color="0.6" if faint else ("k" if w[i, j] > w.max() * 0.6 else "w"))
+            ax.text(
+                j,
+                i,
+                f"{w[i, j]:.2f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="0.6" if faint else ("k" if w[i, j] > w.max() * 0.6 else "w"),
+            )
             if faint:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.92", hatch="//", edgecolor="0.75", lw=0))
     ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
     ax.set_yticks(range(layers), [f"layer {i + 1}" for i in range(layers)])
-    ax.set_title(f"{what}: learned relation weights (mean of {len(cell['relation_weights'])} runs; "
-                 f"< {HIDE_BELOW} hatched)", fontsize=10)
+    ax.set_title(
+        f"{what}: learned relation weights (mean of {len(cell['relation_weights'])} runs; < {HIDE_BELOW} hatched)",
+        fontsize=10,
+    )
     fig.colorbar(im, ax=ax, fraction=0.03)
     save(fig, out / figure)
     return [out / table, out / figure]
@@ -68,8 +81,13 @@ def draw_cell(cell_dir: Path, out: Path) -> list[Path]:
     if cell is None:
         raise MissingCells(f"{cell_dir} holds no finished results.json: give a cell folder train.py finished")
     cell["relation_weights"] = read_json(Path(cell_dir) / "relation_weights.json") or []
-    return draw(cell, out, "relation_weights.csv", "relation_weights.png",
-                f"{cell.get('model', '?')} on {cell.get('dataset', '?')}")
+    return draw(
+        cell,
+        out,
+        "relation_weights.csv",
+        "relation_weights.png",
+        f"{cell.get('model', '?')} on {cell.get('dataset', '?')}",
+    )
 
 
 def main(argv=None) -> int:

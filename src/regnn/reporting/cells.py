@@ -1,4 +1,5 @@
 """Read experiment cells (one folder per dataset x model [x setting], see conf/experiment/base_cells.yaml)."""
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,10 @@ class CellPool:
         if missing and whole:
             raise MissingCells(f"{whole}; not trained yet: {', '.join(missing)}")
         if missing and not self.allow_missing:
-            raise MissingCells(f"cells not trained yet under {self.dir}: {', '.join(missing)} (train them, or "
-                               "render what exists with --allow-missing)")
+            raise MissingCells(
+                f"cells not trained yet under {self.dir}: {', '.join(missing)} (train them, or "
+                "render what exists with --allow-missing)"
+            )
         self.missing.extend(m for m in missing if m not in self.missing)
         return out
 
@@ -84,8 +87,10 @@ class CellPool:
             return []
         changed = []
         for n, c in self.trained.items():
-            rec = {"results": {k: v for k, v in c.items() if k not in ("dir", "relation_weights", "archived")},
-                   "relation_weights": c["relation_weights"]}
+            rec = {
+                "results": {k: v for k, v in c.items() if k not in ("dir", "relation_weights", "archived")},
+                "relation_weights": c["relation_weights"],
+            }
             path = self.archive / f"{n}.json"
             text = json.dumps(strict(rec), separators=(",", ":"), allow_nan=False) + "\n"
             if not path.exists() or path.read_text() != text:

@@ -3,6 +3,7 @@ Metapath2vec, HAN, MAGNN, R-GCN, Simple-HGN (the paper's HGB), R-HGNN, GCN and R
 
     python -m regnn.reporting.clustering [--cells DIR] [--out results] [--datasets dblp acm imdb]
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -33,28 +34,54 @@ def render(source, out, datasets):
                 raise SystemExit(f"{c['dir']} has no clustering scores: train it with clustering.enabled=true")
             mean, std = metric(c, k)
             paper, _ = reported("clustering", c["dataset"], c["model"], k)
-            row |= {f"{k}_mean": mean, f"{k}_std": std, f"paper_{k}": paper,
-                    f"diff_{k}": None if paper is None else mean - paper}
+            row |= {
+                f"{k}_mean": mean,
+                f"{k}_std": std,
+                f"paper_{k}": paper,
+                f"diff_{k}": None if paper is None else mean - paper,
+            }
         rows.append(row)
     df = pd.DataFrame(rows)
     one_start = df.kmeans_starts != N_INIT
-    md = pd.DataFrame({"dataset": df.dataset.str.upper(),
-                       "model": [label(m) + (" †" if o else "") for m, o in zip(df.model, one_start)],
-                       "NMI (ours)": [fmt(a, b) for a, b in zip(df.nmi_mean, df.nmi_std)],
-                       "NMI (paper)": [fmt(v) for v in df.paper_nmi], "Δ NMI": [signed(v) for v in df.diff_nmi],
-                       "ARI (ours)": [fmt(a, b) for a, b in zip(df.ari_mean, df.ari_std)],
-                       "ARI (paper)": [fmt(v) for v in df.paper_ari], "Δ ARI": [signed(v) for v in df.diff_ari]})
-    write_table(df, md, out, "table_clustering", "Node clustering (Table 3): K-Means on test-node representations",
-                ["Per trained model K-Means (K = classes) runs 10 times with seeds 0-9, each run the best of "
-                 f"{N_INIT} starts (scikit-learn 1.0.2's default, under which the authors clustered); the mean per "
-                 "model, then mean ± std over the 10 models (runs) of each cell.",
-                 *(["† clustered with fewer starts (" + ", ".join(sorted({str(v) for v in df.kmeans_starts[one_start]}))
+    md = pd.DataFrame(
+        {
+            "dataset": df.dataset.str.upper(),
+            "model": [label(m) + (" †" if o else "") for m, o in zip(df.model, one_start)],
+            "NMI (ours)": [fmt(a, b) for a, b in zip(df.nmi_mean, df.nmi_std)],
+            "NMI (paper)": [fmt(v) for v in df.paper_nmi],
+            "Δ NMI": [signed(v) for v in df.diff_nmi],
+            "ARI (ours)": [fmt(a, b) for a, b in zip(df.ari_mean, df.ari_std)],
+            "ARI (paper)": [fmt(v) for v in df.paper_ari],
+            "Δ ARI": [signed(v) for v in df.diff_ari],
+        }
+    )
+    write_table(
+        df,
+        md,
+        out,
+        "table_clustering",
+        "Node clustering (Table 3): K-Means on test-node representations",
+        [
+            "Per trained model K-Means (K = classes) runs 10 times with seeds 0-9, each run the best of "
+            f"{N_INIT} starts (scikit-learn 1.0.2's default, under which the authors clustered); the mean per "
+            "model, then mean ± std over the 10 models (runs) of each cell.",
+            *(
+                [
+                    "† clustered with fewer starts ("
+                    + ", ".join(sorted({str(v) for v in df.kmeans_starts[one_start]}))
                     + f") than {N_INIT}: trained before `clustering.n_init` existed; `make table-clustering` "
-                    "retrains these cells"] if one_start.any() else []),
-                 "Representations: what the classifier sees where it is a separate linear layer (GCN, RE-GCN: "
-                 "after the last propagation step; HAN, MAGNN, R-HGNN: the fused vector); the last layer's output "
-                 "where that layer propagates (R-GCN, Simple-HGN); Metapath2vec: its skip-gram embeddings."],
-                missing=pool.missing, devices=pool.devices)
+                    "retrains these cells"
+                ]
+                if one_start.any()
+                else []
+            ),
+            "Representations: what the classifier sees where it is a separate linear layer (GCN, RE-GCN: "
+            "after the last propagation step; HAN, MAGNN, R-HGNN: the fused vector); the last layer's output "
+            "where that layer propagates (R-GCN, Simple-HGN); Metapath2vec: its skip-gram embeddings.",
+        ],
+        missing=pool.missing,
+        devices=pool.devices,
+    )
     return [out / "table_clustering.csv", out / "table_clustering.md"]
 
 

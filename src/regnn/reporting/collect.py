@@ -1,4 +1,5 @@
 """Formatting and writing of tables (CSV as data, markdown for reading)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,10 @@ def markdown(df: pd.DataFrame) -> str:
     """A GitHub-flavoured markdown table (pandas' to_markdown needs the extra package tabulate)."""
     cols = [str(c) for c in df.columns]
     rows = [[str(v) for v in r] for r in df.itertuples(index=False)]
-    return "\n".join(["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-                     + ["| " + " | ".join(r) + " |" for r in rows])
+    return "\n".join(
+        ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+        + ["| " + " | ".join(r) + " |" for r in rows]
+    )
 
 
 def runs_text(runs: list[int]) -> str:
@@ -41,13 +44,23 @@ def device_note(devices: dict[str, dict[str, list[int]]]) -> str | None:
                 parts.append(f"{cell} ({'all runs' if whole else runs_text(sorted(runs))} on {device})")
     if not parts:
         return None
-    return ("Trained on another device than the CPU: " + "; ".join(parts) + ". Every other run was trained on the "
-            "CPU, with the same settings and seeds; the two devices sum in another order, so a seed's scores "
-            "differ between them within the spread of the runs.")
+    return (
+        "Trained on another device than the CPU: " + "; ".join(parts) + ". Every other run was trained on the "
+        "CPU, with the same settings and seeds; the two devices sum in another order, so a seed's scores "
+        "differ between them within the spread of the runs."
+    )
 
 
-def write_table(df: pd.DataFrame, md: pd.DataFrame, out: Path, name: str, title: str, notes: list[str],
-                missing: list[str] = (), devices: dict | None = None) -> None:
+def write_table(
+    df: pd.DataFrame,
+    md: pd.DataFrame,
+    out: Path,
+    name: str,
+    title: str,
+    notes: list[str],
+    missing: list[str] = (),
+    devices: dict | None = None,
+) -> None:
     """<out>/<name>.csv (data) and <out>/<name>.md (rendering with a title and notes, the cells that were not
     trained yet when rendering a partial pool, and the runs trained on a GPU)."""
     out.mkdir(parents=True, exist_ok=True)

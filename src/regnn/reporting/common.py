@@ -1,4 +1,5 @@
 """Command-line plumbing shared by the table and figure renderers."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,9 +11,20 @@ from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CELLS, CellPool, MissingCells
 
 # the models outside the relation group; regnn.catalog names the others (RE-GCN, GCN-S, ...)
-LABELS = {"rgcn": "R-GCN", "hgt": "HGT", "simple_hgn": "Simple-HGN", "han": "HAN", "gtn": "GTN", "gcn_m": "GCN-M",
-          "gat_m": "GAT-M", "mlp": "MLP", "metapath2vec": "Metapath2vec", "magnn": "MAGNN", "magnn_ac": "MAGNN-AC",
-          "rhgnn": "R-HGNN"}
+LABELS = {
+    "rgcn": "R-GCN",
+    "hgt": "HGT",
+    "simple_hgn": "Simple-HGN",
+    "han": "HAN",
+    "gtn": "GTN",
+    "gcn_m": "GCN-M",
+    "gat_m": "GAT-M",
+    "mlp": "MLP",
+    "metapath2vec": "Metapath2vec",
+    "magnn": "MAGNN",
+    "magnn_ac": "MAGNN-AC",
+    "rhgnn": "R-HGNN",
+}
 
 
 def label(model: str) -> str:
@@ -31,8 +43,11 @@ def cli(doc: str, render, datasets: list[str]) -> int:
     ap.add_argument("--cells", default=str(CELLS), help="the experiment cell pool")
     ap.add_argument("--out", default=str(REPO_ROOT / "results"))
     ap.add_argument("--datasets", nargs="+", default=datasets)
-    ap.add_argument("--allow-missing", action="store_true",
-                    help="render the cells that exist and list the missing ones (default: missing cells are an error)")
+    ap.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="render the cells that exist and list the missing ones (default: missing cells are an error)",
+    )
     a = ap.parse_args()
     pool = CellPool(a.cells, allow_missing=a.allow_missing, archive=Path(a.out) / "cells")
     try:

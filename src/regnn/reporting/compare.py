@@ -8,6 +8,7 @@ on DBLP, ACM and IMDB a cell the sweep lacks is read from results/cells/<cell>.j
 rendering kept, regnn.reporting.cells), unless the sweep is a tuned one. The notes name where every row was read,
 the models refused on this graph (with the reason) and those not trained yet.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,14 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
         rows.append(row)
     df = pd.DataFrame(rows)
     df["collapsed"] = df.get("collapsed", pd.Series(False, index=df.index)).fillna(False).astype(bool)
-    for k in [f"{k}_{s}" for k in METRICS for s in ("mean", "std")] + ["epoch_time_s", "reason", "runs_at_chance",
-                                                                       "chance", "collapsed", "learnt_test_micro_f1"]:
+    for k in [f"{k}_{s}" for k in METRICS for s in ("mean", "std")] + [
+        "epoch_time_s",
+        "reason",
+        "runs_at_chance",
+        "chance",
+        "collapsed",
+        "learnt_test_micro_f1",
+    ]:
         if k not in df:
             df[k] = np.nan
     scored = df[df.val_micro_f1_mean.notna()]
@@ -85,20 +92,26 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
     notes = []
     if winner is not None:
         w = df[df.winner].iloc[0]
-        notes.append(f"Winner: {w.label}, the highest mean validation Micro-F1 ({w.val_micro_f1_mean:.2f}); test "
-                     "scores are shown, never used to pick. F1 at the best validation epoch of each run, mean ± std "
-                     "(population) over the runs; every model with the same trainer, splits and seeds.")
-    for source, what in (("sweep", f"from {pool.dir}"),
-                         ("archive", f"from {pool.archive} (summaries of cells trained earlier)")):
+        notes.append(
+            f"Winner: {w.label}, the highest mean validation Micro-F1 ({w.val_micro_f1_mean:.2f}); test "
+            "scores are shown, never used to pick. F1 at the best validation epoch of each run, mean ± std "
+            "(population) over the runs; every model with the same trainer, splits and seeds."
+        )
+    for source, what in (
+        ("sweep", f"from {pool.dir}"),
+        ("archive", f"from {pool.archive} (summaries of cells trained earlier)"),
+    ):
         read = [f"{dataset}_{m}" for m in df.model[df.source == source]]
         if read:
             notes.append(f"Cells read {what}: {', '.join(read)}.")
     for _, r in df[df.collapsed].iterrows():
-        notes.append(f"Collapsed: {r.label}: {int(r.runs_at_chance)} of {int(r.runs)} runs at chance (test Micro-F1 "
-                     f"within {AT_CHANCE:g} of {r.chance:.2f}, what always predicting the largest class scores); the "
-                     f"runs that learned score {r.learnt_test_micro_f1:.2f} test Micro-F1 on average. Its mean mixes "
-                     "runs that learned nothing with runs that did: with these settings the model is unreliable on "
-                     "this graph, not merely weaker.")
+        notes.append(
+            f"Collapsed: {r.label}: {int(r.runs_at_chance)} of {int(r.runs)} runs at chance (test Micro-F1 "
+            f"within {AT_CHANCE:g} of {r.chance:.2f}, what always predicting the largest class scores); the "
+            f"runs that learned score {r.learnt_test_micro_f1:.2f} test Micro-F1 on average. Its mean mixes "
+            "runs that learned nothing with runs that did: with these settings the model is unreliable on "
+            "this graph, not merely weaker."
+        )
     for _, r in df[df.source == "refused"].iterrows():
         notes.append(f"Refused on this graph: {r.label}: {r.reason}")
     return df, notes
@@ -108,39 +121,58 @@ def _collapse(cell: dict) -> dict:
     """The runs of a cell that scored at chance, where its summary records the chance level."""
     chance = cell.get("chance_test_micro_f1")
     k = runs_at_chance(cell.get("per_run", []), chance)
-    learnt = [r["test_micro_f1"] for r in cell.get("per_run", []) if "failed" not in r and k
-              and r["test_micro_f1"] > chance + LEARNT]
+    learnt = [
+        r["test_micro_f1"]
+        for r in cell.get("per_run", [])
+        if "failed" not in r and k and r["test_micro_f1"] > chance + LEARNT
+    ]
     # collapsed: some runs at chance while others clearly learned; a model whose runs all sit near chance (some a
     # few points above it by the luck of a small test set) learns nothing here, which its mean already says
-    return {"runs_at_chance": k, "chance": chance, "collapsed": bool(k and learnt),
-            "learnt_test_micro_f1": float(np.mean(learnt)) if learnt else None}
+    return {
+        "runs_at_chance": k,
+        "chance": chance,
+        "collapsed": bool(k and learnt),
+        "learnt_test_micro_f1": float(np.mean(learnt)) if learnt else None,
+    }
 
 
 def render_frame(df: pd.DataFrame) -> pd.DataFrame:
     def f1(k):
         return [fmt(a, b) for a, b in zip(df[f"{k}_mean"], df[f"{k}_std"])]
-    return pd.DataFrame({
-        "model": [f"**{lab}** (winner)" if w else lab + (" (collapsed)" if c else "")
-                  for lab, w, c in zip(df.label, df.winner, df.collapsed)],
-        "runs": [("–" if pd.isna(r) else f"{int(r)}, {int(k)} at chance" if c else int(r))
-                 if s != "refused" else "refused"
-                 for r, s, k, c in zip(df.runs, df.source, df.runs_at_chance, df.collapsed)],
-        "val Micro-F1": f1("val_micro_f1"), "test Micro-F1": f1("test_micro_f1"),
-        "val Macro-F1": f1("val_macro_f1"), "test Macro-F1": f1("test_macro_f1"),
-        "s/epoch": [fmt(t, digits=3) for t in df.epoch_time_s],
-    })
+
+    return pd.DataFrame(
+        {
+            "model": [
+                f"**{lab}** (winner)" if w else lab + (" (collapsed)" if c else "")
+                for lab, w, c in zip(df.label, df.winner, df.collapsed)
+            ],
+            "runs": [
+                ("–" if pd.isna(r) else f"{int(r)}, {int(k)} at chance" if c else int(r))
+                if s != "refused"
+                else "refused"
+                for r, s, k, c in zip(df.runs, df.source, df.runs_at_chance, df.collapsed)
+            ],
+            "val Micro-F1": f1("val_micro_f1"),
+            "test Micro-F1": f1("test_micro_f1"),
+            "val Macro-F1": f1("val_macro_f1"),
+            "test Macro-F1": f1("test_macro_f1"),
+            "s/epoch": [fmt(t, digits=3) for t in df.epoch_time_s],
+        }
+    )
 
 
 def figure(df: pd.DataFrame, path: Path, title: str) -> None:
     """Validation and test Micro-F1, mean ± std per model; the winner's label in bold."""
     from regnn.reporting.figures import save, subplots
+
     fig, ax = subplots(figsize=(8, 0.45 * len(df) + 1.4))
     y = np.arange(len(df))[::-1]
-    for k, off, color, marker, name in (("val_micro_f1", 0.12, "#1f77b4", "o", "validation"),
-                                        ("test_micro_f1", -0.12, "#d62728", "s", "test")):
+    for k, off, color, marker, name in (
+        ("val_micro_f1", 0.12, "#1f77b4", "o", "validation"),
+        ("test_micro_f1", -0.12, "#d62728", "s", "test"),
+    ):
         ax.errorbar(df[f"{k}_mean"], y + off, xerr=df[f"{k}_std"], fmt=marker, color=color, capsize=3, label=name)
-    ax.set_yticks(y, [f"{lab} ({s})" if s in ("refused", "missing") else lab
-                      for lab, s in zip(df.label, df.source)])
+    ax.set_yticks(y, [f"{lab} ({s})" if s in ("refused", "missing") else lab for lab, s in zip(df.label, df.source)])
     for tick, w in zip(ax.get_yticklabels(), df.winner):
         tick.set_fontweight("bold" if w else "normal")
     ax.set_xlabel("Micro-F1 (mean ± std over runs)")
@@ -150,8 +182,14 @@ def figure(df: pd.DataFrame, path: Path, title: str) -> None:
     save(fig, path)
 
 
-def render(sweep: Path, dataset: str, models: list[str], out: Path | None = None,
-           archive: Path | None = None, graph: str | None = None) -> list[Path]:
+def render(
+    sweep: Path,
+    dataset: str,
+    models: list[str],
+    out: Path | None = None,
+    archive: Path | None = None,
+    graph: str | None = None,
+) -> list[Path]:
     """Reads the cells (<sweep>/<dataset>_<model>) and writes OUT.csv, OUT.md, OUT.png (OUT: <sweep>/compare by
     default), titled with the graph's own name (default: the dataset's)."""
     sweep = Path(sweep)
@@ -159,8 +197,16 @@ def render(sweep: Path, dataset: str, models: list[str], out: Path | None = None
     pool = CellPool(sweep, allow_missing=True, archive=archive)
     df, notes = compare_frame(pool, dataset, models)
     title = f"Every model on {graph or dataset}"
-    write_table(df, render_frame(df), out.parent, out.name, f"{title}: validation and test F1", notes,
-                missing=[f"{dataset}_{m}" for m in df.model[df.source == "missing"]], devices=pool.devices)
+    write_table(
+        df,
+        render_frame(df),
+        out.parent,
+        out.name,
+        f"{title}: validation and test F1",
+        notes,
+        missing=[f"{dataset}_{m}" for m in df.model[df.source == "missing"]],
+        devices=pool.devices,
+    )
     figure(df, out.with_suffix(".png"), title)
     return [out.with_suffix(s) for s in (".csv", ".md", ".png")]
 
@@ -171,8 +217,11 @@ def main(argv=None) -> int:
     ap.add_argument("--dataset", help="default: the sweep's (its multirun.yaml)")
     ap.add_argument("--models", nargs="+", help="default: the sweep's, else MODELS")
     ap.add_argument("--out", help="prefix of the files (default: <sweep>/compare)")
-    ap.add_argument("--archive", help="cell summaries for the cells the sweep lacks (default: results/cells on "
-                                      "DBLP, ACM and IMDB, untuned sweeps only)")
+    ap.add_argument(
+        "--archive",
+        help="cell summaries for the cells the sweep lacks (default: results/cells on "
+        "DBLP, ACM and IMDB, untuned sweeps only)",
+    )
     a = ap.parse_args(argv)
     sweep = Path(a.sweep)
     conf = _sweep_config(sweep)
@@ -185,6 +234,7 @@ def main(argv=None) -> int:
     graph = None
     if conf.get("dataset", {}).get("name") == dataset:  # the sweep's own graph: titled with its name
         from regnn.data.fingerprint import graph_name  # reading the description needs the data layer
+
         with contextlib.suppress(Exception):
             graph = graph_name(conf["dataset"])
     for w in render(sweep, dataset, models, Path(a.out) if a.out else None, archive, graph=graph):

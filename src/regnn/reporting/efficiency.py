@@ -7,6 +7,7 @@ training run per model and renders it here; the measured rows are kept in result
 renders the table and figure again from them (no training; the stored rows carry 4 decimals, so a ratio's last
 digit can move).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,21 @@ from regnn.reporting.common import label
 from regnn.reporting.figures import PLAIN, RE, save, subplots
 
 # the measured columns of a row (one model's run); the ratios to RE-GCN are derived from them
-MEASURED = ("dataset", "model", "metapath", "epochs_timed", "run_s", "run_epochs", "test_micro_f1", "median_epoch_s",
-            "p10_epoch_s", "p90_epoch_s", "num_parameters", "peak_rss_mb", "threads")
+MEASURED = (
+    "dataset",
+    "model",
+    "metapath",
+    "epochs_timed",
+    "run_s",
+    "run_epochs",
+    "test_micro_f1",
+    "median_epoch_s",
+    "p10_epoch_s",
+    "p90_epoch_s",
+    "num_parameters",
+    "peak_rss_mb",
+    "threads",
+)
 
 
 def write_efficiency(rows: list[dict], out: Path, overrides=()) -> None:
@@ -36,23 +50,49 @@ def write_efficiency(rows: list[dict], out: Path, overrides=()) -> None:
         df[f"{c}_vs_re_gcn"] = df[c] / ref[c].iloc[0] if len(ref) else float("nan")
     mp = df["metapath"] if "metapath" in df else [None] * len(df)
     names = [label(m) + (f" ({p})" if isinstance(p, str) else "") for m, p in zip(df.model, mp)]
-    md = pd.DataFrame({"model": names, "parameters": df.num_parameters.map("{:,}".format),
-                       "params / RE-GCN": df.num_parameters_vs_re_gcn.map("{:.3f}".format),
-                       "s / epoch": df.median_epoch_s.map("{:.3f}".format),
-                       "epoch / RE-GCN": df.median_epoch_s_vs_re_gcn.map("{:.2f}".format),
-                       "s / run": df.run_s.map("{:.1f}".format), "epochs": df.run_epochs,
-                       "run / RE-GCN": df.run_s_vs_re_gcn.map("{:.2f}".format),
-                       "peak MB": df.peak_rss_mb.map("{:.0f}".format)})
-    write_table(df, md, out, "table_efficiency", f"Efficiency on {df.dataset.iloc[0].upper()} (Figure 8)",
-                [f"One full training run per model (seed 0, its configured early stopping), each in its own process, "
-                 f"one after another on {os.cpu_count()} CPU cores (`make fig-efficiency`); s / epoch is the median "
-                 "of one training step plus the validation pass; peak MB is the process's resident high-water mark.",
-                 "Ratios are to RE-GCN, as the paper reports them."]
-                + (["Metapath2vec has no training epochs: its epoch is one pass of meta-path walks from every target "
-                    "node with its skip-gram steps (`model.walks_per_node` passes), its run those passes plus the "
-                    "logistic regression."] if (df.model == "metapath2vec").any() else [])
-                + ([f"Every run under `{' '.join(overrides)}`: s / run is the time of that (capped) run, not of a "
-                    "full one; s / epoch is unaffected."] if overrides else []))
+    md = pd.DataFrame(
+        {
+            "model": names,
+            "parameters": df.num_parameters.map("{:,}".format),
+            "params / RE-GCN": df.num_parameters_vs_re_gcn.map("{:.3f}".format),
+            "s / epoch": df.median_epoch_s.map("{:.3f}".format),
+            "epoch / RE-GCN": df.median_epoch_s_vs_re_gcn.map("{:.2f}".format),
+            "s / run": df.run_s.map("{:.1f}".format),
+            "epochs": df.run_epochs,
+            "run / RE-GCN": df.run_s_vs_re_gcn.map("{:.2f}".format),
+            "peak MB": df.peak_rss_mb.map("{:.0f}".format),
+        }
+    )
+    write_table(
+        df,
+        md,
+        out,
+        "table_efficiency",
+        f"Efficiency on {df.dataset.iloc[0].upper()} (Figure 8)",
+        [
+            f"One full training run per model (seed 0, its configured early stopping), each in its own process, "
+            f"one after another on {os.cpu_count()} CPU cores (`make fig-efficiency`); s / epoch is the median "
+            "of one training step plus the validation pass; peak MB is the process's resident high-water mark.",
+            "Ratios are to RE-GCN, as the paper reports them.",
+        ]
+        + (
+            [
+                "Metapath2vec has no training epochs: its epoch is one pass of meta-path walks from every target "
+                "node with its skip-gram steps (`model.walks_per_node` passes), its run those passes plus the "
+                "logistic regression."
+            ]
+            if (df.model == "metapath2vec").any()
+            else []
+        )
+        + (
+            [
+                f"Every run under `{' '.join(overrides)}`: s / run is the time of that (capped) run, not of a "
+                "full one; s / epoch is unaffected."
+            ]
+            if overrides
+            else []
+        ),
+    )
     _plot(df, out)
 
 
@@ -60,8 +100,14 @@ def _plot(df, out: Path) -> None:
     """Figure 8: parameters, seconds per epoch and per run of every model (log scale), with the ratios to RE-GCN."""
     fig, axes = subplots(1, 3, figsize=(18, 4.2))
     colours = [RE if m.startswith("re_") else PLAIN for m in df.model]
-    for ax, (c, title) in zip(axes, [("num_parameters", "parameters"), ("median_epoch_s", "seconds per epoch"),
-                                      ("run_s", "seconds per training run")]):
+    for ax, (c, title) in zip(
+        axes,
+        [
+            ("num_parameters", "parameters"),
+            ("median_epoch_s", "seconds per epoch"),
+            ("run_s", "seconds per training run"),
+        ],
+    ):
         ax.bar(range(len(df)), df[c], color=colours)
         ax.set_yscale("log")  # the models span three orders of magnitude
         for i, r in enumerate(df[f"{c}_vs_re_gcn"]):
@@ -78,12 +124,16 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "results")
     a = ap.parse_args(argv)
     if not a.rows.is_file():
-        print(f"error: {a.rows} does not exist; `make fig-efficiency` measures the models and writes it",
-              file=sys.stderr)
+        print(
+            f"error: {a.rows} does not exist; `make fig-efficiency` measures the models and writes it", file=sys.stderr
+        )
         return 2
     rows = pd.read_csv(a.rows)
-    missing = [c for c in ("dataset", "model", "num_parameters", "median_epoch_s", "run_s", "run_epochs",
-                           "peak_rss_mb") if c not in rows]
+    missing = [
+        c
+        for c in ("dataset", "model", "num_parameters", "median_epoch_s", "run_s", "run_epochs", "peak_rss_mb")
+        if c not in rows
+    ]
     if missing:
         print(f"error: {a.rows} lacks the columns {missing}; it is not a table_efficiency.csv", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ A table whose cells are not all trained is not rendered: its committed files in 
 line names the make target that trains the missing cells (`make reproduce` trains every missing cell).
 Figure 8 is a timing, not a set of cells: `make fig-efficiency` measures and renders it (regnn.reporting.efficiency).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,8 @@ ORDER = ("Table", "Figure")  # the paper's tables first, then its figures, each 
 
 @dataclass(frozen=True)
 class Experiment:
-    target: str             # make target that trains the missing cells, then renders
-    item: str               # the paper's table or figure
+    target: str  # make target that trains the missing cells, then renders
+    item: str  # the paper's table or figure
     what: str
     outputs: tuple[str, ...]  # files in results/
     renderer: str | None = None  # module in regnn.reporting (None: measured, not rendered from cells)
@@ -58,6 +59,7 @@ def declared(conf_dir: Path = REPO_ROOT / "conf" / "experiment") -> list[Experim
     """Every experiment of conf/experiment/ that declares its table or figure (hydra.callbacks.report), in the
     paper's order: the one declaration the make targets, `make tables`, the smoke tests and README derive from."""
     import regnn.schema  # noqa: F401  (the ${datasets:...} and ${models:...} resolvers of the sweeps)
+
     out = []
     for path in sorted(conf_dir.glob("*.yaml")):
         y = OmegaConf.load(path)
@@ -65,16 +67,30 @@ def declared(conf_dir: Path = REPO_ROOT / "conf" / "experiment") -> list[Experim
         if report is None:
             continue
         params = OmegaConf.select(y, "hydra.sweeper.params")
-        out.append(Experiment(path.stem.replace("_", "-"), str(report.item), str(report.what), tuple(report.outputs),
-                              str(report.renderer), _words(params.dataset), _words(params.model)))
+        out.append(
+            Experiment(
+                path.stem.replace("_", "-"),
+                str(report.item),
+                str(report.what),
+                tuple(report.outputs),
+                str(report.renderer),
+                _words(params.dataset),
+                _words(params.model),
+            )
+        )
     return sorted(out, key=_sort_key)
 
 
 # Figure 8 is a timing, not a set of cells: scripts/bench/benchmark.py measures it (`make fig-efficiency`) and
 # regnn.reporting.efficiency renders it, again from its stored rows with `python -m regnn.reporting.efficiency`
-MEASURED = [Experiment("fig-efficiency", "Figure 8",
-                       "parameters, time per epoch and per run, peak memory of every model on DBLP",
-                       ("table_efficiency.csv", "table_efficiency.md", "fig_efficiency.png"))]
+MEASURED = [
+    Experiment(
+        "fig-efficiency",
+        "Figure 8",
+        "parameters, time per epoch and per run, peak memory of every model on DBLP",
+        ("table_efficiency.csv", "table_efficiency.md", "fig_efficiency.png"),
+    )
+]
 EXPERIMENTS = sorted(declared() + MEASURED, key=_sort_key)
 
 
@@ -94,8 +110,9 @@ class Report(Callback):
     sweep's cells into it; a table that cannot be rendered then fails the command, unless allow_missing, which
     renders what exists and names the missing cells. A plain `train.py -m experiment=<name>` only trains."""
 
-    def __init__(self, item: str, what: str, renderer: str, outputs, out: str | None = None,
-                 allow_missing: bool = False):
+    def __init__(
+        self, item: str, what: str, renderer: str, outputs, out: str | None = None, allow_missing: bool = False
+    ):
         self.item, self.what, self.renderer, self.outputs = item, what, renderer, tuple(outputs)
         self.out, self.allow_missing = (Path(out) if out else None), allow_missing
 
@@ -104,8 +121,9 @@ class Report(Callback):
             return
         params = config.hydra.sweeper.params
         target = str(config.hydra.runtime.choices.get("experiment") or "").replace("_", "-")
-        e = Experiment(target, self.item, self.what, self.outputs, self.renderer, _words(params.dataset),
-                       _words(params.model))
+        e = Experiment(
+            target, self.item, self.what, self.outputs, self.renderer, _words(params.dataset), _words(params.model)
+        )
         archive = None if e.renderer == "tsne" else self.out / "cells"
         pool = CellPool(config.hydra.sweep.dir, allow_missing=self.allow_missing, archive=archive)
         try:
@@ -144,8 +162,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cells", default=str(CELLS), help="the experiment cell pool")
     ap.add_argument("--out", default=str(REPO_ROOT / "results"))
-    ap.add_argument("--allow-missing", action="store_true",
-                    help="render tables whose cells are partly trained (the missing cells are named in the notes)")
+    ap.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="render tables whose cells are partly trained (the missing cells are named in the notes)",
+    )
     ap.add_argument("--list", action="store_true", help="only list the tables and figures and their make targets")
     a = ap.parse_args(argv)
     if a.list:
@@ -160,9 +181,12 @@ def main(argv=None) -> int:
     if Path(a.out).resolve() != (REPO_ROOT / "results").resolve():
         return 0  # README.md and docs/ show the committed results only
     from regnn.reporting import readme
+
     changed = readme.update_all(REPO_ROOT, experiments=experiments_table())
-    print(f"{'README, docs':<20} results sections regenerated from results/: "
-          + (", ".join(changed) if changed else "every page already up to date"))
+    print(
+        f"{'README, docs':<20} results sections regenerated from results/: "
+        + (", ".join(changed) if changed else "every page already up to date")
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
 """Matplotlib helpers shared by the figures (headless backend, consistent style)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,7 +1,8 @@
 """Figure 6: first-layer relation weights of RE-GCN on DBLP for each gradient scaling factor lambda.
 
-    python -m regnn.reporting.lambda_study [--cells DIR] [--out results] [--datasets dblp]
+python -m regnn.reporting.lambda_study [--cells DIR] [--out results] [--datasets dblp]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,18 +30,40 @@ def render(source, out, datasets):
         names, w, wstd = mean_weights(c, 0)
         weights[lam] = (names, w, wstd)
         p = paper.get(lam)  # YAML keys 1, 100, ... match the floats 1.0, 100.0
-        rows.append({"lambda": lam, "micro_f1_mean": mean, "micro_f1_std": std, "paper_micro_f1": p,
-                     "diff": None if p is None else mean - p, **{f"w1[{n}]": v for n, v in zip(names, w)}})
+        rows.append(
+            {
+                "lambda": lam,
+                "micro_f1_mean": mean,
+                "micro_f1_std": std,
+                "paper_micro_f1": p,
+                "diff": None if p is None else mean - p,
+                **{f"w1[{n}]": v for n, v in zip(names, w)},
+            }
+        )
     df = pd.DataFrame(rows)
     best = df.loc[df.micro_f1_mean.idxmax(), "lambda"]
     runs = next(iter(cells.values()))["runs"]
-    md = pd.DataFrame({"lambda": df["lambda"].map("{:g}".format),
-                       "Micro-F1 (ours)": [fmt(a, b) for a, b in zip(df.micro_f1_mean, df.micro_f1_std)],
-                       "Micro-F1 (paper)": [fmt(v) for v in df.paper_micro_f1], "Δ": [signed(v) for v in df["diff"]]})
-    write_table(df, md, out, "table_lambda", f"Gradient scaling factor (Figure 6): RE-GCN on {d.upper()}",
-                [f"Best lambda here: {best:g}. The CSV also holds the mean first-layer weight of every relation.",
-                 f"{runs} runs per lambda; weights are means over the runs of the best-validation checkpoints."],
-                missing=pool.missing, devices=pool.devices)
+    md = pd.DataFrame(
+        {
+            "lambda": df["lambda"].map("{:g}".format),
+            "Micro-F1 (ours)": [fmt(a, b) for a, b in zip(df.micro_f1_mean, df.micro_f1_std)],
+            "Micro-F1 (paper)": [fmt(v) for v in df.paper_micro_f1],
+            "Δ": [signed(v) for v in df["diff"]],
+        }
+    )
+    write_table(
+        df,
+        md,
+        out,
+        "table_lambda",
+        f"Gradient scaling factor (Figure 6): RE-GCN on {d.upper()}",
+        [
+            f"Best lambda here: {best:g}. The CSV also holds the mean first-layer weight of every relation.",
+            f"{runs} runs per lambda; weights are means over the runs of the best-validation checkpoints.",
+        ],
+        missing=pool.missing,
+        devices=pool.devices,
+    )
     fig, axes = subplots(1, len(LAMBDAS), figsize=(4.2 * len(LAMBDAS), 3.8), sharey=False)
     for ax, (lam, row) in zip(axes, zip(LAMBDAS, rows)):
         names, w, wstd = weights[lam]

@@ -1,4 +1,5 @@
 """The paper's reported numbers (resources/paper_numbers.yaml), for tables that compare against them."""
+
 from __future__ import annotations
 
 import functools

@@ -9,6 +9,7 @@ trained by `make paper-text` into outputs/paper_text/<dataset>_<model>/ and kept
 whose text-setting cell is missing is listed with its make target. Validation Micro-F1 stands beside the test
 scores: a setting is chosen on validation, never on test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,33 +53,51 @@ def frame(runs: Path, cells: Path, kept: Path) -> tuple[pd.DataFrame, list[str]]
         if text is None:
             missing.append(name)
         for setting, r in (("script", _summary(cells / f"{name}.json")), ("text", text)):
-            (mi, mi_s), (ma, ma_s), (val, _) = (_metric(r, k) for k in ("test_micro_f1", "test_macro_f1",
-                                                                          "val_micro_f1"))
+            (mi, mi_s), (ma, ma_s), (val, _) = (
+                _metric(r, k) for k in ("test_micro_f1", "test_macro_f1", "val_micro_f1")
+            )
             paper = reported("classification", ds, m, "micro_f1")[0]
-            rows.append({"dataset": ds, "model": m, "setting": setting, "runs": (r or {}).get("finished_runs"),
-                         "val_micro_f1": val, "test_micro_f1": mi, "test_micro_f1_std": mi_s, "test_macro_f1": ma,
-                         "test_macro_f1_std": ma_s, "paper_micro_f1": paper,
-                         "delta_micro_f1": None if mi is None or paper is None else mi - paper})
+            rows.append(
+                {
+                    "dataset": ds,
+                    "model": m,
+                    "setting": setting,
+                    "runs": (r or {}).get("finished_runs"),
+                    "val_micro_f1": val,
+                    "test_micro_f1": mi,
+                    "test_micro_f1_std": mi_s,
+                    "test_macro_f1": ma,
+                    "test_macro_f1_std": ma_s,
+                    "paper_micro_f1": paper,
+                    "delta_micro_f1": None if mi is None or paper is None else mi - paper,
+                }
+            )
     return pd.DataFrame(rows), missing
 
 
 def render(runs: Path, cells: Path, out: Path) -> list[str]:
     df, missing = frame(runs, cells, out / "paper_text")
-    md = pd.DataFrame({
-        "dataset": df.dataset.str.upper(), "model": df.model.map(label), "setting": df.setting.map(SETTINGS),
-        "val Micro-F1": [fmt(v) for v in df.val_micro_f1],
-        "Micro-F1": [fmt(a, b) for a, b in zip(df.test_micro_f1, df.test_micro_f1_std)],
-        "Macro-F1": [fmt(a, b) for a, b in zip(df.test_macro_f1, df.test_macro_f1_std)],
-        "Micro-F1 (paper)": [fmt(v) for v in df.paper_micro_f1],
-        "Δ": ["–" if pd.isna(v) else f"{round(v, 2) + 0.0:+.2f}" for v in df.delta_micro_f1]})
-    notes = ["10 runs, seeds 0-9, test scores at the best validation epoch, mean ± std. The script setting is the "
-             "RE twin's from the authors' run scripts, which Table 2's plain row shares; the text setting is the "
-             "paper's stated one for its homogeneous baselines (conf/tuned/relation/*_plain_paper_text.yaml).",
-             "IMDB GCN is not listed: its script setting is the text's (64 hidden, dropout 0.6, weight decay 5e-3)."]
+    md = pd.DataFrame(
+        {
+            "dataset": df.dataset.str.upper(),
+            "model": df.model.map(label),
+            "setting": df.setting.map(SETTINGS),
+            "val Micro-F1": [fmt(v) for v in df.val_micro_f1],
+            "Micro-F1": [fmt(a, b) for a, b in zip(df.test_micro_f1, df.test_micro_f1_std)],
+            "Macro-F1": [fmt(a, b) for a, b in zip(df.test_macro_f1, df.test_macro_f1_std)],
+            "Micro-F1 (paper)": [fmt(v) for v in df.paper_micro_f1],
+            "Δ": ["–" if pd.isna(v) else f"{round(v, 2) + 0.0:+.2f}" for v in df.delta_micro_f1],
+        }
+    )
+    notes = [
+        "10 runs, seeds 0-9, test scores at the best validation epoch, mean ± std. The script setting is the "
+        "RE twin's from the authors' run scripts, which Table 2's plain row shares; the text setting is the "
+        "paper's stated one for its homogeneous baselines (conf/tuned/relation/*_plain_paper_text.yaml).",
+        "IMDB GCN is not listed: its script setting is the text's (64 hidden, dropout 0.6, weight decay 5e-3).",
+    ]
     if missing:
         notes.append(f"Not trained yet: {', '.join(missing)} (`make paper-text` trains them).")
-    write_table(df, md, out, "table_paper_text", "Plain GCN and GAT under the scripts' and the paper's settings",
-                notes)
+    write_table(df, md, out, "table_paper_text", "Plain GCN and GAT under the scripts' and the paper's settings", notes)
     return missing
 
 

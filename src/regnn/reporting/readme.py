@@ -8,6 +8,7 @@ demoted to a sub-heading, a figure, or a section rendered from a JSON result. Ev
 from. Headings must be unique within a page's generated section (GitHub's anchors would collide otherwise):
 a part whose file title is shared with another file gets its own heading here.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,7 +26,7 @@ EXPERIMENTS_START, EXPERIMENTS_END = "<!-- experiments:start -->", "<!-- experim
 
 @dataclass(frozen=True)
 class Part:
-    file: str                  # path under results/
+    file: str  # path under results/
     heading: str | None = None  # None: the markdown file's own title
 
 
@@ -45,8 +46,14 @@ PAPER = [
     Part("fig_case_study.png", "Figure 7: relation weights of a 4-layer RE-GCN on DBLP, every layer"),
     Part("table_efficiency.md", "Efficiency on DBLP (Figure 8): table"),
     Part("fig_efficiency.png", "Efficiency on DBLP (Figure 8): chart"),
-    *(Part(f"stack_check_{d}_cpu.md", f"Cells trained on another stack or device, re-measured on today's ({d.upper()}, "
-                                      "scripts/checks/stack_check.py)") for d in ("dblp", "acm", "imdb")),
+    *(
+        Part(
+            f"stack_check_{d}_cpu.md",
+            f"Cells trained on another stack or device, re-measured on today's ({d.upper()}, "
+            "scripts/checks/stack_check.py)",
+        )
+        for d in ("dblp", "acm", "imdb")
+    ),
 ]
 PAGES = {
     "README.md": [CLASSIFICATION],
@@ -59,18 +66,31 @@ PAGES = {
         Part("scale_benchmark_scale0.05.md", "Scale benchmark: 5% size, one whole epoch per model"),
         Part("scale_benchmark_epoch.md", "Scale benchmark: full size, one whole epoch per model, profiled"),
         Part("scale_benchmark_paired.md", "Training speed against the DGL-era code, run in turn (full size)"),
-        Part("trainers.md",
-             "Full batch against mini-batch on graphs that fit in memory (scripts/checks/trainers_table.py)"),
-        Part("scale_accuracy_check.md",
-             "Mini-batch accuracy at OGBN-MAG's shape, code by code (scripts/checks/scale_accuracy_check.py)"),
+        Part(
+            "trainers.md",
+            "Full batch against mini-batch on graphs that fit in memory (scripts/checks/trainers_table.py)",
+        ),
+        Part(
+            "scale_accuracy_check.md",
+            "Mini-batch accuracy at OGBN-MAG's shape, code by code (scripts/checks/scale_accuracy_check.py)",
+        ),
     ],
-    "docs/gpu.md": [Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/bench/gpu_check.sh)"),
-                    Part("gpu_dblp_backbones.md", "Figure 3's GIN, GraphSAGE and MixHop and the GTN baseline on "
-                                                  "the GPU (scripts/bench/gpu_check.sh, 3 seeds)")],
-    "docs/custom_data.md": [Part("tune_protocol.md", "Tuning protocols: the search's best, the finalists' choice and "
-                                                     "the configured setting (scripts/checks/tune_protocol.py)"),
-                            Part("defaults_check.md", "Defaults on a graph without tuned settings "
-                                                      "(scripts/checks/defaults_check.py)")],
+    "docs/gpu.md": [
+        Part("gpu_dblp.md", "GPU training on DBLP through train.py (scripts/bench/gpu_check.sh)"),
+        Part(
+            "gpu_dblp_backbones.md",
+            "Figure 3's GIN, GraphSAGE and MixHop and the GTN baseline on "
+            "the GPU (scripts/bench/gpu_check.sh, 3 seeds)",
+        ),
+    ],
+    "docs/custom_data.md": [
+        Part(
+            "tune_protocol.md",
+            "Tuning protocols: the search's best, the finalists' choice and "
+            "the configured setting (scripts/checks/tune_protocol.py)",
+        ),
+        Part("defaults_check.md", "Defaults on a graph without tuned settings (scripts/checks/defaults_check.py)"),
+    ],
 }
 
 
@@ -105,9 +125,11 @@ def headings(text: str) -> list[str]:
 
 def _distinct_subheadings(text: str, file: str, seen: set[str]) -> str:
     """A sub-heading that an earlier part of the page already has gets the part's file name appended."""
+
     def sub(m):
         h = m.group(2).strip()
         return f"{m.group(1)} {h} ({file})" if h in seen else m.group(0)
+
     return re.sub(r"^(####+) (.*)$", sub, text, flags=re.M)
 
 
@@ -130,14 +152,14 @@ def generated(text: str) -> str:
     """The generated section of a page's text ('' when it has none)."""
     if START not in text or END not in text:
         return ""
-    return text[text.index(START) + len(START): text.index(END)]
+    return text[text.index(START) + len(START) : text.index(END)]
 
 
 def update(page_path: Path, page: str, results: Path) -> bool:
     text = page_path.read_text()
     if START not in text or END not in text:
         raise SystemExit(f"{page_path} lacks the markers {START} / {END}: add them where the results go")
-    new = text[: text.index(START) + len(START)] + "\n" + section(page, results) + "\n" + text[text.index(END):]
+    new = text[: text.index(START) + len(START)] + "\n" + section(page, results) + "\n" + text[text.index(END) :]
     if new != text:
         page_path.write_text(new)
     return new != text
@@ -147,8 +169,13 @@ def update_experiments(page_path: Path, table: str) -> bool:
     text = page_path.read_text()
     if EXPERIMENTS_START not in text or EXPERIMENTS_END not in text:
         raise SystemExit(f"{page_path} lacks the markers {EXPERIMENTS_START} / {EXPERIMENTS_END}")
-    new = (text[: text.index(EXPERIMENTS_START) + len(EXPERIMENTS_START)] + "\n" + table + "\n"
-           + text[text.index(EXPERIMENTS_END):])
+    new = (
+        text[: text.index(EXPERIMENTS_START) + len(EXPERIMENTS_START)]
+        + "\n"
+        + table
+        + "\n"
+        + text[text.index(EXPERIMENTS_END) :]
+    )
     if new != text:
         page_path.write_text(new)
     return new != text
@@ -166,5 +193,7 @@ def update_all(root: Path = REPO_ROOT, results: Path | None = None, experiments:
 
 if __name__ == "__main__":
     changed = update_all()
-    print("regenerated: " + (", ".join(changed) if changed else "nothing (every page already up to date)"),
-          file=sys.stderr)
+    print(
+        "regenerated: " + (", ".join(changed) if changed else "nothing (every page already up to date)"),
+        file=sys.stderr,
+    )

@@ -5,6 +5,7 @@
 
 --out PREFIX also writes the listing as PREFIX.csv and PREFIX.md (never over an existing file).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,10 +33,17 @@ def search_frame(exp_dir) -> pd.DataFrame:
     rows = []
     for r in load_results(exp_dir):
         m = r["metrics"]
-        rows.append({"cell": r["_dir"].rsplit("/", 1)[-1], "runs": r["runs"],
-                     **{k: m[k]["mean"] for k in ("val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1",
-                                                  "best_epoch")},
-                     "seeds": " ".join(str(s) for s in r.get("seeds", []))})
+        rows.append(
+            {
+                "cell": r["_dir"].rsplit("/", 1)[-1],
+                "runs": r["runs"],
+                **{
+                    k: m[k]["mean"]
+                    for k in ("val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1", "best_epoch")
+                },
+                "seeds": " ".join(str(s) for s in r.get("seeds", [])),
+            }
+        )
     df = pd.DataFrame(rows)
     return df if df.empty else df.sort_values(["val_micro_f1", "val_macro_f1"], ascending=False).reset_index(drop=True)
 
@@ -55,9 +63,14 @@ def main(argv=None) -> int:
             print(error)
             return 1
         out = Path(a.out)
-        write_table(df, df.map(lambda v: f"{v:.2f}" if isinstance(v, float) else v), out.parent, out.name,
-                    f"Validation search: {a.exp_dir}",
-                    ["Cells by mean validation Micro-F1 (then Macro-F1), best first; means over the seeds listed."])
+        write_table(
+            df,
+            df.map(lambda v: f"{v:.2f}" if isinstance(v, float) else v),
+            out.parent,
+            out.name,
+            f"Validation search: {a.exp_dir}",
+            ["Cells by mean validation Micro-F1 (then Macro-F1), best first; means over the seeds listed."],
+        )
     print(df.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return 0
 

@@ -5,6 +5,7 @@
 
 Reads runs/run_XX/embeddings.npz of each cell (written with save_embeddings=true); seeded openTSNE.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,9 @@ def render(source, out: Path, dataset: str, models: list[str], run: int = 0, see
         ax.set_title(f"{label(m)} ({dataset.upper()}, run {run})")
         ax.set_xticks([]), ax.set_yticks([])
     # beside the last panel, where tight_layout (in save) makes room for it
-    axes[0][-1].legend(*sc.legend_elements(), title="class", loc="center left", bbox_to_anchor=(1.0, 0.5),
-                       frameon=False)
+    axes[0][-1].legend(
+        *sc.legend_elements(), title="class", loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False
+    )
     save(fig, out / "fig_tsne.png")
     return [out / "fig_tsne.png"]
 

@@ -7,6 +7,7 @@ model.pt is a plain state dict written by torch.save and read with torch.load(we
 without running code, and anything but tensors in it (a pickled object) is refused, as is a damaged or truncated
 file, in one line.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,13 @@ MODEL_FILE, META_FILE, SCALING_FILE = "model.pt", "model.json", "scaling.pt"
 def graph_schema(data) -> dict:
     """What a model's weights are shaped by: node types and counts, relations, feature widths, classes."""
     g = data.graph
-    return {"target": data.target, "node_types": {t: int(g.num_nodes(t)) for t in g.ntypes},
-            "relations": [list(e) for e in g.canonical_etypes], "feature_widths": data.in_dims,
-            "num_classes": int(data.num_classes)}
+    return {
+        "target": data.target,
+        "node_types": {t: int(g.num_nodes(t)) for t in g.ntypes},
+        "relations": [list(e) for e in g.canonical_etypes],
+        "feature_widths": data.in_dims,
+        "num_classes": int(data.num_classes),
+    }
 
 
 def write_tensors(path: Path, obj) -> None:
@@ -42,8 +47,12 @@ def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None
     state = {k: v.detach().to("cpu").clone().contiguous() for k, v in model.state_dict().items()}
     write_tensors(run_dir / MODEL_FILE, state)
     scaling = scaling or {}
-    stats = {f"{t}.{k}": torch.from_numpy(r[k]) for t, r in scaling.items() for k in ("mean", "scale")
-             if r.get(k) is not None}
+    stats = {
+        f"{t}.{k}": torch.from_numpy(r[k])
+        for t, r in scaling.items()
+        for k in ("mean", "scale")
+        if r.get(k) is not None
+    }
     if stats:
         write_tensors(run_dir / SCALING_FILE, stats)
     io_safe.write_json(run_dir / META_FILE, {**meta, "feature_scaling": {t: r["method"] for t, r in scaling.items()}})
@@ -56,8 +65,10 @@ def load_scaling(run_dir: Path, meta: dict) -> dict | None:
         return None
     methods, f = meta["feature_scaling"], Path(run_dir) / SCALING_FILE
     if "standard" in methods.values() and not f.is_file():
-        raise DataError(f"{f} is missing: the run standardised its features and a prediction needs the same "
-                        "statistics; copy the run folder whole, or train it again")
+        raise DataError(
+            f"{f} is missing: the run standardised its features and a prediction needs the same "
+            "statistics; copy the run folder whole, or train it again"
+        )
     stats = load_tensors(f, "scaling") if "standard" in methods.values() else {}
     if not isinstance(stats, dict):
         raise DataError(f"{Path(run_dir) / SCALING_FILE} is not the feature statistics a run wrote")
@@ -80,23 +91,29 @@ def load_tensors(path: Path, what: str = "model"):
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DataError(f"{path} holds more than tensors ({first[:160]}); regnn loads only tensors, so it is "
-                        f"refused: use the {what} file a run wrote") from None
+        raise DataError(
+            f"{path} holds more than tensors ({first[:160]}); regnn loads only tensors, so it is "
+            f"refused: use the {what} file a run wrote"
+        ) from None
     except (RuntimeError, EOFError, OSError, ValueError) as e:
         why = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
-        raise DataError(f"{path} is damaged or truncated ({why}); "
-                        "copy it again whole, or train the run again") from None
+        raise DataError(
+            f"{path} is damaged or truncated ({why}); copy it again whole, or train the run again"
+        ) from None
 
 
 def load_weights(path: Path) -> dict[str, torch.Tensor]:
     """The state dict in path; DataError (one line) for a file that holds anything but tensors or is damaged."""
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"{path} does not exist: the run was trained with save_model=false, or before models were "
-                        "saved; train it again to predict with it")
+        raise DataError(
+            f"{path} does not exist: the run was trained with save_model=false, or before models were "
+            "saved; train it again to predict with it"
+        )
     state = load_tensors(path)
-    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
-                                              for k, v in state.items()):
+    if not isinstance(state, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
         raise DataError(f"{path} is not a model's state dict (names to tensors); use the model.pt a run wrote")
     return state
 

@@ -16,6 +16,7 @@ one. On exit the marker is removed only if it still holds this process's token.
 REGNN_CLAIM_LEASE_S (default 600) and REGNN_CLAIM_HEARTBEAT_S (default 60) set the lease and the renewal period;
 REGNN_HOST_ID overrides the host name (containers that share a hostname across machines).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,8 +50,9 @@ def _seconds(name: str, default: float) -> float:
     except ValueError:
         value = -1.0
     if value <= 0:
-        raise ConfigError(f"{name}={raw!r} is not a positive number of seconds; "
-                          f"unset it or set e.g. {name}={default:g}")
+        raise ConfigError(
+            f"{name}={raw!r} is not a positive number of seconds; unset it or set e.g. {name}={default:g}"
+        )
     return value
 
 
@@ -177,16 +179,21 @@ def describe(owner: dict) -> str:
     return f"process {owner.get('pid')}{where}{lease}"
 
 
-def acquire(out_dir: Path, marker: str = MARKER, doing: str = "trained",
-            fix: str = "wait for it to finish (a re-run then skips the cell), "
-                       "or choose another output directory") -> str:
+def acquire(
+    out_dir: Path,
+    marker: str = MARKER,
+    doing: str = "trained",
+    fix: str = "wait for it to finish (a re-run then skips the cell), or choose another output directory",
+) -> str:
     """Takes out_dir for this process and renews the lease in a heartbeat thread until release(); returns the
     claim's token. CellBusy when a live owner holds it."""
     path, token = Path(out_dir) / marker, uuid.uuid4().hex
     period, lease = heartbeat_s(), lease_s()
     if period >= lease:
-        raise ConfigError(f"REGNN_CLAIM_HEARTBEAT_S ({period:g}) must be shorter than REGNN_CLAIM_LEASE_S ({lease:g}), "
-                          "or a live claim expires between renewals; e.g. a tenth of the lease")
+        raise ConfigError(
+            f"REGNN_CLAIM_HEARTBEAT_S ({period:g}) must be shorter than REGNN_CLAIM_LEASE_S ({lease:g}), "
+            "or a live claim expires between renewals; e.g. a tenth of the lease"
+        )
     with _dir_lock(Path(out_dir)):
         for _ in range(5):
             try:
@@ -206,8 +213,9 @@ def acquire(out_dir: Path, marker: str = MARKER, doing: str = "trained",
             if (read_marker(path) or {}).get("token") == token:  # re-read: the link is ours
                 break
         else:
-            raise CellBusy(f"{out_dir} is being {doing} by {describe(read_marker(path) or {})} right now ({marker}); "
-                           f"{fix}")
+            raise CellBusy(
+                f"{out_dir} is being {doing} by {describe(read_marker(path) or {})} right now ({marker}); {fix}"
+            )
     beat = _BEATS.pop(path, None)
     if beat is not None:  # this process claimed it before without releasing: one heartbeat per marker
         beat.stop()
@@ -253,8 +261,11 @@ class Heartbeat:
         while not self._stop.wait(self.period):
             try:
                 if not renew(self.path, self.token):
-                    log.error("%s: the claim was taken over by another process (its lease had expired: this "
-                              "process stalled for longer than the lease); its writes may now race with it", self.path)
+                    log.error(
+                        "%s: the claim was taken over by another process (its lease had expired: this "
+                        "process stalled for longer than the lease); its writes may now race with it",
+                        self.path,
+                    )
                     return
             except OSError as e:  # a filesystem hiccup: try again at the next beat (the lease has slack)
                 log.warning("%s: could not renew the claim (%s)", self.path, e)

@@ -1,6 +1,7 @@
 """What a cell's config computes, as configs of any age spell it: the settings a resumed cell compares with the
 config.yaml it stored. Keys that later versions added compare equal to their absence where their default computes
 what configs without them did, so a cell trained before an option existed is still reused."""
+
 from __future__ import annotations
 
 import logging
@@ -13,8 +14,18 @@ from regnn.errors import ConfigError
 log = logging.getLogger("regnn")
 
 # the parts of a config that decide what a run computes (paths, logging and resume do not)
-COMPUTE_KEYS = ("dataset", "model", "optimizer", "trainer", "seed", "runs", "deterministic", "clustering",
-                "precision", "folds")
+COMPUTE_KEYS = (
+    "dataset",
+    "model",
+    "optimizer",
+    "trainer",
+    "seed",
+    "runs",
+    "deterministic",
+    "clustering",
+    "precision",
+    "folds",
+)
 
 
 def computation(cfg) -> dict:
@@ -76,6 +87,8 @@ def check_same_computation(cfg: DictConfig, out_dir: Path) -> int | None:
     if diff == ["runs"] and int(now["runs"]) > int(stored["runs"]):
         return int(stored["runs"])
     if diff:
-        raise ConfigError(f"{out_dir} holds results computed with other settings ({', '.join(diff)} differ); "
-                          "move that directory away or choose another experiment directory")
+        raise ConfigError(
+            f"{out_dir} holds results computed with other settings ({', '.join(diff)} differ); "
+            "move that directory away or choose another experiment directory"
+        )
     return None

@@ -5,6 +5,7 @@ Written by a run with save_embeddings=true and by predict.py with embeddings=tru
 re-clustering, which use the test nodes as the paper does. Files that hold the test nodes alone (no `split`
 array) read as they are.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,8 +32,12 @@ def user_ids(data, ntype: str | None = None) -> np.ndarray | None:
 
 def write(path: Path, data, embeddings: torch.Tensor) -> None:
     """embeddings: (target nodes, dim), position order."""
-    arrays = {"node_ids": np.arange(embeddings.shape[0]), "embeddings": embeddings.float().numpy(),
-              "labels": data.known_labels(), "split": split_names(data)}
+    arrays = {
+        "node_ids": np.arange(embeddings.shape[0]),
+        "embeddings": embeddings.float().numpy(),
+        "labels": data.known_labels(),
+        "split": split_names(data),
+    }
     ids = user_ids(data)
     if ids is not None:
         arrays["ids"] = ids.astype(str)

@@ -1,5 +1,6 @@
 """The run executor: how many of a cell's independent runs train side by side, and the spawned worker processes
 that train them (`workers`, conf/train.yaml). The job says what one run is; this module only runs them."""
+
 from __future__ import annotations
 
 import logging
@@ -45,8 +46,9 @@ def plan_workers(spec, device, pending: int, threads: int, num_edges: int) -> tu
     return max(1, min(w, pending)), per_run
 
 
-def run_in_workers(out_dir: Path, pending: list[int], workers: int, threads: int, setup, setup_args: tuple,
-                   run_one) -> float:
+def run_in_workers(
+    out_dir: Path, pending: list[int], workers: int, threads: int, setup, setup_args: tuple, run_one
+) -> float:
     """Trains the pending runs in `workers` spawned processes, each taking the next run when it is free. Every
     worker first calls setup(*setup_args) (load the data once), then run_one(run) per run; both must be module
     level functions (spawn pickles them by name) and run_one writes runs/run_XX/ as a run trained in turn does
@@ -64,14 +66,17 @@ def run_in_workers(out_dir: Path, pending: list[int], workers: int, threads: int
     peak = 0.0
     # an executor, not multiprocessing.Pool: a worker that dies (killed for memory) or fails to start breaks it
     # with an error here, where a Pool would quietly replace the worker and wait for its lost run forever
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(queue, os.getpid(), threads, setup, setup_args))
+    pool = ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_worker_init, initargs=(queue, os.getpid(), threads, setup, setup_args)
+    )
     try:
         for done in as_completed([pool.submit(_worker_run, run_one, run) for run in pending]):
             peak = max(peak, done.result())
     except BrokenProcessPool as e:
-        raise RuntimeError(f"a worker process of {out_dir} died or could not start ({e}); the runs it finished "
-                           "are kept: resume=true trains the rest, workers=1 trains them in this process") from e
+        raise RuntimeError(
+            f"a worker process of {out_dir} died or could not start ({e}); the runs it finished "
+            "are kept: resume=true trains the rest, workers=1 trains them in this process"
+        ) from e
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # workers exit normally: their last log records arrive
         listener.stop()

@@ -5,6 +5,7 @@ against the graph of the command that finds it. A cell of another graph is refus
 Cells written before data.json existed: a custom graph's is compared by the path its config.yaml stored; a
 built-in dataset's (pinned by data/SHA256SUMS) is taken as it is.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +23,12 @@ def describe(cfg: DictConfig) -> dict:
     """What data.json holds for the graph of cfg."""
     ds = OmegaConf.to_container(cfg.dataset, resolve=True)
     where = ds.get("path") if ds.get("format") == "custom" else ds.get("dir")
-    return {"dataset": ds.get("name"), "graph": graph_name(ds), "path": str(Path(where).resolve()) if where else None,
-            "fingerprint": fingerprint(ds)}
+    return {
+        "dataset": ds.get("name"),
+        "graph": graph_name(ds),
+        "path": str(Path(where).resolve()) if where else None,
+        "fingerprint": fingerprint(ds),
+    }
 
 
 def write(cell: Path, data: dict) -> None:
@@ -44,7 +49,7 @@ def check(cfg: DictConfig, cell: Path, now: dict, stored_config: dict | None) ->
     """ConfigError when the cell at `cell` was trained on another graph than `now` (describe(cfg))."""
     stored = io_safe.read_json(cell / DATA_FILE, lambda d: isinstance(d, dict) and "fingerprint" in d)
     if stored is None:  # a cell from before data.json: only a custom graph's stored path can tell
-        old = ((stored_config or {}).get("dataset") or {})
+        old = (stored_config or {}).get("dataset") or {}
         if old.get("format") != "custom" or not old.get("path") or now["path"] is None:
             return
         if str(Path(str(old["path"])).resolve()) == now["path"]:
@@ -54,8 +59,13 @@ def check(cfg: DictConfig, cell: Path, now: dict, stored_config: dict | None) ->
     if same_files and (stored.get("fingerprint") is not None or stored.get("path") == now["path"]):
         return
     changed = _changed_files(stored, now)
-    what = f" ({', '.join(changed[:3])}{' ...' if len(changed) > 3 else ''} differ)" if changed and \
-        stored.get("path") == now["path"] else ""
-    raise ConfigError(f"{cell} holds results trained on another graph ({_label(stored)}) than this one "
-                      f"({_label(now)}){what}; choose another folder (hydra.run.dir=..., or hydra.sweep.dir=... "
-                      "for a sweep) or move that one away")
+    what = (
+        f" ({', '.join(changed[:3])}{' ...' if len(changed) > 3 else ''} differ)"
+        if changed and stored.get("path") == now["path"]
+        else ""
+    )
+    raise ConfigError(
+        f"{cell} holds results trained on another graph ({_label(stored)}) than this one "
+        f"({_label(now)}){what}; choose another folder (hydra.run.dir=..., or hydra.sweep.dir=... "
+        "for a sweep) or move that one away"
+    )

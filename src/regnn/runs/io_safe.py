@@ -5,6 +5,7 @@ to disk, then renamed over the target, so a kill or a full disk leaves the old f
 truncated one. `read_json` treats a missing, empty, unreadable or wrongly shaped file as absent (a cell is then
 trained again; a file that held something is set aside as .invalid first).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,8 +37,10 @@ def write_text(path: str | Path, text: str) -> None:
     except OSError as e:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise OutputError(f"cannot write {path} ({e.strerror or e}); free disk space or fix the folder's "
-                          "permissions, then re-run with resume=true (finished runs are kept)") from e
+        raise OutputError(
+            f"cannot write {path} ({e.strerror or e}); free disk space or fix the folder's "
+            "permissions, then re-run with resume=true (finished runs are kept)"
+        ) from e
     with contextlib.suppress(OSError):  # the rename itself reaches the disk
         fd = os.open(path.parent, os.O_RDONLY)
         try:
@@ -94,8 +97,9 @@ def read_json(path: str | Path, valid=None):
     except IsADirectoryError as e:
         raise OutputError(f"{path} is a folder where regnn keeps a result file; move it away, then re-run") from e
     except PermissionError as e:
-        raise OutputError(f"{path} cannot be read: permission denied; give this user read access (chmod u+r), "
-                          "then re-run") from e
+        raise OutputError(
+            f"{path} cannot be read: permission denied; give this user read access (chmod u+r), then re-run"
+        ) from e
     if not raw.strip():
         log.warning("%s is empty; treated as absent", path)
         return None
@@ -123,13 +127,24 @@ def is_number(x) -> bool:
 
 def is_run_record(r) -> bool:
     """runs/run_XX/results.json: a finished or failed run of one seed."""
-    return (isinstance(r, dict) and isinstance(r.get("seed"), int) and not isinstance(r.get("seed"), bool)
-            and isinstance(r.get("run"), int) and isinstance(r.get("relation_weights", []), list)
-            and (isinstance(r.get("failed"), str) or any(is_number(v) for k, v in r.items() if k.startswith("test_"))))
+    return (
+        isinstance(r, dict)
+        and isinstance(r.get("seed"), int)
+        and not isinstance(r.get("seed"), bool)
+        and isinstance(r.get("run"), int)
+        and isinstance(r.get("relation_weights", []), list)
+        and (isinstance(r.get("failed"), str) or any(is_number(v) for k, v in r.items() if k.startswith("test_")))
+    )
 
 
 def is_cell_summary(r) -> bool:
     """A cell's results.json: its runs, their records and the metrics over them."""
-    return (isinstance(r, dict) and isinstance(r.get("runs"), int) and not isinstance(r.get("runs"), bool)
-            and r["runs"] >= 1 and isinstance(r.get("per_run"), list) and isinstance(r.get("metrics"), dict)
-            and all(isinstance(x, dict) for x in r["per_run"]))
+    return (
+        isinstance(r, dict)
+        and isinstance(r.get("runs"), int)
+        and not isinstance(r.get("runs"), bool)
+        and r["runs"] >= 1
+        and isinstance(r.get("per_run"), list)
+        and isinstance(r.get("metrics"), dict)
+        and all(isinstance(x, dict) for x in r["per_run"])
+    )

@@ -3,6 +3,7 @@ many CPU threads and worker processes, what a run keeps (embeddings, mid-run che
 are resumed, and the clustering scores of its embeddings. The pipeline builds it (after regnn.config has checked
 the values); the job, the cell store, the executor and the checkpoints read these settings from it, never from the
 config."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,18 +23,18 @@ class Clustering:
 @dataclass(frozen=True)
 class JobSpec:
     runs: int
-    seed: int                       # run i trains with seed + i
-    device: str = "auto"            # auto | cpu | cuda | cuda:N
+    seed: int  # run i trains with seed + i
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
     deterministic: bool = True
-    threads: int | None = None      # None: the CPUs SLURM gave the job, else torch's default
-    workers: int | str = 1          # worker processes, or "auto"
-    logger: str = "none"            # none | csv | wandb (worker processes need none)
+    threads: int | None = None  # None: the CPUs SLURM gave the job, else torch's default
+    workers: int | str = 1  # worker processes, or "auto"
+    logger: str = "none"  # none | csv | wandb (worker processes need none)
     resume: bool = False
     save_embeddings: bool = False
-    save_model: bool = True         # runs/run_XX/model.pt, what predict.py reads
+    save_model: bool = True  # runs/run_XX/model.pt, what predict.py reads
     checkpoint_every_s: float | None = None
     clustering: Clustering = Clustering(enabled=False)
-    folds: int | None = None        # k: run r validates on fold r mod k of the training and validation nodes
+    folds: int | None = None  # k: run r validates on fold r mod k of the training and validation nodes
 
     def seed_of(self, run: int) -> int:
         return self.seed + run
@@ -46,13 +47,23 @@ class JobSpec:
         c = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
         cl = c.get("clustering") or {}
         every = c.get("checkpoint_every_s")
-        return cls(runs=int(c["runs"]), seed=int(c["seed"]), device=str(c.get("device", "auto")),
-                   deterministic=bool(c.get("deterministic", True)),
-                   threads=int(c["threads"]) if c.get("threads") else None,
-                   workers=c.get("workers", 1) if str(c.get("workers", 1)) == "auto" else int(c.get("workers", 1)),
-                   logger=str((c.get("logger") or {}).get("name", "none")), resume=bool(c.get("resume", False)),
-                   save_embeddings=bool(c.get("save_embeddings", False)), save_model=bool(c.get("save_model", True)),
-                   checkpoint_every_s=None if every is None else float(every),
-                   folds=int(c["folds"]) if c.get("folds") else None,
-                   clustering=Clustering(enabled=bool(cl.get("enabled", False)), repeats=int(cl.get("repeats", 10)),
-                                         n_init=int(cl.get("n_init", 10)), seed=int(cl.get("seed", 0))))
+        return cls(
+            runs=int(c["runs"]),
+            seed=int(c["seed"]),
+            device=str(c.get("device", "auto")),
+            deterministic=bool(c.get("deterministic", True)),
+            threads=int(c["threads"]) if c.get("threads") else None,
+            workers=c.get("workers", 1) if str(c.get("workers", 1)) == "auto" else int(c.get("workers", 1)),
+            logger=str((c.get("logger") or {}).get("name", "none")),
+            resume=bool(c.get("resume", False)),
+            save_embeddings=bool(c.get("save_embeddings", False)),
+            save_model=bool(c.get("save_model", True)),
+            checkpoint_every_s=None if every is None else float(every),
+            folds=int(c["folds"]) if c.get("folds") else None,
+            clustering=Clustering(
+                enabled=bool(cl.get("enabled", False)),
+                repeats=int(cl.get("repeats", 10)),
+                n_init=int(cl.get("n_init", 10)),
+                seed=int(cl.get("seed", 0)),
+            ),
+        )

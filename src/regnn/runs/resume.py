@@ -8,6 +8,7 @@ again with resume=true (a requeued SLURM job is) loads it and continues: its his
 that was never stopped. It is read with torch.load(weights_only=True), and one written for another config, graph
 or seed is refused in one line. It is removed once the run's results.json is written.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,8 +32,11 @@ def run_identity(computation: dict, graph: dict, seed: int) -> dict:
     """What a checkpoint must match: the run's settings (as resume compares them), its graph and its seed."""
     settings = {k: v for k, v in computation.items() if k != "runs"}  # a cell extended to more runs: the same runs
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
-    return {"config": digest, "graph": (graph.get("fingerprint") or {}).get("digest") or graph.get("path"),
-            "seed": int(seed)}
+    return {
+        "config": digest,
+        "graph": (graph.get("fingerprint") or {}).get("digest") or graph.get("path"),
+        "seed": int(seed),
+    }
 
 
 class RunCheckpoint:
@@ -54,8 +58,10 @@ class RunCheckpoint:
         if state.get("identity") != self.identity:
             theirs = state.get("identity") or {}
             what = [k for k in ("config", "graph", "seed") if theirs.get(k) != self.identity[k]]
-            raise DataError(f"{self.path} was written by another run ({', '.join(what) or 'its identity'} "
-                            "differs); move it away to train this run from its start")
+            raise DataError(
+                f"{self.path} was written by another run ({', '.join(what) or 'its identity'} "
+                "differs); move it away to train this run from its start"
+            )
         model.load_state_dict(state["model"])
         step.load_state(state["step"])
         loop.load_state(state["loop"])
@@ -67,9 +73,14 @@ class RunCheckpoint:
         return self.every_s is not None and time.monotonic() - self._last >= self.every_s
 
     def save(self, loop, why: str) -> None:
-        state = {"identity": self.identity, "model": self.model.state_dict(), "step": self.step.state(),
-                 "loop": loop.state(), "random": random_states(),
-                 "trained_s": self.trained_s + time.monotonic() - self._t0}
+        state = {
+            "identity": self.identity,
+            "model": self.model.state_dict(),
+            "step": self.step.state(),
+            "loop": loop.state(),
+            "random": random_states(),
+            "trained_s": self.trained_s + time.monotonic() - self._t0,
+        }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_tensors(self.path, state)
         self._last = time.monotonic()
@@ -82,6 +93,7 @@ class RunCheckpoint:
 def checkpoint_of(store, run: int) -> RunCheckpoint:
     """Run `run`'s checkpoint in its cell (the job spec's checkpoint_every_s; resume=true continues from it)."""
     spec = store.spec
-    identity = run_identity(computation(OmegaConf.to_container(store.cfg, resolve=True)), store.graph(),
-                            spec.seed_of(run))
+    identity = run_identity(
+        computation(OmegaConf.to_container(store.cfg, resolve=True)), store.graph(), spec.seed_of(run)
+    )
     return RunCheckpoint(store.run_dir(run), spec.checkpoint_every_s, identity, spec.resume)

@@ -9,6 +9,7 @@ extends one that is asked for more runs (its finished runs kept) and builds the 
 Every file is written whole through regnn.runs.io_safe (looked up at call time, so a test or probe that replaces
 io_safe.write_text sees every write).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,6 +37,7 @@ from regnn.training.divergence import finished, summary_metrics
 
 log = logging.getLogger("regnn")
 
+
 def unused_path(path: Path) -> Path:
     """path, or path with .1, .2, ... before its suffix when taken: nothing is ever overwritten."""
     k, p = 0, path
@@ -49,11 +51,17 @@ def run_record(result, run: int, device) -> dict:
     """The per-run record of a trainer's RunResult: its scores, best epoch, times, and the device, host and process
     that trained it (a resumed cell can hold runs of several machines and jobs)."""
     epoch_times = [h["epoch_time_s"] for h in result.history]
-    return {"run": run, "seed": result.seed, "best_epoch": result.best_epoch, "epochs": result.epochs,
-            **result.metrics, "train_time_s": result.train_time_s,
-            "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None, **trained_by(device),
-            **({"train_loss_blowup": result.train_loss_blowup}
-               if getattr(result, "train_loss_blowup", None) else {})}
+    return {
+        "run": run,
+        "seed": result.seed,
+        "best_epoch": result.best_epoch,
+        "epochs": result.epochs,
+        **result.metrics,
+        "train_time_s": result.train_time_s,
+        "epoch_time_s": float(np.median(epoch_times)) if epoch_times else None,
+        **trained_by(device),
+        **({"train_loss_blowup": result.train_loss_blowup} if getattr(result, "train_loss_blowup", None) else {}),
+    }
 
 
 def trained_by(device) -> dict:
@@ -92,6 +100,7 @@ def _dgl_version() -> str | None:
 @dataclass(frozen=True)
 class JobFacts:
     """What a job knows about itself that its cell's summary records."""
+
     device: object
     device_note: str
     environment: dict
@@ -134,15 +143,21 @@ class CellStore:
         if self.spec.resume:
             return
         if io_safe.read_json(self.results, io_safe.is_cell_summary) is not None:
-            raise ConfigError(f"{self.dir} already holds results.json; refusing to overwrite it. Choose another "
-                              "hydra.run.dir, or set resume=true to keep it and skip the run")
+            raise ConfigError(
+                f"{self.dir} already holds results.json; refusing to overwrite it. Choose another "
+                "hydra.run.dir, or set resume=true to keep it and skip the run"
+            )
         if any((self.dir / "runs").glob("run_*/results.json")):
-            raise ConfigError(f"{self.dir} holds finished runs of an unfinished training; set resume=true to keep "
-                              "them and train the rest, or choose another hydra.run.dir")
+            raise ConfigError(
+                f"{self.dir} holds finished runs of an unfinished training; set resume=true to keep "
+                "them and train the rest, or choose another hydra.run.dir"
+            )
         if stored_config(self.dir) is not None:
-            raise ConfigError(f"{self.dir} already holds the config.yaml of an earlier training; refusing to "
-                              "overwrite it. Choose another hydra.run.dir, or set resume=true to continue that "
-                              "training (its settings are checked)")
+            raise ConfigError(
+                f"{self.dir} already holds the config.yaml of an earlier training; refusing to "
+                "overwrite it. Choose another hydra.run.dir, or set resume=true to continue that "
+                "training (its settings are checked)"
+            )
 
     def graph(self) -> dict:
         """The graph this cell trains on (regnn.runs.identity: name, path, the files' fingerprint), read once."""
@@ -167,8 +182,14 @@ class CellStore:
             return stored
         kept = unused_path(self.dir / f"results.{stored_runs}runs.json")
         self.results.rename(kept)
-        log.info("%s: extending %d runs to %d (the %d finished runs are kept; their summary moved to %s)",
-                 self.dir, stored_runs, self.spec.runs, stored_runs, kept.name)
+        log.info(
+            "%s: extending %d runs to %d (the %d finished runs are kept; their summary moved to %s)",
+            self.dir,
+            stored_runs,
+            self.spec.runs,
+            stored_runs,
+            kept.name,
+        )
         return None
 
     # -- runs -------------------------------------------------------------------------------------------
@@ -183,8 +204,10 @@ class CellStore:
         if rec is None:
             return None
         if rec.get("seed") != seed:
-            raise ConfigError(f"{path} was trained with seed {rec.get('seed')}, this run needs seed {seed}; "
-                              "move that directory away or choose another hydra.run.dir")
+            raise ConfigError(
+                f"{path} was trained with seed {rec.get('seed')}, this run needs seed {seed}; "
+                "move that directory away or choose another hydra.run.dir"
+            )
         return rec, rec.pop("relation_weights", [])
 
     def kept_runs(self) -> dict[int, tuple[dict, list]]:
@@ -211,10 +234,20 @@ class CellStore:
         run_dir = self.run_dir(rec["run"])
         run_dir.mkdir(parents=True, exist_ok=True)
         if model is not None and self.spec.save_model:
-            checkpoint.save(run_dir, model, {"run": rec["run"], "seed": rec["seed"], "trainer": trainer,
-                                             "model": str(self.cfg.model.name), "schema": checkpoint.graph_schema(data),
-                                             "graph": self.graph(), "torch": torch.__version__},
-                            scaling=data.feature_scaling)
+            checkpoint.save(
+                run_dir,
+                model,
+                {
+                    "run": rec["run"],
+                    "seed": rec["seed"],
+                    "trainer": trainer,
+                    "model": str(self.cfg.model.name),
+                    "schema": checkpoint.graph_schema(data),
+                    "graph": self.graph(),
+                    "torch": torch.__version__,
+                },
+                scaling=data.feature_scaling,
+            )
         io_safe.write_text(run_dir / "history.csv", pd.DataFrame(result.history).to_csv(index=False))
         if save_embeddings and result.embeddings is not None:
             embeddings.write(run_dir / "embeddings.npz", data, result.embeddings)
@@ -228,10 +261,13 @@ class CellStore:
         holds several cells), or of its largest worker process."""
         ok = finished(records)
         return {
-            "dataset": str(self.cfg.dataset.name), "model": str(self.cfg.model.name),
+            "dataset": str(self.cfg.dataset.name),
+            "model": str(self.cfg.model.name),
             **({"trainer": facts.trainer} if facts.trainer else {}),
-            "runs": int(self.spec.runs), "seeds": [r["seed"] for r in records],
-            "metrics": summary_metrics(records, keys, mean_std), "finished_runs": len(ok),
+            "runs": int(self.spec.runs),
+            "seeds": [r["seed"] for r in records],
+            "metrics": summary_metrics(records, keys, mean_std),
+            "finished_runs": len(ok),
             **({"split_sizes": dict(facts.split_sizes)} if facts.split_sizes else {}),
             **({"chance_test_micro_f1": facts.chance} if facts.chance is not None else {}),
             "failed_runs": len(records) - len(ok),
@@ -241,11 +277,16 @@ class CellStore:
             "num_parameters": int(facts.num_parameters),
             "relation_names": list(facts.relation_names),
             **facts.extra,
-            "environment": {"device": str(facts.device), "device_note": facts.device_note,
-                            "run_devices": run_devices(records),
-                            **facts.environment,
-                            "torch": torch.__version__, "dgl": _dgl_version(), "python": platform.python_version(),
-                            "machine": platform.machine()},
+            "environment": {
+                "device": str(facts.device),
+                "device_note": facts.device_note,
+                "run_devices": run_devices(records),
+                **facts.environment,
+                "torch": torch.__version__,
+                "dgl": _dgl_version(),
+                "python": platform.python_version(),
+                "machine": platform.machine(),
+            },
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "wall_time_s": time.perf_counter() - t0,
             "peak_rss_gb": max(peak_rss_gb(), facts.worker_peak_gb),

@@ -1,6 +1,7 @@
 """Inference on blocks: exact class scores and representations with every neighbour, one layer at a time
 (layerwise_*, for graphs too large for one pass), scores on sampled neighbourhoods (sampled_logits), and the
 mini-batch trainer's evaluation of a split with either (Scorer)."""
+
 from __future__ import annotations
 
 import torch
@@ -22,15 +23,17 @@ def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor, alphas: list | No
 
 
 @torch.no_grad()
-def layerwise_logits(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: int = 4096,
-                     device="cpu") -> torch.Tensor:
+def layerwise_logits(
+    model, sg: SampledGraph, seeds: torch.Tensor, batch_size: int = 4096, device="cpu"
+) -> torch.Tensor:
     """Exact class scores of `seeds` with every neighbour (no sampling), one layer at a time."""
     return layerwise_outputs(model, sg, seeds, batch_size, device)[0]
 
 
 @torch.no_grad()
-def layerwise_outputs(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: int = 4096,
-                      device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def layerwise_outputs(
+    model, sg: SampledGraph, seeds: torch.Tensor, batch_size: int = 4096, device="cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(class scores, representations) of `seeds` with every neighbour (no sampling), one layer at a time; the
     representation is the one REGNN.propagate(embed=True) returns: the classifier's input.
 
@@ -49,14 +52,14 @@ def layerwise_outputs(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: 
     for layer, nodes in enumerate(needed):
         out = None
         for start in range(0, nodes.numel(), batch_size):
-            dst = nodes[start:start + batch_size]
+            dst = nodes[start : start + batch_size]
             block = sg.full_block(dst)
             src = block.src_nodes
             h = model.input_rows(src.to(device)) if layer == 0 else prev[pos[src]].to(device)
             y = layer_step(regnn, layer, sg.adjacency(block, device), h, alphas)
             if out is None:
                 out = torch.empty(nodes.numel(), y.shape[1], dtype=y.dtype)
-            out[start:start + dst.numel()] = y.cpu()
+            out[start : start + dst.numel()] = y.cpu()
         pos.fill_(-1)
         pos[nodes] = torch.arange(nodes.numel())
         prev = out
@@ -71,12 +74,19 @@ def layerwise_outputs(model, sg: SampledGraph, seeds: torch.Tensor, batch_size: 
 
 
 @torch.no_grad()
-def sampled_logits(model, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int,
-                   device="cpu", sampling: str = "deterministic", seed: int = 0) -> torch.Tensor:
+def sampled_logits(
+    model,
+    sg: SampledGraph,
+    seeds: torch.Tensor,
+    fanouts: list[int],
+    batch_size: int,
+    device="cpu",
+    sampling: str = "deterministic",
+    seed: int = 0,
+) -> torch.Tensor:
     """Class scores of `seeds` (in their order) with sampled neighbourhoods (the same ones for the same seed)."""
     out = []
-    for b in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False, sampling=sampling, seed=seed,
-                            stream="eval"):
+    for b in sampled_loader(sg, seeds, fanouts, batch_size, shuffle=False, sampling=sampling, seed=seed, stream="eval"):
         out.append(model(b.input_nodes, to_device(b.adjs, device)).cpu())
     return torch.cat(out)
 
@@ -84,8 +94,18 @@ def sampled_logits(model, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[i
 class Scorer:
     """Accuracy (ogb Evaluator, percent), Micro/Macro-F1 and loss of the target nodes `ids`, batched."""
 
-    def __init__(self, model, sg: SampledGraph, labels: torch.Tensor, num_classes: int, options: MinibatchOptions,
-                 *, device="cpu", dist: Dist | None = None, seed: int):
+    def __init__(
+        self,
+        model,
+        sg: SampledGraph,
+        labels: torch.Tensor,
+        num_classes: int,
+        options: MinibatchOptions,
+        *,
+        device="cpu",
+        dist: Dist | None = None,
+        seed: int,
+    ):
         from ogb.nodeproppred import Evaluator
 
         if options.eval not in EVAL_MODES:
@@ -105,8 +125,9 @@ class Scorer:
         elif self.mode == "layerwise":
             logits = layerwise_logits(self.model, self.sg, seeds, self.batch_size, self.device)
         else:
-            logits = sampled_logits(self.model, self.sg, seeds, self.fanouts, self.batch_size, self.device,
-                                    self.sampling, self.seed)
+            logits = sampled_logits(
+                self.model, self.sg, seeds, self.fanouts, self.batch_size, self.device, self.sampling, self.seed
+            )
         y = self.labels[ids]
         pred = torch.zeros(ids.numel(), dtype=torch.int64)
         pred[mine] = logits.argmax(-1)
@@ -114,5 +135,8 @@ class Scorer:
         pred, loss = self.dist.all_sum(pred), self.dist.all_sum(loss)  # every position is filled by one process
         acc = self.evaluator.eval({"y_true": y.view(-1, 1), "y_pred": pred.view(-1, 1)})["acc"]
         onehot = F.one_hot(pred, self.num_classes).float()
-        return {"acc": 100.0 * float(acc), **f1_scores(onehot, y, self.num_classes),
-                "loss": float(loss.item()) / max(1, ids.numel())}
+        return {
+            "acc": 100.0 * float(acc),
+            **f1_scores(onehot, y, self.num_classes),
+            "loss": float(loss.item()) / max(1, ids.numel()),
+        }

@@ -2,6 +2,7 @@
 torch sees; the data is loaded and neighbours are sampled on the CPU, and what a model runs on moves to the device
 as tensors.
 """
+
 from __future__ import annotations
 
 import torch

@@ -4,6 +4,7 @@ torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT for ever
 joins the process group when WORLD_SIZE > 1 (gloo on CPU, NCCL on GPU) and is a no-op otherwise, so the same
 code runs in one process or many.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -107,5 +108,7 @@ def param_digest(model: torch.nn.Module) -> str:
 def check_backend(learnt_embeddings: bool, backend: str) -> None:
     """ValueError where the processes' backend cannot all-reduce the model's gradients."""
     if learnt_embeddings and backend == "nccl":
-        raise ValueError("learnable node embeddings have sparse gradients, which NCCL cannot all-reduce; use "
-                         "trainer.ddp_backend=gloo, or features for every node type (dataset.featureless=mean|file)")
+        raise ValueError(
+            "learnable node embeddings have sparse gradients, which NCCL cannot all-reduce; use "
+            "trainer.ddp_backend=gloo, or features for every node type (dataset.featureless=mean|file)"
+        )

@@ -6,6 +6,7 @@ it was is not stopped (the best-validation weights may still be fine) but report
 warning line and a flag in the run's record). The pipeline writes the run as failed; a cell's metrics are the means over
 its finished runs only, and the summary counts the failed ones.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,10 @@ import torch
 
 from regnn.errors import RegnnError
 
-HINT = ("lower optimizer.lr{lr}, or bring the input features to a common scale (dataset.feature_norm); NaN or inf "
-        "in the features themselves gives this from epoch 0")
+HINT = (
+    "lower optimizer.lr{lr}, or bring the input features to a common scale (dataset.feature_norm); NaN or inf "
+    "in the features themselves gives this from epoch 0"
+)
 
 
 class Diverged(RegnnError):
@@ -23,8 +26,9 @@ class Diverged(RegnnError):
 
     def __init__(self, epoch: int, what: str, lr=None):
         self.epoch, self.what = epoch, what
-        super().__init__(f"training diverged at epoch {epoch}: {what}; "
-                         + HINT.format(lr=f" (now {lr})" if lr is not None else ""))
+        super().__init__(
+            f"training diverged at epoch {epoch}: {what}; " + HINT.format(lr=f" (now {lr})" if lr is not None else "")
+        )
 
 
 # a cross-entropy this large means logits a million apart: the weights have blown up (ACM at lr 1e4 reached
@@ -74,18 +78,26 @@ class TrainLossBlowup:
         flagged = train_loss > self.factor * ref and train_loss > self.floor
         self.streak = self.streak + 1 if flagged else 0
         if self.report is None and self.streak >= self.epochs:
-            self.report = {"epoch": epoch, "train_loss": float(train_loss), "min_train_loss": float(self.min_train),
-                           "min_train_epoch": self.min_epoch, "val_loss": float(val_loss), "epochs": self.streak}
+            self.report = {
+                "epoch": epoch,
+                "train_loss": float(train_loss),
+                "min_train_loss": float(self.min_train),
+                "min_train_epoch": self.min_epoch,
+                "val_loss": float(val_loss),
+                "epochs": self.streak,
+            }
             return self.report
         return None
 
     @staticmethod
     def message(r: dict) -> str:
-        return (f"training loss blew up: {r['train_loss']:.4g} at epoch {r['epoch']}, above {r['epochs']} epochs in "
-                f"a row far over its minimum {r['min_train_loss']:.4g} (epoch {r['min_train_epoch']}) and the "
-                f"validation loss {r['val_loss']:.4g}: the training-mode outputs explode while evaluation does not; "
-                "lower model.dropout (and model.attn_dropout) or optimizer.lr, or rescale the features "
-                "(dataset.feature_norm=standard)")
+        return (
+            f"training loss blew up: {r['train_loss']:.4g} at epoch {r['epoch']}, above {r['epochs']} epochs in "
+            f"a row far over its minimum {r['min_train_loss']:.4g} (epoch {r['min_train_epoch']}) and the "
+            f"validation loss {r['val_loss']:.4g}: the training-mode outputs explode while evaluation does not; "
+            "lower model.dropout (and model.attn_dropout) or optimizer.lr, or rescale the features "
+            "(dataset.feature_norm=standard)"
+        )
 
 
 def failed_record(run: int, seed: int, error: Diverged) -> dict:

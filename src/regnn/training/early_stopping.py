@@ -1,4 +1,5 @@
 """Early stopping on validation scores that keeps a copy of the best weights."""
+
 from __future__ import annotations
 
 import copy
@@ -28,9 +29,10 @@ class EarlyStopping:
         self.bad_epochs = 0
 
     def improves(self, scores: Mapping[str, float]) -> bool:
-        return all(scores[m] > self.best[m] + self.min_delta if MONITORS[m]
-                   else scores[m] < self.best[m] - self.min_delta
-                   for m in self.monitor)
+        return all(
+            scores[m] > self.best[m] + self.min_delta if MONITORS[m] else scores[m] < self.best[m] - self.min_delta
+            for m in self.monitor
+        )
 
     def step(self, scores: Mapping[str, float], epoch: int, model) -> bool:
         """Records this epoch's scores (a mapping with every monitored name); True when training should stop."""

@@ -8,6 +8,7 @@ A checkpoint (regnn.runs.resume.RunCheckpoint) is written at the end of an epoch
 when a stop signal arrives; the loop's own state (epoch, steps, history, early stopping, the blow-up watch) is
 part of it, as are every random state, so a resumed run continues exactly where the stopped one was.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,15 +27,16 @@ log = logging.getLogger("regnn")
 @dataclass
 class StopRule:
     max_epochs: int
-    patience: int                  # epochs without a better validation score
-    stop_on: tuple[str, ...]       # () : no early stopping, every epoch is trained and the last one kept
-    patience_steps: int = 0        # and optimizer steps without one (mini-batch)
-    min_steps: int = 0             # never stop before this many steps
+    patience: int  # epochs without a better validation score
+    stop_on: tuple[str, ...]  # () : no early stopping, every epoch is trained and the last one kept
+    patience_steps: int = 0  # and optimizer steps without one (mini-batch)
+    min_steps: int = 0  # never stop before this many steps
 
 
 @dataclass(frozen=True)
 class Hooks:
     """What a job hands a trainer beside the training itself: a logger's per-epoch call, mid-run checkpoints."""
+
     on_epoch: Callable | None = None
     checkpoint: object | None = None  # regnn.runs.resume.RunCheckpoint
 
@@ -42,8 +44,17 @@ class Hooks:
 class EpochLoop:
     """Runs step(epoch) -> row until the stop rule ends it; holds the state a checkpoint keeps."""
 
-    def __init__(self, model, rule: StopRule, num_classes: int, lr=None, *, check_losses: bool = True,
-                 on_epoch: Callable | None = None, report: Callable | None = None):
+    def __init__(
+        self,
+        model,
+        rule: StopRule,
+        num_classes: int,
+        lr=None,
+        *,
+        check_losses: bool = True,
+        on_epoch: Callable | None = None,
+        report: Callable | None = None,
+    ):
         self.model, self.rule, self.lr, self.check_losses = model, rule, lr, check_losses
         self.stopper = EarlyStopping(patience=rule.patience, monitor=rule.stop_on) if rule.stop_on else None
         self.blowup = TrainLossBlowup(num_classes)
@@ -88,8 +99,11 @@ class EpochLoop:
         self.epoch += 1
         if self.stopper is None:
             return False
-        return (self.stopper.step(row, epoch, self.model) and self.steps - self.best_step >= self.rule.patience_steps
-                and self.steps >= self.rule.min_steps)
+        return (
+            self.stopper.step(row, epoch, self.model)
+            and self.steps - self.best_step >= self.rule.patience_steps
+            and self.steps >= self.rule.min_steps
+        )
 
     @property
     def best_epoch(self) -> int:
@@ -104,10 +118,16 @@ class EpochLoop:
     # -- checkpoints --------------------------------------------------------------------------------------------
     def state(self) -> dict:
         s = self.stopper
-        return {"epoch": self.epoch, "steps": self.steps, "best_step": self.best_step, "history": self.history,
-                "stopper": None if s is None else {"best": s.best, "best_epoch": s.best_epoch,
-                                                   "bad_epochs": s.bad_epochs, "best_state": s.best_state},
-                "blowup": {k: getattr(self.blowup, k) for k in ("min_train", "min_epoch", "streak", "report")}}
+        return {
+            "epoch": self.epoch,
+            "steps": self.steps,
+            "best_step": self.best_step,
+            "history": self.history,
+            "stopper": None
+            if s is None
+            else {"best": s.best, "best_epoch": s.best_epoch, "bad_epochs": s.bad_epochs, "best_state": s.best_state},
+            "blowup": {k: getattr(self.blowup, k) for k in ("min_train", "min_epoch", "streak", "report")},
+        }
 
     def load_state(self, state: dict) -> None:
         self.epoch, self.steps, self.best_step = state["epoch"], state["steps"], state["best_step"]
@@ -124,11 +144,20 @@ def random_states() -> dict:
     import random
 
     import numpy as np
+
     np_state = np.random.get_state()
-    out = {"torch": torch.get_rng_state(), "python": list(random.getstate()[1]), "python_version": random.getstate()[0],
-           "python_gauss": random.getstate()[2],
-           "numpy": {"keys": torch.from_numpy(np_state[1].astype("int64")), "pos": int(np_state[2]),
-                     "has_gauss": int(np_state[3]), "gauss": float(np_state[4])}}
+    out = {
+        "torch": torch.get_rng_state(),
+        "python": list(random.getstate()[1]),
+        "python_version": random.getstate()[0],
+        "python_gauss": random.getstate()[2],
+        "numpy": {
+            "keys": torch.from_numpy(np_state[1].astype("int64")),
+            "pos": int(np_state[2]),
+            "has_gauss": int(np_state[3]),
+            "gauss": float(np_state[4]),
+        },
+    }
     if torch.cuda.is_available():
         out["cuda"] = torch.cuda.get_rng_state_all()
     return out
@@ -138,6 +167,7 @@ def set_random_states(state: dict) -> None:
     import random
 
     import numpy as np
+
     torch.set_rng_state(state["torch"])
     random.setstate((state["python_version"], tuple(state["python"]), state["python_gauss"]))
     n = state["numpy"]

@@ -7,6 +7,7 @@ the ogb Evaluator. Under torch.distributed (see regnn.training.distributed) ever
 the seeds with DDP-averaged gradients and evaluates its share of the evaluation nodes; predictions are summed
 across processes, so every process sees the same accuracy and stops at the same epoch.
 """
+
 from __future__ import annotations
 
 import logging
@@ -29,9 +30,19 @@ DEFAULT_EPOCHS = 100  # max_epochs=None: at least this many epochs (OGBN-MAG's),
 MEMORY_AT = (50, 300)  # batches at which a profiled epoch records the memory high-water mark (and its last)
 
 
-def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: dict[str, torch.Tensor], *,
-                        seed: int, num_classes: int, options: MinibatchOptions, device="cpu",
-                        dist: Dist | None = None, hooks: Hooks = Hooks()) -> RunResult:
+def train_minibatch_run(
+    model,
+    sg: SampledGraph,
+    labels: torch.Tensor,
+    splits: dict[str, torch.Tensor],
+    *,
+    seed: int,
+    num_classes: int,
+    options: MinibatchOptions,
+    device="cpu",
+    dist: Dist | None = None,
+    hooks: Hooks = Hooks(),
+) -> RunResult:
     """Trains `model` (a SampledREGNN) and returns the scores of its best-validation weights (stop_on: the scores
     that must improve for an epoch to be the best, as the full-batch trainer's: val_acc, val_loss, ...). hooks: the
     logger's per-epoch call and the run's mid-run checkpoint (regnn.training.loop.Hooks).
@@ -51,14 +62,26 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
     run = _MinibatchRun(model, sg, labels, splits, seed, num_classes, options, device, dist or Dist())
 
     def report(row, best_epoch):
-        log.info("epoch %d: train loss %.4f acc %.2f | val acc %.2f | %.0f seeds/s, %.1fs (best epoch %d)",
-                 row["epoch"], row["train_loss"], row["train_acc"], row["val_acc"], row["seeds_per_s"],
-                 row["epoch_time_s"], best_epoch)
+        log.info(
+            "epoch %d: train loss %.4f acc %.2f | val acc %.2f | %.0f seeds/s, %.1fs (best epoch %d)",
+            row["epoch"],
+            row["train_loss"],
+            row["train_acc"],
+            row["val_acc"],
+            row["seeds_per_s"],
+            row["epoch_time_s"],
+            best_epoch,
+        )
 
-    loop = run.loop = EpochLoop(model, StopRule(run.max_epochs, options.patience, options.stop_on,
-                                                options.patience_steps, options.min_steps),
-                                num_classes, options.optimizer.get("lr"), check_losses=False,  # run.epoch checks
-                                on_epoch=hooks.on_epoch, report=report)
+    loop = run.loop = EpochLoop(
+        model,
+        StopRule(run.max_epochs, options.patience, options.stop_on, options.patience_steps, options.min_steps),
+        num_classes,
+        options.optimizer.get("lr"),
+        check_losses=False,  # run.epoch checks
+        on_epoch=hooks.on_epoch,
+        report=report,
+    )
     t_run = time.perf_counter()
     ckpt = hooks.checkpoint
     if ckpt is not None:  # mid-run checkpoints (regnn.runs.resume): the sampler's epoch travels with them
@@ -70,8 +93,18 @@ def train_minibatch_run(model, sg: SampledGraph, labels: torch.Tensor, splits: d
 class _MinibatchRun:
     """One run's optimizers, sampler, scorer and stopping state, and its epochs (train_minibatch_run's steps)."""
 
-    def __init__(self, model, sg: SampledGraph, labels, splits, seed: int, num_classes: int,
-                 options: MinibatchOptions, device, dist: Dist):
+    def __init__(
+        self,
+        model,
+        sg: SampledGraph,
+        labels,
+        splits,
+        seed: int,
+        num_classes: int,
+        options: MinibatchOptions,
+        device,
+        dist: Dist,
+    ):
         o = options
         sparse = list(model.inputs.embeddings.parameters())
         check_backend(bool(sparse), dist.backend)
@@ -79,21 +112,36 @@ class _MinibatchRun:
         self.options, self.device, self.dist, self.seed = o, device, dist, seed
         if dist.enabled:
             self.net = torch.nn.parallel.DistributedDataParallel(
-                model, device_ids=[torch.device(device).index] if torch.device(device).type == "cuda" else None,
-                find_unused_parameters=True)  # a batch without some node type leaves its projection unused
+                model,
+                device_ids=[torch.device(device).index] if torch.device(device).type == "cuda" else None,
+                find_unused_parameters=True,
+            )  # a batch without some node type leaves its projection unused
         dense = [p for n, p in model.named_parameters() if not n.startswith("inputs.embeddings.")]
         self.opts = [make_optimizer(dense, **o.optimizer)] + (
-            [torch.optim.SparseAdam(sparse, lr=o.embed_lr)] if sparse else [])
-        self.loader = sampled_loader(sg, sg.seeds(splits["train"]), list(o.fanouts), o.batch_size, shuffle=True,
-                                     use_ddp=dist.enabled, num_workers=o.num_workers, sampling=o.sampling, seed=seed)
+            [torch.optim.SparseAdam(sparse, lr=o.embed_lr)] if sparse else []
+        )
+        self.loader = sampled_loader(
+            sg,
+            sg.seeds(splits["train"]),
+            list(o.fanouts),
+            o.batch_size,
+            shuffle=True,
+            use_ddp=dist.enabled,
+            num_workers=o.num_workers,
+            sampling=o.sampling,
+            seed=seed,
+        )
         self.score = Scorer(model, sg, labels, num_classes, o, device=device, dist=dist, seed=seed)
         n = len(self.loader)
         self.n_batches = n if not o.max_batches else min(n, o.max_batches)
-        self.max_epochs = o.max_epochs if o.max_epochs is not None else max(
-            DEFAULT_EPOCHS, -(-o.min_steps // max(1, self.n_batches)))
+        self.max_epochs = (
+            o.max_epochs if o.max_epochs is not None else max(DEFAULT_EPOCHS, -(-o.min_steps // max(1, self.n_batches)))
+        )
         self.timer = model.timer = StepTimer(False, device)  # on for training steps only, not evaluation
-        self.timer.layers({f"forward layer {i}": conv for i, conv in enumerate(model.regnn.convs)}
-                          | ({"forward output layer": model.regnn.head} if model.regnn.head is not None else {}))
+        self.timer.layers(
+            {f"forward layer {i}": conv for i, conv in enumerate(model.regnn.convs)}
+            | ({"forward output layer": model.regnn.head} if model.regnn.head is not None else {})
+        )
 
     def state(self) -> dict:
         """What a checkpoint keeps of the run beyond the model and the loop: the optimizers and the sampler's epoch
@@ -145,18 +193,42 @@ class _MinibatchRun:
             loss_sum += batch_loss * y.numel()
             correct += int((logits.argmax(-1) == y).sum())
             if o.profile:
-                sizes += torch.tensor([input_nodes.numel(), adjs[0].indices.numel(), adjs[0].num_dst,
-                                       adjs[-1].indices.numel(), adjs[-1].num_dst], dtype=torch.float64)
+                sizes += torch.tensor(
+                    [
+                        input_nodes.numel(),
+                        adjs[0].indices.numel(),
+                        adjs[0].num_dst,
+                        adjs[-1].indices.numel(),
+                        adjs[-1].num_dst,
+                    ],
+                    dtype=torch.float64,
+                )
                 if b + 1 in MEMORY_AT or b + 1 == self.n_batches:
                     memory[f"peak_rss_gb_batch_{b + 1}"] = peak_rss_gb()
             if o.log_every and (b + 1) % o.log_every == 0:
                 dt = time.perf_counter() - t0
-                log.info("epoch %d batch %d/%d: loss %.4f, %.0f seeds/s (sampling %.0f%% of the time)%s", epoch,
-                         b + 1, self.n_batches, loss_sum / seen, seen / dt, 100 * sample_s / dt,
-                         f" (rank {dist.rank})" if dist.enabled else "")
+                log.info(
+                    "epoch %d batch %d/%d: loss %.4f, %.0f seeds/s (sampling %.0f%% of the time)%s",
+                    epoch,
+                    b + 1,
+                    self.n_batches,
+                    loss_sum / seen,
+                    seen / dt,
+                    100 * sample_s / dt,
+                    f" (rank {dist.rank})" if dist.enabled else "",
+                )
             t_ask = time.perf_counter()
-        return {"t0": t0, "train_s": time.perf_counter() - t0, "seen": seen, "correct": correct,
-                "loss_sum": loss_sum, "sample_s": sample_s, "steps": steps, "memory": memory, "sizes": sizes}
+        return {
+            "t0": t0,
+            "train_s": time.perf_counter() - t0,
+            "seen": seen,
+            "correct": correct,
+            "loss_sum": loss_sum,
+            "sample_s": sample_s,
+            "steps": steps,
+            "memory": memory,
+            "sizes": sizes,
+        }
 
     def epoch(self, epoch: int, steps: int) -> dict:
         """Trains one epoch and validates: the epoch's history row."""
@@ -169,17 +241,32 @@ class _MinibatchRun:
         check_parameters(self.model, epoch, lr)
         val = self.score(self.splits["val"])
         check_loss(val["loss"], "validation loss", epoch, lr)
-        row = {"epoch": epoch, "steps": p["steps"], "train_loss": float(totals[2] / totals[0]),
-               "train_acc": 100.0 * float(totals[1] / totals[0]), "val_loss": val["loss"], "val_acc": val["acc"],
-               "val_micro_f1": val["micro_f1"], "val_macro_f1": val["macro_f1"], "seeds": int(totals[0]),
-               "batches": n_batches, "seeds_per_s": float(totals[0]) / wall, "train_time_s": wall,
-               "sample_s": p["sample_s"], "compute_s": p["train_s"] - p["sample_s"],
-               "epoch_time_s": time.perf_counter() - p["t0"]}
+        row = {
+            "epoch": epoch,
+            "steps": p["steps"],
+            "train_loss": float(totals[2] / totals[0]),
+            "train_acc": 100.0 * float(totals[1] / totals[0]),
+            "val_loss": val["loss"],
+            "val_acc": val["acc"],
+            "val_micro_f1": val["micro_f1"],
+            "val_macro_f1": val["macro_f1"],
+            "seeds": int(totals[0]),
+            "batches": n_batches,
+            "seeds_per_s": float(totals[0]) / wall,
+            "train_time_s": wall,
+            "sample_s": p["sample_s"],
+            "compute_s": p["train_s"] - p["sample_s"],
+            "epoch_time_s": time.perf_counter() - p["t0"],
+        }
         if self.options.profile:  # seconds per batch of every phase, and the memory high-water mark along the epoch
             row |= {f"profile_{k.replace(' ', '_')}_s": v / max(1, n_batches) for k, v in phases.items()}
             row |= {"profile_sample_s": p["sample_s"] / max(1, n_batches)} | p["memory"]
-            row |= dict(zip(("batch_sources", "batch_edges_0", "batch_dst_0", "batch_edges_last", "batch_seeds"),
-                            (p["sizes"] / max(1, n_batches)).tolist()))  # per batch, for an arithmetic estimate
+            row |= dict(
+                zip(
+                    ("batch_sources", "batch_edges_0", "batch_dst_0", "batch_edges_last", "batch_seeds"),
+                    (p["sizes"] / max(1, n_batches)).tolist(),
+                )
+            )  # per batch, for an arithmetic estimate
         return row
 
     def result(self, history: list[dict], train_time: float) -> RunResult:
@@ -190,8 +277,19 @@ class _MinibatchRun:
         metrics = {"train_acc": best["train_acc"], "train_loss": best["train_loss"]}
         for s in ("val", "test"):
             r = self.score(self.splits[s])
-            metrics |= {f"{s}_acc": r["acc"], f"{s}_micro_f1": r["micro_f1"], f"{s}_macro_f1": r["macro_f1"],
-                        f"{s}_loss": r["loss"]}
-        return RunResult(seed=self.seed, best_epoch=self.loop.best_epoch, epochs=len(history), metrics=metrics,
-                         history=history, relation_weights=self.model.relation_weights(), train_time_s=train_time,
-                         train_loss_blowup=self.loop.blowup.report)
+            metrics |= {
+                f"{s}_acc": r["acc"],
+                f"{s}_micro_f1": r["micro_f1"],
+                f"{s}_macro_f1": r["macro_f1"],
+                f"{s}_loss": r["loss"],
+            }
+        return RunResult(
+            seed=self.seed,
+            best_epoch=self.loop.best_epoch,
+            epochs=len(history),
+            metrics=metrics,
+            history=history,
+            relation_weights=self.model.relation_weights(),
+            train_time_s=train_time,
+            train_loss_blowup=self.loop.blowup.report,
+        )

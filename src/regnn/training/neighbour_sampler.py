@@ -13,6 +13,7 @@ among threads (elementwise, per row, or on integers), so a generator seeded the 
 in any process, on any number of threads. Nothing loops over nodes in Python: a layer is a few dozen tensor
 operations whatever its size.
 """
+
 from __future__ import annotations
 
 import threading
@@ -38,7 +39,7 @@ class Block:
 
     @property
     def dst_nodes(self) -> torch.Tensor:
-        return self.src_nodes[:self.num_dst]
+        return self.src_nodes[: self.num_dst]
 
 
 def _ranges(starts: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
@@ -64,8 +65,9 @@ def distinct_draws(bound: torch.Tensor, count: int, generator: torch.Generator) 
     flat = vals.view(-1)
     while again.numel():
         rows = torch.div(again, count, rounding_mode="floor")
-        fresh = (torch.rand(again.numel(), dtype=torch.float64, generator=generator)
-                 * bound.index_select(0, rows)).to(torch.int64)
+        fresh = (torch.rand(again.numel(), dtype=torch.float64, generator=generator) * bound.index_select(0, rows)).to(
+            torch.int64
+        )
         flat.index_copy_(0, again, fresh)
         held = (vals.index_select(0, rows) == fresh.view(-1, 1)).sum(1)  # 1: the slot itself alone
         again = again.masked_select(held > 1)
@@ -111,8 +113,9 @@ class CscGraph:
         eid = _ranges(start, deg)
         return eid, torch.repeat_interleave(torch.arange(nodes.numel()), deg, output_size=eid.numel())
 
-    def sample_edges(self, dst: torch.Tensor, fanout: int, generator: torch.Generator | None
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    def sample_edges(
+        self, dst: torch.Tensor, fanout: int, generator: torch.Generator | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(edge ids, position in `dst` of the destination) of the sampled in-edges of the nodes `dst`, grouped by
         destination: all of them in CSC order where there are at most `fanout` (or fanout < 0), else `fanout`
         distinct ones drawn uniformly, in the order drawn."""
@@ -126,8 +129,9 @@ class CscGraph:
         # fanout < deg < 2 fanout: the smallest of deg random keys; deg >= 2 fanout: draws, rarely repeated
         some = torch.nonzero((deg > fanout) & (deg < 2 * fanout)).view(-1)
         if some.numel():
-            self._put(eid, ptr, start, some, smallest_keys(deg.index_select(0, some), fanout, 2 * fanout - 1,
-                                                           generator))
+            self._put(
+                eid, ptr, start, some, smallest_keys(deg.index_select(0, some), fanout, 2 * fanout - 1, generator)
+            )
         many = torch.nonzero(deg >= 2 * fanout).view(-1)
         if many.numel():
             self._put(eid, ptr, start, many, distinct_draws(deg.index_select(0, many), fanout, generator))
@@ -146,8 +150,7 @@ class CscGraph:
         src_nodes, edge_src = self._compact(dst, self.indices.index_select(0, eid))
         return Block(src_nodes, dst.numel(), edge_src, edge_dst, eid)
 
-    def sample_blocks(self, seeds: torch.Tensor, fanouts: list[int], generator: torch.Generator | None
-                      ) -> list[Block]:
+    def sample_blocks(self, seeds: torch.Tensor, fanouts: list[int], generator: torch.Generator | None) -> list[Block]:
         """One block per layer, the input layer first (fanouts: input layer first; the last one samples the
         seeds' in-edges); each block's destinations are the sources of the block above."""
         if torch.unique(seeds).numel() != seeds.numel():

@@ -16,6 +16,7 @@ so every in-edge is drawn with probability k / n and the scaled sum is an unbias
 sum, with the whole graph's normalisation (the importance-sampling estimator of sampled GCNs). The released
 GraphSAGE's sum is scaled the same way.
 """
+
 from __future__ import annotations
 
 
@@ -63,8 +64,7 @@ class SampledGraph:
         """Homogeneous ids of target nodes given by their target-local ids."""
         return local_ids + self.target_offset
 
-    def sample_blocks(self, seeds: torch.Tensor, fanouts: list[int], generator: torch.Generator | None
-                      ) -> list[Block]:
+    def sample_blocks(self, seeds: torch.Tensor, fanouts: list[int], generator: torch.Generator | None) -> list[Block]:
         """The sampled blocks of `seeds`, input layer first (fanouts: input layer first; -1 = all)."""
         return self.csc.sample_blocks(seeds, fanouts, generator)
 
@@ -74,8 +74,9 @@ class SampledGraph:
         reads each type's rows as one slice (regnn.models.sampled._Projection)."""
         input_nodes, nd = blocks[0].src_nodes, blocks[0].num_dst
         types = self.node_type.index_select(0, input_nodes[nd:])
-        order = torch.cat([torch.arange(nd)]
-                          + [nd + torch.nonzero(types == t).view(-1) for t in range(len(self.ntypes))])
+        order = torch.cat(
+            [torch.arange(nd)] + [nd + torch.nonzero(types == t).view(-1) for t in range(len(self.ntypes))]
+        )
         pos = torch.empty_like(order).index_copy_(0, order, torch.arange(order.numel()))
         adjs = [self.adjacency(blocks[0], device, pos)] + [self.adjacency(b, device) for b in blocks[1:]]
         return input_nodes.index_select(0, order), adjs
@@ -96,18 +97,31 @@ class SampledGraph:
         rel.index_copy_(0, at_edge, self.rel.index_select(0, block.eid))
         dst = torch.repeat_interleave(loop, counts, output_size=e + n_dst)
         by_src = torch.sort(src.to(torch.int32), stable=True).indices  # the CSC view: per source, in CSR order
-        adj = Adjacency.from_arrays(n_dst, n_src, indptr, src, torch.arange(e + n_dst), segment_offsets(src, n_src),
-                                    dst.index_select(0, by_src), by_src, rel)
+        adj = Adjacency.from_arrays(
+            n_dst,
+            n_src,
+            indptr,
+            src,
+            torch.arange(e + n_dst),
+            segment_offsets(src, n_src),
+            dst.index_select(0, by_src),
+            by_src,
+            rel,
+        )
         if self.in_counts is not None:
-            nodes = block.src_nodes if src_pos is None else \
-                torch.empty_like(block.src_nodes).index_copy_(0, src_pos, block.src_nodes)
+            nodes = (
+                block.src_nodes
+                if src_pos is None
+                else torch.empty_like(block.src_nodes).index_copy_(0, src_pos, block.src_nodes)
+            )
             adj.source_counts = self.in_counts.index_select(0, nodes)
             whole = self.csc.in_degrees(block.dst_nodes)
             drawn = counts - 1
             if not torch.equal(whole, drawn):  # k of n drawn: each drawn in-edge stands for n / k of them
                 ratio = whole.to(torch.float64) / drawn.clamp(min=1)
                 adj.edge_scale = torch.ones(e + n_dst, dtype=torch.float32).index_copy_(
-                    0, at_edge, ratio.index_select(0, block.edge_dst).to(torch.float32))
+                    0, at_edge, ratio.index_select(0, block.edge_dst).to(torch.float32)
+                )
         return adj if torch.device(device).type == "cpu" else adj.to(device)
 
     def full_block(self, dst: torch.Tensor) -> Block:

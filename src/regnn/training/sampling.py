@@ -6,6 +6,7 @@ process rank, batch number): a seed gives the same blocks in every process, on a
 whether each batch is sampled when the step asks for it (sampling=deterministic) or ahead of it in worker
 threads (sampling=parallel).
 """
+
 from __future__ import annotations
 
 import collections
@@ -22,8 +23,16 @@ from regnn.core.backend import choose_backend
 from regnn.perf import one_openmp_thread
 from regnn.training.sampled_graph import SampledGraph
 
-__all__ = ["SAMPLING_MODES", "NeighbourLoader", "SampledBatch", "SampledGraph", "sampled_loader", "sampling_rate",
-           "stream_seed", "to_device"]
+__all__ = [
+    "SAMPLING_MODES",
+    "NeighbourLoader",
+    "SampledBatch",
+    "SampledGraph",
+    "sampled_loader",
+    "sampling_rate",
+    "stream_seed",
+    "to_device",
+]
 
 
 SAMPLING_MODES = ("deterministic", "parallel")
@@ -54,15 +63,26 @@ class NeighbourLoader:
     long, the last one padded with its own first seeds of the epoch, so every process steps equally often.
     """
 
-    def __init__(self, sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, shuffle: bool,
-                 seed: int = 0, stream: str = "train", rank: int = 0, world_size: int = 1, workers: int = 0):
+    def __init__(
+        self,
+        sg: SampledGraph,
+        seeds: torch.Tensor,
+        fanouts: list[int],
+        batch_size: int,
+        shuffle: bool,
+        seed: int = 0,
+        stream: str = "train",
+        rank: int = 0,
+        world_size: int = 1,
+        workers: int = 0,
+    ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.sg, self.fanouts, self.batch_size, self.shuffle = sg, [int(f) for f in fanouts], batch_size, shuffle
         self.seed, self.stream, self.rank, self.workers = int(seed), stream, rank, workers
         per = math.ceil(seeds.numel() / world_size)
         self.shard_size = per
-        self.mine = seeds[rank * per:(rank + 1) * per]
+        self.mine = seeds[rank * per : (rank + 1) * per]
         self.epoch = 0
 
     def __len__(self) -> int:
@@ -92,8 +112,9 @@ class NeighbourLoader:
         chunks = self.order(epoch).split(self.batch_size)
         choose_backend("cpu")  # the fused kernels load (or build) here, once, not in a sampling thread
         ahead, most = collections.deque(), max(1, 2 * self.workers)  # 1: the batch asked for, nothing ahead
-        with ThreadPoolExecutor(max(1, self.workers), thread_name_prefix="sampler",
-                                initializer=one_openmp_thread) as pool:
+        with ThreadPoolExecutor(
+            max(1, self.workers), thread_name_prefix="sampler", initializer=one_openmp_thread
+        ) as pool:
             try:
                 for i in range(len(chunks)):
                     while len(ahead) < most and i + len(ahead) < len(chunks):
@@ -113,9 +134,18 @@ def _first_occurrences(x: torch.Tensor) -> torch.Tensor:
     return s.indices[first].sort().values
 
 
-def sampled_loader(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, shuffle: bool,
-                   use_ddp: bool = False, num_workers: int = 0, sampling: str = "deterministic", seed: int = 0,
-                   stream: str = "train") -> NeighbourLoader:
+def sampled_loader(
+    sg: SampledGraph,
+    seeds: torch.Tensor,
+    fanouts: list[int],
+    batch_size: int,
+    shuffle: bool,
+    use_ddp: bool = False,
+    num_workers: int = 0,
+    sampling: str = "deterministic",
+    seed: int = 0,
+    stream: str = "train",
+) -> NeighbourLoader:
     """A NeighbourLoader over `seeds` with uniform neighbour sampling (fanouts: input layer first; -1 = all). Its
     adjacencies are on the CPU: the trainer moves them to its device.
 
@@ -127,10 +157,12 @@ def sampled_loader(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], ba
     rank, world = 0, 1
     if use_ddp:
         import torch.distributed as tdist
+
         rank, world = tdist.get_rank(), tdist.get_world_size()
     workers = 0 if sampling == "deterministic" else (num_workers or torch.get_num_threads())
-    return NeighbourLoader(sg, seeds, fanouts, batch_size, shuffle, seed=seed, stream=stream, rank=rank,
-                           world_size=world, workers=workers)
+    return NeighbourLoader(
+        sg, seeds, fanouts, batch_size, shuffle, seed=seed, stream=stream, rank=rank, world_size=world, workers=workers
+    )
 
 
 def to_device(adjs: list[Adjacency], device) -> list[Adjacency]:
@@ -138,16 +170,25 @@ def to_device(adjs: list[Adjacency], device) -> list[Adjacency]:
     return adjs if torch.device(device).type == "cpu" else [a.to(device) for a in adjs]
 
 
-def sampling_rate(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], batch_size: int, sampling: str,
-                  threads: int, batches: int = 20, num_workers: int = 0) -> dict:
+def sampling_rate(
+    sg: SampledGraph,
+    seeds: torch.Tensor,
+    fanouts: list[int],
+    batch_size: int,
+    sampling: str,
+    threads: int,
+    batches: int = 20,
+    num_workers: int = 0,
+) -> dict:
     """Seeds per second of the loader alone (sampling, blocks and their adjacencies: what a training step waits
     for, see trainer.sampling) with `threads` torch threads, over `batches` batches from the start of an epoch,
     after a warm-up epoch of one batch."""
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        loader = sampled_loader(sg, seeds, fanouts, batch_size, shuffle=True, sampling=sampling,
-                                num_workers=num_workers)
+        loader = sampled_loader(
+            sg, seeds, fanouts, batch_size, shuffle=True, sampling=sampling, num_workers=num_workers
+        )
         next(iter(loader))  # warm-up: kernels loaded, scratch arrays allocated
         t0, n, done = time.perf_counter(), 0, 0
         for b in loader:
@@ -157,5 +198,12 @@ def sampling_rate(sg: SampledGraph, seeds: torch.Tensor, fanouts: list[int], bat
         dt = time.perf_counter() - t0
     finally:
         torch.set_num_threads(before)
-    return {"sampling": sampling, "threads": threads, "num_workers": loader.workers, "batches": done,
-            "seeds_per_s": n / dt, "batches_per_s": done / dt, "s_per_batch": dt / max(1, done)}
+    return {
+        "sampling": sampling,
+        "threads": threads,
+        "num_workers": loader.workers,
+        "batches": done,
+        "seeds_per_s": n / dt,
+        "batches_per_s": done / dt,
+        "s_per_batch": dt / max(1, done),
+    }

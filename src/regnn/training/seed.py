@@ -1,4 +1,5 @@
 """Seeding and deterministic settings for repeatable runs."""
+
 from __future__ import annotations
 
 import os
@@ -20,4 +21,3 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
         # writes all of its output, so the results are the same without it.
         torch.utils.deterministic.fill_uninitialized_memory = False
         torch.backends.cudnn.benchmark = False
-

@@ -1,5 +1,6 @@
 """The trainer of Metapath2vec (regnn.models.baselines.metapath2vec): skip-gram passes over meta-path walks, then a
 logistic-regression classifier; the same arguments and result as the epoch-by-epoch trainer, train_run."""
+
 from __future__ import annotations
 
 import time
@@ -38,8 +39,9 @@ class WalkPass:
         return {"epoch": epoch, "train_loss": total / max(n, 1), "epoch_time_s": time.perf_counter() - t}
 
 
-def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epoch=None,
-        progress=None, checkpoint=None) -> RunResult:
+def fit(
+    model, inputs, feats, labels, splits, *, seed: int, options=None, on_epoch=None, progress=None, checkpoint=None
+) -> RunResult:
     """train_run's counterpart (its arguments; `options` is not read: the optimizer and the number of passes are
     the model's own settings; no mid-run checkpoint: its few walk passes take seconds, `checkpoint` is ignored):
     `walks_per_node` skip-gram passes through the epoch loop without early stopping, then sklearn's
@@ -51,8 +53,15 @@ def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epo
         if progress:
             progress.update(f"walk pass {row['epoch'] + 1}/{walks_per_node} skip-gram loss {row['train_loss']:.4f}")
 
-    loop = EpochLoop(model, StopRule(walks_per_node, 0, ()), int(labels.max()) + 1 if labels.numel() else 2,
-                     o["lr"], check_losses=False, on_epoch=on_epoch, report=report)
+    loop = EpochLoop(
+        model,
+        StopRule(walks_per_node, 0, ()),
+        int(labels.max()) + 1 if labels.numel() else 2,
+        o["lr"],
+        check_losses=False,
+        on_epoch=on_epoch,
+        report=report,
+    )
     t0 = time.perf_counter()
     history = loop.run(WalkPass(model))
     if progress:
@@ -72,8 +81,15 @@ def fit(model, inputs, feats, labels, splits, *, seed: int, options=None, on_epo
         metrics[f"{s}_loss"] = F.cross_entropy(logits[i].log_softmax(-1).clamp(min=-1e4), y[i]).item()
     for row in history:  # the classifier's validation scores, one classifier: the same for every pass
         row |= {"val_micro_f1": metrics["val_micro_f1"], "val_macro_f1": metrics["val_macro_f1"]}
-    return RunResult(seed=seed, best_epoch=loop.best_epoch, epochs=len(history), metrics=metrics,
-                     history=history, train_time_s=train_time, embeddings=emb)
+    return RunResult(
+        seed=seed,
+        best_epoch=loop.best_epoch,
+        epochs=len(history),
+        metrics=metrics,
+        history=history,
+        train_time_s=train_time,
+        embeddings=emb,
+    )
 
 
 def _fit_classifier(model, emb: torch.Tensor, y: torch.Tensor, train: torch.Tensor, c: float, seed: int) -> None:

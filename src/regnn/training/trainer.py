@@ -1,5 +1,6 @@
 """Full-batch training of one run: Adam/SGD, early stopping on validation loss (or the scores a model's
 released code stops on), test at the best epoch."""
+
 from __future__ import annotations
 
 import itertools
@@ -129,12 +130,20 @@ class FullBatchStep:
             logits = at_least_fp32(logits)
             val_loss = F.cross_entropy(logits[idx["val"]], y["val"]).item()
             val = f1_scores(logits[idx["val"]], y["val"], logits.shape[1])
-        return {"epoch": epoch, "train_loss": loss.item(), "val_loss": val_loss, "val_micro_f1": val["micro_f1"],
-                "val_macro_f1": val["macro_f1"], "epoch_time_s": time.perf_counter() - t}
+        return {
+            "epoch": epoch,
+            "train_loss": loss.item(),
+            "val_loss": val_loss,
+            "val_micro_f1": val["micro_f1"],
+            "val_macro_f1": val["macro_f1"],
+            "epoch_time_s": time.perf_counter() - t,
+        }
 
     def state(self) -> dict:
-        return {"optimizer": self.opt.state_dict(),
-                "schedule": self.schedule.state_dict() if self.schedule is not None else None}
+        return {
+            "optimizer": self.opt.state_dict(),
+            "schedule": self.schedule.state_dict() if self.schedule is not None else None,
+        }
 
     def load_state(self, state: dict) -> None:
         self.opt.load_state_dict(state["optimizer"])
@@ -164,8 +173,19 @@ def _scores(model, inputs, feats, labels, splits, precision: str):
     return metrics, emb
 
 
-def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullBatchOptions, on_epoch=None,
-              progress: Progress | None = None, checkpoint=None) -> RunResult:
+def train_run(
+    model,
+    inputs,
+    feats,
+    labels,
+    splits,
+    *,
+    seed: int,
+    options: FullBatchOptions,
+    on_epoch=None,
+    progress: Progress | None = None,
+    checkpoint=None,
+) -> RunResult:
     """Trains `model` and returns the scores of its best-validation weights: those of the last epoch where
     every score in `stop_on` improved (the protocol: validation loss alone).
 
@@ -178,12 +198,19 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullB
 
     def report(row, best_epoch):
         if progress:
-            progress.update(f"epoch {row['epoch']:3d} train {row['train_loss']:.4f} val {row['val_loss']:.4f} "
-                            f"val micro-F1 {row['val_micro_f1']:.2f} (best epoch {max(best_epoch, 0)})")
+            progress.update(
+                f"epoch {row['epoch']:3d} train {row['train_loss']:.4f} val {row['val_loss']:.4f} "
+                f"val micro-F1 {row['val_micro_f1']:.2f} (best epoch {max(best_epoch, 0)})"
+            )
 
-    loop = EpochLoop(model, StopRule(options.max_epochs, options.patience, options.stop_on),
-                     int(labels.max()) + 1 if labels.numel() else 2, options.optimizer.get("lr"),
-                     on_epoch=on_epoch, report=report)
+    loop = EpochLoop(
+        model,
+        StopRule(options.max_epochs, options.patience, options.stop_on),
+        int(labels.max()) + 1 if labels.numel() else 2,
+        options.optimizer.get("lr"),
+        on_epoch=on_epoch,
+        report=report,
+    )
     t0 = time.perf_counter()
     if checkpoint is not None:
         checkpoint.attach(model, step, loop)
@@ -193,7 +220,14 @@ def train_run(model, inputs, feats, labels, splits, *, seed: int, options: FullB
         progress.close()
     loop.restore()
     metrics, emb = _scores(model, inputs, feats, labels, splits, options.precision)
-    return RunResult(seed=seed, best_epoch=loop.best_epoch, epochs=len(history), metrics=metrics,
-                     history=history, relation_weights=getattr(model, "relation_weights", list)(),
-                     train_time_s=train_time, train_loss_blowup=loop.blowup.report,
-                     embeddings=emb.detach().cpu() if emb is not None else None)
+    return RunResult(
+        seed=seed,
+        best_epoch=loop.best_epoch,
+        epochs=len(history),
+        metrics=metrics,
+        history=history,
+        relation_weights=getattr(model, "relation_weights", list)(),
+        train_time_s=train_time,
+        train_loss_blowup=loop.blowup.report,
+        embeddings=emb.detach().cpu() if emb is not None else None,
+    )

@@ -1,4 +1,5 @@
 """Which trainer trains a full-batch model: one interface (train_run's arguments and RunResult) for both."""
+
 from __future__ import annotations
 
 from regnn.training.skipgram import fit as skipgram_fit

@@ -32,15 +32,30 @@ scores are only read back for the listing, never by the search. The study lives 
 Finished finalists and final runs are kept when a tune is run again (resume=true), so a tune killed in its
 finalist stage resumes there.
 """
+
 import importlib
 
 # name -> the module that defines it; imported on first use, so that Hydra's plugin scan, which imports the sweeper
 # (hydra_plugins.regnn_sweeper) on every start of train.py, does not import the training pipeline with it
 _EXPORTS = {
     "TuneCallback": "callback",
-    **dict.fromkeys(("DEFAULT_TRIAL", "FINALIST_SEED_OFFSET", "TUNE_ALPHA", "check_tune", "choice_order", "choose",
-                     "decided_order", "decision", "paired_gain", "pick_finalists", "read_finalists", "train_finalist"),
-                    "finalists"),
+    **dict.fromkeys(
+        (
+            "DEFAULT_TRIAL",
+            "FINALIST_SEED_OFFSET",
+            "TUNE_ALPHA",
+            "check_tune",
+            "choice_order",
+            "choose",
+            "decided_order",
+            "decision",
+            "paired_gain",
+            "pick_finalists",
+            "read_finalists",
+            "train_finalist",
+        ),
+        "finalists",
+    ),
     **dict.fromkeys(("listing", "main", "render"), "report"),
     **dict.fromkeys(("tuned_groups", "tuned_settings", "write_best"), "settings"),
 }

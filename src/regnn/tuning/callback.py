@@ -1,5 +1,6 @@
 """The Hydra callback of experiment=tune: resume a killed study, then the finalists, best.yaml, the final runs and
 the listing once the search ends."""
+
 from __future__ import annotations
 
 import logging
@@ -21,7 +22,6 @@ from regnn.tuning.report import listing, render
 from regnn.tuning.settings import FREE_OVERRIDES, configured_value, space_json, tuned_settings, write_best
 
 log = logging.getLogger("regnn")
-
 
 
 class TuneCallback(Callback):
@@ -56,8 +56,12 @@ class TuneCallback(Callback):
         space, _ = search_space(s.params, list(config.hydra.overrides.task))
         stored = study.user_attrs.get("overrides")
         if stored is None:
-            for key, value in {"overrides": fixed, "seeds": int(config.tune.seeds),
-                               "sampler_seed": s.sampler.get("seed"), "search_space": space_json(space)}.items():
+            for key, value in {
+                "overrides": fixed,
+                "seeds": int(config.tune.seeds),
+                "sampler_seed": s.sampler.get("seed"),
+                "search_space": space_json(space),
+            }.items():
                 study.set_user_attr(key, value)
             OmegaConf.save(config, sweep / "multirun.yaml")
             # trial 0 is the configured setting (conf/tuned, conf/protocol, the model's defaults): the search
@@ -70,25 +74,29 @@ class TuneCallback(Callback):
             if not study.trials and start:
                 study.enqueue_trial(start)
                 if drawn:
-                    log.warning("tune: trial 0 draws %s (no configured value in the searched range)",
-                                ", ".join(drawn))
+                    log.warning("tune: trial 0 draws %s (no configured value in the searched range)", ", ".join(drawn))
         elif stored != fixed:
-            raise ConfigError(f"{sweep} holds a study tuned with other overrides ({' '.join(stored)}; now "
-                              f"{' '.join(fixed)}); resume it with the same ones, or set hydra.sweep.dir to a new "
-                              "folder for a new study")
+            raise ConfigError(
+                f"{sweep} holds a study tuned with other overrides ({' '.join(stored)}; now "
+                f"{' '.join(fixed)}); resume it with the same ones, or set hydra.sweep.dir to a new "
+                "folder for a new study"
+            )
         elif study.user_attrs.get("search_space", space_json(space)) != space_json(space):
             old = study.user_attrs["search_space"]
             changed = sorted(k for k in {*old, *space} if old.get(k) != space_json(space).get(k))
-            raise ConfigError(f"{sweep} holds a study with another search space (changed: {', '.join(changed)}); "
-                              "resume it with the same hydra.sweeper.params, or set hydra.sweep.dir to a new folder "
-                              "for a new study")
+            raise ConfigError(
+                f"{sweep} holds a study with another search space (changed: {', '.join(changed)}); "
+                "resume it with the same hydra.sweeper.params, or set hydra.sweep.dir to a new folder "
+                "for a new study"
+            )
         for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             study.tell(t.number, state=optuna.trial.TrialState.FAIL)  # left by a killed tune
             log.warning("tune: trial %d was interrupted (marked failed); it is not repeated as such", t.number)
         done = len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
         todo = max(0, int(config.tune.trials) - done)
-        log.info("tune: %s, %d of %d trials finished, %d to go (study %s)", sweep, done, config.tune.trials, todo,
-                 s.storage)
+        log.info(
+            "tune: %s, %d of %d trials finished, %d to go (study %s)", sweep, done, config.tune.trials, todo, s.storage
+        )
         with read_write(config.hydra.sweeper), open_dict(config.hydra.sweeper):
             config.hydra.sweeper.n_trials = todo
             if s.sampler.get("seed") is not None:  # a resumed sampler must not draw the first trials' settings again
@@ -109,18 +117,35 @@ class TuneCallback(Callback):
         # the keys a searched layout needs (conf/layout/tune_<backbone>.yaml), for the runs with the best setting
         layout = f"tune_{choices.get('backbone')}"
         defaults = [f"/layout/{layout}"] if (REPO_ROOT / "conf" / "layout" / f"{layout}.yaml").is_file() else []
-        path = write_best(sweep, chosen.params, base, how + ("; the configured setting" if number == DEFAULT_TRIAL and
-                                                             finalist_stage(study) else ""), defaults)
+        path = write_best(
+            sweep,
+            chosen.params,
+            base,
+            how + ("; the configured setting" if number == DEFAULT_TRIAL and finalist_stage(study) else ""),
+            defaults,
+        )
         log.info("tune: chosen trial %d (%s): %s -> %s", number, how, chosen.params, path)
         runs = int(config.tune.final_runs)
         if runs > 0:
             # searched keys come from best.yaml (a search range given on the command line must not reach train.py)
             searched = {k.lstrip("+~") for k in chosen.params}
             tune_only = ("experiment=", "tune.", "runs=", "folds=")  # the final runs use the dataset's split
-            keep = [o for o in config.hydra.overrides.task if not o.startswith(tune_only)
-                    and o.split("=", 1)[0].lstrip("+~") not in searched]  # threads, device: as the trials
-            cmd = [sys.executable, str(REPO_ROOT / "train.py"), "--config-dir", str(sweep), "tuned=best", *keep,
-                   f"runs={runs}", "resume=true", f"hydra.run.dir={sweep / f'final_trial_{number}'}"]
+            keep = [
+                o
+                for o in config.hydra.overrides.task
+                if not o.startswith(tune_only) and o.split("=", 1)[0].lstrip("+~") not in searched
+            ]  # threads, device: as the trials
+            cmd = [
+                sys.executable,
+                str(REPO_ROOT / "train.py"),
+                "--config-dir",
+                str(sweep),
+                "tuned=best",
+                *keep,
+                f"runs={runs}",
+                "resume=true",
+                f"hydra.run.dir={sweep / f'final_trial_{number}'}",
+            ]
             log.info("tune: training %d runs with the chosen setting: %s", runs, " ".join(cmd[1:]))
             subprocess.run(cmd, check=True)
         frame, notes = listing(sweep)

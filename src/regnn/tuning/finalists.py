@@ -1,5 +1,6 @@
 """The finalist stage: the best trials and the configured setting trained again on new seeds, and the choice
 between them (the configured setting kept unless a searched one beats it by more than the noise)."""
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,6 @@ DEFAULT_TRIAL = 0  # the configured setting (enqueued first)
 TUNE_ALPHA = 0.05
 
 
-
 def check_tune(tune: DictConfig) -> None:
     """Refuses tune.* values no tune can run with, in one line."""
     for key, low in (("trials", 0), ("seeds", 1), ("final_runs", 0), ("finalists", 0), ("finalist_seeds", 1)):
@@ -37,12 +37,16 @@ def check_tune(tune: DictConfig) -> None:
             raise ConfigError(f"tune.folds={folds}: null, or a whole number >= 2")
         for key in ("seeds", "finalist_seeds"):  # every fold validates as often as every other
             if tune[key] % folds:
-                raise ConfigError(f"tune.{key}={tune[key]}: a multiple of tune.folds={folds}, so that every fold "
-                                  f"validates equally often (tune.{key}={folds} trains one run per fold)")
+                raise ConfigError(
+                    f"tune.{key}={tune[key]}: a multiple of tune.folds={folds}, so that every fold "
+                    f"validates equally often (tune.{key}={folds} trains one run per fold)"
+                )
     for key in ("seeds", "final_runs"):  # their seeds must stay below the finalists' (seed + 1000, ...)
         if tune[key] > FINALIST_SEED_OFFSET:
-            raise ConfigError(f"tune.{key}={tune[key]}: at most {FINALIST_SEED_OFFSET}, so that its seeds stay apart "
-                              f"from the finalists' (seed + {FINALIST_SEED_OFFSET}, ...)")
+            raise ConfigError(
+                f"tune.{key}={tune[key]}: at most {FINALIST_SEED_OFFSET}, so that its seeds stay apart "
+                f"from the finalists' (seed + {FINALIST_SEED_OFFSET}, ...)"
+            )
 
 
 def complete_states():
@@ -62,10 +66,12 @@ def choice_order(finalists: dict[int, dict]) -> list[int]:
     """The finalists, best first: runs that all finished before any that diverged, then the higher mean validation
     Micro-F1, then the lower trial number (trial 0, the configured setting, wins every tie). A finalist with no
     finished run (mean None) comes last. finalists: {trial: {"mean": float | None, "failed": int, ...}}."""
+
     def key(n):
         f = finalists[n]
         usable = _scored(f)
         return (not usable, f.get("failed", 0) > 0, -(f["mean"] if usable else 0.0), n)
+
     return sorted(finalists, key=key)
 
 
@@ -147,10 +153,17 @@ def read_finalists(sweep: Path, numbers: list[int]) -> dict[int, dict]:
             continue
         res = json.loads(path.read_text())
         val = res["metrics"].get("val_micro_f1")  # absent where every run diverged
-        out[n] = {"mean": val["mean"] if val else None, "std": val["std"] if val else None,
-                  "runs": res["runs"], "failed": res.get("failed_runs", 0),
-                  "per_seed": {r["seed"]: r["val_micro_f1"] for r in res.get("per_run", [])
-                               if r.get("val_micro_f1") is not None and "failed" not in r}}
+        out[n] = {
+            "mean": val["mean"] if val else None,
+            "std": val["std"] if val else None,
+            "runs": res["runs"],
+            "failed": res.get("failed_runs", 0),
+            "per_seed": {
+                r["seed"]: r["val_micro_f1"]
+                for r in res.get("per_run", [])
+                if r.get("val_micro_f1") is not None and "failed" not in r
+            },
+        }
     return out
 
 
@@ -161,8 +174,10 @@ def train_finalist(config: DictConfig, sweep: Path, number: int, seed: int, runs
 
     source = sweep / f"trial_{number}" / "config.yaml"
     if not source.is_file():
-        raise ConfigError(f"{source} is missing, so finalist trial {number} cannot be trained again with its setting; "
-                          "restore that folder, or set hydra.sweep.dir to a new folder for a new study")
+        raise ConfigError(
+            f"{source} is missing, so finalist trial {number} cannot be trained again with its setting; "
+            "restore that folder, or set hydra.sweep.dir to a new folder for a new study"
+        )
     cfg = OmegaConf.load(source)
     with open_dict(cfg):
         cfg.seed, cfg.runs, cfg.resume = seed, runs, True
@@ -188,23 +203,32 @@ def decision(study, sweep: Path) -> tuple[int, str, dict[int, dict]]:
     scores = read_finalists(sweep, stage["trials"])
     missing = [n for n in stage["trials"] if n not in scores]
     if missing:
-        raise ConfigError(f"{sweep}: finalist trial(s) {', '.join(map(str, missing))} not trained yet; run the tune "
-                          "again with the same command to finish them")
+        raise ConfigError(
+            f"{sweep}: finalist trial(s) {', '.join(map(str, missing))} not trained yet; run the tune "
+            "again with the same command to finish them"
+        )
     number = choose(scores)
     if number is None:
         log.warning("tune: every finalist run diverged; the search's best trial is chosen")
         return best.number, f"trial {best.number}, the search's best ({searched}; every finalist run diverged)", scores
     f = scores[number]
-    how = (f"trial {number}, mean validation Micro-F1 {f['mean']:.2f} ± {f['std']:.2f} over {f['runs']} new seeds "
-           f"(seeds {stage['seed']}-{stage['seed'] + stage['seeds'] - 1}), the best of {len(scores)} finalists")
+    how = (
+        f"trial {number}, mean validation Micro-F1 {f['mean']:.2f} ± {f['std']:.2f} over {f['runs']} new seeds "
+        f"(seeds {stage['seed']}-{stage['seed'] + stage['seeds'] - 1}), the best of {len(scores)} finalists"
+    )
     top = choice_order(scores)[0]
     if number == DEFAULT_TRIAL and top != DEFAULT_TRIAL:
         gain, k = paired_gain(scores[top], f), contenders(scores)
-        said = (f"{gain[0]:+.2f} ± {gain[1]:.2f} (standard error) over {gain[2]} seeds, t = "
-                f"{gain[0] / gain[1] if gain[1] else math.inf:.2f} where {required_t(gain[2], k):.2f} was needed"
-                if gain else "not measured on shared seeds")
-        how = (f"trial 0, the configured setting, kept: the best finalist, trial {top}, gained {said} (one-sided "
-               f"paired t-test at {TUNE_ALPHA:g} over {k} searched finalist{'s' * (k != 1)})")
+        said = (
+            f"{gain[0]:+.2f} ± {gain[1]:.2f} (standard error) over {gain[2]} seeds, t = "
+            f"{gain[0] / gain[1] if gain[1] else math.inf:.2f} where {required_t(gain[2], k):.2f} was needed"
+            if gain
+            else "not measured on shared seeds"
+        )
+        how = (
+            f"trial 0, the configured setting, kept: the best finalist, trial {top}, gained {said} (one-sided "
+            f"paired t-test at {TUNE_ALPHA:g} over {k} searched finalist{'s' * (k != 1)})"
+        )
     return number, how, scores
 
 
@@ -216,15 +240,28 @@ def run_finalists(config: DictConfig, study, sweep: Path) -> tuple[int, str]:
     seed = int(config.seed) + FINALIST_SEED_OFFSET
     study.set_user_attr("finalists", {"trials": numbers, "seed": seed, "seeds": runs if numbers else 0})
     for i, n in enumerate(numbers):
-        log.info("tune: finalist %d of %d: trial %d (search score %.2f), %d runs from seed %d", i + 1, len(numbers),
-                 n, scores[n], runs, seed)
+        log.info(
+            "tune: finalist %d of %d: trial %d (search score %.2f), %d runs from seed %d",
+            i + 1,
+            len(numbers),
+            n,
+            scores[n],
+            runs,
+            seed,
+        )
         train_finalist(config, sweep, n, seed, runs)
     number, how, found = decision(study, sweep)
     for n in decided_order(found):
         f = found[n]
         shown = "no finished run" if f["mean"] is None else f"{f['mean']:.2f} ± {f['std']:.2f}"
-        log.info("tune: finalist trial %d%s: validation Micro-F1 %s over %d new seeds (search score %.2f)", n,
-                 " (configured setting)" if n == DEFAULT_TRIAL else "", shown, f["runs"], scores[n])
+        log.info(
+            "tune: finalist trial %d%s: validation Micro-F1 %s over %d new seeds (search score %.2f)",
+            n,
+            " (configured setting)" if n == DEFAULT_TRIAL else "",
+            shown,
+            f["runs"],
+            scores[n],
+        )
     if found and number == DEFAULT_TRIAL:
         log.info("tune: chosen: %s", how)
     return number, how

@@ -1,5 +1,6 @@
 """The listing of a tune: every trial, the finalists' scores, how the setting was chosen and what its final runs
 scored (<sweep>/tune.{csv,md}; `python -m regnn.tuning <sweep> --out PREFIX` writes it again)."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,6 @@ from regnn.tuning.settings import plain_value
 log = logging.getLogger("regnn")
 
 
-
 def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
     """Every trial of the study (the finalists first, in the order of the choice, then the others by search score)
     and notes with the choice and the final runs' scores."""
@@ -41,9 +41,11 @@ def listing(sweep: Path) -> tuple[pd.DataFrame, list[str]]:
     df = df.reset_index(drop=True)
     done = df[df.state == "complete"]
     attrs = study.user_attrs
-    notes = [f"{len(done)} finished trials; search score: mean validation Micro-F1 over {attrs.get('seeds')} seed(s) "
-             "per trial (test is only listed, never used by the search or the choice); TPE sampler, seed "
-             f"{attrs.get('sampler_seed')}; overrides: {' '.join(attrs.get('overrides', []))}."]
+    notes = [
+        f"{len(done)} finished trials; search score: mean validation Micro-F1 over {attrs.get('seeds')} seed(s) "
+        "per trial (test is only listed, never used by the search or the choice); TPE sampler, seed "
+        f"{attrs.get('sampler_seed')}; overrides: {' '.join(attrs.get('overrides', []))}."
+    ]
     notes += _validation_note(sweep)
     if not len(done):
         return df, notes
@@ -63,13 +65,17 @@ def _validation_note(sweep: Path) -> list[str]:
         sizes = (io_safe.read_json(res, io_safe.is_cell_summary) or {}).get("split_sizes")
         if sizes and sizes.get("val") and sizes.get("folds"):
             k, pool = sizes["folds"], sizes["train"] + sizes["val"]
-            return [f"Every validation score averages {k} folds of the {pool} training and validation nodes (a "
-                    f"run validates on one fold, about {sizes['val']} nodes; a trial's {k} runs on all {pool}); "
-                    f"test {sizes['test']}, never used by the search."]
+            return [
+                f"Every validation score averages {k} folds of the {pool} training and validation nodes (a "
+                f"run validates on one fold, about {sizes['val']} nodes; a trial's {k} runs on all {pool}); "
+                f"test {sizes['test']}, never used by the search."
+            ]
         if sizes and sizes.get("val"):
-            return [f"Every validation score stands on the same {sizes['val']} validation nodes (one node more or "
-                    f"less correct moves a run's score by {100 / sizes['val']:.2f} points); training "
-                    f"{sizes['train']}, test {sizes['test']}."]
+            return [
+                f"Every validation score stands on the same {sizes['val']} validation nodes (one node more or "
+                f"less correct moves a run's score by {100 / sizes['val']:.2f} points); training "
+                f"{sizes['train']}, test {sizes['test']}."
+            ]
     return []
 
 
@@ -78,9 +84,14 @@ def _trial_row(sweep: Path, t, found: dict, stage) -> dict:
     finished = res.exists() and t.state.name == "COMPLETE"  # an interrupted trial may have written its results
     test = json.loads(res.read_text())["metrics"]["test_micro_f1"]["mean"] if finished else None
     f = found.get(t.number, {})
-    return {"trial": t.number, "state": t.state.name.lower(), "val_micro_f1": t.value, "test_micro_f1": test,
-            **({"finalist_val_micro_f1": f.get("mean"), "finalist_val_std": f.get("std")} if stage else {}),
-            **{k: plain_value(v) for k, v in t.params.items()}}
+    return {
+        "trial": t.number,
+        "state": t.state.name.lower(),
+        "val_micro_f1": t.value,
+        "test_micro_f1": test,
+        **({"finalist_val_micro_f1": f.get("mean"), "finalist_val_std": f.get("std")} if stage else {}),
+        **{k: plain_value(v) for k, v in t.params.items()},
+    }
 
 
 def _choice_notes(study, sweep: Path, stage, found: dict, notes: list[str]) -> int:
@@ -89,23 +100,34 @@ def _choice_notes(study, sweep: Path, stage, found: dict, notes: list[str]) -> i
     if not stage:
         notes.append(f"Chosen: {how}.")
         return number
-    notes.append(f"Finalists: the best trials by search score and trial 0 (the configured setting), "
-                 f"{len(stage['trials'])} in all, each trained again with {stage['seeds']} new seeds (seeds "
-                 f"{stage['seed']}-{stage['seed'] + stage['seeds'] - 1}); the highest mean validation Micro-F1 "
-                 "on those seeds is chosen (ties: the lower trial number), and replaces the configured setting "
-                 f"only if its gain over it, seed by seed, passes a one-sided paired t-test at {TUNE_ALPHA:g} shared "
-                 "among the searched finalists (Bonferroni): a tune with several finalists leaves a setting that is "
-                 "as good as any no more often than a tune with one.")
+    notes.append(
+        f"Finalists: the best trials by search score and trial 0 (the configured setting), "
+        f"{len(stage['trials'])} in all, each trained again with {stage['seeds']} new seeds (seeds "
+        f"{stage['seed']}-{stage['seed'] + stage['seeds'] - 1}); the highest mean validation Micro-F1 "
+        "on those seeds is chosen (ties: the lower trial number), and replaces the configured setting "
+        f"only if its gain over it, seed by seed, passes a one-sided paired t-test at {TUNE_ALPHA:g} shared "
+        "among the searched finalists (Bonferroni): a tune with several finalists leaves a setting that is "
+        "as good as any no more often than a tune with one."
+    )
     best = study.best_trial.number
     if number == DEFAULT_TRIAL:
         notes.append(f"Chosen: the configured setting, {how}: no searched setting beat it on the new seeds.")
     else:
         d = found.get(DEFAULT_TRIAL)
-        notes.append(f"Chosen: {how}" + (f"; the configured setting (trial 0) scored {d['mean']:.2f} ± "
-                                         f"{d['std']:.2f} there" if d and d["mean"] is not None else "") + ".")
+        notes.append(
+            f"Chosen: {how}"
+            + (
+                f"; the configured setting (trial 0) scored {d['mean']:.2f} ± {d['std']:.2f} there"
+                if d and d["mean"] is not None
+                else ""
+            )
+            + "."
+        )
     if best != number and best in found and found[best]["mean"] is not None:
-        notes.append(f"The search's best, trial {best} (search score {study.best_value:.2f}), scored "
-                     f"{found[best]['mean']:.2f} ± {found[best]['std']:.2f} on the new seeds.")
+        notes.append(
+            f"The search's best, trial {best} (search score {study.best_value:.2f}), scored "
+            f"{found[best]['mean']:.2f} ± {found[best]['std']:.2f} on the new seeds."
+        )
     return number
 
 
@@ -115,10 +137,12 @@ def _final_note(sweep: Path, number: int) -> list[str]:
         return []
     r = json.loads(final.read_text())
     m = r["metrics"]
-    return [f"Chosen setting (trial {number}), {r['runs']} runs: validation Micro-F1 "
-            f"{m['val_micro_f1']['mean']:.2f} ± {m['val_micro_f1']['std']:.2f}, test Micro-F1 "
-            f"{m['test_micro_f1']['mean']:.2f} ± {m['test_micro_f1']['std']:.2f}, test Macro-F1 "
-            f"{m['test_macro_f1']['mean']:.2f} ± {m['test_macro_f1']['std']:.2f}."]
+    return [
+        f"Chosen setting (trial {number}), {r['runs']} runs: validation Micro-F1 "
+        f"{m['val_micro_f1']['mean']:.2f} ± {m['val_micro_f1']['std']:.2f}, test Micro-F1 "
+        f"{m['test_micro_f1']['mean']:.2f} ± {m['test_micro_f1']['std']:.2f}, test Macro-F1 "
+        f"{m['test_macro_f1']['mean']:.2f} ± {m['test_macro_f1']['std']:.2f}."
+    ]
 
 
 def render(df: pd.DataFrame, notes: list[str], out_dir: Path, name: str, title: str) -> None:

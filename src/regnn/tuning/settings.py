@@ -1,5 +1,6 @@
 """The tune's settings as configs: the tuned groups a trial starts from, the searched values, and the chosen
 setting written back as a conf/tuned-style file (best.yaml)."""
+
 from __future__ import annotations
 
 import logging
@@ -14,8 +15,18 @@ from regnn.runs.io_safe import write_text
 
 log = logging.getLogger("regnn")
 # overrides that may change between a tune and its resumption (how long and where it runs, not what it computes)
-FREE_OVERRIDES = ("experiment=", "tune.trials=", "tune.final_runs=", "tune.finalists=", "tune.finalist_seeds=",
-                  "hydra.", "threads=", "workers=", "device=")
+FREE_OVERRIDES = (
+    "experiment=",
+    "tune.trials=",
+    "tune.final_runs=",
+    "tune.finalists=",
+    "tune.finalist_seeds=",
+    "hydra.",
+    "threads=",
+    "workers=",
+    "device=",
+)
+
 
 def _nested(flat: dict) -> dict:
     """{"optimizer.lr": 0.01} -> {"optimizer": {"lr": 0.01}} (a searched key's +/++ prefix dropped)."""
@@ -80,7 +91,9 @@ def write_best(sweep: Path, params: dict, base: dict, how: str, defaults: list |
         merged = {"defaults": [*defaults, "_self_"], **merged}
     path = sweep / "tuned" / "best.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, f"# @package _global_\n# Chosen by the tune in {sweep}: {how}.\n#   python train.py --config-dir "
-                    f"{sweep} tuned=best ...   (or copy it into conf/tuned/)\n"
-                    + yaml.safe_dump(merged, sort_keys=True))
+    write_text(
+        path,
+        f"# @package _global_\n# Chosen by the tune in {sweep}: {how}.\n#   python train.py --config-dir "
+        f"{sweep} tuned=best ...   (or copy it into conf/tuned/)\n" + yaml.safe_dump(merged, sort_keys=True),
+    )
     return path

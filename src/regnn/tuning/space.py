@@ -10,6 +10,7 @@ distributions, and the override a trial's value is launched with.
 
 A later override for the same key wins; a plain value fixes the key and removes it from the search.
 """
+
 from __future__ import annotations
 
 import math
@@ -118,8 +119,10 @@ def override_value(value: Any) -> str:
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(value)
     if not isinstance(value, str):
         raise ConfigError(f"{value!r}: the sweeper passes plain values only (str, int, float, bool)")
-    for text in (value, "'" + re.sub(r"(\\*)('|$)", lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""),
-                                      value) + "'"):
+    for text in (
+        value,
+        "'" + re.sub(r"(\\*)('|$)", lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""), value) + "'",
+    ):
         try:
             o = _parser().parse_override(f"k={text}")
         except Exception:  # noqa: BLE001 (not this spelling; try the quoted one)
@@ -136,8 +139,11 @@ def matching(dist, value: Any) -> tuple[bool, Any]:
 
     if isinstance(dist, CategoricalDistribution):
         for c in dist.choices:  # 64 is choice 64 (and 64.0), but True is not 1 and "64" is not 64
-            if c == value and isinstance(c, bool) == isinstance(value, bool) and isinstance(c, str) == isinstance(
-                    value, str):
+            if (
+                c == value
+                and isinstance(c, bool) == isinstance(value, bool)
+                and isinstance(c, str) == isinstance(value, str)
+            ):
                 return True, c
         return False, None
     if isinstance(value, bool) or not isinstance(value, (int, float)):

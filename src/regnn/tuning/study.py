@@ -1,5 +1,6 @@
 """A tune's Optuna study in its storage (SQLite): opened or created, listed, its sampler built from the config;
 a storage an older or newer Optuna wrote is refused in one line that says how to read it."""
+
 from __future__ import annotations
 
 import contextlib
@@ -29,10 +30,13 @@ def _readable(storage: str):
             raise ConfigError(
                 f"{where} was written by Optuna {found.group(1)}, which Optuna {optuna.__version__} cannot read as "
                 f"it is: upgrade it in place with `optuna storage upgrade --storage {storage}` (copy it first to "
-                "keep the old one), or set hydra.sweep.dir to a new folder for a new study") from None
-        raise ConfigError(f"{where} was written by Optuna {found.group(1)}, newer than this Optuna "
-                          f"{optuna.__version__}: install that version, or set hydra.sweep.dir to a new "
-                          "folder") from None
+                "keep the old one), or set hydra.sweep.dir to a new folder for a new study"
+            ) from None
+        raise ConfigError(
+            f"{where} was written by Optuna {found.group(1)}, newer than this Optuna "
+            f"{optuna.__version__}: install that version, or set hydra.sweep.dir to a new "
+            "folder"
+        ) from None
 
 
 def open_study(storage: str, name: str, *, create: bool = False, direction: str | None = None, sampler=None):
@@ -42,8 +46,9 @@ def open_study(storage: str, name: str, *, create: bool = False, direction: str 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with _readable(storage):
         if create:
-            return optuna.create_study(study_name=name, storage=storage, sampler=sampler, direction=direction,
-                                       load_if_exists=True)
+            return optuna.create_study(
+                study_name=name, storage=storage, sampler=sampler, direction=direction, load_if_exists=True
+            )
         return optuna.load_study(study_name=name, storage=storage, sampler=sampler)
 
 

@@ -14,6 +14,7 @@ number, fails its trial (and stops the sweep beyond max_failure_rate), a NaN ret
 number (hydra.job.num) is its Optuna trial number, so `hydra.sweep.subdir: trial_${hydra.job.num}` names its folder
 after the trial, the same across resumptions of the study.
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,14 +36,24 @@ log = logging.getLogger(__name__)
 class OptunaSweeper(Sweeper):
     """The sweep loop (see the module docstring); hydra_plugins.regnn_sweeper registers it with Hydra."""
 
-    def __init__(self, sampler: Any = None, direction: str = "minimize", storage: str | None = None,
-                 study_name: str | None = None, n_trials: int = 20, n_jobs: int = 1, max_failure_rate: float = 0.0,
-                 params: Any = None) -> None:
+    def __init__(
+        self,
+        sampler: Any = None,
+        direction: str = "minimize",
+        storage: str | None = None,
+        study_name: str | None = None,
+        n_trials: int = 20,
+        n_jobs: int = 1,
+        max_failure_rate: float = 0.0,
+        params: Any = None,
+    ) -> None:
         if direction not in ("minimize", "maximize"):
             raise ConfigError(f"hydra.sweeper.direction={direction}: minimize or maximize")
         if int(n_jobs) < 1 or int(n_trials) < 0 or not 0.0 <= float(max_failure_rate) <= 1.0:
-            raise ConfigError(f"hydra.sweeper: n_jobs={n_jobs} (>= 1), n_trials={n_trials} (>= 0), "
-                              f"max_failure_rate={max_failure_rate} (0 to 1)")
+            raise ConfigError(
+                f"hydra.sweeper: n_jobs={n_jobs} (>= 1), n_trials={n_trials} (>= 0), "
+                f"max_failure_rate={max_failure_rate} (0 to 1)"
+            )
         self.sampler_config, self.direction, self.storage, self.study_name = sampler, direction, storage, study_name
         self.n_trials, self.n_jobs, self.max_failure_rate = int(n_trials), int(n_jobs), float(max_failure_rate)
         self.params = params
@@ -53,7 +64,8 @@ class OptunaSweeper(Sweeper):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.hydra_context = config, hydra_context
         self.launcher = Plugins.instance().instantiate_launcher(
-            config=config, hydra_context=hydra_context, task_function=task_function)
+            config=config, hydra_context=hydra_context, task_function=task_function
+        )
 
     def sweep(self, arguments: list[str]) -> list:
         import optuna
@@ -62,10 +74,21 @@ class OptunaSweeper(Sweeper):
         Path(self.config.hydra.sweep.dir).mkdir(parents=True, exist_ok=True)
         if str(self.storage or "").startswith("sqlite:///"):  # SQLite creates the file, not its folder
             Path(self.storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        study = open_study(self.storage, self.study_name, create=True, direction=self.direction,
-                           sampler=make_sampler(self.sampler_config))
-        log.info("Optuna study %s in %s: %d trials to run, %d at a time; searching %s", study.study_name,
-                 self.storage, self.n_trials, self.n_jobs, ", ".join(space) or "nothing")
+        study = open_study(
+            self.storage,
+            self.study_name,
+            create=True,
+            direction=self.direction,
+            sampler=make_sampler(self.sampler_config),
+        )
+        log.info(
+            "Optuna study %s in %s: %d trials to run, %d at a time; searching %s",
+            study.study_name,
+            self.storage,
+            self.n_trials,
+            self.n_jobs,
+            ", ".join(space) or "nothing",
+        )
         returns, left = [], self.n_trials
         while left > 0:
             trials = [study.ask(space) for _ in range(min(self.n_jobs, left))]
@@ -80,21 +103,27 @@ class OptunaSweeper(Sweeper):
                 except BaseException as e:  # a bad override, an interrupt: the trials not told yet failed
                     for t in trials:
                         study.tell(t, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
-                    log.error("trials %s stopped (%s): marked failed", ", ".join(str(t.number) for t in group),
-                              type(e).__name__)
+                    log.error(
+                        "trials %s stopped (%s): marked failed",
+                        ", ".join(str(t.number) for t in group),
+                        type(e).__name__,
+                    )
                     raise
                 returns.append(rets)
                 failures += _tell(study, group, rets)
             if failures and len(failures) / len(trials) > self.max_failure_rate:
-                log.error("%d of %d trials of the batch failed (max_failure_rate=%s)", len(failures), len(trials),
-                          self.max_failure_rate)
+                log.error(
+                    "%d of %d trials of the batch failed (max_failure_rate=%s)",
+                    len(failures),
+                    len(trials),
+                    self.max_failure_rate,
+                )
                 failures[0][0].return_value  # re-raises the first failure with its own traceback
                 raise failures[0][1]  # a return value that is no number
         complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
         if complete:
             best = study.best_trial
-            log.info("best of %d finished trials: trial %d, %s %s", len(complete), best.number, best.value,
-                     best.params)
+            log.info("best of %d finished trials: trial %d, %s %s", len(complete), best.number, best.value, best.params)
         return returns
 
 

@@ -6,15 +6,25 @@ Simple-HGN, GTN. Meta-path based: HAN, and GCN-M / GAT-M (the repo's GCN / GAT o
 The names below are imported from their modules on first use, so that importing one baseline's module (the
 package comes first) does not import every other baseline and what it needs.
 """
+
 from __future__ import annotations
 
 import importlib
 
 _WHERE = {
-    "GTN": "gtn", "HAN": "han", "MetapathGraphs": "han", "HGT": "hgt", "SelfLoopGraph": "inputs",
-    "TypedGraph": "inputs", "metapath_adjacency": "metapath", "metapath_graph": "metapath",
-    "metapath_graphs": "metapath", "MetapathInputs": "metapath_gnn", "build_metapath_gnn": "metapath_gnn",
-    "RGCN": "rgcn", "SimpleHGN": "simple_hgn",
+    "GTN": "gtn",
+    "HAN": "han",
+    "MetapathGraphs": "han",
+    "HGT": "hgt",
+    "SelfLoopGraph": "inputs",
+    "TypedGraph": "inputs",
+    "metapath_adjacency": "metapath",
+    "metapath_graph": "metapath",
+    "metapath_graphs": "metapath",
+    "MetapathInputs": "metapath_gnn",
+    "build_metapath_gnn": "metapath_gnn",
+    "RGCN": "rgcn",
+    "SimpleHGN": "simple_hgn",
 }
 
 __all__ = sorted(_WHERE)

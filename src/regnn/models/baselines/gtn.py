@@ -18,6 +18,7 @@ N is never formed: N Y = S_0(S_1(... S_L Y)) is a chain of sparse matmuls over t
 the same chain applied to a column of ones. DBLP's 2-hop products through terms and venues would hold tens of
 millions of entries; this chain costs a few SpMMs per channel.
 """
+
 from __future__ import annotations
 
 import torch
@@ -47,8 +48,18 @@ def composite_propagate(adj: Adjacency, edge_weights: list[torch.Tensor], y: tor
 
 
 class GTN(nn.Module):
-    def __init__(self, *, in_dims: dict[str, int], num_classes: int, relation_names: list[str], hidden: int = 64,
-                 num_channels: int = 2, num_layers: int = 2, dropout: float = 0.0, select_lr_scale: float = 1.0):
+    def __init__(
+        self,
+        *,
+        in_dims: dict[str, int],
+        num_classes: int,
+        relation_names: list[str],
+        hidden: int = 64,
+        num_channels: int = 2,
+        num_layers: int = 2,
+        dropout: float = 0.0,
+        select_lr_scale: float = 1.0,
+    ):
         super().__init__()
         if num_layers < 1 or num_channels < 1:
             raise ValueError(f"num_layers and num_channels must be >= 1, got {num_layers} and {num_channels}")

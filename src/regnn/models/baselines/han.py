@@ -4,6 +4,7 @@ across the meta-paths, a linear classifier.
 Only the target type's features are used, as in HAN. They pass one linear projection first (they are sparse
 bag-of-words here and the GAT layer's linear map takes dense input; HGB's HAN projects the same way).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,8 +39,16 @@ class GATConv(nn.Module):
     in the same order over tensors of the same sizes, so a seed gives the same weights and masks.
     """
 
-    def __init__(self, in_dim: int, out_dim: int, heads: int, feat_drop: float = 0.0, attn_drop: float = 0.0,
-                 negative_slope: float = 0.2, activation=None):
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        heads: int,
+        feat_drop: float = 0.0,
+        attn_drop: float = 0.0,
+        negative_slope: float = 0.2,
+        activation=None,
+    ):
         super().__init__()
         self.heads, self.out_dim = heads, out_dim
         self.fc = nn.Linear(in_dim, heads * out_dim, bias=False)
@@ -78,8 +87,19 @@ class SemanticAttention(nn.Module):
 
 
 class HAN(nn.Module):
-    def __init__(self, *, in_dim: int, target: str, num_classes: int, metapath_names: list[str], hidden: int = 8,
-                 heads: int = 8, num_layers: int = 1, dropout: float = 0.6, semantic_dim: int = 128):
+    def __init__(
+        self,
+        *,
+        in_dim: int,
+        target: str,
+        num_classes: int,
+        metapath_names: list[str],
+        hidden: int = 8,
+        heads: int = 8,
+        num_layers: int = 1,
+        dropout: float = 0.6,
+        semantic_dim: int = 128,
+    ):
         super().__init__()
         if not metapath_names:
             raise ValueError("HAN needs at least one meta-path")
@@ -89,17 +109,25 @@ class HAN(nn.Module):
         self.gats = nn.ModuleList()
         self.semantic = nn.ModuleList()
         for _ in range(num_layers):
-            self.gats.append(nn.ModuleList(
-                GATConv(hidden * heads, hidden, heads, feat_drop=dropout, attn_drop=dropout, activation=F.elu)
-                for _ in self.metapath_names))
+            self.gats.append(
+                nn.ModuleList(
+                    GATConv(hidden * heads, hidden, heads, feat_drop=dropout, attn_drop=dropout, activation=F.elu)
+                    for _ in self.metapath_names
+                )
+            )
             self.semantic.append(SemanticAttention(hidden * heads, semantic_dim))
         self.head = nn.Linear(hidden * heads, num_classes)
         self._beta: list[torch.Tensor] = []
 
     @classmethod
     def from_inputs(cls, inputs: MetapathGraphs, in_dims, num_classes, metapaths=None, **kwargs) -> "HAN":
-        return cls(in_dim=in_dims[inputs.target], target=inputs.target, num_classes=num_classes,
-                   metapath_names=list(inputs.graphs), **kwargs)
+        return cls(
+            in_dim=in_dims[inputs.target],
+            target=inputs.target,
+            num_classes=num_classes,
+            metapath_names=list(inputs.graphs),
+            **kwargs,
+        )
 
     def forward(self, inputs: MetapathGraphs, feats: dict[str, torch.Tensor], embed: bool = False):
         h = self.proj(feats, [self.target])

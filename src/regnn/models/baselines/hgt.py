@@ -10,6 +10,7 @@ Both: node-type specific key/query/value maps, relation-specific attention and m
 prior per relation, a gated skip connection per node type. The heads split the hidden size: `hidden` must be a
 multiple of `heads`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -22,9 +23,19 @@ from regnn.models.regnn import TypeProjection
 
 
 class HGT(nn.Module):
-    def __init__(self, *, in_dims: dict[str, int], num_classes: int, num_relations: int, hidden: int = 64,
-                 heads: int = 8, num_layers: int = 2, dropout: float = 0.2, use_norm: bool = False,
-                 variant: str = "dgl"):
+    def __init__(
+        self,
+        *,
+        in_dims: dict[str, int],
+        num_classes: int,
+        num_relations: int,
+        hidden: int = 64,
+        heads: int = 8,
+        num_layers: int = 2,
+        dropout: float = 0.2,
+        use_norm: bool = False,
+        variant: str = "dgl",
+    ):
         super().__init__()
         if hidden % heads:
             raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads}): the heads split it")
@@ -33,18 +44,26 @@ class HGT(nn.Module):
         self.variant = variant
         self.proj = TypeProjection(in_dims, hidden)
         if variant == "hgb":
-            self.convs = nn.ModuleList(HGBHGTLayer(hidden, heads, len(in_dims), num_relations, dropout=dropout,
-                                                   use_norm=use_norm) for _ in range(num_layers))
+            self.convs = nn.ModuleList(
+                HGBHGTLayer(hidden, heads, len(in_dims), num_relations, dropout=dropout, use_norm=use_norm)
+                for _ in range(num_layers)
+            )
         else:
-            self.convs = nn.ModuleList(HGTConv(hidden, hidden // heads, heads, len(in_dims), num_relations,
-                                               dropout=dropout, use_norm=use_norm) for _ in range(num_layers))
+            self.convs = nn.ModuleList(
+                HGTConv(hidden, hidden // heads, heads, len(in_dims), num_relations, dropout=dropout, use_norm=use_norm)
+                for _ in range(num_layers)
+            )
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(hidden, num_classes)
 
     @classmethod
     def from_inputs(cls, inputs: TypedGraph, in_dims, num_classes, **kwargs) -> "HGT":
-        return cls(in_dims={t: in_dims[t] for t in inputs.ntypes}, num_classes=num_classes,
-                   num_relations=len(inputs.relation_names), **kwargs)
+        return cls(
+            in_dims={t: in_dims[t] for t in inputs.ntypes},
+            num_classes=num_classes,
+            num_relations=len(inputs.relation_names),
+            **kwargs,
+        )
 
     def forward(self, inputs: TypedGraph, feats: dict[str, torch.Tensor], embed: bool = False):
         dgl = self.variant == "dgl"

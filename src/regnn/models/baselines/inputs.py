@@ -8,6 +8,7 @@
   self-loop in ONE extra relation (Simple-HGN's self-loop edge type, GTN's identity matrix), held as an
   `Adjacency` for the fast CSR aggregation; built on the CPU, its arrays move to the device.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ class TypedGraph:
     `pair_offsets[r] + u` of a table holds relation r's message from the local source u of type s_r. `adj` has
     those rows as its sources, the homogeneous nodes as its destinations and r as every edge's relation; its edge
     ids are the positions in `src`/`dst`/`etype` (DGL's edge order)."""
+
     ntypes: list[str]
     relation_names: list[str]
     node_offsets: list[int]  # nodes of type t: homogeneous ids [node_offsets[t], node_offsets[t + 1])
@@ -80,9 +82,20 @@ class TypedGraph:
         key = dst * num_rel + etype
         rel_norm = (1.0 / torch.bincount(key, minlength=n * num_rel)[key].to(torch.float32)).unsqueeze(1)
         adj = Adjacency.from_edges(pair, dst, etype, pair_offsets[-1], n).to(device)
-        return cls(ntypes, [e for _, e, _ in cets], node_offsets, relation_types, pair_offsets, ntype.to(device),
-                   src.to(device), dst.to(device), etype.to(device), target_nodes.to(device), rel_norm.to(device),
-                   adj)
+        return cls(
+            ntypes,
+            [e for _, e, _ in cets],
+            node_offsets,
+            relation_types,
+            pair_offsets,
+            ntype.to(device),
+            src.to(device),
+            dst.to(device),
+            etype.to(device),
+            target_nodes.to(device),
+            rel_norm.to(device),
+            adj,
+        )
 
     def node_blocks(self):
         """(type index, first homogeneous id, one past the last) of every node type."""
@@ -91,8 +104,10 @@ class TypedGraph:
     def pair_table(self, x: torch.Tensor, per_relation) -> torch.Tensor:
         """The (relation, source node) rows of adj's sources: per_relation(r, x's rows of r's source type) for
         every relation r, stacked in relation order."""
-        rows = [per_relation(r, x[self.node_offsets[s]:self.node_offsets[s + 1]])
-                for r, (s, _) in enumerate(self.relation_types)]
+        rows = [
+            per_relation(r, x[self.node_offsets[s] : self.node_offsets[s + 1]])
+            for r, (s, _) in enumerate(self.relation_types)
+        ]
         return torch.cat(rows) if rows else x.new_zeros(0, *x.shape[1:])
 
 
@@ -112,5 +127,4 @@ class SelfLoopGraph:
         rg = build_relation_graph(data, self_loops=True)
         r = rg.num_edge_relations
         adj = Adjacency.from_edges(rg.src, rg.dst, rg.rel.clamp(max=r), rg.num_nodes).to(device)  # self-loops: r
-        return cls(adj, rg.ntypes, rg.nodes_of(data.target).to(device),
-                   rg.relation_names[:r] + ["self"])
+        return cls(adj, rg.ntypes, rg.nodes_of(data.target).to(device), rg.relation_names[:r] + ["self"])

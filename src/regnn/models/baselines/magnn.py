@@ -19,6 +19,7 @@ One layer with the target type at the centre, as the authors' DBLP script. Insta
 seed `sample_seed`, once per job (the authors' DBLP script draws 100 per node and mini-batch afresh, weighing a
 neighbour's instances by count^-1/4; here every instance is equally likely and full-batch training keeps one draw).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from regnn.models.regnn import TypeProjection
 def reverse_pairs(g: HeteroGraph) -> dict[str, tuple[int, bool]]:
     """relation name -> (rotation index, conjugated): a relation and its reverse (the same edges, turned
     round) share an index; the reverse, the later name in sorted order, is conjugated."""
+
     def keys(cet, flip):
         u, v = (x.numpy().astype(np.int64) for x in g.edges(etype=cet))
         u, v = (v, u) if flip else (u, v)
@@ -51,8 +53,12 @@ def reverse_pairs(g: HeteroGraph) -> dict[str, tuple[int, bool]]:
         out[cet[1]] = (idx, False)
         mine = keys(cet, False)
         for other in g.canonical_etypes:
-            if other[1] not in out and other[0] == cet[2] and other[2] == cet[0] \
-                    and np.array_equal(keys(other, True), mine):
+            if (
+                other[1] not in out
+                and other[0] == cet[2]
+                and other[2] == cet[0]
+                and np.array_equal(keys(other, True), mine)
+            ):
                 out[other[1]] = (idx, True)
                 break
     return out
@@ -95,11 +101,15 @@ class MetapathInstances:
     @classmethod
     def build(cls, data, device="cpu", metapaths=None, max_instances=100, sample_seed=0, **_model_options):
         if not isinstance(metapaths, dict) or not metapaths:
-            raise ValueError("model.metapaths must map meta-path names to relation lists (set dataset.metapaths, "
-                             f"e.g. APA: [author->paper, paper->author]); got {metapaths!r}")
+            raise ValueError(
+                "model.metapaths must map meta-path names to relation lists (set dataset.metapaths, "
+                f"e.g. APA: [author->paper, paper->author]); got {metapaths!r}"
+            )
         if max_instances is not None and (not isinstance(max_instances, int) or max_instances < 1):
-            raise ValueError(f"model.max_instances={max_instances!r} is not valid: use a whole number >= 1 "
-                             "(instances kept per target node), or null for all of them")
+            raise ValueError(
+                f"model.max_instances={max_instances!r} is not valid: use a whole number >= 1 "
+                "(instances kept per target node), or null for all of them"
+            )
         g, n = data.graph, data.graph.num_nodes(data.target)
         rot = reverse_pairs(g)
         out = {k: {} for k in ("buckets", "ntypes", "rotations")}
@@ -134,8 +144,9 @@ class RotationEncoder(nn.Module):
             out.append(out[-1] * (r[idx].conj() if conj else r[idx]))
         return out[::-1]
 
-    def forward(self, h: dict[str, torch.Tensor], instances: torch.Tensor, ntypes: list[str],
-                rotations) -> torch.Tensor:
+    def forward(
+        self, h: dict[str, torch.Tensor], instances: torch.Tensor, ntypes: list[str], rotations
+    ) -> torch.Tensor:
         enc = None
         for i, (t, rot) in enumerate(zip(ntypes, self.position_rotations(rotations))):
             x = torch.view_as_complex(h[t].reshape(h[t].shape[0], -1, 2).contiguous()) * rot
@@ -167,9 +178,19 @@ class IntraMetapathAttention(nn.Module):
 
 
 class MAGNN(nn.Module):
-    def __init__(self, *, in_dims: dict[str, int], num_classes: int, instances: MetapathInstances, hidden: int = 64,
-                 heads: int = 8, num_layers: int = 1, attn_vec_dim: int = 128, dropout: float = 0.5,
-                 encoder: str = "rotate"):
+    def __init__(
+        self,
+        *,
+        in_dims: dict[str, int],
+        num_classes: int,
+        instances: MetapathInstances,
+        hidden: int = 64,
+        heads: int = 8,
+        num_layers: int = 1,
+        attn_vec_dim: int = 128,
+        dropout: float = 0.5,
+        encoder: str = "rotate",
+    ):
         """instances: the meta-path instances the model reads (their target type, meta-paths and rotations)."""
         super().__init__()
         if num_layers != 1:
@@ -188,10 +209,22 @@ class MAGNN(nn.Module):
         self._beta: torch.Tensor | None = None
 
     @classmethod
-    def from_inputs(cls, inputs: MetapathInstances, in_dims, num_classes, metapaths=None, max_instances=None,
-                    sample_seed=None, **kwargs) -> "MAGNN":
-        return cls(in_dims={t: in_dims[t] for t in inputs.projected_types()}, num_classes=num_classes,
-                   instances=inputs, **kwargs)
+    def from_inputs(
+        cls,
+        inputs: MetapathInstances,
+        in_dims,
+        num_classes,
+        metapaths=None,
+        max_instances=None,
+        sample_seed=None,
+        **kwargs,
+    ) -> "MAGNN":
+        return cls(
+            in_dims={t: in_dims[t] for t in inputs.projected_types()},
+            num_classes=num_classes,
+            instances=inputs,
+            **kwargs,
+        )
 
     def project(self, inputs, feats: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Hidden vectors of every node type on a meta-path (before feature dropout)."""

@@ -20,6 +20,7 @@ The attention runs on regnn.core's Adjacency of the (source -> completed) pairs;
 destination-sorted order, the edge dropout is drawn in the pairs' own order (the numbering DGL gave them), and
 float64 fixtures pin the completion and the rebuild term to DGL's ops (tests/test_dgl_ports_magnn.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,11 +57,16 @@ def homogeneous_edges(g: HeteroGraph) -> tuple[torch.Tensor, torch.Tensor, dict[
     offsets, n = {}, 0
     for t in g.ntypes:
         offsets[t], n = n, n + g.num_nodes(t)
-    parts = [(u + offsets[s], v + offsets[d]) for (s, _, d), (u, v) in
-             ((cet, g.edges(etype=cet)) for cet in g.canonical_etypes)]
+    parts = [
+        (u + offsets[s], v + offsets[d])
+        for (s, _, d), (u, v) in ((cet, g.edges(etype=cet)) for cet in g.canonical_etypes)
+    ]
     empty = torch.zeros(0, dtype=torch.int64)
-    return (torch.cat([u for u, _ in parts]) if parts else empty,
-            torch.cat([v for _, v in parts]) if parts else empty, offsets)
+    return (
+        torch.cat([u for u, _ in parts]) if parts else empty,
+        torch.cat([v for _, v in parts]) if parts else empty,
+        offsets,
+    )
 
 
 def topological_embedding(g: HeteroGraph, dim: int, seed: int) -> dict[str, torch.Tensor]:
@@ -77,7 +83,7 @@ def topological_embedding(g: HeteroGraph, dim: int, seed: int) -> dict[str, torc
     left, _ = spectral_embedding((inv @ a @ inv).tocsr(), k, seed)
     emb = np.zeros((n, dim), dtype=np.float32)
     emb[:, :k] = left
-    return {t: torch.from_numpy(emb[offsets[t]:offsets[t] + g.num_nodes(t)]) for t in g.ntypes}
+    return {t: torch.from_numpy(emb[offsets[t] : offsets[t] + g.num_nodes(t)]) for t in g.ntypes}
 
 
 def completion_sources(g: HeteroGraph, feats: dict[str, torch.Tensor], types) -> dict[str, str]:
@@ -90,16 +96,19 @@ def completion_sources(g: HeteroGraph, feats: dict[str, torch.Tensor], types) ->
             if d == t and s in featured:
                 edges[s] = edges.get(s, 0) + g.num_edges((s, _, d))
         if not edges:
-            raise DataError(f"node type {t!r} has no features and no neighbours of a type with features, so "
-                            "MAGNN-AC cannot complete it; give it features or use model=magnn")
+            raise DataError(
+                f"node type {t!r} has no features and no neighbours of a type with features, so "
+                "MAGNN-AC cannot complete it; give it features or use model=magnn"
+            )
         out[t] = max(edges, key=edges.get)
     return out
 
 
 def pairs_adjacency(u, v, num_src: int, num_dst: int) -> Adjacency:
     """The graph of the pairs u[i] -> v[i] (edge i, the numbering DGL gives them)."""
-    return Adjacency.from_edges(torch.as_tensor(u, dtype=torch.int64), torch.as_tensor(v, dtype=torch.int64), None,
-                                num_src, num_dst)
+    return Adjacency.from_edges(
+        torch.as_tensor(u, dtype=torch.int64), torch.as_tensor(v, dtype=torch.int64), None, num_src, num_dst
+    )
 
 
 class _HeadDots(torch.autograd.Function):
@@ -113,8 +122,9 @@ class _HeadDots(torch.autograd.Function):
         ctx.save_for_backward(k_src, q_dst)
         if adj.indices.numel() == 0:
             return k_src.new_zeros(0, k_src.shape[1])
-        return torch.stack([edge_dots(adj, q_dst[:, h].contiguous(), k_src[:, h].contiguous())
-                            for h in range(k_src.shape[1])], 1)
+        return torch.stack(
+            [edge_dots(adj, q_dst[:, h].contiguous(), k_src[:, h].contiguous()) for h in range(k_src.shape[1])], 1
+        )
 
     @staticmethod
     def backward(ctx, grad):
@@ -123,12 +133,27 @@ class _HeadDots(torch.autograd.Function):
         gk = gq = None
         grad = grad.t().contiguous()  # (heads, E)
         if ctx.needs_input_grad[0]:
-            gk = torch.stack([csr_mm(adj.t_indptr, adj.t_indices, grad[h].index_select(0, adj.t_pos),
-                                     (adj.num_src, adj.num_dst), q_dst[:, h].contiguous())
-                              for h in range(grad.shape[0])], 1)
+            gk = torch.stack(
+                [
+                    csr_mm(
+                        adj.t_indptr,
+                        adj.t_indices,
+                        grad[h].index_select(0, adj.t_pos),
+                        (adj.num_src, adj.num_dst),
+                        q_dst[:, h].contiguous(),
+                    )
+                    for h in range(grad.shape[0])
+                ],
+                1,
+            )
         if ctx.needs_input_grad[1]:
-            gq = torch.stack([csr_mm(adj.indptr, adj.indices, grad[h], (adj.num_dst, adj.num_src),
-                                     k_src[:, h].contiguous()) for h in range(grad.shape[0])], 1)
+            gq = torch.stack(
+                [
+                    csr_mm(adj.indptr, adj.indices, grad[h], (adj.num_dst, adj.num_src), k_src[:, h].contiguous())
+                    for h in range(grad.shape[0])
+                ],
+                1,
+            )
         return gk, gq, None
 
 
@@ -149,8 +174,7 @@ class CompletionInputs(MetapathInstances):
     emb: dict[str, torch.Tensor] = None  # topological embeddings per node type
 
     @classmethod
-    def build(cls, data, device="cpu", metapaths=None, max_instances=100, sample_seed=0, emb_dim=64,
-              **_model_options):
+    def build(cls, data, device="cpu", metapaths=None, max_instances=100, sample_seed=0, emb_dim=64, **_model_options):
         base = MetapathInstances.build(data, device, metapaths, max_instances, sample_seed)
         g = data.graph
         used = sorted({t for ts in base.ntypes.values() for t in ts})
@@ -174,8 +198,9 @@ class CompletionInputs(MetapathInstances):
             inst = np.unique(inst[inst[:, 0] != inst[:, -1]][:, [0, -1]], axis=0)
             rebuild = tuple(torch.from_numpy(inst[:, i].copy()).to(device) for i in (0, 1))
         emb = {t: e.to(device) for t, e in topological_embedding(g, emb_dim, sample_seed).items()}
-        return cls(**vars(base), sources=sources, graphs=graphs, rebuild=rebuild, rebuild_source=rebuild_source,
-                   emb=emb)
+        return cls(
+            **vars(base), sources=sources, graphs=graphs, rebuild=rebuild, rebuild_source=rebuild_source, emb=emb
+        )
 
     def projected_types(self) -> list[str]:
         """The meta-paths' featured types and the completion sources (a completed type needs no projection)."""
@@ -213,8 +238,9 @@ class MAGNNAC(MAGNN):
         super().__init__(**kwargs)
         if not 0 <= feats_drop_rate < 1:
             raise ValueError(f"feats_drop_rate must be in [0, 1), got {feats_drop_rate}")
-        self.complete = AttributeCompletion(emb_dim, kwargs.get("attn_vec_dim", 128), kwargs.get("heads", 8),
-                                            kwargs.get("dropout", 0.5))
+        self.complete = AttributeCompletion(
+            emb_dim, kwargs.get("attn_vec_dim", 128), kwargs.get("heads", 8), kwargs.get("dropout", 0.5)
+        )
         self.feats_drop_rate, self.loss_lambda = feats_drop_rate, loss_lambda
         self._aux: torch.Tensor | None = None
 

@@ -12,6 +12,7 @@ The product is evaluated from both ends towards the middle: the first half left 
 right to left, then one product of the two. For DBLP's APTPA this multiplies an author x term matrix by a term
 x author one instead of building the author x paper or paper x paper intermediates, which are dense.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,16 +40,20 @@ def check_metapath(g, name: str, relations, endpoint: str | None = None) -> list
     known = {cet[1]: cet for cet in g.canonical_etypes}
     missing = [r for r in rels if r not in known]
     if missing:
-        raise ValueError(f"meta-path {name!r} names unknown relations {missing}; the graph's relations are "
-                         f"{sorted(known)}")
+        raise ValueError(
+            f"meta-path {name!r} names unknown relations {missing}; the graph's relations are {sorted(known)}"
+        )
     cets = [known[r] for r in rels]
     for a, b in zip(cets, cets[1:]):
         if a[2] != b[0]:
-            raise ValueError(f"meta-path {name!r} does not chain: {a[1]!r} ends at {a[2]!r} but {b[1]!r} starts "
-                             f"at {b[0]!r}")
+            raise ValueError(
+                f"meta-path {name!r} does not chain: {a[1]!r} ends at {a[2]!r} but {b[1]!r} starts at {b[0]!r}"
+            )
     if endpoint is not None and (cets[0][0] != endpoint or cets[-1][2] != endpoint):
-        raise ValueError(f"meta-path {name!r} runs {cets[0][0]!r} -> {cets[-1][2]!r}; the meta-path models need "
-                         f"paths from the target type {endpoint!r} back to it")
+        raise ValueError(
+            f"meta-path {name!r} runs {cets[0][0]!r} -> {cets[-1][2]!r}; the meta-path models need "
+            f"paths from the target type {endpoint!r} back to it"
+        )
     return cets
 
 
@@ -68,8 +73,7 @@ def metapath_adjacency(g, relations, name: str = "meta-path") -> sp.csr_matrix:
     return (left @ right).tocsr()
 
 
-def metapath_edges(g, relations, name: str = "meta-path",
-                   self_loops: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def metapath_edges(g, relations, name: str = "meta-path", self_loops: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """(src, dst) int64 edges of the endpoint type's meta-path graph: u -> v for every pair with a path instance
     u ... v, destination-major (then by source), so that edge positions are CSR positions.
 
@@ -78,8 +82,9 @@ def metapath_edges(g, relations, name: str = "meta-path",
     """
     a = metapath_adjacency(g, relations, name).tocoo()
     if a.shape[0] != a.shape[1]:
-        raise ValueError(f"meta-path {name!r} joins two different node types; a meta-path graph needs the same "
-                         "type at both ends")
+        raise ValueError(
+            f"meta-path {name!r} joins two different node types; a meta-path graph needs the same type at both ends"
+        )
     keep = a.row != a.col
     src, dst = a.row[keep].astype(np.int64), a.col[keep].astype(np.int64)
     n = a.shape[0]
@@ -98,16 +103,20 @@ def metapath_graph(g, relations, name: str = "meta-path", self_loops: bool = Tru
 
 def metapath_graphs(data, metapaths: dict, names=None, self_loops: bool = True) -> dict[str, Adjacency]:
     """{name: meta-path graph of the target type} for the given names (all when None), in config order."""
-    return {n: metapath_graph(data.graph, rels, n, self_loops=self_loops)
-            for n, rels in _target_metapaths(data, metapaths, names).items()}
+    return {
+        n: metapath_graph(data.graph, rels, n, self_loops=self_loops)
+        for n, rels in _target_metapaths(data, metapaths, names).items()
+    }
 
 
 def _target_metapaths(data, metapaths: dict, names=None) -> dict[str, list]:
     """{name: relations} of the named meta-paths (all when None), each checked to run from the target type back
     to it."""
     if not isinstance(metapaths, dict) or not metapaths:
-        raise ValueError("model.metapaths must map meta-path names to relation lists (set dataset.metapaths, "
-                         f"e.g. APA: [author->paper, paper->author]); got {metapaths!r}")
+        raise ValueError(
+            "model.metapaths must map meta-path names to relation lists (set dataset.metapaths, "
+            f"e.g. APA: [author->paper, paper->author]); got {metapaths!r}"
+        )
     names = list(metapaths) if names is None else list(names)
     unknown = [n for n in names if n not in metapaths]
     if unknown:
@@ -126,5 +135,13 @@ def metapath_relation_graph(data, name: str, relations) -> RelationGraph:
     ids = torch.arange(n)
     rel = torch.cat([torch.zeros(src.numel(), dtype=torch.int64), torch.ones(n, dtype=torch.int64)])
     src, dst, rel = sorted_by_destination(torch.cat([src, ids]), torch.cat([dst, ids]), rel, n)
-    return RelationGraph(src, dst, rel, [name, f"self:{data.target}"], 1, [data.target], {data.target: 0},
-                         torch.zeros(n, dtype=torch.int64))
+    return RelationGraph(
+        src,
+        dst,
+        rel,
+        [name, f"self:{data.target}"],
+        1,
+        [data.target],
+        {data.target: 0},
+        torch.zeros(n, dtype=torch.int64),
+    )

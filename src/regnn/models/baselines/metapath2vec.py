@@ -18,6 +18,7 @@ window skips a context node and pairs each node with itself once walks are longe
 slice position with a walk position). Here: every pair of valid walk nodes at most `window` steps apart, in both
 directions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -74,8 +75,9 @@ def context_pairs(nodes: torch.Tensor, valid: torch.Tensor, window: int) -> tupl
     return (torch.cat(us), torch.cat(vs)) if us else (empty, empty)
 
 
-def negative_distribution(traces: torch.Tensor, walk_offset: torch.Tensor, walk_last: torch.Tensor,
-                          num_nodes: int, dtype=None) -> torch.Tensor:
+def negative_distribution(
+    traces: torch.Tensor, walk_offset: torch.Tensor, walk_last: torch.Tensor, num_nodes: int, dtype=None
+) -> torch.Tensor:
     """DGL MetaPath2Vec's negative-sampling distribution from its walks: (number of walks a node appears in)^0.75,
     normalised. traces: walks of local ids (-1 after a dead end), walk_offset / walk_last: the first global id and
     the last local id of the node type at every walk position (DGL's walks count a -1 for that last node)."""
@@ -100,15 +102,23 @@ class WalkInputs:
     @classmethod
     def build(cls, data, device="cpu", metapaths=None, metapath=None, walk_length=100, **_model_options):
         if not isinstance(metapaths, dict) or metapath not in metapaths:
-            raise ValueError(f"model.metapath={metapath!r} is not valid: use one of {list(metapaths or {})} or best "
-                             "(set dataset.metapaths)")
+            raise ValueError(
+                f"model.metapath={metapath!r} is not valid: use one of {list(metapaths or {})} or best "
+                "(set dataset.metapaths)"
+            )
         rels = list(metapaths[metapath])
         cets = check_metapath(data.graph, metapath, rels, endpoint=data.target)
         repeats = max(1, int(walk_length) // len(rels))
         csr = {r: relation_csr(data.graph, r) for r in rels}  # on the CPU: the walks run there
         g = data.graph
-        return cls([csr[r] for r in rels * repeats], rels * repeats, [c[0] for c in cets * repeats] + [data.target],
-                   {t: g.num_nodes(t) for t in g.ntypes}, data.target, metapath)
+        return cls(
+            [csr[r] for r in rels * repeats],
+            rels * repeats,
+            [c[0] for c in cets * repeats] + [data.target],
+            {t: g.num_nodes(t) for t in g.ntypes},
+            data.target,
+            metapath,
+        )
 
 
 class SkipGram(nn.Module):
@@ -148,8 +158,11 @@ class SkipGram(nn.Module):
     def pairs(self, traces: torch.Tensor):
         """(centres, contexts, negatives (pairs, negative_size)) of the given walks."""
         u, v = context_pairs(traces + self.walk_offset, traces >= 0, self.window_size)
-        neg = (torch.multinomial(self.neg_prob, u.numel() * self.negative_size, replacement=True,
-                                 generator=self.generator) if u.numel() else u.new_zeros(0))
+        neg = (
+            torch.multinomial(self.neg_prob, u.numel() * self.negative_size, replacement=True, generator=self.generator)
+            if u.numel()
+            else u.new_zeros(0)
+        )
         device = self.node_embed.weight.device
         return u.to(device), v.to(device), neg.view(-1, self.negative_size).to(device)
 
@@ -164,21 +177,45 @@ class SkipGram(nn.Module):
 
 
 class Metapath2Vec(nn.Module):
-    def __init__(self, *, inputs: WalkInputs, num_classes: int, hidden: int = 128, window: int = 7,
-                 negatives: int = 5, walks_per_node: int = 40, batch_size: int = 32, lr: float = 0.025,
-                 classifier_c: float = 1.0):
+    def __init__(
+        self,
+        *,
+        inputs: WalkInputs,
+        num_classes: int,
+        hidden: int = 128,
+        window: int = 7,
+        negatives: int = 5,
+        walks_per_node: int = 40,
+        batch_size: int = 32,
+        lr: float = 0.025,
+        classifier_c: float = 1.0,
+    ):
         super().__init__()
         self.target = inputs.target
-        self.fit_options = {"walks_per_node": walks_per_node, "batch_size": batch_size, "lr": lr,
-                            "classifier_c": classifier_c}
+        self.fit_options = {
+            "walks_per_node": walks_per_node,
+            "batch_size": batch_size,
+            "lr": lr,
+            "classifier_c": classifier_c,
+        }
         self.skipgram = SkipGram(inputs, window, hidden, negatives)
         target_ids = self.skipgram.offsets[inputs.target] + torch.arange(inputs.num_nodes[inputs.target])
         self.register_buffer("target_ids", target_ids, persistent=False)
         self.head = nn.Linear(hidden, num_classes).requires_grad_(False)  # the fitted classifier
 
     @classmethod
-    def from_inputs(cls, inputs: WalkInputs, in_dims, num_classes, metapaths=None, metapath=None, walk_length=None,
-                    metapath_select_runs=None, dropout=None, **kwargs) -> "Metapath2Vec":
+    def from_inputs(
+        cls,
+        inputs: WalkInputs,
+        in_dims,
+        num_classes,
+        metapaths=None,
+        metapath=None,
+        walk_length=None,
+        metapath_select_runs=None,
+        dropout=None,
+        **kwargs,
+    ) -> "Metapath2Vec":
         return cls(inputs=inputs, num_classes=num_classes, **kwargs)
 
     def embeddings(self) -> torch.Tensor:
@@ -187,4 +224,3 @@ class Metapath2Vec(nn.Module):
     def forward(self, inputs, feats=None, embed: bool = False):
         h = self.embeddings()
         return self.head(h), (h if embed else None)
-

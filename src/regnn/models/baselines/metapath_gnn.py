@@ -5,6 +5,7 @@ differs from the GCN row only in the graph: the meta-path neighbours of the targ
 heterograph with its heterogeneity removed. `metapath: best` (the paper reports the best meta-path) is resolved
 by the pipeline: one job per meta-path, the one with the best validation Micro-F1 reported, all recorded.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,11 +29,20 @@ class MetapathInputs(RelationInputs):
         return cls(rg.adjacency(), rg.ntypes, rg.nodes_of(data.target).to(device), rg, metapath)
 
 
-def build_metapath_gnn(inputs: MetapathInputs, in_dims: dict[str, int], num_classes: int, metapaths=None,
-                       metapath=None, metapath_select_runs=None, **kwargs) -> REGNN:
+def build_metapath_gnn(
+    inputs: MetapathInputs,
+    in_dims: dict[str, int],
+    num_classes: int,
+    metapaths=None,
+    metapath=None,
+    metapath_select_runs=None,
+    **kwargs,
+) -> REGNN:
     """The GCN/GAT of the model config on the meta-path graph; only the target type's features are used."""
     if kwargs.get("edge_embeddings") or kwargs.get("self_loop_embeddings"):
-        raise ValueError("GCN-M/GAT-M are plain GNNs on a meta-path graph: set model.relation.edge_embeddings "
-                         "and model.relation.self_loop_embeddings to false")
+        raise ValueError(
+            "GCN-M/GAT-M are plain GNNs on a meta-path graph: set model.relation.edge_embeddings "
+            "and model.relation.self_loop_embeddings to false"
+        )
     target = inputs.ntypes[0]
     return REGNN.from_inputs(inputs, {target: in_dims[target]}, num_classes, **kwargs)

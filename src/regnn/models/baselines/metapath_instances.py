@@ -12,6 +12,7 @@ huge degree: millions per author), `cap` instances are drawn backwards instead, 
 probability N_{i-1}(u) / N_i(n_i): every instance ending at the node equally likely, and the full list is never
 built. Duplicated draws are dropped, so such a node keeps at most `cap` distinct instances.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -10,6 +10,7 @@ layers, so that output is the only one that has taken in the last hop of neighbo
 likewise taken after its last propagation). The input of the last layer (the author's own state before it hears
 from its papers) clusters far worse (docs/baselines.md, Table 3).
 """
+
 from __future__ import annotations
 
 import torch
@@ -22,8 +23,17 @@ from regnn.models.regnn import TypeProjection
 
 
 class RGCN(nn.Module):
-    def __init__(self, *, in_dims: dict[str, int], num_classes: int, num_relations: int, hidden: int = 64,
-                 num_layers: int = 2, dropout: float = 0.5, num_bases: int | None = None):
+    def __init__(
+        self,
+        *,
+        in_dims: dict[str, int],
+        num_classes: int,
+        num_relations: int,
+        hidden: int = 64,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        num_bases: int | None = None,
+    ):
         super().__init__()
         if num_layers < 1:
             raise ValueError(f"num_layers must be >= 1, got {num_layers}")
@@ -35,7 +45,8 @@ class RGCN(nn.Module):
         bases = num_bases if num_bases and num_bases < num_relations else None
         self.convs = nn.ModuleList(
             RelGraphConv(hidden, num_classes if i == num_layers - 1 else hidden, num_relations, num_bases=bases)
-            for i in range(num_layers))
+            for i in range(num_layers)
+        )
         self.dropout = nn.Dropout(dropout)
 
     @classmethod

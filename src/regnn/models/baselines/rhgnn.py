@@ -20,6 +20,7 @@ Each relation's graph is an Adjacency (regnn.core) of its bipartite edges, sourc
 attention logits, their softmax over a node's in-edges and the weighted sum run on its arrays (float64 fixtures
 pin them to DGL's u_add_v, edge_softmax and u_mul_e_sum, tests/test_dgl_ports_magnn.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,8 +56,11 @@ class RelationGraphs:
         source_key = {}
         for r, (s, t) in ends.items():
             named = "->".join(reversed(r.split("->")))
-            source_key[r] = named if ends.get(named) == (t, s) else next(
-                (q for q, ab in ends.items() if ab == (t, s) and q != r), r if s == t else None)
+            source_key[r] = (
+                named
+                if ends.get(named) == (t, s)
+                else next((q for q, ab in ends.items() if ab == (t, s) and q != r), r if s == t else None)
+            )
         return cls(graphs, ends, source_key, list(g.ntypes), data.target)
 
     def into(self, ntype: str) -> list[str]:
@@ -73,16 +77,28 @@ def _per_head(n: int, heads: int, d_in: int, d_out: int) -> nn.Parameter:
 
 
 class RHGNNLayer(nn.Module):
-    def __init__(self, inputs: RelationGraphs, in_dim: int, hidden: int, heads: int, rel_in: int, rel_out: int,
-                 dropout: float, residual: bool, norm: bool, negative_slope: float = 0.2):
+    def __init__(
+        self,
+        inputs: RelationGraphs,
+        in_dim: int,
+        hidden: int,
+        heads: int,
+        rel_in: int,
+        rel_out: int,
+        dropout: float,
+        residual: bool,
+        norm: bool,
+        negative_slope: float = 0.2,
+    ):
         super().__init__()
         rels, types = list(inputs.ends), inputs.ntypes
         self.H, self.d, self.residual, self.slope = heads, hidden, residual, negative_slope
         out = heads * hidden
         self.w = nn.ModuleDict({t: _xavier(nn.Linear(in_dim, out, bias=False)) for t in types})
         self.att = nn.ModuleDict({r: _xavier(nn.Linear(rel_in, heads * 2 * hidden, bias=False)) for r in rels})
-        self.cross = nn.ParameterDict({r: nn.Parameter(nn.init.xavier_normal_(torch.empty(heads, hidden), GAIN))
-                                       for r in rels})
+        self.cross = nn.ParameterDict(
+            {r: nn.Parameter(nn.init.xavier_normal_(torch.empty(heads, hidden), GAIN)) for r in rels}
+        )
         self.rel_map = nn.ModuleDict({r: _xavier(nn.Linear(rel_in, rel_out)) for r in rels})
         if residual:
             self.res = nn.ModuleDict({t: _xavier(nn.Linear(in_dim, out)) for t in types})
@@ -90,8 +106,13 @@ class RHGNNLayer(nn.Module):
         self.norm = nn.ModuleDict({t: nn.LayerNorm(out) for t in types}) if norm else None
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, inputs: RelationGraphs, h: dict[str, torch.Tensor], base: dict[str, torch.Tensor],
-                rel: dict[str, torch.Tensor]):
+    def forward(
+        self,
+        inputs: RelationGraphs,
+        h: dict[str, torch.Tensor],
+        base: dict[str, torch.Tensor],
+        rel: dict[str, torch.Tensor],
+    ):
         """h: relation -> (destination nodes, in_dim); base: node type -> its representation where no relation
         ends at it; rel: relation -> embedding. Returns the next h and rel."""
         H, d = self.H, self.d
@@ -125,8 +146,9 @@ class RHGNNLayer(nn.Module):
 GAIN = nn.init.calculate_gain("relu")
 
 
-def relation_attention(g: Adjacency, ws: torch.Tensor, el: torch.Tensor, er: torch.Tensor,
-                       negative_slope: float) -> torch.Tensor:
+def relation_attention(
+    g: Adjacency, ws: torch.Tensor, el: torch.Tensor, er: torch.Tensor, negative_slope: float
+) -> torch.Tensor:
     """sum over the in-edges u -> v of softmax_u(LeakyReLU(el[u] + er[v])) ws[u], per head: ws (N_s, H, d),
     el (N_s, H), er (N_t, H) -> (N_t, H, d); a node without in-edges gets zeros."""
     alpha = g.edge_softmax(F.leaky_relu(g.u_add_v(el, er), negative_slope))  # (E, H), CSR order
@@ -152,8 +174,9 @@ class RelationFusion(nn.Module):
     A type with one relation into it (DBLP's authors) keeps that representation as it is, as R-HGNN's
     RelationFusing does: no map, no dropout."""
 
-    def __init__(self, rels: list[str], hidden: int, heads: int, rel_dim: int, dropout: float,
-                 negative_slope: float = 0.2):
+    def __init__(
+        self, rels: list[str], hidden: int, heads: int, rel_dim: int, dropout: float, negative_slope: float = 0.2
+    ):
         super().__init__()
         self.rels, self.H, self.d, self.slope = rels, heads, hidden, negative_slope
         if len(rels) > 1:
@@ -166,18 +189,31 @@ class RelationFusion(nn.Module):
         if len(self.rels) == 1:
             z = h[self.rels[0]]
             return z, z.new_ones(1)
-        feats = torch.stack([torch.einsum("nhi,hio->nho", h[r].view(-1, H, d), self.feat[i])
-                             for i, r in enumerate(self.rels)], 1)  # (N, R, H, d)
-        keys = torch.stack([torch.einsum("hi,hio->ho", rel[r].view(H, -1), self.key[i])
-                            for i, r in enumerate(self.rels)])  # (R, H, d)
+        feats = torch.stack(
+            [torch.einsum("nhi,hio->nho", h[r].view(-1, H, d), self.feat[i]) for i, r in enumerate(self.rels)], 1
+        )  # (N, R, H, d)
+        keys = torch.stack(
+            [torch.einsum("hi,hio->ho", rel[r].view(H, -1), self.key[i]) for i, r in enumerate(self.rels)]
+        )  # (R, H, d)
         beta = torch.softmax(F.leaky_relu((feats * keys).sum(-1), self.slope), 1)  # (N, R, H)
         return self.drop((beta.unsqueeze(-1) * feats).sum(1)).flatten(1), beta.mean((0, 2))
 
 
 class RHGNN(nn.Module):
-    def __init__(self, inputs: RelationGraphs, *, in_dims: dict[str, int], num_classes: int, hidden: int = 16,
-                 heads: int = 8, relation_dim: int = 8, num_layers: int = 2, dropout: float = 0.5,
-                 residual: bool = True, norm: bool = True):
+    def __init__(
+        self,
+        inputs: RelationGraphs,
+        *,
+        in_dims: dict[str, int],
+        num_classes: int,
+        hidden: int = 16,
+        heads: int = 8,
+        relation_dim: int = 8,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        residual: bool = True,
+        norm: bool = True,
+    ):
         super().__init__()
         if num_layers < 1:
             raise ValueError(f"num_layers must be >= 1, got {num_layers}")
@@ -186,10 +222,15 @@ class RHGNN(nn.Module):
         width, rel_width = heads * hidden, heads * relation_dim
         self.proj = TypeProjection(in_dims, width)
         # one embedding per relation (width relation_dim), in every layer mapped to heads x relation_dim
-        self.rel_emb = nn.ParameterDict({r: nn.Parameter(nn.init.xavier_normal_(torch.empty(relation_dim, 1), GAIN)
-                                                         .flatten()) for r in inputs.ends})
-        self.layers = nn.ModuleList(RHGNNLayer(inputs, width, hidden, heads, relation_dim if i == 0 else rel_width,
-                                               rel_width, dropout, residual, norm) for i in range(num_layers))
+        self.rel_emb = nn.ParameterDict(
+            {r: nn.Parameter(nn.init.xavier_normal_(torch.empty(relation_dim, 1), GAIN).flatten()) for r in inputs.ends}
+        )
+        self.layers = nn.ModuleList(
+            RHGNNLayer(
+                inputs, width, hidden, heads, relation_dim if i == 0 else rel_width, rel_width, dropout, residual, norm
+            )
+            for i in range(num_layers)
+        )
         self.fusion = RelationFusion(self.relation_names, hidden, heads, relation_dim, dropout)
         self.head = nn.Linear(width, num_classes)
         self._beta: torch.Tensor | None = None

@@ -10,6 +10,7 @@ Differences from GAT, as the HGB paper describes them:
 Attention scores and aggregation use the same code as RE-GAT (head_scores, aggregate_heads: the fused CPU kernels
 where built), so speed comparisons are fair.
 """
+
 from __future__ import annotations
 
 import torch
@@ -25,8 +26,18 @@ from regnn.models.regnn import TypeProjection
 class EdgeTypeGATConv(nn.Module):
     """One Simple-HGN layer; returns (num_dst, heads, out_dim) and the attention (E, heads) for the next layer."""
 
-    def __init__(self, in_dim: int, out_dim: int, heads: int, num_etypes: int, edge_dim: int,
-                 attn_dropout: float, negative_slope: float, residual: bool, beta: float):
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        heads: int,
+        num_etypes: int,
+        edge_dim: int,
+        attn_dropout: float,
+        negative_slope: float,
+        residual: bool,
+        beta: float,
+    ):
         super().__init__()
         if not 0 <= beta <= 1:
             raise ValueError(f"beta (residual attention weight) must be in [0, 1], got {beta}")
@@ -64,8 +75,19 @@ class EdgeTypeGATConv(nn.Module):
 
 
 class SimpleHGN(nn.Module):
-    def __init__(self, *, in_dims: dict[str, int], num_classes: int, num_etypes: int, hidden: int = 64,
-                 heads: int = 8, num_layers: int = 3, dropout: float = 0.5, residual: bool = True, **attention):
+    def __init__(
+        self,
+        *,
+        in_dims: dict[str, int],
+        num_classes: int,
+        num_etypes: int,
+        hidden: int = 64,
+        heads: int = 8,
+        num_layers: int = 3,
+        dropout: float = 0.5,
+        residual: bool = True,
+        **attention,
+    ):
         """attention: EdgeTypeGATConv's edge_dim, attn_dropout, negative_slope and beta, the same in every layer."""
         super().__init__()
         if num_layers < 1:
@@ -74,7 +96,8 @@ class SimpleHGN(nn.Module):
         kw = dict(num_etypes=num_etypes, **attention)
         self.convs = nn.ModuleList(
             EdgeTypeGATConv(hidden if i == 0 else hidden * heads, hidden, heads, residual=residual and i > 0, **kw)
-            for i in range(num_layers))
+            for i in range(num_layers)
+        )
         self.out = EdgeTypeGATConv(hidden * heads, num_classes, 1, residual=residual, **kw)
         self.dropout = nn.Dropout(dropout)
 

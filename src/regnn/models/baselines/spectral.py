@@ -11,15 +11,16 @@ many power iterations otherwise; singular values that agree to a relative 1e-4 f
 gets one canonical orthonormal basis, built from the group's projector alone (canonical_basis). Anything that spans the
 same subspace gives the same basis, so the result depends on the graph alone, up to the decomposition's accuracy.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-DENSE_MAX = 3000      # nodes up to which a dense float64 eigendecomposition is cheap (~1 s)
-GROUP_RTOL = 1e-4     # singular values this close (relative to the largest) form one group
-PIVOT_SHARE = 0.5     # a pivot's weight, at least this share of the largest (canonical_basis)
-EXTRA = 8             # singular pairs beyond k, so that a group cut at k is still seen whole
+DENSE_MAX = 3000  # nodes up to which a dense float64 eigendecomposition is cheap (~1 s)
+GROUP_RTOL = 1e-4  # singular values this close (relative to the largest) form one group
+PIVOT_SHARE = 0.5  # a pivot's weight, at least this share of the largest (canonical_basis)
+EXTRA = 8  # singular pairs beyond k, so that a group cut at k is still seen whole
 POWER_ITERATIONS = 100  # the randomised SVD's, for graphs over DENSE_MAX nodes (DBLP: about 12 s)
 
 
@@ -50,10 +51,12 @@ def _singular_pairs(m: sp.spmatrix, count: int, seed: int) -> tuple[np.ndarray, 
         order = np.argsort(-np.abs(vals), kind="stable")[:count]
         return np.abs(vals[order]), vecs[:, order]
     from sklearn.utils.extmath import randomized_svd
+
     # a block method (a single-vector one such as ARPACK's Lanczos misses repeated values); float64, with enough
     # oversampling and power iterations that the groups are resolved far below GROUP_RTOL
-    left, s, _ = randomized_svd(m.astype(np.float64), count, n_oversamples=max(10, count), n_iter=POWER_ITERATIONS,
-                                random_state=seed)
+    left, s, _ = randomized_svd(
+        m.astype(np.float64), count, n_oversamples=max(10, count), n_iter=POWER_ITERATIONS, random_state=seed
+    )
     return s, left
 
 
@@ -69,7 +72,7 @@ def spectral_embedding(m: sp.spmatrix, k: int, seed: int = 0) -> tuple[np.ndarra
         while stop < s.size and s[start] - s[stop] <= GROUP_RTOL * scale:
             stop += 1
         basis = canonical_basis(vecs[:, start:stop])
-        out[:, start:start + basis.shape[1]] = basis
+        out[:, start : start + basis.shape[1]] = basis
         s[start:stop] = s[start:stop].mean()  # one value for the group: its columns are interchangeable
         start = stop
     return out[:, :k] * np.sqrt(s[:k]), s[:k]

@@ -6,6 +6,7 @@ state dict saved from DGL's modules loads here. What a layer sends along an edge
 and the edge's source, so the per-relation maps run once per (relation, source node) pair (TypedGraph.pair_table),
 not once per edge; the per-edge work is one aggregation (and HGT's attention scores) on the TypedGraph's Adjacency.
 """
+
 from __future__ import annotations
 
 import math
@@ -82,8 +83,16 @@ class HGTConv(nn.Module):
     message V_{t(u)} h_u Msg_{k,r}; then out_v = s * drop(A_{t(v)} sum_e a_e m_e) + (1 - s) * h_v (h_v @ residual_w
     where the sizes differ), s = sigmoid(skip_{t(v)}); layer norm after that where use_norm."""
 
-    def __init__(self, in_size: int, head_size: int, num_heads: int, num_ntypes: int, num_etypes: int,
-                 dropout: float = 0.2, use_norm: bool = False):
+    def __init__(
+        self,
+        in_size: int,
+        head_size: int,
+        num_heads: int,
+        num_ntypes: int,
+        num_etypes: int,
+        dropout: float = 0.2,
+        use_norm: bool = False,
+    ):
         super().__init__()
         self.in_size, self.head_size, self.num_heads = in_size, head_size, num_heads
         self.sqrt_d = math.sqrt(head_size)
@@ -136,8 +145,9 @@ class HGBHGTLayer(nn.Module):
     It differs from HGTConv (DGL's) in the softmax per relation and the mean over relations, the biases, the
     per-type layer norms and where dropout sits."""
 
-    def __init__(self, dim: int, num_heads: int, num_ntypes: int, num_etypes: int, dropout: float = 0.2,
-                 use_norm: bool = False):
+    def __init__(
+        self, dim: int, num_heads: int, num_ntypes: int, num_etypes: int, dropout: float = 0.2, use_norm: bool = False
+    ):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"dim ({dim}) must be a multiple of num_heads ({num_heads})")
@@ -171,8 +181,9 @@ class HGBHGTLayer(nn.Module):
         score = score / math.sqrt(d)
         group = adj.edge_ids("dst") * num_rel + rel  # one softmax per (destination, relation)
         size = (adj.num_dst * num_rel, heads)
-        top = score.new_full(size, -torch.inf).scatter_reduce(0, group[:, None].expand_as(score), score.detach(),
-                                                              "amax")
+        top = score.new_full(size, -torch.inf).scatter_reduce(
+            0, group[:, None].expand_as(score), score.detach(), "amax"
+        )
         e = torch.exp(score - top.index_select(0, group))
         a = e / score.new_zeros(size).index_add(0, group, e).index_select(0, group)
         m = score.new_zeros(adj.num_dst * num_rel, heads, d).index_add(0, group, a[..., None] * adj.gather(mv, "src"))
