@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from conftest import REPO
+from regnn.catalog import TABLE2_MODELS
 
 SCRIPT = textwrap.dedent("""
     import importlib.abc
@@ -97,24 +98,7 @@ def test_the_blocker_does_block_dgl():
     assert "blocked in this test" in r.stderr
 
 
-TABLE2 = [
-    "mlp",
-    "metapath2vec",
-    "rgcn",
-    "hgt",
-    "simple_hgn",
-    "rhgnn",
-    "han",
-    "gtn",
-    "magnn",
-    "magnn_ac",
-    "gcn_m",
-    "gat_m",
-    "gcn",
-    "gat",
-    "re_gcn",
-    "re_gat",
-]
+TABLE2 = list(TABLE2_MODELS)
 
 
 @pytest.mark.onepython

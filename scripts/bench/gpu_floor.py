@@ -30,25 +30,10 @@ import sys
 import time
 from pathlib import Path
 
+from regnn.catalog import TABLE2_MODELS
+
 REPO = Path(__file__).resolve().parents[2]
-TABLE2 = [
-    "mlp",
-    "metapath2vec",
-    "rgcn",
-    "hgt",
-    "simple_hgn",
-    "rhgnn",
-    "han",
-    "gtn",
-    "magnn",
-    "magnn_ac",
-    "gcn_m",
-    "gat_m",
-    "gcn",
-    "gat",
-    "re_gcn",
-    "re_gat",
-]
+TABLE2 = list(TABLE2_MODELS)
 
 
 def device_name(device: str) -> str:

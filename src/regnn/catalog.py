@@ -14,6 +14,22 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 # relation setting (conf/relation/<key>.yaml) -> model name of a backbone under it
 RELATIONS = {"re": "re_{}", "plain": "{}", "edge": "{}_e", "self": "{}_s"}
 PAPER_DATASETS = ("dblp", "acm", "imdb")  # Tables 2 and 3
+# Table 2's rows: the MLP and the heterogeneous baselines, then the homogeneous GNNs with and without RE
+TABLE2_BASELINES = (
+    "mlp",
+    "metapath2vec",
+    "rgcn",
+    "hgt",
+    "simple_hgn",
+    "rhgnn",
+    "han",
+    "gtn",
+    "magnn",
+    "magnn_ac",
+    "gcn_m",
+    "gat_m",
+)
+TABLE2_MODELS = (*TABLE2_BASELINES, "gcn", "gat", "re_gcn", "re_gat")
 FIGURE3_DATASETS = ("dblp", "acm")  # Figure 3
 FIGURE3_BACKBONES = ("gcn", "gat", "sage", "gin", "gatv2", "mixhop")  # Figure 3's rows, in order
 LABELS = {"gcn": "GCN", "gat": "GAT", "sage": "GraphSAGE", "gin": "GIN", "gatv2": "GATv2", "mixhop": "MixHop"}

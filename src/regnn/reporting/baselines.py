@@ -5,25 +5,12 @@ python -m regnn.reporting.baselines [--cells DIR] [--out results] [--datasets db
 
 from __future__ import annotations
 
-from regnn.catalog import PAPER_DATASETS
+from regnn.catalog import PAPER_DATASETS, TABLE2_BASELINES
 from regnn.reporting.classification import MODELS as HOMOGENEOUS
 from regnn.reporting.classification import render as render_classification
 from regnn.reporting.common import cli
 
-BASELINES = [
-    "mlp",
-    "metapath2vec",
-    "rgcn",
-    "hgt",
-    "simple_hgn",
-    "rhgnn",
-    "han",
-    "gtn",
-    "magnn",
-    "magnn_ac",
-    "gcn_m",
-    "gat_m",
-]
+BASELINES = list(TABLE2_BASELINES)
 
 
 def render(source, out, datasets, **kw):
