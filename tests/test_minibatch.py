@@ -302,6 +302,7 @@ def test_train_py_minibatch_re_gat_on_generated_ogbn_mag(mag_root, tmp_path):
         ("trainer.default_fanout=0", "trainer.default_fanout=0 is not valid: must be a positive integer, or -1"),
         ("trainer.batch_size=0", "trainer.batch_size=0 is not valid"),
         ("trainer.stop_on=[val_f1]", "trainer.stop_on=['val_f1'] is not valid: must be a list of one or more of"),
+        ("trainer.input_dropout=hidden", "trainer.input_dropout='hidden' is not valid: use one of ['projected', "),
     ],
 )
 def test_minibatch_config_errors(override, message):

@@ -133,14 +133,18 @@ def sampling_only(root: str, threads: int, fanouts: list[int], batch_size: int) 
     print(json.dumps(rows))
 
 
-def matmul_gflop(cfg, p: dict, num_classes: int, in_dim: int = 128) -> float:
+def matmul_gflop(cfg, p: dict, num_classes: int, in_dim: int = 128, num_types: int = 4) -> float:
     """GFLOP of a batch's dense matrix products, forward and backward (the input projection has no input
-    gradient), from the batch's mean sizes p (history's batch_* columns); sparse aggregations are not counted."""
+    gradient), from the batch's mean sizes p (history's batch_* columns); sparse aggregations are not counted.
+    With trainer.input_dropout=features a GCN projects after the first hop: (A Z) W on layer 0's destinations,
+    Z with a block of in_dim + 1 columns per node type (OGBN-MAG's 4), whose gradient the embeddings need."""
     n0, v0, seeds = p["batch_sources"], p["batch_dst_0"], p["batch_seeds"]
     m = cfg.model
     if m.backbone == "gcn":
         h = m.hidden
-        flop = 4 * n0 * in_dim * h + 6 * (v0 + seeds) * h * h + 6 * seeds * h * num_classes
+        after_hop = cfg.trainer.get("input_dropout", "projected") == "features"
+        project = 6 * v0 * num_types * (in_dim + 1) * h if after_hop else 4 * n0 * in_dim * h
+        flop = project + 6 * (v0 + seeds) * h * h + 6 * seeds * h * num_classes
     else:  # the stack layout's GAT: W after the aggregation on layer 0 (in = D), W on the sources of layer 1
         d, k = m.hidden, m.heads
         flop = 4 * n0 * in_dim * d + 6 * v0 * k * d * d + 6 * v0 * (k * d) ** 2 + 6 * seeds * k * d * num_classes

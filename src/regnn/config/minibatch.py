@@ -106,6 +106,11 @@ def _trainer_values(cfg: DictConfig, eval_modes) -> None:
         number(cfg, "trainer.max_batches", lo=1, integer=True)
     number(cfg, "trainer.embed_lr", lo=0, lo_open=True)
     check(t.eval in eval_modes, "trainer.eval", t.eval, f"use one of {list(eval_modes)}")
+    from regnn.models.sampled import INPUT_DROPOUT
+
+    check(
+        t.input_dropout in INPUT_DROPOUT, "trainer.input_dropout", t.input_dropout, f"use one of {list(INPUT_DROPOUT)}"
+    )
     from regnn.training.early_stopping import MONITORS
 
     stop_on(t, list(MONITORS))

@@ -9,6 +9,8 @@ Feature dropout on a layer's input is applied by the model, so the layers hold n
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -16,6 +18,17 @@ from torch import nn
 from regnn.core.adjacency import Adjacency
 
 ACTIVATIONS = {"elu": F.elu, "relu": F.relu, "none": None}
+
+
+@dataclass
+class ProjectAfterHop:
+    """A layer's input h = Z W, given as its two factors so that the layer aggregates Z and projects after:
+    A (Z W) = (A Z) W, on the destination rows only. Z (sources x k) holds each source's input features in its
+    node type's block of columns, with a 1 for the type's bias; W (k x hidden) stacks every type's projection
+    and bias (regnn.models.sampled.SampledREGNN with trainer.input_dropout=features)."""
+
+    z: torch.Tensor
+    weight: torch.Tensor
 
 
 class REGraphConv(nn.Module):
@@ -53,13 +66,20 @@ class REGraphConv(nn.Module):
         weights of every such layer ahead, all at once (Adjacency.prepare)."""
         return self.norm
 
-    def forward(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
-        # multiply by W before aggregating when that shrinks the messages
-        if self.weight is not None and self.weight.shape[0] > self.weight.shape[1]:
-            h = h @ self.weight
-        out = adj.normalized_spmm(h, alpha, self.norm)
-        if self.weight is not None and self.weight.shape[0] <= self.weight.shape[1]:
-            out = out @ self.weight
+    takes_factors = True  # forward takes a ProjectAfterHop for h
+
+    def forward(self, adj: Adjacency, h, alpha: torch.Tensor | None = None) -> torch.Tensor:
+        if isinstance(h, ProjectAfterHop):  # the input projection after the aggregation, on the destinations
+            out = adj.normalized_spmm(h.z, alpha, self.norm) @ h.weight
+            if self.weight is not None:
+                out = out @ self.weight
+        else:
+            # multiply by W before aggregating when that shrinks the messages
+            if self.weight is not None and self.weight.shape[0] > self.weight.shape[1]:
+                h = h @ self.weight
+            out = adj.normalized_spmm(h, alpha, self.norm)
+            if self.weight is not None and self.weight.shape[0] <= self.weight.shape[1]:
+                out = out @ self.weight
         if self.bias is not None:
             out = out + self.bias
         return self.activation(out) if self.activation else out

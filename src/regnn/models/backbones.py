@@ -62,6 +62,11 @@ class NormAct(nn.Module):
         """The wrapped conv's (see REGraphConv.prepare_norm), so that mini-batch stacks prepare too."""
         return getattr(self.conv, "prepare_norm", None)
 
+    @property
+    def takes_factors(self) -> bool:
+        """Whether forward takes its input as a ProjectAfterHop (the wrapped conv's)."""
+        return getattr(self.conv, "takes_factors", False)
+
     def forward(self, adj, h, alpha=None):
         h = self.conv(adj, h, alpha)
         h = self.norm(h) if self.norm is not None else h

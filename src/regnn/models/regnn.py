@@ -153,10 +153,12 @@ class REGNN(nn.Module):
         t = inputs.target_nodes
         return logits[t], (emb[t] if emb is not None else None)
 
-    def propagate(self, adj, h: torch.Tensor, embed: bool = False):
+    def propagate(self, adj, h, embed: bool = False, dropped: bool = False):
         """Scores (and representations) of every destination node from projected features h.
 
-        adj: one Adjacency for every layer (full graph) or a list with one per layer (sampled blocks).
+        adj: one Adjacency for every layer (full graph) or a list with one per layer (sampled blocks). dropped: the
+        first layer's dropout was applied to the input features, before their projection (h may then be a
+        ProjectAfterHop for a first layer that takes one).
         """
         adjs = adj if isinstance(adj, (list, tuple)) else [adj] * len(self.convs)
         last = len(self.convs) - 1
@@ -180,7 +182,8 @@ class REGNN(nn.Module):
             for (a, norm), (group, layers) in ahead.items():
                 a.prepare(group, norm, key=(version, tuple(layers)), keep=params)
         for i, (conv, alpha, a) in enumerate(zip(self.convs, alphas, adjs)):
-            h = self.dropouts[i](h)
+            if i > 0 or not dropped:
+                h = self.dropouts[i](h)
             if i == last and self.head is None:
                 emb = h[: a.num_dst] if embed else None
             elif i == last and not embed and getattr(conv, "is_linear", False):

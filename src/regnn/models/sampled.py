@@ -15,8 +15,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from regnn.core.conv import ProjectAfterHop
 from regnn.models.regnn import REGNN, SparseInputMM
 from regnn.perf import StepTimer
+
+
+# where the first layer's dropout applies (trainer.input_dropout): see SampledREGNN
+INPUT_DROPOUT = ("projected", "features")
 
 
 def is_one_hot_ids(x: torch.Tensor) -> bool:
@@ -51,6 +56,20 @@ class NodeInputs(nn.Module):
     def rows(self, ntype: str, local: torch.Tensor) -> torch.Tensor:
         """The fixed dense features of the nodes `local` of `ntype`."""
         x = self._fixed[ntype]
+        return x.index_select(0, local.to(x.device))
+
+    def features(self, ntype: str, local: torch.Tensor) -> torch.Tensor:
+        """The inputs of the nodes `local` of `ntype` as dense rows (fixed dense features or learnt embeddings), for
+        dropout on the input features (trainer.input_dropout=features)."""
+        if ntype in self.embeddings:
+            return self.embeddings[ntype](local.to(self.embeddings[ntype].weight.device))
+        x = self._fixed[ntype]
+        if x.is_sparse:
+            raise ValueError(
+                f"trainer.input_dropout=features drops dense input features, but node type {ntype!r} has sparse "
+                "ones (a bag of words, or one-hot ids: give those trainer.embed_dim); use trainer.input_dropout="
+                "projected"
+            )
         return x.index_select(0, local.to(x.device))
 
     def project(self, lin: nn.Linear, ntype: str, local: torch.Tensor) -> torch.Tensor:
@@ -112,12 +131,28 @@ class _Projection(torch.autograd.Function):
 
 
 class SampledREGNN(nn.Module):
-    """REGNN on blocks: input rows of the sampled source nodes -> projection -> one layer per block -> scores."""
+    """REGNN on blocks: input rows of the sampled source nodes -> projection -> one layer per block -> scores.
+
+    input_dropout: where the first layer's dropout applies: "projected" (on the projected inputs, as full batch)
+    or "features" (on the input features, before the projection). With "features", a first layer that aggregates
+    before any weight (GCN) takes its input as the two factors of x W (ProjectAfterHop): the projection then runs
+    after the aggregation, on the first hop's destinations instead of on every sampled source, a fraction of the
+    rows, and computes the same function (project_after_hop=False projects first; tests compare the two orders).
+    """
 
     def __init__(
-        self, regnn: REGNN, inputs: NodeInputs, ntypes: list[str], offsets: dict[str, int], node_type: torch.Tensor
+        self,
+        regnn: REGNN,
+        inputs: NodeInputs,
+        ntypes: list[str],
+        offsets: dict[str, int],
+        node_type: torch.Tensor,
+        input_dropout: str = "projected",
     ):
         super().__init__()
+        if input_dropout not in INPUT_DROPOUT:
+            raise ValueError(f"input_dropout must be one of {INPUT_DROPOUT}, got {input_dropout!r}")
+        self.input_dropout, self.project_after_hop = input_dropout, True
         self.regnn, self.inputs = regnn, inputs
         self.timer = StepTimer()  # the trainer's, when it profiles
         self.ntypes = list(ntypes)
@@ -126,14 +161,21 @@ class SampledREGNN(nn.Module):
 
     @classmethod
     def from_graph(
-        cls, graph, features: dict[str, torch.Tensor], num_classes: int, *, embed_dim: int | None, **kwargs
+        cls,
+        graph,
+        features: dict[str, torch.Tensor],
+        num_classes: int,
+        *,
+        embed_dim: int | None,
+        input_dropout: str = "projected",
+        **kwargs,
     ) -> "SampledREGNN":
         """The registry's sampled build (ARCHS["regnn"].sampled): graph is the sampler's graph (its node types,
         their offsets and relation types), kwargs REGNN's. The inputs are built before the REGNN, so a seed draws
         the same weights as it always has."""
         inputs = NodeInputs(features, embed_dim=embed_dim)
         regnn = REGNN(in_dims=inputs.in_dims, num_classes=num_classes, relation_types=graph, **kwargs)
-        return cls(regnn, inputs, graph.ntypes, graph.offsets, graph.node_type)
+        return cls(regnn, inputs, graph.ntypes, graph.offsets, graph.node_type, input_dropout)
 
     def input_rows(self, ids: torch.Tensor) -> torch.Tensor:
         """(len(ids), hidden) projected inputs of the homogeneous node ids.
@@ -170,8 +212,56 @@ class SampledREGNN(nn.Module):
             out[pos.to(part.device)] = part  # in place: the backward gathers rows, no full-size zero fill
         return out
 
+    def dropped_inputs(self, ids: torch.Tensor) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+        """(node type, positions in ids, input features with the first layer's dropout) of every type in ids."""
+        ids = ids.cpu()
+        nt = self._node_type[ids]
+        parts = []
+        for i, t in enumerate(self.ntypes):
+            pos = torch.nonzero(nt == i).view(-1)
+            if pos.numel():
+                with self.timer("gather"):
+                    x = self.inputs.features(t, ids[pos] - self._offsets[i])
+                    x = x.to(self.regnn.proj.lins[t].weight.device)
+                parts.append((t, pos, self.regnn.dropouts[0](x)))
+        return parts
+
+    def factors(self, ids: torch.Tensor) -> ProjectAfterHop:
+        """The projected inputs x W of the nodes ids as their two factors (ProjectAfterHop): every type's dropped
+        features in its block of columns of Z with a 1 for its bias, and every type's [W; b] stacked."""
+        parts = self.dropped_inputs(ids)
+        lins = self.regnn.proj.lins
+        with self.timer("project"):
+            z = parts[0][2].new_zeros(ids.numel(), sum(x.shape[1] + 1 for _, _, x in parts))
+            weights, col = [], 0
+            for t, pos, x in parts:
+                rows, d = pos.to(z.device), x.shape[1]
+                z[rows, col : col + d] = x
+                z[rows, col + d] = 1.0
+                bias = lins[t].bias if lins[t].bias is not None else torch.zeros_like(lins[t].weight[:, 0])
+                weights.append(torch.cat([lins[t].weight.t(), bias[None]]))
+                col += d + 1
+            return ProjectAfterHop(z, torch.cat(weights))
+
+    def projected(self, ids: torch.Tensor) -> torch.Tensor:
+        """(len(ids), hidden): the dropped input features of the nodes ids, projected (the order that projects
+        first)."""
+        out = None
+        for t, pos, x in self.dropped_inputs(ids):
+            with self.timer("project"):
+                part = self.regnn.proj.lins[t](x)
+            if out is None:
+                out = part.new_empty(ids.numel(), part.shape[1])
+            out[pos.to(part.device)] = part
+        return out
+
     def forward(self, input_nodes: torch.Tensor, adjs: list) -> torch.Tensor:
-        logits, _ = self.regnn.propagate(adjs, self.input_rows(input_nodes))
+        if self.input_dropout == "projected":
+            logits, _ = self.regnn.propagate(adjs, self.input_rows(input_nodes))
+            return logits
+        after_hop = self.project_after_hop and getattr(self.regnn.convs[0], "takes_factors", False)
+        h = self.factors(input_nodes) if after_hop else self.projected(input_nodes)
+        logits, _ = self.regnn.propagate(adjs, h, dropped=True)
         return logits
 
     def relation_weights(self) -> list[dict]:

@@ -39,10 +39,18 @@ def build_model(mcfg: DictConfig, data, inputs):
         return arch_of(mcfg).build(inputs, data.in_dims, data.num_classes, **model_kwargs(mcfg))
 
 
-def build_sampled(mcfg: DictConfig, data, graph, embed_dim: int | None):
-    """The mini-batch trainer's model on the sampler's graph (ARCHS[arch].sampled)."""
+def build_sampled(mcfg: DictConfig, data, graph, embed_dim: int | None, input_dropout: str = "projected"):
+    """The mini-batch trainer's model on the sampler's graph (ARCHS[arch].sampled); embed_dim and input_dropout:
+    the trainer's (conf/trainer/minibatch.yaml)."""
     with user_errors():
-        return arch_of(mcfg).sampled(graph, data.features, data.num_classes, embed_dim=embed_dim, **model_kwargs(mcfg))
+        return arch_of(mcfg).sampled(
+            graph,
+            data.features,
+            data.num_classes,
+            embed_dim=embed_dim,
+            input_dropout=input_dropout,
+            **model_kwargs(mcfg),
+        )
 
 
 def device_of(requested: str):

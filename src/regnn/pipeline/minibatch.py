@@ -72,7 +72,8 @@ class MinibatchJob(CellJob):
         return data
 
     def build(self):
-        return build_sampled(self.cfg.model, self.data, self.sg, self.cfg.trainer.embed_dim).to(self.device)
+        tr = self.cfg.trainer
+        return build_sampled(self.cfg.model, self.data, self.sg, tr.embed_dim, tr.input_dropout).to(self.device)
 
     def counted(self, model):
         first = self.num_parameters is None

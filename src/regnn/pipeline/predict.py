@@ -157,7 +157,14 @@ def model_logits(
 
         tr = cfg.get("trainer") or {}
         sg = SampledGraph(job.data, whole_graph_degrees=whole_graph_degrees(cfg.model))
-        model = build_sampled(cfg.model, job.data, sg, tr.get("embed_dim") if trained == "minibatch" else None)
+        minibatch = trained == "minibatch"
+        model = build_sampled(
+            cfg.model,
+            job.data,
+            sg,
+            tr.get("embed_dim") if minibatch else None,
+            tr.get("input_dropout", "projected") if minibatch else "projected",
+        )
         model = _loaded(model.to(job.device), run_dir, trained, path)
         seeds = sg.seeds(torch.arange(job.data.graph.num_nodes(job.data.target)))
         logits, emb = layerwise_outputs(model, sg, seeds, int(tr.get("eval_batch_size") or 4096), job.device)

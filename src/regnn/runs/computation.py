@@ -42,6 +42,8 @@ def computation(cfg) -> dict:
             t.pop("stop_on", None)
         if t.get("lr_schedule", "constant") == "constant":
             t.pop("lr_schedule", None)
+        if t.get("input_dropout", "projected") == "projected":
+            t.pop("input_dropout", None)
         c["trainer"] = t
     rel = c["model"].get("relation") if isinstance(c["model"], dict) else None
     if isinstance(rel, dict) and not rel.get("edge_embeddings") and not rel.get("self_loop_embeddings"):
