@@ -35,7 +35,12 @@ def _logits_and_grads(m, batch, g, seed):
     "options",
     [dict(layout="stack", norm="right"), dict(layout="stack", norm="both"), dict(layout="authors", norm="both")],
 )
-def test_projecting_after_the_first_hop_computes_what_projecting_first_does(options):
+@pytest.mark.parametrize("min_run", [1024, 2])  # rows written by index, or runs of a type's rows as slices
+def test_projecting_after_the_first_hop_computes_what_projecting_first_does(options, min_run, monkeypatch):
+    from regnn.models import sampled
+
+    runs = sampled._runs
+    monkeypatch.setattr(sampled, "_runs", lambda pos: runs(pos, min_run=min_run))
     d = make_count_graph(num_items=60, num_users=30, num_tags=8, seed=0)  # dense items, one-hot users and tags
     feats = {t: x.double() for t, x in d.features.items()}
     sg = SampledGraph(d, whole_graph_degrees=options["norm"] == "both")

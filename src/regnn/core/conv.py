@@ -70,9 +70,9 @@ class REGraphConv(nn.Module):
 
     def forward(self, adj: Adjacency, h, alpha: torch.Tensor | None = None) -> torch.Tensor:
         if isinstance(h, ProjectAfterHop):  # the input projection after the aggregation, on the destinations
-            out = adj.normalized_spmm(h.z, alpha, self.norm) @ h.weight
-            if self.weight is not None:
-                out = out @ self.weight
+            # (A Z) (W_in W): the two weights multiplied first, a (k x out) product, not one per destination row
+            w = h.weight if self.weight is None else h.weight @ self.weight
+            out = adj.normalized_spmm(h.z, alpha, self.norm) @ w
         else:
             # multiply by W before aggregating when that shrinks the messages
             if self.weight is not None and self.weight.shape[0] > self.weight.shape[1]:

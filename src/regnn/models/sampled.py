@@ -235,9 +235,11 @@ class SampledREGNN(nn.Module):
             z = parts[0][2].new_zeros(ids.numel(), sum(x.shape[1] + 1 for _, _, x in parts))
             weights, col = [], 0
             for t, pos, x in parts:
-                rows, d = pos.to(z.device), x.shape[1]
-                z[rows, col : col + d] = x
-                z[rows, col + d] = 1.0
+                d = x.shape[1]
+                for rows, sel in _runs(pos):  # a long run of one type's rows (SampledGraph.batch) as one slice
+                    rows = rows if isinstance(rows, slice) else rows.to(z.device)
+                    z[rows, col : col + d] = x[sel]
+                    z[rows, col + d] = 1.0
                 bias = lins[t].bias if lins[t].bias is not None else torch.zeros_like(lins[t].weight[:, 0])
                 weights.append(torch.cat([lins[t].weight.t(), bias[None]]))
                 col += d + 1
