@@ -90,6 +90,10 @@ PAGES = {
             "the configured setting (scripts/checks/tune_protocol.py)",
         ),
         Part("defaults_check.md", "Defaults on a graph without tuned settings (scripts/checks/defaults_check.py)"),
+        Part(
+            "defaults_check_bow.md",
+            "Defaults on a bag-of-words graph (scripts/checks/defaults_check.py --generator bow)",
+        ),
     ],
 }
 
