@@ -70,7 +70,7 @@ class NodeInputs(nn.Module):
                 "ones (a bag of words, or one-hot ids: give those trainer.embed_dim); use trainer.input_dropout="
                 "projected"
             )
-        return x.index_select(0, local.to(x.device))
+        return self.rows(ntype, local)
 
     def project(self, lin: nn.Linear, ntype: str, local: torch.Tensor) -> torch.Tensor:
         """lin(inputs of the nodes `local` of `ntype`) for learnable embeddings and sparse inputs (multiplied as
@@ -99,6 +99,15 @@ def _runs(pos: torch.Tensor, min_run: int = 1024):
         idx = torch.nonzero(rest).view(-1)
         pieces.append((pos[idx], idx))
     return pieces
+
+
+def _place(out: torch.Tensor | None, n: int, pos: torch.Tensor, part: torch.Tensor) -> torch.Tensor:
+    """out[pos] = part, out (n rows, allocated on the first call) written in place: the backward gathers rows, with
+    no full-size zero fill."""
+    if out is None:
+        out = part.new_empty(n, part.shape[1])
+    out[pos.to(part.device)] = part
+    return out
 
 
 class _Projection(torch.autograd.Function):
@@ -184,12 +193,8 @@ class SampledREGNN(nn.Module):
         SampledGraph.batch lays out the sources) is written and read back as a slice, other rows by index. Other
         inputs (sparse features, learnable embeddings) are projected per type and written in after it."""
         ids = ids.cpu()
-        nt = self._node_type[ids]
         dense, other = [], []
-        for i, t in enumerate(self.ntypes):
-            pos = torch.nonzero(nt == i).view(-1)
-            if not pos.numel():
-                continue
+        for i, t, pos in self._types_in(ids):
             (dense if self.inputs.is_dense(t) else other).append((i, t, pos))
         lins = self.regnn.proj.lins
         out = None
@@ -207,23 +212,24 @@ class SampledREGNN(nn.Module):
         for i, t, pos in other:
             with self.timer("project"):
                 part = self.inputs.project(lins[t], t, ids[pos] - self._offsets[i])
-            if out is None:
-                out = part.new_empty(ids.numel(), part.shape[1])
-            out[pos.to(part.device)] = part  # in place: the backward gathers rows, no full-size zero fill
+            out = _place(out, ids.numel(), pos, part)
         return out
+
+    def _types_in(self, ids: torch.Tensor) -> list[tuple[int, str, torch.Tensor]]:
+        """(type index, node type, positions in ids) of every node type present in ids (CPU ids)."""
+        nt = self._node_type[ids]
+        present = [(i, t, torch.nonzero(nt == i).view(-1)) for i, t in enumerate(self.ntypes)]
+        return [(i, t, pos) for i, t, pos in present if pos.numel()]
 
     def dropped_inputs(self, ids: torch.Tensor) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
         """(node type, positions in ids, input features with the first layer's dropout) of every type in ids."""
         ids = ids.cpu()
-        nt = self._node_type[ids]
         parts = []
-        for i, t in enumerate(self.ntypes):
-            pos = torch.nonzero(nt == i).view(-1)
-            if pos.numel():
-                with self.timer("gather"):
-                    x = self.inputs.features(t, ids[pos] - self._offsets[i])
-                    x = x.to(self.regnn.proj.lins[t].weight.device)
-                parts.append((t, pos, self.regnn.dropouts[0](x)))
+        for i, t, pos in self._types_in(ids):
+            with self.timer("gather"):
+                x = self.inputs.features(t, ids[pos] - self._offsets[i])
+                x = x.to(self.regnn.proj.lins[t].weight.device)
+            parts.append((t, pos, self.regnn.dropouts[0](x)))
         return parts
 
     def factors(self, ids: torch.Tensor) -> ProjectAfterHop:
@@ -240,8 +246,7 @@ class SampledREGNN(nn.Module):
                     rows = rows if isinstance(rows, slice) else rows.to(z.device)
                     z[rows, col : col + d] = x[sel]
                     z[rows, col + d] = 1.0
-                bias = lins[t].bias if lins[t].bias is not None else torch.zeros_like(lins[t].weight[:, 0])
-                weights.append(torch.cat([lins[t].weight.t(), bias[None]]))
+                weights.append(torch.cat([lins[t].weight.t(), lins[t].bias[None]]))  # REGNN's projection has a bias
                 col += d + 1
             return ProjectAfterHop(z, torch.cat(weights))
 
@@ -252,9 +257,7 @@ class SampledREGNN(nn.Module):
         for t, pos, x in self.dropped_inputs(ids):
             with self.timer("project"):
                 part = self.regnn.proj.lins[t](x)
-            if out is None:
-                out = part.new_empty(ids.numel(), part.shape[1])
-            out[pos.to(part.device)] = part
+            out = _place(out, ids.numel(), pos, part)
         return out
 
     def forward(self, input_nodes: torch.Tensor, adjs: list) -> torch.Tensor:
