@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from conftest import cfg as _cfg, relation, fullbatch, minibatch
 from regnn.core.adjacency import Adjacency
-from regnn.core.attention import aggregate_heads
+from regnn.core.attention_ops import aggregate_heads
 from regnn.data import build_relation_graph, load_dataset
 from regnn.pipeline import train
 from regnn.errors import ConfigError

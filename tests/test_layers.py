@@ -178,12 +178,13 @@ def test_gcn_aggregation_kernels_match_the_torch_path(block, norm, threads, dim,
     assert results[0][1][n_dst:].abs().sum() > 0 or not block
 
 
-@pytest.mark.parametrize("dim", [5, 64])  # a runtime and a compile-time width of the kernels
+# runtime widths below and beyond the dot product's 8 lanes, and a compile-time width
+@pytest.mark.parametrize("dim", [5, 12, 64])
 @pytest.mark.parametrize("block", [False, True])
 def test_attention_aggregation_kernels_match_the_torch_path(dim, block):
     """Output and gradients (features and attention scores) of the multi-head aggregation, fused kernels vs the
     per-head CSR products, in float64, on a graph and on a block with more sources than destinations."""
-    from regnn.core import attention
+    from regnn.core import attention_ops
 
     kernels = kernels_or_skip()
     adj, n_dst, g_ = random_graph_or_block(block, seed=9)
@@ -195,12 +196,49 @@ def test_attention_aggregation_kernels_match_the_torch_path(dim, block):
     for use_kernels in (True, False):
         adj.backend = Backend(kernels) if use_kernels else TORCH
         z, s = z0.clone().requires_grad_(), s0.clone().requires_grad_()
-        out = attention._attend(adj, z, s, torch.nn.Identity())
+        out = attention_ops.attend(adj, z, s, torch.nn.Identity())
         (out * G).sum().backward()
         results.append((out.detach(), z.grad, s.grad))
     for got, want in zip(*results):
         torch.testing.assert_close(got, want)
     assert results[0][1][n_dst:].abs().sum() > 0 or not block  # sources beyond the destinations get gradients
+
+
+@pytest.mark.parametrize("relations", [False, True])
+@pytest.mark.parametrize("block", [False, True])
+def test_gat_attention_kernel_gives_the_unfused_numbers(block, relations):
+    """GAT's attention softmax(LeakyReLU(el[u] + er[v] + w_r)) in one fused pass: the same numbers, bit for bit, as
+    the gathers, sums, LeakyReLU and softmax kernel it replaces, for the coefficients and the gradients of el, er
+    and the relation weights (or the constant 1 without them); close to the torch path; in float32 and float64,
+    on a graph and on a block, with logits on both sides of the LeakyReLU."""
+    from regnn.core import attention_ops
+
+    kernels = kernels_or_skip()
+    adj, n_dst, g_ = random_graph_or_block(block, seed=11)
+    adj.rel = torch.randint(0, 3, adj.indices.shape, generator=g_)
+    heads = 3
+    for dtype in (torch.float64, torch.float32):
+        el0 = torch.randn(adj.num_src, heads, dtype=dtype, generator=g_)
+        er0 = torch.randn(n_dst, heads, dtype=dtype, generator=g_)
+        alpha0 = torch.rand(3, heads, dtype=dtype, generator=g_) if relations else None
+        G = torch.randn(adj.indices.shape[0], heads, dtype=dtype, generator=g_)
+        results = []
+        for way in ("fused", "unfused", "torch"):
+            adj.backend = TORCH if way == "torch" else Backend(kernels)
+            el, er = el0.clone().requires_grad_(), er0.clone().requires_grad_()
+            alpha = None if alpha0 is None else alpha0.clone().requires_grad_()
+            if way == "unfused":
+                score = attention_ops.weigh(adj.u_add_v(el, er), adj, alpha)
+                a = adj.edge_softmax(torch.nn.functional.leaky_relu(score, 0.2))
+            else:
+                a = attention_ops.gat_attention(adj, el, er, alpha, 0.2)
+            (a * G).sum().backward()
+            results.append([a.detach(), el.grad, er.grad] + ([] if alpha is None else [alpha.grad]))
+        fused, unfused, by_torch = results
+        for got, same, close in zip(fused, unfused, by_torch):
+            assert torch.equal(got, same)
+            torch.testing.assert_close(got, close)
+        assert fused[1].abs().sum() > 0 and fused[2].abs().sum() > 0
 
 
 @pytest.mark.parametrize("dim", [5, 64])
@@ -209,7 +247,7 @@ def test_gatv2_score_kernels_match_the_torch_path(dim, block):
     """GATv2 logits attn . LeakyReLU(zs[u] + zd[v]) and their gradients (zs, zd, attn): fused kernels (no
     per-edge feature intermediate) vs DGL's u_add_v and torch's elementwise ops, in float64, on a graph and on a
     block; values straddle 0 so both sides of the LeakyReLU are exercised."""
-    from regnn.core import attention
+    from regnn.core import attention_ops
 
     kernels = kernels_or_skip()
     adj, n_dst, g_ = random_graph_or_block(block, seed=11)
@@ -222,7 +260,7 @@ def test_gatv2_score_kernels_match_the_torch_path(dim, block):
     for use_kernels in (True, False):
         adj.backend = Backend(kernels) if use_kernels else TORCH
         zs, zd, a = (x.clone().requires_grad_() for x in (zs0, zd0, a0))
-        s = attention.v2_scores(adj, zs, zd, a, 0.2)
+        s = attention_ops.v2_scores(adj, zs, zd, a, 0.2)
         (s * G).sum().backward()
         results.append((s.detach(), zs.grad, zd.grad, a.grad))
     for got, want in zip(*results):

@@ -6,6 +6,7 @@
 // scales:   a, b and their derivative factors from the weighted degrees.
 // heads_*:  GAT's multi-head aggregation by attention coefficients, and its gradients.
 // v2_scores*: GATv2's attention logits a . LeakyReLU(zs[u] + zd[v]) per edge and head, and their gradients.
+// gat_softmax*: GAT's attention (edge logits, LeakyReLU, softmax over in-edges) in one pass, and its gradients.
 // edge_softmax*, segment_sum: the attention layers' softmax over in-edges and sums of per-edge rows by node.
 // hash_dropout: dropout whose mask is recomputed from a seed instead of stored.
 // Float and double; the widths 2, 3, 4, 8, 16, 32, 64 are compiled as constants. Per-thread partial sums are added up in a fixed
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -206,6 +208,22 @@ void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int3
   }, costed, 4);
 }
 
+// <a, b> over n numbers in eight interleaved partial sums (lane i takes every eighth product from i), added up
+// at the end: the eight lanes are one vector operation per step, where one running sum makes every step wait
+// for the one before (and a vectorised reduction pays a shuffle tree for every call). Fixed order: the result
+// does not depend on the vector unit.
+template <typename scalar_t>
+inline scalar_t dot(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, int64_t n) {
+  constexpr int L = 8;
+  scalar_t acc[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+#pragma omp simd
+    for (int l = 0; l < L; ++l) acc[l] += a[i + l] * b[i + l];
+  for (int l = 0; i < n; ++i, ++l) acc[l] += a[i] * b[i];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 // Multi-head attention aggregation (GAT, GATv2): out[v, k] = sum over in-edges e = (u -> v) of att[e, k] z[u, k]
 // for every head k; z is (num_src, H, F), att (E, H) in CSR order. One pass over a destination's edges fills all
 // heads (the row of H * F numbers stays in cache), where a product per head needs the heads split into
@@ -232,40 +250,56 @@ void heads_forward_impl(const int64_t* indptr, const int64_t* indices, const sca
   });
 }
 
-// Its gradients, by sources u (CSC order; t_pos maps a CSC position to the edge's CSR position):
-//   gz[u, k] = sum over out-edges e = (u -> v) of att[e, k] G[v, k]   and   gatt[e, k] = <G[v, k], z[u, k]>,
-// both from the one read of G[v] per edge (z[u] stays in cache for the source's edges).
+// Its gradients, in two passes, each writing its output in the order it walks the edges:
+//   gatt[e, k] = <G[v, k], z[u, k]>                          by destinations (CSR order, as att and gatt are laid out)
+//   gz[u, k]   = sum over out-edges e = (u -> v) of att[e, k] G[v, k]   by sources (CSC order; t_pos maps a CSC
+//                position to the edge's CSR position)
+// att and gatt hold E * H numbers, far more than any cache on a dense graph (5M edges: 160 MB each), while z and G
+// hold one row per node. A single pass by sources wrote gatt and read att at t_pos, one cache miss to memory per
+// edge for each (25x the forward on DBLP's APVPA graph); the destination pass streams them, and the source pass
+// asks for att's next rows kPrefetch edges ahead. Each sum is taken in the same order as by a single pass.
 template <typename scalar_t, int FW>
-void heads_backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int64_t* t_pos,
-                         const scalar_t* att, const scalar_t* G, const scalar_t* z, scalar_t* gz, scalar_t* gatt,
-                         int64_t num_src, int64_t H, int64_t F_, bool shared) {
+void heads_backward_impl(const int64_t* indptr, const int64_t* indices, const int64_t* t_indptr,
+                         const int64_t* t_indices, const int64_t* t_pos, const scalar_t* att, const scalar_t* G,
+                         const scalar_t* z, scalar_t* gz, scalar_t* gatt, int64_t num_dst, int64_t num_src, int64_t H,
+                         int64_t F_, bool shared) {
   const int64_t F = FW ? FW : F_;
   const int64_t zrow = shared ? F : H * F, zhead = shared ? 0 : F;
-  parallel_rows(t_indptr, num_src, [&](int64_t begin, int64_t end) {
-    for (int64_t u = begin; u < end; ++u) {
-      scalar_t* __restrict__ g = gz ? gz + u * zrow : nullptr;
-      if (g)
+  if (gatt) {
+    const int64_t E = indptr[num_dst];
+    parallel_rows(indptr, num_dst, [&](int64_t begin, int64_t end) {
+      for (int64_t v = begin; v < end; ++v) {
+        const scalar_t* __restrict__ Gv = G + v * H * F;
+        for (int64_t e = indptr[v]; e < indptr[v + 1]; ++e) {
+          if (e + kPrefetch < E) prefetch_row(z + indices[e + kPrefetch] * zrow, zrow);
+          const scalar_t* __restrict__ zu = z + indices[e] * zrow;
+          for (int64_t k = 0; k < H; ++k) gatt[e * H + k] = dot(Gv + k * F, zu + k * zhead, F);
+        }
+      }
+    });
+  }
+  if (gz) {
+    const int64_t E = t_indptr[num_src];
+    parallel_rows(t_indptr, num_src, [&](int64_t begin, int64_t end) {
+      for (int64_t u = begin; u < end; ++u) {
+        scalar_t* __restrict__ g = gz + u * zrow;
         for (int64_t i = 0; i < zrow; ++i) g[i] = 0;
-      const scalar_t* __restrict__ zu = z + u * zrow;
-      for (int64_t j = t_indptr[u]; j < t_indptr[u + 1]; ++j) {
-        const scalar_t* __restrict__ Gv = G + t_indices[j] * H * F;
-        const int64_t e = t_pos[j];
-        for (int64_t k = 0; k < H; ++k) {
-          if (g) {
-            const scalar_t w = att[e * H + k];
+        for (int64_t j = t_indptr[u]; j < t_indptr[u + 1]; ++j) {
+          if (j + kPrefetch < E) {
+            prefetch_row(G + t_indices[j + kPrefetch] * H * F, H * F);
+            prefetch_row(att + t_pos[j + kPrefetch] * H, H);
+          }
+          const scalar_t* __restrict__ Gv = G + t_indices[j] * H * F;
+          const scalar_t* __restrict__ ae = att + t_pos[j] * H;
+          for (int64_t k = 0; k < H; ++k) {
+            const scalar_t w = ae[k];
 #pragma omp simd
             for (int64_t f = 0; f < F; ++f) g[k * zhead + f] += w * Gv[k * F + f];
           }
-          if (gatt) {
-            scalar_t s = 0;
-#pragma omp simd reduction(+ : s)
-            for (int64_t f = 0; f < F; ++f) s += Gv[k * F + f] * zu[k * zhead + f];
-            gatt[e * H + k] = s;
-          }
         }
       }
-    }
-  });
+    });
+  }
 }
 
 // Dropout whose mask is a hash of (seed, element index): element i is kept when the top 16 bits of
@@ -410,47 +444,177 @@ void v2_scores_backward_impl(const int64_t* indptr, const int64_t* indices, cons
   }
 }
 
-// Softmax of score (E, H) over the in-edges of every destination (CSR rows), per head: the row's maximum for
-// stability, exp, the row's sum, a division; one pass per step over a row that stays in cache, where torch's
-// segment ops take a pass over all E * H numbers for each.
+// e^x for the softmax: std::exp in double; in float a branch-free exp (Cephes' expf: x = n ln2 + r with
+// n rounded to the nearest integer, |r| <= ln2 / 2, e^r by its degree-7 polynomial, 2^n through the exponent bits; within 2 ulp of std::exp) that the
+// compiler vectorises, where std::exp is one library call per number. 0 below -87.3, where float's exp leaves the
+// normal range (the softmax's arguments are <= 0: its row's maximum is subtracted first).
+inline double softmax_exp(double x) { return std::exp(x); }
+inline float softmax_exp(float x) {
+  const float xc = std::min(std::max(x, -87.3f), 88.0f);
+  const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer, which its low bits then hold
+  const float shifted = xc * 1.44269504088896341f + magic;
+  const float n = shifted - magic;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t ni = __builtin_bit_cast(int32_t, shifted) - __builtin_bit_cast(int32_t, magic);
+  const float scale = __builtin_bit_cast(float, (ni + 127) << 23);  // 2^n
+  return x < -87.3f ? 0.0f : p * scale;
+}
+
+// A destination's row of n x H numbers (in-edges x heads) is walked in chunks of L = 16 H: a chunk's position j
+// always holds head j mod H, so every step is one elementwise loop over a chunk (vectorised), with a per-position
+// partial (maximum, sum) combined per head at the end. The order of every sum is fixed by L, not by the machine.
+template <typename scalar_t>
+struct RowLanes {
+  int64_t H, L;
+  std::vector<scalar_t> lane, head;  // per position of a chunk; per head
+  explicit RowLanes(int64_t H_) : H(H_), L(16 * H_), lane(16 * H_), head(H_) {}
+
+  // head[k] = the maximum (sum) over the row's numbers of head k
+  template <bool Sum>
+  void reduce(const scalar_t* __restrict__ x, int64_t size) {
+    scalar_t* __restrict__ p = lane.data();
+    const scalar_t init = Sum ? scalar_t(0) : -std::numeric_limits<scalar_t>::infinity();
+    for (int64_t j = 0; j < L; ++j) p[j] = init;
+    for (int64_t c = 0; c < size; c += L) {
+      const int64_t m = std::min(L, size - c);
+#pragma omp simd
+      for (int64_t j = 0; j < m; ++j) p[j] = Sum ? p[j] + x[c + j] : std::max(p[j], x[c + j]);
+    }
+    for (int64_t k = 0; k < H; ++k) head[k] = init;
+    for (int64_t j = 0; j < L; ++j) head[j % H] = Sum ? head[j % H] + p[j] : std::max(head[j % H], p[j]);
+  }
+
+  // lane[j] = head[j mod H]
+  void spread() {
+    for (int64_t j = 0; j < L; ++j) lane[j] = head[j % H];
+  }
+};
+
+// softmax per head over a row x (n x H, in place)
+template <typename scalar_t>
+void softmax_row(scalar_t* __restrict__ x, int64_t size, RowLanes<scalar_t>& r) {
+  r.template reduce<false>(x, size);
+  r.spread();
+  const scalar_t* __restrict__ top = r.lane.data();
+  for (int64_t c = 0; c < size; c += r.L) {
+    const int64_t m = std::min(r.L, size - c);
+#pragma omp simd
+    for (int64_t j = 0; j < m; ++j) x[c + j] = softmax_exp(x[c + j] - top[j]);
+  }
+  r.template reduce<true>(x, size);
+  r.spread();
+  const scalar_t* __restrict__ sum = r.lane.data();
+  for (int64_t c = 0; c < size; c += r.L) {
+    const int64_t m = std::min(r.L, size - c);
+#pragma omp simd
+    for (int64_t j = 0; j < m; ++j) x[c + j] /= sum[j];
+  }
+}
+
+// the softmax's backward over a row: gs = out * g - out * (sum over the row of out * g), per head
+template <typename scalar_t>
+void softmax_row_backward(const scalar_t* __restrict__ out, const scalar_t* __restrict__ g, scalar_t* __restrict__ gs,
+                          int64_t size, RowLanes<scalar_t>& r) {
+#pragma omp simd
+  for (int64_t i = 0; i < size; ++i) gs[i] = out[i] * g[i];
+  r.template reduce<true>(gs, size);
+  r.spread();
+  const scalar_t* __restrict__ dot = r.lane.data();
+  for (int64_t c = 0; c < size; c += r.L) {
+    const int64_t m = std::min(r.L, size - c);
+#pragma omp simd
+    for (int64_t j = 0; j < m; ++j) gs[c + j] -= out[c + j] * dot[j];
+  }
+}
+
+// Softmax of score (E, H) over the in-edges of every destination (CSR rows), per head: one pass per step over a
+// row that stays in cache, where torch's segment ops take a pass over all E * H numbers for each.
 template <typename scalar_t>
 void edge_softmax_impl(const int64_t* indptr, const scalar_t* s, scalar_t* out, int64_t num_dst, int64_t H) {
   parallel_rows(indptr, num_dst, [&](int64_t begin, int64_t end) {
-    std::vector<scalar_t> top(H), sum(H);
+    RowLanes<scalar_t> r(H);
     for (int64_t v = begin; v < end; ++v) {
-      const int64_t e0 = indptr[v], e1 = indptr[v + 1];
-      for (int64_t k = 0; k < H; ++k) top[k] = -std::numeric_limits<scalar_t>::infinity(), sum[k] = 0;
-      for (int64_t e = e0; e < e1; ++e)
-        for (int64_t k = 0; k < H; ++k) top[k] = std::max(top[k], s[e * H + k]);
-      for (int64_t e = e0; e < e1; ++e)
-        for (int64_t k = 0; k < H; ++k) {
-          const scalar_t x = std::exp(s[e * H + k] - top[k]);
-          out[e * H + k] = x;
-          sum[k] += x;
-        }
-      for (int64_t e = e0; e < e1; ++e)
-        for (int64_t k = 0; k < H; ++k) out[e * H + k] /= sum[k];
+      const int64_t e0 = indptr[v] * H, size = (indptr[v + 1] - indptr[v]) * H;
+      std::copy(s + e0, s + e0 + size, out + e0);
+      softmax_row(out + e0, size, r);
     }
   });
 }
 
-// Its gradient: gs = out * g - out * (sum over the row of out * g), per head.
 template <typename scalar_t>
 void edge_softmax_backward_impl(const int64_t* indptr, const scalar_t* out, const scalar_t* g, scalar_t* gs,
                                 int64_t num_dst, int64_t H) {
   parallel_rows(indptr, num_dst, [&](int64_t begin, int64_t end) {
-    std::vector<scalar_t> dot(H);
+    RowLanes<scalar_t> r(H);
+    for (int64_t v = begin; v < end; ++v) {
+      const int64_t e0 = indptr[v] * H, size = (indptr[v + 1] - indptr[v]) * H;
+      softmax_row_backward(out + e0, g + e0, gs + e0, size, r);
+    }
+  });
+}
+
+// GAT's attention in one pass per destination v (CSR rows): for every in-edge e = (u -> v) and head k
+//   t[e, k] = (el[u, k] + er[v, k]) + w[e, k]   (w: (E, H) relation weights, or the constant c where w is empty)
+//   a[e, k] = softmax over v's in-edges of LeakyReLU(t[e, k])
+// the same operations in the same order as the gathers, additions, LeakyReLU and edge_softmax it replaces (so
+// the same numbers), without writing and reading back four (E, H) arrays between them.
+template <typename scalar_t>
+inline scalar_t gat_logit(const int64_t* indices, const scalar_t* el, const scalar_t* erv, const scalar_t* w,
+                          scalar_t c, int64_t e, int64_t k, int64_t H) {
+  const scalar_t t = el[indices[e] * H + k] + erv[k];
+  return w ? t + w[e * H + k] : t + c;
+}
+
+template <typename scalar_t, int HW>
+void gat_softmax_impl(const int64_t* indptr, const int64_t* indices, const scalar_t* el, const scalar_t* er,
+                      const scalar_t* w, scalar_t c, scalar_t slope, scalar_t* out, int64_t num_dst, int64_t H_) {
+  const int64_t H = HW ? HW : H_;  // a compile-time head count lets the per-edge loop unroll
+  parallel_rows(indptr, num_dst, [&](int64_t begin, int64_t end) {
+    RowLanes<scalar_t> r(H);
     for (int64_t v = begin; v < end; ++v) {
       const int64_t e0 = indptr[v], e1 = indptr[v + 1];
-      for (int64_t k = 0; k < H; ++k) dot[k] = 0;
+      const scalar_t* erv = er + v * H;
       for (int64_t e = e0; e < e1; ++e)
         for (int64_t k = 0; k < H; ++k) {
-          const scalar_t x = out[e * H + k] * g[e * H + k];
-          gs[e * H + k] = x;
-          dot[k] += x;
+          const scalar_t t = gat_logit(indices, el, erv, w, c, e, k, H);
+          out[e * H + k] = t > 0 ? t : t * slope;
         }
+      softmax_row(out + e0 * H, (e1 - e0) * H, r);
+    }
+  });
+}
+
+// Its gradients from a (the output) and g (a's gradient): gt = LeakyReLU'(t) * (a * g - a * sum over the row of
+// a * g), t recomputed; ger[v] = the row's sum of gt (CSR order), gt written out for gel (summed per source by the
+// caller) and w. As edge_softmax's, leaky_relu's and the gathers' backward, in their order.
+template <typename scalar_t, int HW>
+void gat_softmax_backward_impl(const int64_t* indptr, const int64_t* indices, const scalar_t* el, const scalar_t* er,
+                               const scalar_t* w, scalar_t c, scalar_t slope, const scalar_t* a, const scalar_t* g,
+                               scalar_t* gt, scalar_t* ger, int64_t num_dst, int64_t H_) {
+  const int64_t H = HW ? HW : H_;
+  parallel_rows(indptr, num_dst, [&](int64_t begin, int64_t end) {
+    RowLanes<scalar_t> r(H);
+    for (int64_t v = begin; v < end; ++v) {
+      const int64_t e0 = indptr[v], e1 = indptr[v + 1];
+      const scalar_t* erv = er + v * H;
+      softmax_row_backward(a + e0 * H, g + e0 * H, gt + e0 * H, (e1 - e0) * H, r);
       for (int64_t e = e0; e < e1; ++e)
-        for (int64_t k = 0; k < H; ++k) gs[e * H + k] -= out[e * H + k] * dot[k];
+        for (int64_t k = 0; k < H; ++k)
+          if (!(gat_logit(indices, el, erv, w, c, e, k, H) > 0)) gt[e * H + k] *= slope;
+      if (!ger) continue;
+      scalar_t* __restrict__ acc = r.head.data();  // the row's sum per head, edge after edge (the gather's order)
+      for (int64_t k = 0; k < H; ++k) acc[k] = 0;
+      for (int64_t e = e0; e < e1; ++e)
+        for (int64_t k = 0; k < H; ++k) acc[k] += gt[e * H + k];
+      for (int64_t k = 0; k < H; ++k) ger[v * H + k] = acc[k];
     }
   });
 }
@@ -461,11 +625,14 @@ void edge_softmax_backward_impl(const int64_t* indptr, const scalar_t* out, cons
 template <typename scalar_t>
 void segment_sum_impl(const int64_t* indptr, const int64_t* pos, const scalar_t* values, scalar_t* out, int64_t n,
                       int64_t C) {
+  const int64_t E = indptr[n];
   parallel_rows(indptr, n, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       scalar_t* __restrict__ o = out + r * C;
       for (int64_t c = 0; c < C; ++c) o[c] = 0;
       for (int64_t j = indptr[r]; j < indptr[r + 1]; ++j) {
+        // through pos the rows are read from anywhere in values (E rows, beyond the caches on a dense graph)
+        if (pos && j + kPrefetch < E) prefetch_row(values + pos[j + kPrefetch] * C, C);
         const scalar_t* __restrict__ x = values + (pos ? pos[j] : j) * C;
 #pragma omp simd
         for (int64_t c = 0; c < C; ++c) o[c] += x[c];
@@ -485,6 +652,18 @@ void by_width(int64_t F, Body&& body) {
     case 4: body(std::integral_constant<int, 4>()); break;
     case 3: body(std::integral_constant<int, 3>()); break;  // class scores (the last layer aggregates them)
     case 2: body(std::integral_constant<int, 2>()); break;
+    default: body(std::integral_constant<int, 0>());
+  }
+}
+
+// calls body<HW>() with HW the compile-time head count for the common counts, 0 (runtime count) otherwise
+template <typename Body>
+void by_heads(int64_t H, Body&& body) {
+  switch (H) {
+    case 1: body(std::integral_constant<int, 1>()); break;
+    case 2: body(std::integral_constant<int, 2>()); break;
+    case 4: body(std::integral_constant<int, 4>()); break;
+    case 8: body(std::integral_constant<int, 8>()); break;
     default: body(std::integral_constant<int, 0>());
   }
 }
@@ -627,12 +806,13 @@ torch::Tensor heads_forward(torch::Tensor indptr, torch::Tensor indices, torch::
 }
 
 // (grad z or an empty tensor, grad att or an empty tensor) from G (num_dst, H, F)
-std::vector<torch::Tensor> heads_backward(torch::Tensor t_indptr, torch::Tensor t_indices, torch::Tensor t_pos,
-                                          torch::Tensor att, torch::Tensor G, torch::Tensor z, bool need_z,
-                                          bool need_att) {
-  for (auto* t : {&t_indptr, &t_indices, &t_pos, &att, &G, &z}) check(*t, "every argument");
+std::vector<torch::Tensor> heads_backward(torch::Tensor indptr, torch::Tensor indices, torch::Tensor t_indptr,
+                                          torch::Tensor t_indices, torch::Tensor t_pos, torch::Tensor att,
+                                          torch::Tensor G, torch::Tensor z, bool need_z, bool need_att) {
+  for (auto* t : {&indptr, &indices, &t_indptr, &t_indices, &t_pos, &att, &G, &z}) check(*t, "every argument");
   TORCH_CHECK(G.dim() == 3 && z.dim() == 3 && (G.size(1) == z.size(1) || z.size(1) == 1) &&
-              G.size(2) == z.size(2) && att.size(0) == t_indices.numel() && t_pos.numel() == t_indices.numel(),
+              G.size(2) == z.size(2) && att.size(0) == t_indices.numel() && t_pos.numel() == t_indices.numel() &&
+              indices.numel() == t_indices.numel() && G.size(0) == indptr.size(0) - 1,
               "heads_backward: shapes do not fit the graph");
   const int64_t num_src = t_indptr.size(0) - 1, H = G.size(1), F = z.size(2);
   const bool shared = z.size(1) == 1 && H > 1;
@@ -641,10 +821,11 @@ std::vector<torch::Tensor> heads_backward(torch::Tensor t_indptr, torch::Tensor 
   auto gatt = need_att ? torch::empty_like(att) : torch::empty({0}, att.options());
   AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "heads_backward", [&] {
     by_width(F, [&](auto fw) {
-      heads_backward_impl<scalar_t, decltype(fw)::value>(t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(),
-          t_pos.data_ptr<int64_t>(), att.data_ptr<scalar_t>(), G.data_ptr<scalar_t>(), z.data_ptr<scalar_t>(),
-          need_z ? gz.data_ptr<scalar_t>() : nullptr, need_att ? gatt.data_ptr<scalar_t>() : nullptr, num_src, H, F,
-          shared);
+      heads_backward_impl<scalar_t, decltype(fw)::value>(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(),
+          t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), t_pos.data_ptr<int64_t>(),
+          att.data_ptr<scalar_t>(), G.data_ptr<scalar_t>(), z.data_ptr<scalar_t>(),
+          need_z ? gz.data_ptr<scalar_t>() : nullptr, need_att ? gatt.data_ptr<scalar_t>() : nullptr, G.size(0),
+          num_src, H, F, shared);
     });
   });
   return {gz, gatt};
@@ -760,6 +941,63 @@ torch::Tensor segment_sum(torch::Tensor indptr, torch::Tensor pos, torch::Tensor
   return out;
 }
 
+void check_gat(const torch::Tensor& indptr, const torch::Tensor& indices, const torch::Tensor& el,
+               const torch::Tensor& er, const torch::Tensor& w) {
+  for (auto* t : {&indptr, &indices, &el, &er, &w}) check(*t, "every argument");
+  TORCH_CHECK(indptr.scalar_type() == torch::kInt64 && indices.scalar_type() == torch::kInt64,
+              "gat_softmax: indptr and indices must be int64");
+  TORCH_CHECK(el.dim() == 2 && er.dim() == 2 && el.size(1) == er.size(1) && er.size(0) == indptr.size(0) - 1 &&
+                  el.scalar_type() == er.scalar_type() &&
+                  (w.numel() == 0 || (w.dim() == 2 && w.size(0) == indices.numel() && w.size(1) == el.size(1) &&
+                                      w.scalar_type() == el.scalar_type())),
+              "gat_softmax: el (N_src, H), er (N_dst, H) and w empty or (E, H), of one dtype");
+}
+
+// a (E, H): softmax over in-edges of LeakyReLU(el[u] + er[v] + (w[e] or c))
+torch::Tensor gat_softmax(torch::Tensor indptr, torch::Tensor indices, torch::Tensor el, torch::Tensor er,
+                          torch::Tensor w, double c, double slope) {
+  check_gat(indptr, indices, el, er, w);
+  const int64_t H = el.size(1);
+  auto out = torch::empty({indices.numel(), H}, el.options());
+  AT_DISPATCH_FLOATING_TYPES(el.scalar_type(), "gat_softmax", [&] {
+    by_heads(H, [&](auto hw) {
+      gat_softmax_impl<scalar_t, decltype(hw)::value>(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(),
+          el.data_ptr<scalar_t>(), er.data_ptr<scalar_t>(), w.numel() ? w.data_ptr<scalar_t>() : nullptr,
+          scalar_t(c), scalar_t(slope), out.data_ptr<scalar_t>(), er.size(0), H);
+    });
+  });
+  return out;
+}
+
+// (gel, ger, gw) from a and its gradient g; each an empty tensor where not needed
+std::vector<torch::Tensor> gat_softmax_backward(torch::Tensor indptr, torch::Tensor indices, torch::Tensor t_indptr,
+                                                torch::Tensor t_pos, torch::Tensor el, torch::Tensor er,
+                                                torch::Tensor w, double c, double slope, torch::Tensor a,
+                                                torch::Tensor g, bool need_el, bool need_er, bool need_w) {
+  check_gat(indptr, indices, el, er, w);
+  for (auto* t : {&t_indptr, &t_pos, &a, &g}) check(*t, "every argument");
+  TORCH_CHECK(a.sizes() == g.sizes() && a.dim() == 2 && a.size(0) == indices.numel() && a.size(1) == el.size(1) &&
+                  t_indptr.size(0) == el.size(0) + 1 && t_pos.numel() == indices.numel(),
+              "gat_softmax_backward: a and g must be (E, H) for the graph's E edges");
+  const int64_t H = el.size(1);
+  auto gt = torch::empty_like(a);
+  auto ger = need_er ? torch::empty_like(er) : torch::empty({0}, er.options());
+  auto gel = need_el ? torch::empty_like(el) : torch::empty({0}, el.options());
+  AT_DISPATCH_FLOATING_TYPES(el.scalar_type(), "gat_softmax_backward", [&] {
+    by_heads(H, [&](auto hw) {
+      gat_softmax_backward_impl<scalar_t, decltype(hw)::value>(indptr.data_ptr<int64_t>(),
+          indices.data_ptr<int64_t>(), el.data_ptr<scalar_t>(), er.data_ptr<scalar_t>(),
+          w.numel() ? w.data_ptr<scalar_t>() : nullptr, scalar_t(c), scalar_t(slope), a.data_ptr<scalar_t>(),
+          g.data_ptr<scalar_t>(), gt.data_ptr<scalar_t>(), need_er ? ger.data_ptr<scalar_t>() : nullptr,
+          er.size(0), H);
+    });
+    if (need_el)
+      segment_sum_impl<scalar_t>(t_indptr.data_ptr<int64_t>(), t_pos.data_ptr<int64_t>(), gt.data_ptr<scalar_t>(),
+                                 gel.data_ptr<scalar_t>(), el.size(0), H);
+  });
+  return {gel, ger, need_w ? gt : torch::empty({0}, a.options())};
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &re_aggregate_forward, "RE-GNN weighted aggregation, forward");
   m.def("backward", &re_aggregate_backward, "RE-GNN weighted aggregation, backward with the relation gradients");
@@ -768,6 +1006,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("heads_backward", &heads_backward, "multi-head attention aggregation, gradients of z and the attention");
   m.def("v2_scores", &v2_scores, "GATv2 attention logits without the per-edge feature intermediate");
   m.def("v2_scores_backward", &v2_scores_backward, "GATv2 attention logits, gradients");
+  m.def("gat_softmax", &gat_softmax, "GAT attention: LeakyReLU of the edge logits, softmax over in-edges");
+  m.def("gat_softmax_backward", &gat_softmax_backward, "gat_softmax, gradients of el, er and the edge weights");
   m.def("edge_softmax", &edge_softmax, "softmax over every destination's in-edges");
   m.def("edge_softmax_backward", &edge_softmax_backward, "edge_softmax, gradient of the scores");
   m.def("hash_dropout", &hash_dropout, "dropout with a mask hashed from (seed, index); also its own backward");

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from regnn.core.adjacency import Adjacency, at_least_fp32, full_precision
-from regnn.core.attention import aggregate_heads
+from regnn.core.attention_ops import aggregate_heads
 from regnn.core.edge_ops import csr_mm, edge_dots
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import DataError

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from regnn.core.adjacency import Adjacency
-from regnn.core.attention import aggregate_heads
+from regnn.core.attention_ops import aggregate_heads
 from regnn.models.regnn import TypeProjection
 
 

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from regnn.core.adjacency import Adjacency
-from regnn.core.attention import aggregate_heads, head_scores
+from regnn.core.attention_ops import aggregate_heads, head_scores
 from regnn.models.baselines.inputs import SelfLoopGraph
 from regnn.models.regnn import TypeProjection
 

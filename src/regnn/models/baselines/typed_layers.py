@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from regnn.core.attention import aggregate_heads
+from regnn.core.attention_ops import aggregate_heads
 
 _RELU_GAIN = math.sqrt(2.0)  # nn.init.calculate_gain("relu")
 
