@@ -124,3 +124,7 @@ readme: venv ## regenerate the results sections of README.md and docs/ from resu
 
 scale-benchmark: setup ## mini-batch RE-GCN/RE-GAT on a generated graph of OGBN-MAG's size, one epoch each, profiled -> results/scale_benchmark_epoch.* (SCALE=0.05 for a quick one)
 	$(PY) scripts/bench/scale_benchmark.py --scale $(or $(SCALE),1) --profile --sampling-rates
+
+.PHONY: scale-growth
+scale-growth: setup ## mini-batch RE-GCN/RE-GAT epochs at 5%, 10%, 25%, 50% of OGBN-MAG's size beside the full-size one (make scale-benchmark first) -> results/scale_growth.*, results/fig_scale_growth.png
+	$(PY) scripts/bench/scale_growth.py

@@ -85,3 +85,52 @@ def test_the_scale_accuracy_check_judges_a_model_against_its_last_committed_row(
     assert check.judge(row | {"model": "re_gcn"}, earlier, floor=0.5)["within"] is None  # nothing to compare with
     md = check.markdown({"command": "python train.py ...", "floor": 0.5, "rows": [*earlier, judged]})
     assert "| re_gat |  | b | 2 | 98.40, 99.00 | 98.70 ± 0.30 |  |  |" in md and "| -0.60 | no |" in md
+
+
+def _scale_report(scale, epoch_s):
+    return {
+        "scale": scale,
+        "graph": {"num_edges": int(21_000_000 * scale)},
+        "machine": "2 CPUs",
+        "threads": 2,
+        "fanouts": [25, 20],
+        "batch_size": 1024,
+        "models": [
+            {
+                "model": "re_gcn",
+                "batches_per_epoch": int(615 * scale),
+                "batch_sizes": {"batch_edges_0": 380_000.0, "batch_edges_last": 20_000.0},
+                "train_s_per_epoch": epoch_s,
+                "full_epoch": True,
+                "peak_rss_gb": 1.0 + 7 * scale,
+            },
+            {"model": "re_gat", "error": "stopped"},  # a model that did not finish is left out, not a zero
+        ],
+    }
+
+
+def test_scale_growth_reads_the_scale_reports_and_never_writes_over_its_report(tmp_path, monkeypatch):
+    growth = _module("scale_growth")
+
+    def no_measuring(cmd, **_):
+        raise AssertionError(f"measured although its report is there: {cmd}")
+
+    monkeypatch.setattr(growth.subprocess, "run", no_measuring)
+    for s, t in ((0.05, 15.0), (0.5, 150.0)):
+        (tmp_path / f"scale_{s:g}.json").write_text(json.dumps(_scale_report(s, t)))
+    full = tmp_path / "full.json"
+    full.write_text(json.dumps(_scale_report(1.0, 300.0)))
+    out, fig = tmp_path / "growth", tmp_path / "growth.png"
+    args = ["--scales", "0.05", "0.5", "1", "--models", "re_gcn", "--full", str(full), "--work", str(tmp_path)]
+    assert growth.main(args + ["--out", str(out), "--fig", str(fig)]) == 0
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert [r["scale"] for r in rows] == [0.05, 0.5, 1.0]
+    assert rows[0]["batches"] == 30 and abs(rows[0]["sampled_edges_m"] - 30 * 0.4) < 1e-9
+    assert abs(rows[2]["s_per_m_sampled_edges"] - 300.0 / (615 * 0.4)) < 1e-9
+    assert "| re_gcn | 0.5 |" in out.with_suffix(".md").read_text() and fig.stat().st_size > 0
+    try:
+        growth.main(args + ["--out", str(out), "--fig", str(fig)])
+    except SystemExit as e:
+        assert "exists" in str(e)
+    else:
+        raise AssertionError("an existing report was written over")

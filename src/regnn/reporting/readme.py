@@ -61,6 +61,8 @@ PAGES = {
     "docs/performance.md": [
         Part("benchmark.md", "Benchmark: time per epoch and memory, plain vs RE"),
         Part("benchmark_gcn_9/benchmark.md", "Benchmark: GCN vs RE-GCN, 9 processes per cell"),
+        Part("scale_growth.md", "How a mini-batch epoch's cost grows with the graph (scripts/bench/scale_growth.py)"),
+        Part("fig_scale_growth.png", "Seconds and memory per mini-batch epoch, 5% to 100% of OGBN-MAG's size"),
     ],
     "docs/scale.md": [
         Part("scale_benchmark_scale0.05.md", "Scale benchmark: 5% size, one whole epoch per model"),
