@@ -468,18 +468,20 @@ inline float softmax_exp(float x) {
   return x < -87.3f ? 0.0f : p * scale;
 }
 
-// A destination's row of n x H numbers (in-edges x heads) is walked in chunks of L = 16 H: a chunk's position j
-// always holds head j mod H, so every step is one elementwise loop over a chunk (vectorised), with a per-position
-// partial (maximum, sum) combined per head at the end. The order of every sum is fixed by L, not by the machine.
+// A destination's row of n x H numbers (in-edges x heads) is walked in chunks of L = min(n, 16) H numbers: a
+// chunk's position j always holds head j mod H, so every step is one elementwise loop over a chunk (vectorised),
+// with a per-position partial (maximum, sum) combined per head at the end. The order of every sum is fixed by the
+// row's length and H, not by the machine; a short row (most nodes have a few in-edges) pays for its own length.
 template <typename scalar_t>
 struct RowLanes {
-  int64_t H, L;
+  int64_t H, L = 0;
   std::vector<scalar_t> lane, head;  // per position of a chunk; per head
-  explicit RowLanes(int64_t H_) : H(H_), L(16 * H_), lane(16 * H_), head(H_) {}
+  explicit RowLanes(int64_t H_) : H(H_), lane(16 * H_), head(H_) {}
 
-  // head[k] = the maximum (sum) over the row's numbers of head k
+  // head[k] = the maximum (sum) over the row's numbers of head k; sets L for the row (size = n H)
   template <bool Sum>
   void reduce(const scalar_t* __restrict__ x, int64_t size) {
+    L = std::min<int64_t>(size, 16 * H);
     scalar_t* __restrict__ p = lane.data();
     const scalar_t init = Sum ? scalar_t(0) : -std::numeric_limits<scalar_t>::infinity();
     for (int64_t j = 0; j < L; ++j) p[j] = init;
@@ -489,12 +491,14 @@ struct RowLanes {
       for (int64_t j = 0; j < m; ++j) p[j] = Sum ? p[j] + x[c + j] : std::max(p[j], x[c + j]);
     }
     for (int64_t k = 0; k < H; ++k) head[k] = init;
-    for (int64_t j = 0; j < L; ++j) head[j % H] = Sum ? head[j % H] + p[j] : std::max(head[j % H], p[j]);
+    for (int64_t c = 0; c < L; c += H)
+      for (int64_t k = 0; k < H; ++k) head[k] = Sum ? head[k] + p[c + k] : std::max(head[k], p[c + k]);
   }
 
-  // lane[j] = head[j mod H]
+  // lane[j] = head[j mod H] over the row's chunk
   void spread() {
-    for (int64_t j = 0; j < L; ++j) lane[j] = head[j % H];
+    for (int64_t c = 0; c < L; c += H)
+      for (int64_t k = 0; k < H; ++k) lane[c + k] = head[k];
   }
 };
 
