@@ -495,10 +495,17 @@ struct RowLanes {
       for (int64_t k = 0; k < H; ++k) head[k] = Sum ? head[k] + p[c + k] : std::max(head[k], p[c + k]);
   }
 
-  // lane[j] = head[j mod H] over the row's chunk
-  void spread() {
+  // f(i, head[i mod H]) for every number i of the row (of the last reduce), chunk by chunk
+  template <typename F>
+  void over_row(int64_t size, F&& f) {
     for (int64_t c = 0; c < L; c += H)
       for (int64_t k = 0; k < H; ++k) lane[c + k] = head[k];
+    const scalar_t* __restrict__ p = lane.data();
+    for (int64_t c = 0; c < size; c += L) {
+      const int64_t m = std::min(L, size - c);
+#pragma omp simd
+      for (int64_t j = 0; j < m; ++j) f(c + j, p[j]);
+    }
   }
 };
 
@@ -506,21 +513,9 @@ struct RowLanes {
 template <typename scalar_t>
 void softmax_row(scalar_t* __restrict__ x, int64_t size, RowLanes<scalar_t>& r) {
   r.template reduce<false>(x, size);
-  r.spread();
-  const scalar_t* __restrict__ top = r.lane.data();
-  for (int64_t c = 0; c < size; c += r.L) {
-    const int64_t m = std::min(r.L, size - c);
-#pragma omp simd
-    for (int64_t j = 0; j < m; ++j) x[c + j] = softmax_exp(x[c + j] - top[j]);
-  }
+  r.over_row(size, [&](int64_t i, scalar_t top) { x[i] = softmax_exp(x[i] - top); });
   r.template reduce<true>(x, size);
-  r.spread();
-  const scalar_t* __restrict__ sum = r.lane.data();
-  for (int64_t c = 0; c < size; c += r.L) {
-    const int64_t m = std::min(r.L, size - c);
-#pragma omp simd
-    for (int64_t j = 0; j < m; ++j) x[c + j] /= sum[j];
-  }
+  r.over_row(size, [&](int64_t i, scalar_t sum) { x[i] /= sum; });
 }
 
 // the softmax's backward over a row: gs = out * g - out * (sum over the row of out * g), per head
@@ -530,13 +525,7 @@ void softmax_row_backward(const scalar_t* __restrict__ out, const scalar_t* __re
 #pragma omp simd
   for (int64_t i = 0; i < size; ++i) gs[i] = out[i] * g[i];
   r.template reduce<true>(gs, size);
-  r.spread();
-  const scalar_t* __restrict__ dot = r.lane.data();
-  for (int64_t c = 0; c < size; c += r.L) {
-    const int64_t m = std::min(r.L, size - c);
-#pragma omp simd
-    for (int64_t j = 0; j < m; ++j) gs[c + j] -= out[c + j] * dot[j];
-  }
+  r.over_row(size, [&](int64_t i, scalar_t dot) { gs[i] -= out[i] * dot; });
 }
 
 // Softmax of score (E, H) over the in-edges of every destination (CSR rows), per head: one pass per step over a
@@ -645,31 +634,24 @@ void segment_sum_impl(const int64_t* indptr, const int64_t* pos, const scalar_t*
   });
 }
 
-// calls body<FW>() with FW the compile-time width for the common widths, 0 (runtime width) otherwise
-template <typename Body>
-void by_width(int64_t F, Body&& body) {
-  switch (F) {
-    case 64: body(std::integral_constant<int, 64>()); break;
-    case 32: body(std::integral_constant<int, 32>()); break;
-    case 16: body(std::integral_constant<int, 16>()); break;
-    case 8: body(std::integral_constant<int, 8>()); break;
-    case 4: body(std::integral_constant<int, 4>()); break;
-    case 3: body(std::integral_constant<int, 3>()); break;  // class scores (the last layer aggregates them)
-    case 2: body(std::integral_constant<int, 2>()); break;
-    default: body(std::integral_constant<int, 0>());
-  }
+// calls body(std::integral_constant<int, N>()) with N the one of Ns equal to n (a compile-time constant, so that
+// the loops over it unroll and vectorise), or with N = 0 (n at run time) where none is
+template <int... Ns, typename Body>
+void by_constant(int64_t n, Body&& body) {
+  bool done = false;
+  ((!done && n == Ns ? (body(std::integral_constant<int, Ns>()), done = true) : false), ...);
+  if (!done) body(std::integral_constant<int, 0>());
 }
 
-// calls body<HW>() with HW the compile-time head count for the common counts, 0 (runtime count) otherwise
+// the common row widths (3: class scores, which the last layer aggregates) and head counts
+template <typename Body>
+void by_width(int64_t F, Body&& body) {
+  by_constant<64, 32, 16, 8, 4, 3, 2>(F, body);
+}
+
 template <typename Body>
 void by_heads(int64_t H, Body&& body) {
-  switch (H) {
-    case 1: body(std::integral_constant<int, 1>()); break;
-    case 2: body(std::integral_constant<int, 2>()); break;
-    case 4: body(std::integral_constant<int, 4>()); break;
-    case 8: body(std::integral_constant<int, 8>()); break;
-    default: body(std::integral_constant<int, 0>());
-  }
+  by_constant<1, 2, 4, 8>(H, body);
 }
 
 void check(const torch::Tensor& t, const char* name) {
