@@ -159,6 +159,7 @@ def _fake_sweep(sweep, search: dict, finalists: dict, stage_seed=1000, seeds=3):
                 {
                     "runs": len(vals),
                     "failed_runs": 0,
+                    "per_run": [{"seed": stage_seed + i, "val_micro_f1": v} for i, v in enumerate(vals)],
                     "metrics": {
                         "val_micro_f1": {"mean": mean, "std": std},
                         "test_micro_f1": {"mean": 50.0, "std": 0.0},
@@ -189,6 +190,21 @@ def test_the_listing_shows_the_finalists_first_and_says_when_the_configured_sett
     assert main([str(sweep)]) == 0
     out = capsys.readouterr().out
     assert "finalist_val_micro_f1" in out and "finalist_val_std" in out
+
+
+def test_the_listing_says_once_that_the_configured_setting_was_kept_by_the_paired_test(tmp_path):
+    """A finalist with the best mean whose gain over trial 0 does not pass the paired test: trial 0 is kept, and the
+    listing says so in one sentence that names the configured setting once."""
+    from regnn.tuning import listing
+
+    sweep = tmp_path / "sweep"
+    _fake_sweep(sweep, {0: 91.0, 1: 93.0}, {1: [92.0, 91.0, 93.5], 0: [91.0, 92.0, 93.0]})
+    _, notes = listing(sweep)
+    chosen = next(n for n in notes if n.startswith("Chosen:"))
+    assert chosen.startswith("Chosen: trial 0, the configured setting, kept: the best finalist, trial 1, gained +0.17")
+    assert chosen.count("the configured setting") == 1 and chosen.endswith(
+        "no searched setting beat it on the new seeds."
+    )
 
 
 def test_the_listing_names_a_searched_winner_beside_the_configured_setting(tmp_path):

@@ -111,7 +111,8 @@ def _choice_notes(study, sweep: Path, stage, found: dict, notes: list[str]) -> i
     )
     best = study.best_trial.number
     if number == DEFAULT_TRIAL:
-        notes.append(f"Chosen: the configured setting, {how}: no searched setting beat it on the new seeds.")
+        said = how if how.startswith("trial 0, the configured setting") else f"the configured setting, {how}"
+        notes.append(f"Chosen: {said}: no searched setting beat it on the new seeds.")
     else:
         d = found.get(DEFAULT_TRIAL)
         notes.append(
