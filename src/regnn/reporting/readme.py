@@ -61,6 +61,7 @@ PAGES = {
     "docs/performance.md": [
         Part("benchmark.md", "Benchmark: time per epoch and memory, plain vs RE"),
         Part("benchmark_gcn_9/benchmark.md", "Benchmark: GCN vs RE-GCN, 9 processes per cell"),
+        Part("benchmark_dblp_gat/benchmark.md", "Benchmark: GAT and RE-GAT on DBLP, 3 processes per cell"),
         Part("scale_growth.md", "How a mini-batch epoch's cost grows with the graph (scripts/bench/scale_growth.py)"),
         Part("fig_scale_growth.png", "Seconds and memory per mini-batch epoch, 5% to 100% of OGBN-MAG's size"),
     ],
