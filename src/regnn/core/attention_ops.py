@@ -34,15 +34,20 @@ def gat_attention(
     """GAT's attention coefficients (E, heads) in CSR order: softmax over every destination's in-edges of
     LeakyReLU(el[u] + er[v] + w_r) (+ 1 for w_r where alpha is None). On the fused kernels one pass per destination
     and its backward, the same numbers as the gathers, sums, LeakyReLU and softmax of the torch path."""
-    w = None if alpha is None else adj.edge_weights(alpha)
     kernels = adj.backend.kernels if el.device.type == "cpu" else None
-    if kernels is None or el.dtype not in (torch.float32, torch.float64) or (w is not None and w.dtype != el.dtype):
-        score = adj.u_add_v(el, er)
-        return adj.edge_softmax(F.leaky_relu(score + 1.0 if w is None else score + w, negative_slope))
+    if (
+        kernels is None
+        or el.dtype not in (torch.float32, torch.float64)
+        or (alpha is not None and alpha.dtype != el.dtype)
+    ):
+        return adj.edge_softmax(F.leaky_relu(weigh(adj.u_add_v(el, er), adj, alpha), negative_slope))
+    w = None if alpha is None else adj.edge_weights(alpha)
     return _GATSoftmax.apply(el, er, w, adj, float(negative_slope), kernels)
 
 
 class _GATSoftmax(torch.autograd.Function):
+    """gat_attention on the fused CPU kernels; w None: the constant 1 in every logit."""
+
     @staticmethod
     def forward(ctx, el, er, w, adj: Adjacency, slope: float, kernels):
         el, er = el.contiguous(), er.contiguous()
