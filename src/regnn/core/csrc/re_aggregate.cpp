@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -257,7 +256,8 @@ void heads_forward_impl(const int64_t* indptr, const int64_t* indices, const sca
 // att and gatt hold E * H numbers, far more than any cache on a dense graph (5M edges: 160 MB each), while z and G
 // hold one row per node. A single pass by sources wrote gatt and read att at t_pos, one cache miss to memory per
 // edge for each (25x the forward on DBLP's APVPA graph); the destination pass streams them, and the source pass
-// asks for att's next rows kPrefetch edges ahead. Each sum is taken in the same order as by a single pass.
+// asks for att's next rows kPrefetch edges ahead. gz's sums keep the single pass's order; gatt's dot products
+// are taken in dot()'s order.
 template <typename scalar_t, int FW>
 void heads_backward_impl(const int64_t* indptr, const int64_t* indices, const int64_t* t_indptr,
                          const int64_t* t_indices, const int64_t* t_pos, const scalar_t* att, const scalar_t* G,
