@@ -271,6 +271,15 @@ def test_gcn_m_can_choose_on_fewer_runs_and_extend_only_the_chosen_metapath(tmp_
     again = train(cfg(*args), tmp_path / "cell")
     assert again["metapath"] == "ISI" and again["metrics"] == summary["metrics"]
     assert json.loads((isi / "runs/run_00/results.json").read_text()) == first
+    # interrupted during the extension: the chosen meta-path's config asks for 2 runs, its summary is the 1-run one
+    (tmp_path / "cell/results.json").unlink()
+    (isi / "results.json").unlink()
+    shutil.rmtree(isi / "runs/run_01")
+    resumed = train(cfg(*args), tmp_path / "cell")
+    assert resumed["metapath"] == "ISI" and resumed["runs"] == 2
+    scores = [m for m in summary["metrics"] if not m.endswith("time_s")]  # run_01 was trained again: same scores
+    assert {m: resumed["metrics"][m] for m in scores} == {m: summary["metrics"][m] for m in scores}
+    assert json.loads((isi / "runs/run_00/results.json").read_text()) == first
     from regnn.pipeline.metapath import select_runs
 
     # fewer runs than the choice asks for (a quick try of DBLP's GAT-M or Metapath2vec, which choose on 2): on all

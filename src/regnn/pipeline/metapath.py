@@ -52,9 +52,9 @@ def choose(cfg: DictConfig, store: CellStore, train_cell) -> dict:
     per_path, selected_on = {}, {}
     for name in names:
         path_dir = store.dir / "metapaths" / name
-        stored = io_safe.read_json(path_dir / "results.json", io_safe.is_cell_summary) if k < store.spec.runs else None
-        if stored is not None and stored.get("runs", 0) > k:
-            per_path[name] = stored  # chosen and extended before an interruption
+        stored = _chosen_before(path_dir, k) if k < store.spec.runs else None
+        if stored is not None:
+            per_path[name] = stored
         else:
             per_path[name] = train_cell(OmegaConf.merge(cfg, {"model": {"metapath": name}, "runs": k}), path_dir)
         # the choice: mean validation scores of the first k runs, from the summary's per-run records
@@ -89,6 +89,17 @@ def choose(cfg: DictConfig, store: CellStore, train_cell) -> dict:
         ),
     )
     return summary
+
+
+def _chosen_before(path_dir, k: int) -> dict | None:
+    """The summary a meta-path chosen by an earlier, interrupted training brings to the choice: its extended
+    results when the extension finished, or the k-run summary kept when the extension began (the extension is then
+    resumed by the caller), or None when it was not chosen before."""
+    stored = io_safe.read_json(path_dir / "results.json", io_safe.is_cell_summary)
+    if stored is not None:
+        return stored if stored.get("runs", 0) > k else None
+    kept = io_safe.read_json(path_dir / f"results.{k}runs.json", io_safe.is_cell_summary)
+    return kept if kept is not None and kept.get("runs") == k else None
 
 
 def _summary(per_path: dict, best: str, extended: bool, k: int) -> dict:
