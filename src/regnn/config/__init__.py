@@ -37,6 +37,9 @@ if not OmegaConf.has_resolver("repo_root"):
 # ${regnn.pick:flag,a,b}: a where flag is true, else b (experiment=compare: tuned cells go to a folder of their own)
 if not OmegaConf.has_resolver("regnn.pick"):
     OmegaConf.register_new_resolver("regnn.pick", lambda flag, yes, no: yes if flag else no)
+# ${regnn.contains:list,x}: whether x is in list (experiment=compare: the datasets whose cells are the shared pool)
+if not OmegaConf.has_resolver("regnn.contains"):
+    OmegaConf.register_new_resolver("regnn.contains", lambda seq, x: x in seq)
 
 
 def graph_folder(dataset) -> str:
