@@ -1,4 +1,4 @@
-"""Loads the float64 fixtures written from DGL's modules by scripts/fixtures/dgl_port_fixtures.py
+"""Loads the float64 fixtures written from DGL's modules by tests/make_dgl_fixtures.py
 (tests/fixtures/dgl_<name>.npz)."""
 
 from __future__ import annotations
@@ -26,11 +26,9 @@ def random_multigraph(n=12, e=40, num_rel=4, seed=0, shuffle=True):
 def load_fixture(name: str) -> dict[str, torch.Tensor]:
     """The fixture's arrays as torch tensors (float64 / int64). A missing file is a failure, not a skip: the
     fixtures are committed, and
-    `python scripts/fixtures/dgl_port_fixtures.py NAME` writes one where DGL is installed."""
+    `python tests/make_dgl_fixtures.py NAME` writes one where DGL is installed."""
     path = FIXTURES / f"dgl_{name}.npz"
-    assert path.is_file(), (
-        f"{path} is missing: run `PYTHONPATH=src python scripts/fixtures/dgl_port_fixtures.py {name}` with DGL"
-    )
+    assert path.is_file(), f"{path} is missing: run `PYTHONPATH=src python tests/make_dgl_fixtures.py {name}` with DGL"
     with np.load(path, allow_pickle=False) as z:
         return {k: torch.from_numpy(z[k]) for k in z.files}
 

@@ -1,5 +1,5 @@
 """The benchmarks and checks say how a new figure compares with the previous committed one, so a slower change or a
-lost accuracy shows itself where it is run (scripts/bench/benchmark_report.py, scripts/bench/scale_benchmark.py,
+lost accuracy shows itself where it is run (regnn.reporting.benchmark, scripts/bench/scale_benchmark.py,
 scripts/checks/scale_accuracy_check.py)."""
 
 import importlib.util
@@ -33,7 +33,8 @@ def _row(model, seconds):
 
 
 def test_the_benchmark_report_gives_each_cell_its_ratio_to_the_previous_figure(tmp_path, capsys):
-    report = _module("benchmark_report")
+    from regnn.reporting import benchmark as report
+
     report.write([_row("gcn", 0.050), _row("re_gcn", 0.060)], None, tmp_path)
     first = json.loads((tmp_path / "benchmark.json").read_text())["cells"]
     assert all(c["ratio_to_previous"] is None for c in first)  # nothing to compare with yet

@@ -1,5 +1,5 @@
 """R-HGNN's relation attention and MAGNN-AC's attribute completion (and their whole models) against DGL's own ops,
-in float64, from the fixtures scripts/fixtures/dgl_port_fixtures.py writes with DGL (tests/fixtures/dgl_*.npz): outputs
+in float64, from the fixtures tests/make_dgl_fixtures.py writes with DGL (tests/fixtures/dgl_*.npz): outputs
 and the gradients of a fixed loss with respect to the inputs and every parameter agree to 1e-10, on the torch path and
 on the fused kernels where they are built. The per-edge tensors of an Adjacency are in destination order; the
 attention and the edge dropout are checked in DGL's edge order too."""
@@ -17,7 +17,7 @@ from regnn.core.backend import TORCH, choose_backend
 from regnn.data.hetero import HeteroGraph
 from regnn.models.baselines.spectral import canonical_basis
 
-# the graphs of the fixtures (scripts/fixtures/dgl_port_fixtures.py: RHGNN_*, MAGNN_*), rebuilt from their edge arrays
+# the graphs of the fixtures (tests/make_dgl_fixtures.py: RHGNN_*, MAGNN_*), rebuilt from their edge arrays
 RHGNN_COUNTS = {"a": 6, "b": 5, "c": 4, "d": 3}
 RHGNN_RELATIONS = [
     ("a", "a->b", "b"),

@@ -1,4 +1,4 @@
-"""The meta-path baselines' ports pinned to DGL (fixtures from scripts/fixtures/dgl_port_fixtures.py): HAN's GAT layer
+"""The meta-path baselines' ports pinned to DGL (fixtures from tests/make_dgl_fixtures.py): HAN's GAT layer
 and the whole HAN against DGL's GATConv, Metapath2vec's skip-gram (initial tables, loss, gradients, negative-sampling
 distribution) against dgl.nn.MetaPath2Vec, and the meta-path walk against dgl.sampling.random_walk (the same
 traces where they are determined, the same step distribution, valid steps, repeatable seeds)."""

@@ -1,5 +1,5 @@
 """R-GCN's and HGT's layers, their homogeneous view of a heterograph, and both baselines whole, against float64
-fixtures written from DGL's own RelGraphConv, HGTConv and to_homogeneous (scripts/fixtures/dgl_port_fixtures.py): ids
+fixtures written from DGL's own RelGraphConv, HGTConv and to_homogeneous (tests/make_dgl_fixtures.py): ids
 and edge order, the initial weights a seed gives, outputs, and the gradients with respect to the inputs and every
 parameter, to 1e-10."""
 

@@ -1,5 +1,5 @@
 """The RE layers against dense hand computations, and the compute core against float64 fixtures written from
-DGL's GATConv and edge ops (scripts/fixtures/dgl_port_fixtures.py)."""
+DGL's GATConv and edge ops (tests/make_dgl_fixtures.py)."""
 
 import numpy as np
 import pytest

@@ -29,10 +29,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "src"))
+from regnn.reporting.benchmark import write
 
-from benchmark_report import write  # noqa: E402  (scripts/ is on the path as the script's folder)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _build(dataset: str, model: str, overrides=(), data=None):

@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "src"))
 
 
 def run_child(cmd: list[str], log_path: Path, limit_gb: float, env: dict) -> dict:
