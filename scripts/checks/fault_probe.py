@@ -197,6 +197,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default=str(REPO / "results" / "fault_probe"), help="writes <out>.json and <out>.md")
     a = ap.parse_args()
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)  # before the minutes of probing, not after them
     with tempfile.TemporaryDirectory(prefix="fault_probe_") as work:
         trainers = [probe(t, a.runs, Path(work)) for t in a.trainers]
     report = {
