@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.runs import io_safe
 from regnn.errors import ConfigError
+from regnn.runs.computation import kept_summary
 from regnn.runs.store import CellStore
 from regnn.training.divergence import finished
 
@@ -98,7 +99,7 @@ def _chosen_before(path_dir, k: int) -> dict | None:
     stored = io_safe.read_json(path_dir / "results.json", io_safe.is_cell_summary)
     if stored is not None:
         return stored if stored.get("runs", 0) > k else None
-    kept = io_safe.read_json(path_dir / f"results.{k}runs.json", io_safe.is_cell_summary)
+    kept = io_safe.read_json(kept_summary(path_dir, k), io_safe.is_cell_summary)
     return kept if kept is not None and kept.get("runs") == k else None
 
 

@@ -94,3 +94,8 @@ def check_same_computation(cfg: DictConfig, out_dir: Path) -> int | None:
             "move that directory away or choose another experiment directory"
         )
     return None
+
+
+def kept_summary(cell: Path, runs: int) -> Path:
+    """Where a cell extended to more runs keeps the summary of its first `runs` (see CellStore._finished)."""
+    return cell / f"results.{runs}runs.json"

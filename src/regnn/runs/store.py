@@ -27,7 +27,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from regnn.runs import checkpoint, embeddings, identity, io_safe
-from regnn.runs.computation import check_same_computation, stored_config
+from regnn.runs.computation import check_same_computation, kept_summary, stored_config
 from regnn.runs.jobspec import JobSpec
 from regnn.runs.claim import claim, host_id
 from regnn.errors import ConfigError
@@ -180,7 +180,7 @@ class CellStore:
         if stored_runs is None:
             log.info("%s already holds results; skipped (resume=true)", self.dir)
             return stored
-        kept = unused_path(self.dir / f"results.{stored_runs}runs.json")
+        kept = unused_path(kept_summary(self.dir, stored_runs))
         self.results.rename(kept)
         log.info(
             "%s: extending %d runs to %d (the %d finished runs are kept; their summary moved to %s)",
