@@ -21,14 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from regnn.paths import repo_relative
+
 REPO = Path(__file__).resolve().parents[2]
 SCALES = [0.05, 0.1, 0.25, 0.5, 1.0]
-
-
-def shown(p: Path) -> str:
-    """p relative to the repository where it lies inside it (the report names no machine's folders)."""
-    p = p.resolve()
-    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p)
 
 
 def measure(scale: float, work: Path, models: list[str], threads: int) -> Path:
@@ -137,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for rep in reports for r in rows_of(rep) if r["model"] in a.models]
     rows.sort(key=lambda r: (a.models.index(r["model"]), r["scale"]))
     out_json.parent.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps({"rows": rows, "sources": [shown(p) for p in paths]}, indent=2) + "\n")
+    out_json.write_text(json.dumps({"rows": rows, "sources": [repo_relative(p) for p in paths]}, indent=2) + "\n")
     out_md.write_text(markdown(rows, reports))
     plot(rows, fig)
     print(markdown(rows, reports))

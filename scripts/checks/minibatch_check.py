@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from regnn.evaluation.metrics import mean_std  # population std, as every table here
+from regnn.paths import repo_relative
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,7 @@ def cell_scores(path: Path) -> dict:
     return {
         "test_micro_f1": mean_std([r["test_micro_f1"] for r in per]),
         "val_micro_f1": mean_std([r["val_micro_f1"] for r in per]),
-        "source": str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path),
+        "source": repo_relative(path),
     }
 
 

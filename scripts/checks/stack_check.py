@@ -23,12 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from regnn.paths import repo_relative
+
 REPO = Path(__file__).resolve().parents[2]
 CELLS = REPO / "results" / "cells"
-
-
-def shown(p: Path) -> str:
-    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p)
 
 
 def cell_of(dataset: str, model: str) -> dict | None:
@@ -117,13 +115,13 @@ def main(argv: list[str] | None = None) -> int:
             env.update({k: s["environment"].get(k) for k in ("torch", "python", "dgl", "threads", "device_note")})
             got = [r["test_micro_f1"] for r in s["per_run"] if "test_micro_f1" in r]
             if not got:
-                return {"model": model, "error": f"no run finished; see {shown(res.parent)}"}
+                return {"model": model, "error": f"no run finished; see {repo_relative(res.parent)}"}
             here = {
                 "seeds": [r["seed"] for r in s["per_run"] if "test_micro_f1" in r],
                 "micro_f1_mean": statistics.fmean(got),
                 "micro_f1_std": statistics.pstdev(got),
                 "wall_time_s": s.get("wall_time_s"),
-                "run_dir": shown(res.parent),
+                "run_dir": repo_relative(res.parent),
             }
             return judge(model, here, cell, a.floor)
         if model in earlier:
