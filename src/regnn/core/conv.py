@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from regnn.core.adjacency import Adjacency
+from regnn.core.receptive import RowBlock, gcn_rows_layer
 
 ACTIVATIONS = {"elu": F.elu, "relu": F.relu, "none": None}
 
@@ -67,8 +68,19 @@ class REGraphConv(nn.Module):
         return self.norm
 
     takes_factors = True  # forward takes a ProjectAfterHop for h
+    takes_rows = True  # forward can compute only the rows later layers read (regnn.core.receptive)
 
-    def forward(self, adj: Adjacency, h, alpha: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, adj: Adjacency, h, alpha: torch.Tensor | None = None, rows: RowBlock | None = None
+    ) -> torch.Tensor:
+        """rows: compute the output on these rows only (0 elsewhere) where the fused path allows it; the rest of
+        the graph's rows are computed too where it does not."""
+        if rows is not None and not isinstance(h, ProjectAfterHop):
+            # the rows path aggregates first; a layer that multiplies by W first (in > out) runs whole
+            if self.weight is None or self.weight.shape[0] <= self.weight.shape[1]:
+                out = gcn_rows_layer(adj, h, alpha, self.norm, rows, self.weight, self.bias, self.activation)
+                if out is not None:
+                    return out
         if isinstance(h, ProjectAfterHop):  # the input projection after the aggregation, on the destinations
             # (A Z) (W_in W): the two weights multiplied first, a (k x out) product, not one per destination row
             w = h.weight if self.weight is None else h.weight @ self.weight

@@ -114,6 +114,7 @@ class GcnAggregate(torch.autograd.Function):
 
 
 NORM_CODES = {"none": 0, "right": 1, "both": 2}
+_EVERY_SOURCE = torch.empty(0, dtype=torch.uint8)  # the fused backward's `active`: no source skipped
 
 
 class GcnAggregateFused(torch.autograd.Function):
@@ -157,5 +158,6 @@ class GcnAggregateFused(torch.autograd.Function):
             ctx.norm == "both",
             need_h,
             need_alpha,
+            _EVERY_SOURCE,
         )
         return (gh if need_h else None), (galpha.unsqueeze(-1) if need_alpha else None), None, None, None

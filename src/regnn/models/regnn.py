@@ -12,6 +12,7 @@ from torch import nn
 from regnn.core.adjacency import Adjacency, full_precision
 from regnn.core.backend import Backend
 from regnn.core.dropout import HashDropout
+from regnn.core.receptive import cached_plan
 from regnn.core.relation import Relation, RelationWeights
 from regnn.models.backbones import BACKBONES
 
@@ -147,18 +148,34 @@ class REGNN(nn.Module):
     def from_inputs(cls, inputs: RelationInputs, in_dims: dict[str, int], num_classes: int, **kwargs) -> "REGNN":
         return cls(in_dims=in_dims, num_classes=num_classes, relation_types=inputs.rg, **kwargs)
 
-    def forward(self, inputs: RelationInputs, feats: dict[str, torch.Tensor], embed: bool = False):
-        """(class scores of the target nodes, their representations fed to the output layer or None)."""
-        logits, emb = self.propagate(inputs.adj, self.proj(feats, inputs.ntypes), embed)
+    takes_rows = True  # forward(..., rows=) computes the scores of those targets only
+
+    def forward(
+        self,
+        inputs: RelationInputs,
+        feats: dict[str, torch.Tensor],
+        embed: bool = False,
+        rows: torch.Tensor | None = None,
+    ):
+        """(class scores of the target nodes, their representations fed to the output layer or None).
+
+        rows: the targets (their ids among the targets: a split's index tensor, the same object every epoch) whose
+        scores alone will be read. Layers that can then run on the rows those scores need
+        (regnn.core.receptive): the scores are the same, bit for bit, and the other targets' are not computed."""
         t = inputs.target_nodes
+        blocks = None
+        if rows is not None and not embed and all(getattr(c, "takes_rows", False) for c in self.convs):
+            blocks = cached_plan(inputs.adj, rows, lambda: t.index_select(0, rows), len(self.convs))
+        logits, emb = self.propagate(inputs.adj, self.proj(feats, inputs.ntypes), embed, blocks=blocks)
         return logits[t], (emb[t] if emb is not None else None)
 
-    def propagate(self, adj, h, embed: bool = False, dropped: bool = False):
+    def propagate(self, adj, h, embed: bool = False, dropped: bool = False, blocks: list | None = None):
         """Scores (and representations) of every destination node from projected features h.
 
         adj: one Adjacency for every layer (full graph) or a list with one per layer (sampled blocks). dropped: the
         first layer's dropout was applied to the input features, before their projection (h may then be a
-        ProjectAfterHop for a first layer that takes one).
+        ProjectAfterHop for a first layer that takes one). blocks: per layer call, the rows whose output later
+        calls read (regnn.core.receptive.plan); None: every row.
         """
         adjs = adj if isinstance(adj, (list, tuple)) else [adj] * len(self.convs)
         last = len(self.convs) - 1
@@ -182,6 +199,7 @@ class REGNN(nn.Module):
             for (a, norm), (group, layers) in ahead.items():
                 a.prepare(group, norm, key=(version, tuple(layers)), keep=params)
         for i, (conv, alpha, a) in enumerate(zip(self.convs, alphas, adjs)):
+            rows = {} if blocks is None else {"rows": blocks[i]}
             if i > 0 or not dropped:
                 h = self.dropouts[i](h)
             if i == last and self.head is None:
@@ -190,9 +208,9 @@ class REGNN(nn.Module):
                 # a linear propagation followed by a linear head: A (h W) = (A h) W, so aggregate the few class
                 # scores instead of the hidden features (same result, a fraction of the cost)
                 w, b = self.head.weight, self.head.bias
-                out = conv(a, h @ w.t(), alpha)
+                out = conv(a, h @ w.t(), alpha, **rows)
                 return (out if b is None else out + b), None
-            h = conv(a, h, alpha)
+            h = conv(a, h, alpha, **rows)
         if self.head is not None:
             represent = getattr(self.head, "represent", None)
             emb = (represent(h) if represent is not None else h) if embed else None

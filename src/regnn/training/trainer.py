@@ -113,8 +113,9 @@ class FullBatchStep:
         model, idx, y, precision = self.model, self.idx, self.y, self.precision
         t = time.perf_counter()
         model.train()
+        rows = getattr(model, "takes_rows", False)  # it computes only the scores the step reads
         with autocast(precision, self.labels.device):
-            logits, _ = model(self.inputs, self.feats)
+            logits, _ = model(self.inputs, self.feats, **({"rows": idx["train"]} if rows else {}))
         loss = F.cross_entropy(at_least_fp32(logits[idx["train"]]), y["train"])
         extra = getattr(model, "auxiliary_loss", lambda: None)()  # a model's own training term (MAGNN-AC's)
         if extra is not None:
@@ -126,7 +127,7 @@ class FullBatchStep:
             self.schedule.step()
         model.eval()
         with torch.no_grad(), autocast(precision, self.labels.device):
-            logits, _ = model(self.inputs, self.feats)
+            logits, _ = model(self.inputs, self.feats, **({"rows": idx["val"]} if rows else {}))
             logits = at_least_fp32(logits)
             val_loss = F.cross_entropy(logits[idx["val"]], y["val"]).item()
             val = f1_scores(logits[idx["val"]], y["val"], logits.shape[1])

@@ -103,12 +103,15 @@ void forward_impl(const int64_t* indptr, const int64_t* indices, const int32_t* 
 //   rel_deg[r] += counts[u, r] * gdeg[u],   gdeg[u] = ka[u] <G[u], out[u]> (+ kb[u] out_sum when sources are
 // scaled too)   (ka = (da/ddeg) / a, kb = (db/ddeg) / b)
 // which a separate pass over the destinations would read G and out for again.
+// active (or nullptr: every source): the sources with an out-edge to a destination where G may be nonzero;
+// every other source's sums are of zeros, so it gets gh = 0 and adds nothing, without reading its edges
+// (each sum over the rest is the one with those zeros, and the pieces are the same: the same numbers).
 template <typename scalar_t, int FW>
 void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int32_t* t_rel, const scalar_t* alpha,
                    const scalar_t* a, const scalar_t* b, const scalar_t* G, const scalar_t* h, scalar_t* gh,
                    const scalar_t* out, const scalar_t* counts, const scalar_t* ka, const scalar_t* kb,
                    double* rel_part, int64_t num_src, int64_t num_dst, int64_t R, int64_t F_, bool need_h,
-                   bool need_alpha, bool has_a, bool has_b, int64_t slots) {
+                   bool need_alpha, bool has_a, bool has_b, int64_t slots, const uint8_t* active) {
   const int64_t F = FW ? FW : F_;
   const int64_t E = t_indptr[num_src];
   auto prefetch_ahead = [&](int64_t e) {  // G's row for the edge kPrefetch ahead of e
@@ -129,6 +132,10 @@ void backward_impl(const int64_t* t_indptr, const int64_t* t_indices, const int3
     scalar_t* __restrict__ q = q_buf.data();
     scalar_t* __restrict__ g = g_buf.data();
     for (int64_t u = begin; u < end; ++u) {
+      if (active != nullptr && !active[u]) {
+        if (need_h) std::fill(gh + u * F, gh + (u + 1) * F, scalar_t(0));
+        continue;
+      }
       const scalar_t bu = b[u];
       const scalar_t* __restrict__ hu = h + u * F;
       for (int64_t f = 0; f < F; ++f) g[f] = 0;
@@ -694,8 +701,9 @@ std::vector<torch::Tensor> re_aggregate_backward(torch::Tensor t_indptr, torch::
                                                  torch::Tensor alpha, torch::Tensor a, torch::Tensor b,
                                                  torch::Tensor G, torch::Tensor h, torch::Tensor out,
                                                  torch::Tensor counts, torch::Tensor ka, torch::Tensor kb,
-                                                 bool has_a, bool has_b, bool need_h, bool need_alpha) {
-  for (auto* t : {&t_indptr, &t_indices, &t_rel, &alpha, &a, &b, &G, &h, &out, &counts, &ka, &kb})
+                                                 bool has_a, bool has_b, bool need_h, bool need_alpha,
+                                                 torch::Tensor active) {
+  for (auto* t : {&t_indptr, &t_indices, &t_rel, &alpha, &a, &b, &G, &h, &out, &counts, &ka, &kb, &active})
     check(*t, "every argument");
   check_graph(t_indptr, t_indices, t_rel, alpha);
   const int64_t num_src = t_indptr.size(0) - 1, num_dst = G.size(0), F = h.size(1), R = alpha.size(0);
@@ -704,6 +712,8 @@ std::vector<torch::Tensor> re_aggregate_backward(torch::Tensor t_indptr, torch::
               "re_aggregate_backward: shapes do not fit the graph");
   TORCH_CHECK(!has_b || num_src == num_dst, "scaled sources need as many sources as destinations");
   TORCH_CHECK(num_dst <= num_src, "re_aggregate_backward: more destinations than sources");
+  TORCH_CHECK(active.numel() == 0 || (active.scalar_type() == torch::kUInt8 && active.numel() == num_src),
+              "re_aggregate_backward: active must be empty or one uint8 per source");
   const int64_t slots = at::get_num_threads();
   auto gh = torch::empty({need_h ? num_src : 0, F}, h.options());
   auto part = torch::zeros({need_alpha ? 2 * slots : 0, R}, h.options().dtype(torch::kFloat64));
@@ -715,7 +725,7 @@ std::vector<torch::Tensor> re_aggregate_backward(torch::Tensor t_indptr, torch::
           h.data_ptr<scalar_t>(), need_h ? gh.data_ptr<scalar_t>() : nullptr, out.data_ptr<scalar_t>(),
           counts.data_ptr<scalar_t>(), ka.data_ptr<scalar_t>(), kb.data_ptr<scalar_t>(),
           need_alpha ? part.data_ptr<double>() : nullptr, num_src, num_dst, R, F, need_h, need_alpha, has_a, has_b,
-          slots);
+          slots, active.numel() ? active.data_ptr<uint8_t>() : nullptr);
     });
   });
   if (!need_alpha) return {gh, torch::Tensor()};
