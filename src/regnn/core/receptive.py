@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from regnn.core.edge_ops import csr_mm
+
 
 @dataclass(frozen=True)
 class RowBlock:
@@ -38,6 +40,7 @@ class RowBlock:
     indices: torch.Tensor
     rel: torch.Tensor
     sources: torch.Tensor  # uint8 per node of the graph: 1 where it has an out-edge to one of the rows
+    pos: torch.Tensor  # where each of those edges is in the graph's CSR order
 
 
 def _in_edges(adj, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,7 +57,7 @@ def _block(adj, rows: torch.Tensor) -> RowBlock:
     indices = adj.indices.index_select(0, pos)
     sources = torch.zeros(adj.num_src, dtype=torch.uint8, device=rows.device)
     sources[indices] = 1
-    return RowBlock(rows, indptr, indices, adj.kernel_rel.index_select(0, pos), sources)
+    return RowBlock(rows, indptr, indices, adj.kernel_rel.index_select(0, pos), sources, pos)
 
 
 def plan(adj, last_rows: torch.Tensor, calls: int) -> list[RowBlock]:
@@ -85,25 +88,32 @@ WHOLE_ABOVE = 0.5
 
 
 class GcnRowsLayer(torch.autograd.Function):
-    """act(A_n h W + b) on block.rows (0 elsewhere); weight None: A_n h alone. See the module docstring."""
+    """act(A_n h W + b) on block.rows (0 elsewhere); weight None: A_n h alone. See the module docstring.
+    alpha None: the plain graph (every weight 1), aggregated as GcnAggregate does (torch's CSR product on the
+    normalised values), else the relation-weighted aggregation on the fused kernels."""
 
     @staticmethod
     def forward(ctx, h, alpha, weight, bias, adj, norm: str, kernels, block: RowBlock, elu: bool):
-        al, a, b, ka, kb = adj.node_scales(alpha, norm, kernels)
-        rows = block.rows
-        agg = kernels.forward(block.indptr, block.indices, block.rel, al, a.index_select(0, rows), b, h.contiguous())
+        ctx.adj, ctx.norm, ctx.kernels, ctx.block, ctx.elu = adj, norm, kernels, block, elu
+        rows, h = block.rows, h.contiguous()
+        if alpha is None:
+            vals = adj.normalized_values(norm, h.dtype)[0].index_select(0, block.pos)
+            agg = csr_mm(block.indptr, block.indices, vals, (rows.numel(), adj.num_src), h)
+            scales = ()
+        else:
+            scales = adj.node_scales(alpha, norm, kernels)  # al, a, b, ka, kb
+            al, a, b = scales[:3]
+            agg = kernels.forward(block.indptr, block.indices, block.rel, al, a.index_select(0, rows), b, h)
         pre = agg if weight is None else agg.mm(weight)
         pre = pre if bias is None else pre + bias
         y = F.elu(pre) if elu else pre
-        ctx.adj, ctx.norm, ctx.kernels, ctx.block, ctx.elu = adj, norm, kernels, block, elu
-        ctx.save_for_backward(h, agg, pre, weight, bias, al, a, b, ka, kb)
+        ctx.save_for_backward(h, agg, pre, weight, bias, *scales)
         return _spread(y, rows, adj.num_dst)
 
     @staticmethod
     def backward(ctx, grad):
-        h, agg, pre, weight, bias, al, a, b, ka, kb = ctx.saved_tensors
+        h, agg, pre, weight, bias, *scales = ctx.saved_tensors
         adj, rows = ctx.adj, ctx.block.rows
-        n = adj.num_dst
         g = grad.index_select(0, rows)
         if ctx.elu:
             g = torch.ops.aten.elu_backward(g, 1.0, 1, 1, False, pre)
@@ -115,29 +125,38 @@ class GcnRowsLayer(torch.autograd.Function):
         if weight is not None:
             gw = out.t().mm(whole) if ctx.needs_input_grad[2] else None
             whole.index_copy_(0, rows, g.mm(weight.t()))  # now the gradient of the aggregation
-        need_h, need_alpha = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        gh, galpha = ctx.kernels.backward(
-            adj.t_indptr,
-            *adj.kernel_csc(),
-            al,
-            a,
-            b,
-            whole,
-            h.contiguous(),
-            out,
-            adj.relation_counts(al.shape[0], al.dtype),
-            ka,
-            kb,
-            ctx.norm != "none",
-            ctx.norm == "both",
-            need_h,
-            need_alpha,
-            ctx.block.sources,
-        )
+        gh, galpha = _aggregation_backward(ctx, whole, h, out, scales)
         _give_back(adj, out, rows)
         _give_back(adj, whole, rows)
-        galpha = galpha.unsqueeze(-1) if need_alpha else None
-        return (gh if need_h else None), galpha, gw, gb, None, None, None, None, None
+        return gh, galpha, gw, gb, None, None, None, None, None
+
+
+def _aggregation_backward(ctx, grad, h, out, scales) -> tuple:
+    """(gradient of h, of the relation weights) from the aggregation's output gradient over the whole graph."""
+    adj, need_h, need_alpha = ctx.adj, ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    if not scales:  # the plain graph: GcnAggregate's backward
+        vals_t = adj.normalized_values(ctx.norm, h.dtype)[1]
+        return (csr_mm(adj.t_indptr, adj.t_indices, vals_t, (adj.num_src, adj.num_dst), grad) if need_h else None), None
+    al, a, b, ka, kb = scales
+    gh, galpha = ctx.kernels.backward(
+        adj.t_indptr,
+        *adj.kernel_csc(),
+        al,
+        a,
+        b,
+        grad,
+        h,
+        out,
+        adj.relation_counts(al.shape[0], al.dtype),
+        ka,
+        kb,
+        ctx.norm != "none",
+        ctx.norm == "both",
+        need_h,
+        need_alpha,
+        ctx.block.sources,
+    )
+    return (gh if need_h else None), (galpha.unsqueeze(-1) if need_alpha else None)
 
 
 def _spread(x: torch.Tensor, rows: torch.Tensor, n: int) -> torch.Tensor:
@@ -165,21 +184,21 @@ def _give_back(adj, buf: torch.Tensor, rows: torch.Tensor) -> None:
 
 def gcn_rows_layer(adj, h, alpha, norm: str, block: RowBlock, weight, bias, activation) -> torch.Tensor | None:
     """The layer on block.rows (see GcnRowsLayer), or None where this path does not apply and the whole layer
-    must run: no fused kernels here, no relation weights (the plain graph's constant values), another
-    activation than ELU, mixed or low precision, a sampled block, rows that are most of the graph
-    (WHOLE_ABOVE), or a single row (a product of one row takes another BLAS path than the same row among
-    others)."""
-    if alpha is None or activation not in (None, ELU) or adj.num_src != adj.num_dst or block.rows.numel() < 2:
+    must run: relation weights without the fused kernels, another activation than ELU, mixed or low precision,
+    another device than the CPU, a sampled block, rows that are most of the graph (WHOLE_ABOVE), or a single row
+    (a product of one row takes another BLAS path than the same row among others)."""
+    rows = block.rows.numel()
+    if activation not in (None, ELU) or adj.num_src != adj.num_dst or not 2 <= rows <= WHOLE_ABOVE * adj.num_dst:
         return None
-    if block.rows.numel() > WHOLE_ABOVE * adj.num_dst:
+    if torch.is_autocast_enabled() or h.dtype not in (torch.float32, torch.float64) or h.device.type != "cpu":
         return None
-    if torch.is_autocast_enabled() or h.dtype not in (torch.float32, torch.float64):
-        return None
-    alpha = alpha if alpha.shape[1] == 1 else alpha[:, :1]
     params = [p for p in (weight, bias) if p is not None]
-    if alpha.dtype != h.dtype or any(p.dtype != h.dtype for p in params) or adj.num_relations_seen > alpha.shape[0]:
+    if any(p.dtype != h.dtype for p in params):
         return None
-    kernels = adj.fused_kernels(h)
-    if kernels is None:
-        return None
+    kernels = None
+    if alpha is not None:
+        alpha = alpha if alpha.shape[1] == 1 else alpha[:, :1]
+        kernels = adj.fused_kernels(h)
+        if kernels is None or alpha.dtype != h.dtype or adj.num_relations_seen > alpha.shape[0]:
+            return None
     return GcnRowsLayer.apply(h, alpha, weight, bias, adj, norm, kernels, block, activation is ELU)
