@@ -139,25 +139,35 @@ class GcnAggregateFused(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        adj = ctx.adj
-        h, out, al, a, b, ka, kb = ctx.saved_tensors
-        need_h, need_alpha = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        gh, galpha = ctx.kernels.backward(
-            adj.t_indptr,
-            *adj.kernel_csc(),
-            al,
-            a,
-            b,
-            grad.contiguous(),
-            h.contiguous(),
-            out,
-            adj.relation_counts(al.shape[0], al.dtype),
-            ka,
-            kb,
-            ctx.norm != "none",
-            ctx.norm == "both",
-            need_h,
-            need_alpha,
-            _EVERY_SOURCE,
-        )
-        return (gh if need_h else None), (galpha.unsqueeze(-1) if need_alpha else None), None, None, None
+        h, out, *scales = ctx.saved_tensors
+        need = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        gh, galpha = fused_backward(ctx.adj, ctx.kernels, ctx.norm, scales, grad, h.contiguous(), out, need)
+        return gh, galpha, None, None, None
+
+
+def fused_backward(adj, kernels, norm: str, scales, grad, h, out, need: tuple[bool, bool], active=_EVERY_SOURCE):
+    """(gradient of h, of the relation weights (R, 1)), each None where `need` (h, alpha) says it is not needed,
+    of the fused aggregation whose output was `out` for input h, from its output's gradient; scales: what
+    Adjacency.node_scales gave (al, a, b, ka, kb). active: the fused backward's sources with something to add
+    (uint8 per source; empty: every source)."""
+    al, a, b, ka, kb = scales
+    need_h, need_alpha = need
+    gh, galpha = kernels.backward(
+        adj.t_indptr,
+        *adj.kernel_csc(),
+        al,
+        a,
+        b,
+        grad.contiguous(),
+        h,
+        out,
+        adj.relation_counts(al.shape[0], al.dtype),
+        ka,
+        kb,
+        norm != "none",
+        norm == "both",
+        need_h,
+        need_alpha,
+        active,
+    )
+    return (gh if need_h else None), (galpha.unsqueeze(-1) if need_alpha else None)

@@ -3,11 +3,11 @@
 A full-batch step whose loss reads a few hundred target nodes needs the last layer's output on those nodes
 only, the layer before on their in-neighbours, and so on back to the input (DBLP's 400 training authors: 400,
 2290, 5382 and 17820 of 26128 rows for the four layers of RE-GCN). `plan` finds those row sets once per set of
-loss rows; `gcn_rows_layer` computes a GCN layer (the fused relation-weighted aggregation, then W, bias and the
-activation) on its rows and leaves the other rows 0.
+loss rows; `gcn_rows_layer` computes a GCN layer (the aggregation, relation-weighted on the fused kernels or
+plain, then W, bias and the activation) on its rows and leaves the other rows 0.
 
 Every number that reaches the loss is the same, bit for bit, as the whole layer's:
-- forward, each row is computed as before: the fused aggregation sums a row's in-edges in the same order with
+- forward, each row is computed as before: the aggregation sums a row's in-edges in the same order with
   the same node scales (the whole graph's degrees), a matrix product gives a row the same numbers whatever other
   rows it is given with (BLAS kernels do not mix rows; one row alone takes another path, so such layers run
   whole), and the bias and activation are elementwise. One exception: torch's elementwise kernels compute the
@@ -15,7 +15,7 @@ Every number that reaches the loss is the same, bit for bit, as the whole layer'
   other last bits; a share of whole 64-wide rows has none, which holds at 1 and 2 threads (at more threads it
   depends on how the row count divides, on the whole graph and on the rows alike);
 - backward, the gradient is 0 outside the rows (the loss does not read them), so sums over rows (W's and the
-  bias's gradients, the fused backward's relation and degree sums) are taken over the whole graph as before,
+  bias's gradients, the aggregation backward's relation and degree sums) are taken over the whole graph as before,
   with those zeros in place of the values the skipped rows would have had: x + 0 = x, so every sum is the same.
   Only the per-row work (the activation's derivative, the gradient through W) is cut to the rows.
 """
@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from regnn.core.edge_ops import csr_mm
+from regnn.core.gcn_aggregate import fused_backward
 
 
 @dataclass(frozen=True)
@@ -137,26 +138,7 @@ def _aggregation_backward(ctx, grad, h, out, scales) -> tuple:
     if not scales:  # the plain graph: GcnAggregate's backward
         vals_t = adj.normalized_values(ctx.norm, h.dtype)[1]
         return (csr_mm(adj.t_indptr, adj.t_indices, vals_t, (adj.num_src, adj.num_dst), grad) if need_h else None), None
-    al, a, b, ka, kb = scales
-    gh, galpha = ctx.kernels.backward(
-        adj.t_indptr,
-        *adj.kernel_csc(),
-        al,
-        a,
-        b,
-        grad,
-        h,
-        out,
-        adj.relation_counts(al.shape[0], al.dtype),
-        ka,
-        kb,
-        ctx.norm != "none",
-        ctx.norm == "both",
-        need_h,
-        need_alpha,
-        ctx.block.sources,
-    )
-    return (gh if need_h else None), (galpha.unsqueeze(-1) if need_alpha else None)
+    return fused_backward(adj, ctx.kernels, ctx.norm, scales, grad, h, out, (need_h, need_alpha), ctx.block.sources)
 
 
 def _spread(x: torch.Tensor, rows: torch.Tensor, n: int) -> torch.Tensor:
