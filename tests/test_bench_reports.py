@@ -135,3 +135,23 @@ def test_scale_growth_reads_the_scale_reports_and_never_writes_over_its_report(t
         assert "exists" in str(e)
     else:
         raise AssertionError("an existing report was written over")
+
+
+def test_the_blas_rows_check_fails_where_a_product_of_fewest_rows_differs(tmp_path, monkeypatch):
+    """scripts/checks/blas_rows.py writes its table, and exits non-zero when some row count at or above
+    receptive.FEWEST_ROWS (which the full-batch rows path relies on) gave other bits than the whole product."""
+    import torch
+
+    mod = _module("blas_rows", "checks")
+    out, threads = tmp_path / "blas_rows", torch.get_num_threads()
+    assert mod.main(["--threads", "3", "--widths", "8", "--out", str(out)]) in (0, 1)
+    assert torch.get_num_threads() == threads  # the test session's thread count is left as it was
+    table = (out.with_suffix(".md")).read_text()
+    assert "| threads | dtype | inner_width | output_width | weight | most_rows_differing |" in table
+    assert len(out.with_suffix(".csv").read_text().splitlines()) == 1 + 2 * 2 * 2  # dtypes x N in {4, 8} x layouts
+    monkeypatch.setattr(mod, "differing_rows", lambda *a, **k: [1, 2, mod.FEWEST_ROWS])
+    assert mod.main(["--threads", "1", "--widths", "8", "--out", str(out)]) == 1
+    assert "SOME DIFFERING COUNTS ARE NOT BELOW IT" in out.with_suffix(".md").read_text()
+    monkeypatch.setattr(mod, "differing_rows", lambda *a, **k: [1, 2, mod.FEWEST_ROWS - 1])
+    assert mod.main(["--threads", "1", "--widths", "8", "--out", str(out)]) == 0
+    assert "every differing count is below it" in out.with_suffix(".md").read_text()

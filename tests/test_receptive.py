@@ -64,7 +64,7 @@ def test_a_layer_on_its_rows_gives_the_whole_layers_numbers(kind, norm, threads,
     graph (no relation weights: plain GCN's aggregation)."""
     kernels_or_skip()
     set_threads(threads)
-    adj, relations = typed_graph()
+    adj, relations = typed_graph(n=1600, e=6400)  # room for FEWEST_ROWS rows under half the graph
     torch.manual_seed(1)
     conv = REGraphConv(
         64,
@@ -75,11 +75,12 @@ def test_a_layer_on_its_rows_gives_the_whole_layers_numbers(kind, norm, threads,
     ).to(dtype)
     if conv.bias is not None:
         torch.nn.init.normal_(conv.bias)
-    h = torch.randn(400, 64, dtype=dtype, requires_grad=True)
+    n, k = 1600, receptive.FEWEST_ROWS + 88
+    h = torch.randn(n, 64, dtype=dtype, requires_grad=True)
     alpha = (torch.rand(relations, 1, dtype=dtype) + 0.5).requires_grad_(True) if kind != "plain_graph" else None
-    rows = torch.randperm(400)[:90].sort().values
+    rows = torch.randperm(n)[:k].sort().values
     block = receptive.plan(adj, rows, 1)[0]
-    weights = torch.randn(90, 64, dtype=dtype)
+    weights = torch.randn(k, 64, dtype=dtype)
 
     def run(**kw):
         out = conv(adj, h, alpha, **kw)
@@ -89,7 +90,7 @@ def test_a_layer_on_its_rows_gives_the_whole_layers_numbers(kind, norm, threads,
     fast, fast_grads = run(rows=block)
     whole, whole_grads = run()
     assert torch.equal(fast[rows], whole[rows])
-    others = torch.ones(400, dtype=torch.bool)
+    others = torch.ones(n, dtype=torch.bool)
     others[rows] = False
     assert not fast[others].any()  # the rows path computed nothing else
     assert whole[others].any()
@@ -98,23 +99,29 @@ def test_a_layer_on_its_rows_gives_the_whole_layers_numbers(kind, norm, threads,
 
 
 def test_the_rows_path_stands_aside_where_it_would_not_give_the_same_numbers(monkeypatch):
-    """A single row (BLAS takes another path for it), another activation, rows that are most of the graph: the
-    layer runs whole (every row computed)."""
+    """Fewer rows than FEWEST_ROWS for a layer with W (BLAS may take other kernels for a small product), a single
+    row for a propagation, another activation, rows that are most of the graph: the layer runs whole (every row
+    computed)."""
     kernels_or_skip()
-    adj, relations = typed_graph()
-    h, alpha = torch.randn(400, 64), torch.rand(relations, 1) + 0.5
+    n = 1600
+    adj, relations = typed_graph(n=n, e=6400)
+    h, alpha = torch.randn(n, 64), torch.rand(relations, 1) + 0.5
     one = receptive.plan(adj, torch.tensor([5]), 1)[0]
-    some = receptive.plan(adj, torch.arange(0, 400, 9), 1)[0]
+    few = receptive.plan(adj, torch.arange(0, receptive.FEWEST_ROWS - 1), 1)[0]
+    some = receptive.plan(adj, torch.arange(0, n, 2), 1)[0]
     gcn = REGraphConv(64, 64, activation="elu")
+    propagation = REGraphConv(64, 64, weight=False)
 
     def rows_computed(out):
         return int(out.any(1).sum())
 
     assert rows_computed(gcn(adj, h, alpha, rows=some)) == some.rows.numel()  # the rows path runs here
-    assert rows_computed(gcn(adj, h, alpha, rows=one)) == 400
-    assert rows_computed(REGraphConv(64, 64, activation="relu")(adj, h, alpha, rows=some)) == 400
-    monkeypatch.setattr(receptive, "WHOLE_ABOVE", some.rows.numel() / 400 - 0.01)
-    assert rows_computed(gcn(adj, h, alpha, rows=some)) == 400
+    assert rows_computed(propagation(adj, h, alpha, rows=few)) == few.rows.numel()  # no W: few rows are fine
+    assert rows_computed(gcn(adj, h, alpha, rows=few)) == n
+    assert rows_computed(propagation(adj, h, alpha, rows=one)) == n
+    assert rows_computed(REGraphConv(64, 64, activation="relu")(adj, h, alpha, rows=some)) == n
+    monkeypatch.setattr(receptive, "WHOLE_ABOVE", some.rows.numel() / n - 0.01)
+    assert rows_computed(gcn(adj, h, alpha, rows=some)) == n
 
 
 def test_the_fused_backward_skips_inactive_sources_without_changing_a_bit():

@@ -9,11 +9,12 @@ plain, then W, bias and the activation) on its rows and leaves the other rows 0.
 Every number that reaches the loss is the same, bit for bit, as the whole layer's:
 - forward, each row is computed as before: the aggregation sums a row's in-edges in the same order with
   the same node scales (the whole graph's degrees), a matrix product gives a row the same numbers whatever other
-  rows it is given with (BLAS kernels do not mix rows; one row alone takes another path, so such layers run
-  whole), and the bias and activation are elementwise. One exception: torch's elementwise kernels compute the
-  last (length mod 32) elements of each thread's share without vector instructions, and for the ELU those give
-  other last bits; a share of whole 64-wide rows has none, which holds at 1 and 2 threads (at more threads it
-  depends on how the row count divides, on the whole graph and on the rows alike);
+  rows it is given with (BLAS kernels do not mix rows; a product of few rows may take other kernels, so a
+  layer with W and fewer than FEWEST_ROWS rows runs whole), and the bias and activation are elementwise. One
+  exception: torch's elementwise kernels compute the last (length mod 32) elements of each thread's share
+  without vector instructions, and for the ELU those give other last bits; a share of whole 64-wide rows has
+  none, which holds at 1 and 2 threads (at more threads it depends on how the row count divides, on the whole
+  graph and on the rows alike);
 - backward, the gradient is 0 outside the rows (the loss does not read them), so sums over rows (W's and the
   bias's gradients, the aggregation backward's relation and degree sums) are taken over the whole graph as before,
   with those zeros in place of the values the skipped rows would have had: x + 0 = x, so every sum is the same.
@@ -86,6 +87,10 @@ ELU = F.elu
 # path pays for moving them in and out of the graph-sized tensors (DBLP's first layer, 68% of the nodes, is
 # faster whole; its later layers, 21% and fewer, several times faster on their rows)
 WHOLE_ABOVE = 0.5
+# a product of fewer rows may take other BLAS kernels than the same rows among the whole graph's (small-matrix
+# kernels; the inner dimension split between threads), which round differently; scripts/checks/blas_rows.py
+# finds the row counts where that happens (results/blas_rows.md)
+FEWEST_ROWS = 512
 
 
 class GcnRowsLayer(torch.autograd.Function):
@@ -167,10 +172,11 @@ def _give_back(adj, buf: torch.Tensor, rows: torch.Tensor) -> None:
 def gcn_rows_layer(adj, h, alpha, norm: str, block: RowBlock, weight, bias, activation) -> torch.Tensor | None:
     """The layer on block.rows (see GcnRowsLayer), or None where this path does not apply and the whole layer
     must run: relation weights without the fused kernels, another activation than ELU, mixed or low precision,
-    another device than the CPU, a sampled block, rows that are most of the graph (WHOLE_ABOVE), or a single row
-    (a product of one row takes another BLAS path than the same row among others)."""
-    rows = block.rows.numel()
-    if activation not in (None, ELU) or adj.num_src != adj.num_dst or not 2 <= rows <= WHOLE_ABOVE * adj.num_dst:
+    another device than the CPU, a sampled block, rows that are most of the graph (WHOLE_ABOVE), or few rows
+    for W (FEWEST_ROWS: their product may take other BLAS kernels than the same rows among the whole graph's; a
+    single row for the aggregation alone)."""
+    rows, fewest = block.rows.numel(), (2 if weight is None else FEWEST_ROWS)  # no W: no product to guard
+    if activation not in (None, ELU) or adj.num_src != adj.num_dst or not fewest <= rows <= WHOLE_ABOVE * adj.num_dst:
         return None
     if torch.is_autocast_enabled() or h.dtype not in (torch.float32, torch.float64) or h.device.type != "cpu":
         return None
