@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from conftest import fullbatch, real_dataset_dir, relation
+from dgl_fixtures import random_multigraph
 
 import regnn.core.receptive as receptive
 from regnn.core.adjacency import Adjacency
@@ -26,10 +27,9 @@ def kernels_or_skip():
 
 def typed_graph(n=400, e=1600, relations=5, seed=0):
     """A random relation-typed graph with a self-loop on every node (as RE-GNN's graphs have), fused backend."""
-    g = torch.Generator().manual_seed(seed)
-    src = torch.cat([torch.randint(0, n, (e,), generator=g), torch.arange(n)])
-    dst = torch.cat([torch.randint(0, n, (e,), generator=g), torch.arange(n)])
-    rel = torch.cat([torch.randint(0, relations - 1, (e,), generator=g), torch.full((n,), relations - 1)])
+    src, dst, rel = random_multigraph(n, e, relations - 1, seed)  # the edges; the last relation: self-loops
+    src, dst = torch.cat([src, torch.arange(n)]), torch.cat([dst, torch.arange(n)])
+    rel = torch.cat([rel, torch.full((n,), relations - 1)])
     order = torch.sort(dst, stable=True).indices
     return Adjacency.from_edges(
         src[order], dst[order], rel[order], n, backend=choose_backend("cpu", kernels=True)
