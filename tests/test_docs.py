@@ -210,3 +210,19 @@ def test_the_experiment_example_is_one_config_and_one_renderer_that_work(tmp_pat
     written = depth.render(CellPool(cells), tmp_path / "out", list(e.datasets))
     assert sorted(p.name for p in written) == sorted(e.outputs)
     assert "| DBLP | RE-GCN | 6 | 86.00 ± 0.50 |" in (tmp_path / "out" / "table_depth.md").read_text()
+
+
+def test_the_paper_is_cited_as_the_journal_it_appeared_in():
+    """RE-GNN appeared in IEEE Transactions on Big Data (the authors' readme); no page or table may call it TKDE, and
+    CITATION.cff names the journal, volume and pages."""
+    import yaml
+
+    cff = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    paper = cff["preferred-citation"]
+    assert paper["journal"] == "IEEE Transactions on Big Data"
+    assert (paper["volume"], paper["start"], paper["end"], paper["year"]) == (9, 1697, 1710, 2023)
+    assert [a["family-names"] for a in paper["authors"]] == ["Wang", "Guo", "Yang", "Wang"]
+    pages = [*PAGES, *sorted((REPO / "results").glob("*.md")), REPO / "src/regnn/resources/paper_numbers.yaml"]
+    for page in pages:
+        for line in page.read_text().splitlines():
+            assert not re.search(r"RE-GNN[^.]*\bTKDE\b", line), f"{page.name}: {line}"
