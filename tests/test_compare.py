@@ -236,3 +236,32 @@ def test_compare_tune_tunes_each_model_then_trains_its_cell_with_the_best_settin
     again = run_train(*args, timeout=900)  # resumed: no trial and no run trained again
     log = again.stdout + again.stderr
     assert again.returncode == 0 and "1 of 1 trials finished, 0 to go" in log and "skipped (resume=true)" in log
+
+
+def test_a_sweep_resumed_with_another_model_list_still_renders_every_cell_it_holds(tmp_path):
+    """multirun.yaml names the last model list; cells finished under an earlier list are rendered all the same, and a
+    cell begun but unfinished is listed as not trained yet."""
+    from regnn.reporting.compare import main
+
+    sweep = tmp_path / "sweep"
+    _cell(sweep, "mine_mlp", val=80.0, test=79.0)
+    _cell(sweep, "mine_re_gcn", val=91.0, test=90.0)  # from the sweep's earlier model list
+    (sweep / "mine_gat").mkdir()
+    (sweep / "mine_gat" / "config.yaml").write_text("model: {name: gat}\n")  # started, not finished
+    (sweep / "multirun.yaml").write_text(
+        "dataset: {name: mine}\nhydra:\n  sweeper: {params: {model: 'mlp,gcn'}}\n  overrides: {task: []}\n"
+    )
+    assert main([str(sweep), "--out", str(tmp_path / "cmp")]) == 0
+    df = pd.read_csv(tmp_path / "cmp.csv")
+    assert df.model.tolist() == ["mlp", "gcn", "gat", "re_gcn"]
+    assert df.source.tolist() == ["sweep", "missing", "missing", "sweep"]
+    assert df[df.winner].model.tolist() == ["re_gcn"]
+    assert "mine_gat" in (tmp_path / "cmp.md").read_text()
+
+
+def test_a_run_is_at_chance_only_within_five_points_of_it_on_either_side():
+    from regnn.evaluation.metrics import runs_at_chance
+
+    runs = [{"test_micro_f1": t} for t in (18.0, 22.9, 13.1, 42.0, 23.5, 12.0)]
+    assert runs_at_chance(runs, 18.0) == 3  # 18, 22.9 and 13.1; 42 learned, 23.5 and 12 are more than 5 away
+    assert runs_at_chance([{"failed": "nan"}], 18.0) == 0 and runs_at_chance(runs, None) is None

@@ -52,5 +52,5 @@ def runs_at_chance(per_run: list[dict], chance: float | None) -> int | None:
     return sum(
         1
         for r in per_run
-        if "failed" not in r and r.get("test_micro_f1") is not None and r["test_micro_f1"] <= chance + AT_CHANCE
+        if "failed" not in r and r.get("test_micro_f1") is not None and abs(r["test_micro_f1"] - chance) <= AT_CHANCE
     )

@@ -55,6 +55,18 @@ def sweep_models(config: DictConfig) -> list[str]:
     return [m.strip() for m in swept.split(",") if m.strip()]
 
 
+def with_cells_found(sweep: Path, dataset: str, models: list[str]) -> list[str]:
+    """The sweep's models, then every other model with a cell in the folder (a sweep resumed with another model list
+    rewrites multirun.yaml, but the cells its earlier lists finished are still results: rendered, never dropped)."""
+    prefix = f"{dataset}_"
+    found = sorted(
+        d.name[len(prefix) :]
+        for d in Path(sweep).glob(f"{prefix}*")
+        if d.is_dir() and ((d / "config.yaml").is_file() or (d / "results.json").is_file())
+    )
+    return [*models, *(m for m in found if m not in models)]
+
+
 def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.DataFrame, list[str]]:
     """One row per model (in the given order; a model without scores keeps its row, empty), and the notes."""
     names = [f"{dataset}_{m}" for m in models]
@@ -229,7 +241,9 @@ def main(argv=None) -> int:
     if not dataset:
         print(f"error: {sweep} has no multirun.yaml naming its dataset; pass --dataset", file=sys.stderr)
         return 1
-    models = a.models or (sweep_models(OmegaConf.create(conf)) if conf else list(MODELS))
+    models = a.models or with_cells_found(
+        sweep, dataset, sweep_models(OmegaConf.create(conf)) if conf else list(MODELS)
+    )
     archive = Path(a.archive) if a.archive else default_archive(dataset, sweep)
     graph = None
     if conf.get("dataset", {}).get("name") == dataset:  # the sweep's own graph: titled with its name
