@@ -5,7 +5,8 @@ trained on, the feature scaling per node type) and, where dataset.feature_norm s
 
 model.pt is a plain state dict written by torch.save and read with torch.load(weights_only=True): it loads
 without running code, and anything but tensors in it (a pickled object) is refused, as is a damaged or truncated
-file, in one line.
+file, in one line. model.json records the digest of the weights and of the settings the cell's config.yaml
+computes (regnn.runs.integrity): a flipped bit, swapped tensors or an edited config are refused, not predicted with.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from pathlib import Path
 
 import torch
 
+from omegaconf import OmegaConf
+
 from regnn.errors import DataError
-from regnn.runs import io_safe
+from regnn.runs import integrity, io_safe
 
 MODEL_FILE, META_FILE, SCALING_FILE = "model.pt", "model.json", "scaling.pt"
 
@@ -35,17 +38,43 @@ def graph_schema(data) -> dict:
 
 
 def write_tensors(path: Path, obj) -> None:
-    """torch.save, whole: a kill leaves the old file or none, never half of one."""
+    """torch.save, whole: a kill leaves the old file or none, never half of one; a failed write (a full disk)
+    leaves no temporary file and is an OutputError (one line). Temporary files of killed writes into the same
+    folder are removed first."""
+    path = Path(path)
+    io_safe.remove_stale_temps(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as e:  # torch.save reports a failed write as a RuntimeError
+        tmp.unlink(missing_ok=True)
+        why = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0][:160]
+        raise io_safe.OutputError(
+            f"cannot write {path} ({why}); free disk space or fix the folder's permissions, then re-run with "
+            "resume=true (finished runs are kept)"
+        ) from None
+
+
+def cell_config(run_dir: Path) -> dict | None:
+    """The resolved config.yaml of the cell that holds run_dir (<cell>/runs/run_XX), None where there is none."""
+    f = Path(run_dir).parent.parent / "config.yaml"
+    if Path(run_dir).parent.name != "runs" or not f.is_file():
+        return None
+    try:
+        cfg = OmegaConf.to_container(OmegaConf.load(f), resolve=True)
+    except Exception:  # noqa: BLE001  (yaml and omegaconf raise their own errors for damaged text)
+        return None
+    return cfg if isinstance(cfg, dict) else None
 
 
 def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None = None) -> None:
-    """Writes model.pt (and scaling.pt), then model.json. scaling: the dataset's feature_scaling record."""
+    """Writes model.pt (and scaling.pt), then model.json, which records the digest of the weights and of the cell's
+    config (its config.yaml, written before the first run). scaling: the dataset's feature_scaling record."""
     run_dir.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to("cpu").clone().contiguous() for k, v in model.state_dict().items()}
     write_tensors(run_dir / MODEL_FILE, state)
+    meta = {**meta, "integrity": integrity.record(state, cell_config(run_dir))}
     scaling = scaling or {}
     stats = {
         f"{t}.{k}": torch.from_numpy(r[k])
@@ -103,7 +132,8 @@ def load_tensors(path: Path, what: str = "model"):
 
 
 def load_weights(path: Path) -> dict[str, torch.Tensor]:
-    """The state dict in path; DataError (one line) for a file that holds anything but tensors or is damaged."""
+    """The state dict in path; DataError (one line) for a file that holds anything but tensors, is damaged, or
+    holds a NaN or inf (naming the tensor)."""
     path = Path(path)
     if not path.is_file():
         raise DataError(
@@ -115,13 +145,35 @@ def load_weights(path: Path) -> dict[str, torch.Tensor]:
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
     ):
         raise DataError(f"{path} is not a model's state dict (names to tensors); use the model.pt a run wrote")
+    integrity.check_values(path, state)
     return state
 
 
+SCHEMA_KEYS = {"target": str, "node_types": dict, "relations": list, "feature_widths": dict, "num_classes": int}
+
+
+def _is_meta(d) -> bool:
+    schema = d.get("schema") if isinstance(d, dict) else None
+    return (
+        isinstance(schema, dict)
+        and all(isinstance(schema.get(k), t) for k, t in SCHEMA_KEYS.items())
+        and all(isinstance(r, list) and len(r) == 3 for r in schema["relations"])
+        and isinstance(d.get("seed", 0), int)
+        and isinstance(d.get("trainer", "fullbatch"), str)
+        and isinstance(d.get("integrity", {}), dict)
+        and isinstance(d.get("feature_scaling", {}), dict)
+    )
+
+
 def load_meta(run_dir: Path) -> dict:
-    meta = io_safe.read_json(Path(run_dir) / META_FILE, lambda d: isinstance(d, dict) and "schema" in d)
+    """The run's model.json; DataError (one line) when it is missing or not the record a run writes. Only read:
+    a malformed file is left as it is."""
+    meta = io_safe.read_json(Path(run_dir) / META_FILE, _is_meta, set_aside=False)
     if meta is None:
-        raise DataError(f"{Path(run_dir) / META_FILE} is missing or unreadable; train the run again to predict with it")
+        raise DataError(
+            f"{Path(run_dir) / META_FILE} is missing, unreadable or not the record a run writes; train the run "
+            "again to predict with it"
+        )
     return meta
 
 

@@ -3,7 +3,9 @@
 Every summary, config and per-run record goes through `write_text`: a temporary file in the same folder, flushed
 to disk, then renamed over the target, so a kill or a full disk leaves the old file or the new one, never a
 truncated one. `read_json` treats a missing, empty, unreadable or wrongly shaped file as absent (a cell is then
-trained again; a file that held something is set aside as .invalid first).
+trained again; a file that held something is set aside as .invalid first, unless the reader only reads:
+predict.py never changes a run). A write first removes the temporary files of earlier writes of the same file
+whose process is gone (a kill between the write and the rename).
 """
 
 from __future__ import annotations
@@ -13,20 +15,50 @@ import json
 import logging
 import math
 import os
+import re
 from pathlib import Path
 
 from regnn.errors import RegnnError
 
 log = logging.getLogger("regnn")
+_TMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$")  # the temporary names of write_text and write_tensors
 
 
 class OutputError(RegnnError):
     """A result could not be written (disk full, no permission, ...)."""
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale_temps(folder: str | Path, name: str | None = None) -> None:
+    """Removes the temporary files (.<name>.<pid>.tmp) of writes into folder whose process is gone, of the file
+    `name` only where given (a folder that several hosts write into may hold another host's live ones)."""
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return
+    for p in entries:
+        m = _TMP.match(p.name)
+        if m is None or (name is not None and m["name"] != name):
+            continue
+        pid = int(m["pid"])
+        if pid != os.getpid() and not _alive(pid):
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+
 def write_text(path: str | Path, text: str) -> None:
     """Writes `text` to `path` atomically: temp file in the same folder, fsync, os.replace."""
     path = Path(path)
+    remove_stale_temps(path.parent, path.name)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w") as f:
@@ -84,10 +116,11 @@ def _set_aside(path: Path, why: str) -> None:
         log.warning("%s %s; treated as absent (it is retrained)", path, why)
 
 
-def read_json(path: str | Path, valid=None):
+def read_json(path: str | Path, valid=None, set_aside: bool = True):
     """The JSON held by path, or None when it is missing, empty or unusable: cut short (a write cut short by an
     older writer, or another program), not UTF-8, or, with `valid` (a predicate on the parsed value), of the wrong
-    shape. The caller treats the file as absent; an unusable file that is not empty is renamed to .invalid first.
+    shape. The caller treats the file as absent; an unusable file that is not empty is renamed to .invalid first
+    (with set_aside=False, as a reader that must not change the folder asks, it is left as it is).
     A path that is a folder or cannot be read (permissions) is an OutputError: nothing is retrained over it."""
     path = Path(path)
     try:
@@ -100,20 +133,26 @@ def read_json(path: str | Path, valid=None):
         raise OutputError(
             f"{path} cannot be read: permission denied; give this user read access (chmod u+r), then re-run"
         ) from e
+    except OSError as e:  # a link loop, an I/O error
+        raise OutputError(f"{path} cannot be read ({e.strerror or e}); replace it with the file regnn wrote") from e
     if not raw.strip():
         log.warning("%s is empty; treated as absent", path)
         return None
     try:
         obj = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError:
-        _set_aside(path, "is not UTF-8 text")
-        return None
+        why = "is not UTF-8 text"
     except ValueError:
-        _set_aside(path, "is not readable JSON")
-        return None
-    if valid is not None and not valid(obj):
-        _set_aside(path, "does not hold the record regnn writes there")
-        return None
+        why = "is not readable JSON"
+    else:
+        if valid is None or valid(obj):
+            return obj
+        why = "does not hold the record regnn writes there"
+    if set_aside:
+        _set_aside(path, why)
+    else:
+        log.warning("%s %s; treated as absent", path, why)
+    return None
     return obj
 
 
