@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,6 +13,18 @@ from regnn.data.hetero import HeteroGraph
 from regnn.errors import DataError
 
 SPLITS = ("train", "val", "test")
+# predict.py reads graphs whose nodes may all be unlabelled (predictions are for them): empty splits pass there only
+_EMPTY_SPLITS_OK: ContextVar[bool] = ContextVar("empty_splits_ok", default=False)
+
+
+@contextlib.contextmanager
+def empty_splits_allowed():
+    """Within the block, a graph may have empty splits (no labelled node): for predicting, never for training."""
+    token = _EMPTY_SPLITS_OK.set(True)
+    try:
+        yield
+    finally:
+        _EMPTY_SPLITS_OK.reset(token)
 
 
 @dataclass
@@ -74,7 +88,8 @@ class HeteroDataset:
                 f"{n}: {tuple(self.labels.shape)} labels for {n_target} {self.target} nodes; "
                 "labels must hold one class id per target node"
             )
-        if n_target and (self.labels.min() < 0 or self.labels.max() >= self.num_classes):
+        no_label = self.unlabelled is not None and bool(self.unlabelled.all()) and _EMPTY_SPLITS_OK.get()
+        if n_target and not no_label and (self.labels.min() < 0 or self.labels.max() >= self.num_classes):
             raise DataError(
                 f"{n}: labels range over [{int(self.labels.min())}, {int(self.labels.max())}] "
                 f"but there are {self.num_classes} classes; class ids must be 0..{self.num_classes - 1}"
@@ -84,6 +99,9 @@ class HeteroDataset:
             if s not in self.splits:
                 raise DataError(f"{n}: split {s!r} is missing (need train, val and test)")
             idx = self.splits[s]
+            if idx.numel() == 0 and _EMPTY_SPLITS_OK.get():
+                seen[s] = set()
+                continue
             if idx.numel() == 0:
                 raise DataError(f"{n}: split {s!r} is empty")
             if idx.min() < 0 or idx.max() >= n_target:

@@ -19,10 +19,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.errors import ConfigError, DataError
 from regnn.evaluation.metrics import split_scores
+from regnn.data.dataset import empty_splits_allowed
 from regnn.data.scaling import apply_feature_norm
+from regnn.pipeline import predict_guard as guard
 from regnn.pipeline.from_config import arch_of, device_of, load_data
 from regnn.pipeline.fullbatch import DeviceGraph
-from regnn.runs import checkpoint, embeddings, io_safe
+from regnn.runs import checkpoint, embeddings, integrity, io_safe
 from regnn.training.trainer import autocast
 
 log = logging.getLogger("regnn")
@@ -36,25 +38,32 @@ class Chosen:
     why: str
 
 
-def choose_runs(path: Path, ensemble: bool) -> Chosen:
+def choose_runs(path: Path, ensemble: bool, allow_missing: bool = False) -> Chosen:
     """A run folder as it is; a cell folder: its run with the best validation Micro-F1 (ties: the earlier run), or
-    every finished run with ensemble=true."""
-    path = Path(path).resolve()
+    every finished run with ensemble=true. A chosen run without its model.pt is refused, naming it, unless
+    allow_missing (then: the best run that has one, or the ensemble of those that have one)."""
+    path = guard.resolved(path)
     if (path / checkpoint.META_FILE).exists() or path.parent.name == "runs":
         return Chosen(path.parent.parent, [path], f"run {path.name}")
-    chosen_path = (io_safe.read_json(path / "results.json", io_safe.is_cell_summary) or {}).get("metapath")
-    if chosen_path and (path / "metapaths" / chosen_path / "config.yaml").exists():
-        path = path / "metapaths" / chosen_path  # GCN-M / GAT-M / ...: the meta-path the cell chose on validation
+    summary = io_safe.read_json(path / "results.json", io_safe.is_cell_summary, set_aside=False) or {}
+    if summary.get("metapath") and (path / "metapaths" / str(summary["metapath"]) / "config.yaml").exists():
+        path = path / "metapaths" / str(summary["metapath"])  # GCN-M / GAT-M / ...: the meta-path chosen on validation
     if not (path / "config.yaml").exists():
         raise ConfigError(
             f"run={path} is neither a cell folder (config.yaml, runs/) nor a run folder (runs/run_XX); "
             "give one that train.py wrote"
         )
-    recs = []
-    for d in sorted((path / "runs").glob("run_*")):
-        rec = io_safe.read_json(d / "results.json", io_safe.is_run_record)
-        if rec is not None and "failed" not in rec and (d / checkpoint.MODEL_FILE).exists():
-            recs.append((d, rec))
+    recs = [(d, r) for d in sorted((path / "runs").glob("run_*")) if _finished(r := guard.run_record(d))]
+    missing = guard.missing_models(recs if ensemble else recs and [_best(recs)])
+    if missing and not allow_missing:
+        raise DataError(
+            f"{path}: runs {', '.join(d.name for d in missing)} have no model.pt; the ensemble would be of "
+            f"{len(recs) - len(missing)} runs, not {len(recs)}: pass allow_missing=true for that"
+            if ensemble
+            else f"{missing[0]}, the best run by validation Micro-F1, has no model.pt; pass allow_missing=true "
+            "to predict with the best run that has one, or train the cell again"
+        )
+    recs = [(d, r) for d, r in recs if (d / checkpoint.MODEL_FILE).exists()]
     if not recs:
         raise DataError(
             f"{path} holds no finished run with a saved model (runs/run_XX/model.pt); train it with "
@@ -62,30 +71,33 @@ def choose_runs(path: Path, ensemble: bool) -> Chosen:
         )
     if ensemble:
         return Chosen(path, [d for d, _ in recs], f"the ensemble of its {len(recs)} runs")
-    best = max(recs, key=lambda dr: (dr[1]["val_micro_f1"], -dr[1]["run"]))
-    return Chosen(path, [best[0]], f"run {best[1]['run']} (best validation Micro-F1 {best[1]['val_micro_f1']:.2f})")
+    d, rec = _best(recs)
+    return Chosen(path, [d], f"run {rec['run']} (best validation Micro-F1 {rec['val_micro_f1']:.2f})")
 
 
-def trained_config(cell: Path, dataset_path: str | None) -> DictConfig:
-    cfg = OmegaConf.load(cell / "config.yaml")
-    if dataset_path is not None:
-        if cfg.dataset.get("format") != "custom":
-            raise ConfigError(
-                f"dataset_path= replaces a custom graph's files; {cell} was trained on "
-                f"{cfg.dataset.name}, read from its own folder"
-            )
-        cfg.dataset.path = str(Path(dataset_path).resolve())
-    return cfg
+def _finished(rec) -> bool:
+    return rec is not None and "failed" not in rec and io_safe.is_number(rec.get("val_micro_f1"))
+
+
+def _best(recs: list[tuple[Path, dict]]) -> tuple[Path, dict]:
+    return max(recs, key=lambda dr: (dr[1]["val_micro_f1"], -dr[1]["run"]))
 
 
 def graph_as_trained(cfg: DictConfig, run_dir: Path):
     """The graph, its features scaled with the statistics the run trained with (dataset.feature_norm: fitted on
     the training graph and saved beside the model, never refitted on this one)."""
-    fitted = checkpoint.load_scaling(run_dir, checkpoint.load_meta(run_dir))
-    if fitted is None:  # a model saved without its scaling: the configured scaling, fitted on this graph
-        return load_data(cfg.dataset)
-    raw = OmegaConf.merge(cfg.dataset, {"feature_norm": "none"})
-    return apply_feature_norm(load_data(raw), "none", fitted=fitted)
+    meta = checkpoint.load_meta(run_dir)
+    fitted = checkpoint.load_scaling(run_dir, meta)
+    with empty_splits_allowed():  # predictions are for unlabelled nodes: a graph may have none labelled
+        if fitted is None:  # a model saved without its scaling: the configured scaling, fitted on this graph
+            data = load_data(cfg.dataset)
+        else:
+            data = apply_feature_norm(
+                load_data(OmegaConf.merge(cfg.dataset, {"feature_norm": "none"})), "none", fitted=fitted
+            )
+    if data.num_classes == 0:  # no label and no declared class count: the model's classes
+        data.num_classes = int(meta["schema"]["num_classes"])
+    return data
 
 
 SAMPLED_PREFIX = "regnn."  # the mini-batch model holds the full-batch one as .regnn (and its inputs beside it)
@@ -110,7 +122,13 @@ def _as_read_by(state: dict, trained: str, path: str, run_dir: Path) -> dict:
 
 
 def _loaded(model, run_dir: Path, trained: str = "fullbatch", path: str = "fullbatch"):
-    state = _as_read_by(checkpoint.load_weights(run_dir / checkpoint.MODEL_FILE), trained, path, run_dir)
+    """model with the run's weights: finite, of the model's keys, dtypes and shapes, and the file training wrote
+    (model.json's digest)."""
+    f = run_dir / checkpoint.MODEL_FILE
+    saved = checkpoint.load_weights(f)
+    state = _as_read_by(saved, trained, path, run_dir)
+    integrity.check_values(f, state, model.state_dict())
+    integrity.check_weights(f, saved, checkpoint.load_meta(run_dir))
     try:
         model.load_state_dict(state)
     except RuntimeError as e:
@@ -195,15 +213,26 @@ def predictions_frame(data, probs: torch.Tensor) -> pd.DataFrame:
 
 
 def scores(data, logits: torch.Tensor) -> dict[str, float]:
-    return split_scores(logits, data.labels, {s: data.splits[s] for s in SPLITS})
+    """Micro- and Macro-F1 of every split that holds a node (a graph without labels has none: no scores)."""
+    return split_scores(logits, data.labels, {s: data.splits[s] for s in SPLITS if len(data.splits[s])})
 
 
-def predict(cfg: DictConfig, out_dir: Path) -> dict:
-    """Writes predictions.csv (and embeddings.npz on request) into out_dir; returns the scores."""
-    chosen = choose_runs(Path(cfg.run), bool(cfg.ensemble))
-    tcfg = trained_config(chosen.cell, cfg.get("dataset_path"))
-    if cfg.get("threads"):
-        torch.set_num_threads(int(cfg.threads))
+def _log_scores(name: str, sc: dict) -> None:
+    if "test_micro_f1" not in sc or "val_micro_f1" not in sc:
+        log.info("predict: %s: %s", name, ", ".join(f"{k} {v:.4f}" for k, v in sc.items()) or "no labelled node")
+        return
+    log.info(
+        "predict: %s: test Micro-F1 %.4f Macro-F1 %.4f, validation Micro-F1 %.4f",
+        name,
+        sc["test_micro_f1"],
+        sc["test_macro_f1"],
+        sc["val_micro_f1"],
+    )
+
+
+def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen):
+    """(result, data, mean probabilities, representations, relation weights) of the chosen runs; the scores are
+    compared with each run's own where the graph is the one it trained on."""
     device, why = device_of(cfg.device)
     job = DeviceGraph(tcfg, device, data=graph_as_trained(tcfg, chosen.runs[0]))
     data = job.data
@@ -216,40 +245,45 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
         data.target,
         why,
     )
+    skip = guard.why_not_compared(cfg, tcfg)
+    if skip:
+        log.info("predict: the scores are not compared with the runs' recorded ones: %s", skip)
     probs, per_run, emb, weights = None, {}, None, {}
     for run_dir in chosen.runs:
         logits, emb, weights[run_dir.name] = model_logits(job, tcfg, run_dir, str(cfg.get("inference", "auto")))
         per_run[run_dir.name] = scores(data, logits)
+        if not skip:
+            guard.check_scores(run_dir, per_run[run_dir.name], torch.device(device).type)
+        _log_scores(run_dir.name, per_run[run_dir.name])
         p = logits.softmax(1)
         probs = p if probs is None else probs + p
     probs = probs / len(chosen.runs)
     result = {"runs": per_run, "chosen": chosen.why}
     if len(chosen.runs) > 1:
         result["ensemble"] = scores(data, probs.log())
-    for name, sc in per_run.items():
-        log.info(
-            "predict: %s: test Micro-F1 %.4f Macro-F1 %.4f, validation Micro-F1 %.4f",
-            name,
-            sc["test_micro_f1"],
-            sc["test_macro_f1"],
-            sc["val_micro_f1"],
-        )
-    if "ensemble" in result:
-        e = result["ensemble"]
-        log.info(
-            "predict: ensemble of %d runs: test Micro-F1 %.4f Macro-F1 %.4f, validation Micro-F1 %.4f",
-            len(chosen.runs),
-            e["test_micro_f1"],
-            e["test_macro_f1"],
-            e["val_micro_f1"],
-        )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    io_safe.write_text(out_dir / "predictions.csv", predictions_frame(data, probs).to_csv(index=False))
-    if cfg.get("embeddings") and emb is not None:
-        embeddings.write(out_dir / "embeddings.npz", data, emb)
-    io_safe.write_json(out_dir / "scores.json", result)
-    # the learned weight of every relation and node-type self-loop in every layer: which relations the model's
-    # predictions rest on (RE-GNN's explanation; empty for models without relation weights)
-    io_safe.write_json(out_dir / "relation_weights.json", weights)
+        _log_scores(f"ensemble of {len(chosen.runs)} runs", result["ensemble"])
+    return result, data, probs, emb, weights
+
+
+def predict(cfg: DictConfig, out_dir: Path) -> dict:
+    """Writes predictions.csv (and embeddings.npz on request) into out_dir, a folder outside the run that it holds
+    while it writes; returns the scores. The run is only read."""
+    guard.refuse_unknown_keys(cfg)
+    guard.refuse_output_inside(out_dir, cfg.run)
+    chosen = choose_runs(Path(cfg.run), bool(cfg.ensemble), bool(cfg.get("allow_missing", False)))
+    tcfg = guard.trained_config(chosen.cell, cfg.get("dataset_path"))
+    for run_dir in chosen.runs:
+        guard.check_config(chosen.cell, run_dir, tcfg, checkpoint.load_meta(run_dir))
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg.threads))
+    with guard.held(out_dir):
+        result, data, probs, emb, weights = _predict_runs(cfg, tcfg, chosen)
+        io_safe.write_text(out_dir / "predictions.csv", predictions_frame(data, probs).to_csv(index=False))
+        if cfg.get("embeddings") and emb is not None:
+            embeddings.write(out_dir / "embeddings.npz", data, emb)
+        io_safe.write_json(out_dir / "scores.json", result)
+        # the learned weight of every relation and node-type self-loop in every layer: which relations the model's
+        # predictions rest on (RE-GNN's explanation; empty for models without relation weights)
+        io_safe.write_json(out_dir / "relation_weights.json", weights)
     log.info("predict: wrote %s", out_dir / "predictions.csv")
     return result

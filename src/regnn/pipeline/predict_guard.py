@@ -1,0 +1,184 @@
+"""What predict.py checks before it trusts a run and before it writes: it only reads a run, writes only into a
+folder of its own that it holds for the time it writes (regnn.runs.claim), and takes the model only where the
+run's files are the ones training wrote (regnn.runs.integrity) and its scores are the run's own."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from regnn.errors import ConfigError, DataError
+from regnn.runs import checkpoint, claim, integrity, io_safe
+
+log = logging.getLogger("regnn")
+# predict.yaml's keys; anything else (+dataset=..., +model=...) would be silently ignored: the run decides them
+KNOWN_KEYS = {
+    "run",
+    "ensemble",
+    "embeddings",
+    "dataset_path",
+    "inference",
+    "device",
+    "threads",
+    "check_scores",
+    "allow_missing",
+    "paths",
+}
+SCORE_TOLERANCE = 1e-6  # the recorded and recomputed Micro-F1 of the same weights on the same graph agree to this
+CHECKED_SCORES = ("val_micro_f1", "test_micro_f1")
+
+
+def refuse_unknown_keys(cfg: DictConfig) -> None:
+    extra = sorted(set(cfg.keys()) - KNOWN_KEYS)
+    if extra:
+        raise ConfigError(
+            f"predict.py takes no {', '.join(extra)} (given with +{extra[0]}=...): the model, the dataset and "
+            "every training setting come from the run's config.yaml; for a custom graph of the same schema use "
+            f"dataset_path=; known keys: {', '.join(sorted(KNOWN_KEYS - {'paths'}))}"
+        )
+
+
+def resolved(raw, what: str = "run") -> Path:
+    """raw as an absolute path; ConfigError (one line) for a link loop or a path that cannot be resolved."""
+    try:
+        p = Path(str(raw)).expanduser().resolve()
+        p.exists()  # a link loop raises here on Pythons where resolve() does not
+    except (OSError, RuntimeError) as e:
+        raise ConfigError(
+            f"{what}={raw} cannot be resolved ({getattr(e, 'strerror', None) or e}); a link loop?"
+        ) from None
+    return p
+
+
+def cell_root(run: Path) -> Path:
+    """The outermost cell folder that holds run (a cell, a run of it, a meta-path sub-cell or its run)."""
+    p = run
+    if p.parent.name == "runs":
+        p = p.parent.parent
+    if p.parent.name == "metapaths":
+        p = p.parent.parent
+    return p
+
+
+def refuse_output_inside(out_dir, run) -> None:
+    """ConfigError when the output folder is the run's cell folder or inside it: predict never writes in a run."""
+    cell, out = cell_root(resolved(run)), resolved(out_dir, "hydra.run.dir")
+    if out == cell or cell in out.parents:
+        raise ConfigError(
+            f"hydra.run.dir={out_dir} is inside the run's cell folder {cell}; predict.py never writes into a "
+            "run: choose a folder outside it (the default is outputs/predict/<time>)"
+        )
+
+
+def argv_refusal(argv: list[str]) -> str | None:
+    """The refusal of an output folder inside the run, read from the command line before Hydra writes into that
+    folder (its .hydra/ and log); None when it is elsewhere or not given there."""
+    given = {}
+    for a in argv:
+        key, eq, value = a.lstrip("+").partition("=")
+        if eq and key in ("run", "hydra.run.dir") and "${" not in value:
+            given[key] = value
+    if len(given) < 2:
+        return None
+    try:
+        refuse_output_inside(given["hydra.run.dir"], given["run"])
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
+@contextlib.contextmanager
+def held(out_dir: Path):
+    """Holds out_dir for this prediction while it writes: two predictions never mix their files in one folder,
+    nor a prediction with a training."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    claim.acquire(
+        out_dir,
+        doing="written",
+        fix="wait for it to finish, or give this prediction another folder (hydra.run.dir=<folder>)",
+    )
+    try:
+        yield
+    finally:
+        claim.release(out_dir)
+
+
+def trained_config(cell: Path, dataset_path: str | None) -> DictConfig:
+    """The cell's config.yaml (dataset.path replaced by dataset_path); DataError (one line) when it is unreadable
+    or not a training config."""
+    f = cell / "config.yaml"
+    try:
+        cfg = OmegaConf.load(f)
+    except Exception as e:  # noqa: BLE001  (yaml and omegaconf raise their own errors for damaged text)
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise DataError(f"{f} is not readable YAML ({why}); restore the config the cell was trained with") from None
+    if not isinstance(cfg, DictConfig) or not all(isinstance(cfg.get(k), DictConfig) for k in ("model", "dataset")):
+        raise DataError(f"{f} is not a training config (model and dataset sections); restore the cell's config")
+    if dataset_path is not None:
+        if cfg.dataset.get("format") != "custom":
+            raise ConfigError(
+                f"dataset_path= replaces a custom graph's files; {cell} was trained on "
+                f"{cfg.dataset.name}, read from its own folder"
+            )
+        cfg.dataset.path = str(Path(dataset_path).resolve())
+    return cfg
+
+
+def check_config(cell: Path, run_dir: Path, cfg: DictConfig, meta: dict) -> None:
+    """DataError when config.yaml computes other settings than the run's model.json records."""
+    try:
+        plain = OmegaConf.to_container(cfg, resolve=True)
+    except Exception as e:  # noqa: BLE001  (an interpolation that does not resolve)
+        raise DataError(f"{cell / 'config.yaml'} does not resolve ({str(e).splitlines()[0][:160]})") from None
+    integrity.check_config(cell, run_dir, meta, plain)
+
+
+def run_record(run_dir: Path) -> dict | None:
+    """The run's results.json, read only (a malformed one is left as it is)."""
+    return io_safe.read_json(run_dir / "results.json", io_safe.is_run_record, set_aside=False)
+
+
+def why_not_compared(cfg: DictConfig, tcfg: DictConfig) -> str | None:
+    """Why the recomputed scores are not compared with the run's (None: they are)."""
+    if cfg.get("dataset_path") is not None:
+        return "predicting on another graph (dataset_path=)"
+    if not cfg.get("check_scores", True):
+        return "check_scores=false"
+    tr = tcfg.get("trainer") or {}
+    if tr.get("name", "") == "minibatch" and tr.get("eval", "layerwise") != "layerwise":
+        return f"the run evaluated on sampled neighbours (trainer.eval={tr.get('eval')})"
+    return None
+
+
+def check_scores(run_dir: Path, got: dict, device_kind: str) -> None:
+    """DataError when the scores recomputed from the run's weights differ from the ones it recorded: the weights
+    or the graph are not the ones it trained on."""
+    rec = run_record(run_dir)
+    if rec is None or "failed" in rec:
+        log.warning("predict: %s has no results.json of a finished run: its scores cannot be compared", run_dir)
+        return
+    diff = [
+        f"{k} {got[k]:.6f} now, {rec[k]:.6f} recorded"
+        for k in CHECKED_SCORES
+        if k in got and io_safe.is_number(rec.get(k)) and abs(got[k] - rec[k]) > SCORE_TOLERANCE
+    ]
+    if not diff:
+        return
+    trained_on = str(rec.get("device", "cpu")).split(" ")[0]
+    if trained_on != device_kind:  # another device's kernels may round a borderline node the other way
+        log.warning(
+            "predict: %s: %s (trained on %s, predicted on %s)", run_dir, "; ".join(diff), trained_on, device_kind
+        )
+        return
+    raise DataError(
+        f"{run_dir}: the saved model does not reproduce the run's scores ({'; '.join(diff)}): its weights or the "
+        "graph differ from what it trained on; train it again, or pass check_scores=false for a graph that "
+        "changed on purpose"
+    )
+
+
+def missing_models(runs: list[tuple[Path, dict]]) -> list[Path]:
+    return [d for d, _ in runs if not (d / checkpoint.MODEL_FILE).exists()]
