@@ -1,0 +1,97 @@
+"""Progress of a cell: a bar on a terminal, a line at most every `interval` seconds in a log, nothing when off, and
+estimates of the time left that follow the epochs' cost, the cap and early stopping."""
+
+import io
+import logging
+import os
+import pty
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from regnn.training.progress import CellProgress, Plan, clock
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_clock_reads_as_hours_minutes_seconds():
+    assert [clock(s) for s in (0, 5.4, 125, 3723)] == ["0:00", "0:05", "2:05", "1:02:03"]
+
+
+def test_time_left_follows_the_epoch_cost_the_cap_and_early_stopping():
+    t = FakeClock()
+    cell = CellProgress("dblp re_gcn", Plan(runs=3, max_epochs=100, patience=10), "lines", now=t)
+    run = cell.run(0)
+    t.t = 20.0  # 10 epochs of 2 s
+    run.epochs = 10
+    assert run.left(epoch=9, best_epoch=9) == (20.0, 20.0 + 2 * 40.0)  # stops by epoch 19; each run ~40 s
+    assert run.left(epoch=9, best_epoch=None)[0] == 90 * 2.0  # no best epoch yet: up to the cap
+    run.close()
+    second = cell.run(1)
+    t.t = 30.0  # 5 epochs of 2 s in the second run
+    second.epochs = 5
+    run_left, cell_left = second.left(epoch=4, best_epoch=4)
+    assert run_left == 20.0 and cell_left == 20.0 + 1 * 20.0  # the finished run took 20 s
+    free = CellProgress("x", Plan(runs=1, max_epochs=50, patience=None), "lines", now=t).run(0)
+    t.t += 5.0
+    free.epochs = 5
+    assert free.left(epoch=4, best_epoch=4) == (45.0, 45.0)  # without early stopping: to the cap
+
+
+def test_a_log_gets_one_line_per_interval_never_one_per_epoch(caplog):
+    t = FakeClock()
+    cell = CellProgress("acm re_gat", Plan(runs=2, max_epochs=200, patience=50), "lines", interval=30, now=t)
+    run = cell.run(0)
+    with caplog.at_level(logging.INFO, logger="regnn"):
+        for epoch in range(100):  # 100 epochs of 1 s: lines at 30, 60 and 90 s
+            t.t += 1.0
+            run.update(f"epoch {epoch} val micro-F1 90.00", epoch=epoch, best_epoch=epoch)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3
+    assert lines[0].startswith("[acm re_gat run 1/2] epoch 29 val micro-F1 90.00 (30 of 200 epochs); left ~")
+    assert "cell ~" in lines[0]
+
+
+def test_off_prints_nothing_and_a_bad_mode_is_refused(caplog):
+    stream = io.StringIO()
+    run = CellProgress("x", Plan(1, 10, 5), "off", interval=0, stream=stream).run(0)
+    with caplog.at_level(logging.INFO, logger="regnn"):
+        run.update("epoch 0", epoch=0, best_epoch=0)
+        run.close()
+    assert stream.getvalue() == "" and caplog.records == []
+    with pytest.raises(ValueError, match="progress mode"):
+        CellProgress("x", Plan(1, 10), "loud")
+
+
+def test_a_terminal_gets_a_live_bar():
+    code = (
+        "from regnn.training.progress import CellProgress, Plan\n"
+        "run = CellProgress('dblp re_gcn', Plan(2, 40, 10), redraw=0).run(0)\n"
+        "for e in range(12):\n"
+        "    run.update(f'epoch {e} val micro-F1 93.00', epoch=e, best_epoch=e)\n"
+        "run.close()\n"
+    )
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=secondary, stderr=secondary, cwd=REPO)
+    os.close(secondary)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait() == 0
+    text = out.decode(errors="replace")
+    assert "[dblp re_gcn run 1/2]" in text and "12/40, left ~" in text and "| epoch 11 val" in text
+    assert "left ~" in text and "\r" in text  # redrawn in place
