@@ -148,7 +148,7 @@ def bad_dangling(folder, meta):
     df = pd.read_csv(f, dtype=str)
     df.loc[3, "source"] = "item:nobody"
     df.to_csv(f, index=False)
-    return "row 4: source id 'item:nobody' is not in the item table"
+    return "line 5: source id 'item:nobody' is not in the item table"  # data row 4: the header is line 1
 
 
 def bad_duplicate(folder, meta):
@@ -156,7 +156,7 @@ def bad_duplicate(folder, meta):
     df = pd.read_csv(f, dtype=str)
     df.loc[2, "id"] = df.loc[0, "id"]
     df.to_csv(f, index=False)
-    return "id 'tag:0' appears twice (again in row 3)"
+    return "id 'tag:0' appears twice (line 2, again in line 4)"
 
 
 def bad_test_only_class(folder, meta):
@@ -174,7 +174,7 @@ def bad_text_feature(folder, meta):
     df["f1"] = df["f1"].astype(object)
     df.loc[5, "f1"] = "high"
     df.to_csv(f, index=False)
-    return "feature column 'f1' holds text (row 6: 'high')"
+    return "feature column 'f1' holds text (line 7: 'high')"
 
 
 def bad_empty_edges(folder, meta):
