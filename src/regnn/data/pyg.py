@@ -83,6 +83,24 @@ def _ids(value, n: int, what: str) -> np.ndarray:
     return a
 
 
+def _features(x, what: str) -> torch.Tensor | None:
+    """A node type's x, checked as every format's features are (real, two-dimensional, finite), sparse or dense."""
+    if x is None:
+        return None
+    if x.layout not in (torch.strided, torch.sparse_coo):  # CSR, CSC and blocked layouts
+        x = x.to_sparse_coo()
+    if not x.is_sparse:
+        return torch.from_numpy(np.array(check_features(x.numpy(), what), dtype=np.float32))
+    import scipy.sparse as sp
+
+    x = x.coalesce()
+    if x.dim() != 2:
+        raise DataError(f"{what} has shape {tuple(x.shape)}; features must be (nodes, dim)")
+    idx, values = x.indices().numpy(), x.values().numpy()
+    check_features(sp.coo_matrix((values, (idx[0], idx[1])), shape=tuple(x.shape)), f"{what} (sparse)")
+    return x.float().coalesce()
+
+
 def from_pyg_dict(
     d: dict,
     target: str,
@@ -119,12 +137,7 @@ def from_pyg_dict(
     labels = torch.from_numpy(exact_ints(torch.as_tensor(ts["y"]).view(-1), f"{where}: {target}.y"))
     splits = {s: _split(ts, s, n, where) for s in SPLITS}
     labels, unlabelled = unlabelled_outside_splits(labels, splits, where)
-    raw = {}
-    for t, store in nodes.items():
-        x = store.get("x")
-        if x is not None and not x.is_sparse:
-            x = torch.from_numpy(np.array(check_features(x.numpy(), f"{where}: {t}.x"), dtype=np.float32))
-        raw[t] = None if x is None else x.float().coalesce() if x.is_sparse else x
+    raw = {t: _features(store.get("x"), f"{where}: {t}.x") for t, store in nodes.items()}
     feats = select_features(raw, counts, target, feats_type)
     ids = {t: _ids(s["node_id"], counts[t], f"{where}: {t}.node_id") for t, s in nodes.items() if "node_id" in s}
     names = [str(c) for c in ts["class_names"]] if ts.get("class_names") is not None else None
