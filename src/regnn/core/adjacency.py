@@ -102,8 +102,19 @@ class Adjacency(Normalisation):
         # (E,) in CSR order: how many of its destination's in-edges each edge stands for, where the sampler drew k
         # of n (n / k on a sampled edge, 1 on the self-loop); None: every in-edge is there
         self.edge_scale: torch.Tensor | None = None
-        self._derived: dict = {}  # arrays derived from the structure, built on first use
+        self._derived = {}  # arrays derived from the structure, built on first use (one dict per mode)
         self.alphas = AlphaCache()  # what the relation weights give, per step (regnn.core.alpha_cache)
+
+    @property
+    def _derived(self) -> dict:
+        """Arrays derived from the structure, built on first use: one dict per mode, since what is built under
+        torch.inference_mode is made of inference tensors, which autograd may not save for backward nor change
+        in place outside it (regnn.core.receptive keeps its plans and scratch buffers here too)."""
+        return self._derived_modes[torch.is_inference_mode_enabled()]
+
+    @_derived.setter
+    def _derived(self, value: dict) -> None:  # emptying it empties both modes' dicts
+        self._derived_modes = (value, {})
 
     def _once(self, key, build):
         if key not in self._derived:

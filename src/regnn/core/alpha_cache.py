@@ -8,6 +8,11 @@ Two ways to find an entry:
 - by a key the caller gives that names the weights' values: REGNN gives its relation parameters' identities
   and versions (an optimiser step changes them in place, which bumps the versions). A training epoch's
   evaluation pass and the next epoch's training pass see the same parameters, so they share the entries.
+
+Under torch.inference_mode every new tensor is an inference tensor: it has no version counter, and autograd may
+not save it for backward. So an inference tensor's entry is checked against a copy of its values instead of its
+version, and what is computed in inference mode is found only in inference mode (a training pass after an
+inference-mode evaluation computes its own).
 """
 
 from __future__ import annotations
@@ -26,20 +31,32 @@ def remember(cache: dict, key, value, most: int = 2 * 8) -> None:
         cache.pop(next(iter(cache)))
 
 
+def stamp(t: torch.Tensor):
+    """What shows a later change of t in place: its version counter, or a copy of it where it has none (an
+    inference tensor)."""
+    return t.clone() if torch.is_inference(t) else t._version
+
+
+def unchanged(t: torch.Tensor, seen) -> bool:
+    """Whether t is as it was when stamp(t) gave `seen`."""
+    return torch.equal(t, seen) if isinstance(seen, torch.Tensor) else seen == t._version
+
+
 class AlphaCache:
     def __init__(self):
-        self._by_id: dict[tuple, tuple] = {}  # (id(alpha), kind) -> (alpha, alpha._version, value)
-        self._by_key: dict[tuple, tuple] = {}  # (kind, key) -> (objects the key names by id, value)
+        # (id(alpha), kind, inference mode) -> (alpha, stamp(alpha), value)
+        self._by_id: dict[tuple, tuple] = {}
+        self._by_key: dict[tuple, tuple] = {}  # (kind, ..., key, inference mode) -> (objects the key names, value)
 
     def find(self, alpha: torch.Tensor, kind: Hashable) -> Any | None:
-        """What was remembered for this very tensor (unchanged since), or None."""
-        hit = self._by_id.get((id(alpha), kind))
-        if hit is not None and hit[0] is alpha and hit[1] == alpha._version:
+        """What was remembered for this very tensor (unchanged since) in this mode, or None."""
+        hit = self._by_id.get((id(alpha), kind, torch.is_inference_mode_enabled()))
+        if hit is not None and hit[0] is alpha and unchanged(alpha, hit[1]):
             return hit[2]
         return None
 
     def remember(self, alpha: torch.Tensor, kind: Hashable, value) -> None:
-        remember(self._by_id, (id(alpha), kind), (alpha, alpha._version, value))
+        remember(self._by_id, (id(alpha), kind, torch.is_inference_mode_enabled()), (alpha, stamp(alpha), value))
 
     def compute(
         self,
@@ -54,7 +71,7 @@ class AlphaCache:
         if key is None:
             with torch.no_grad():
                 return fn(alpha.detach())
-        full = (kind, alpha.shape, alpha.dtype, alpha.device, key)
+        full = (kind, alpha.shape, alpha.dtype, alpha.device, key, torch.is_inference_mode_enabled())
         hit = self._by_key.get(full)
         if hit is None:
             with torch.no_grad():

@@ -69,7 +69,10 @@ class TypeProjection(nn.Module):
     def _csr(self, x: torch.Tensor):
         hit = self._csr_cache.get(id(x))
         if hit is None or hit[0] is not x:
-            hit = (x, x.to_sparse_csr(), x.t().coalesce().to_sparse_csr())  # keeps x alive, so its id stays unique
+            # built outside inference mode even under it: inference tensors could not be saved for the backward
+            # of a later training pass (and a sparse transpose of a normal tensor fails in inference mode)
+            with torch.inference_mode(False):
+                hit = (x, x.to_sparse_csr(), x.t().coalesce().to_sparse_csr())  # keeps x alive: its id stays unique
             self._csr_cache[id(x)] = hit
         return hit[1], hit[2]
 
@@ -195,9 +198,11 @@ class REGNN(nn.Module):
             # versions (an optimiser step changes them in place), so that the next pass with the same parameters
             # (an epoch's evaluation, then the next training step) finds what this one computed
             params = tuple(self.relations.parameters())
-            version = tuple((id(p), p._version) for p in params)
+            # parameters made under inference_mode have no version to name their values by: this pass only
+            known = not any(torch.is_inference(p) for p in params)
+            version = tuple((id(p), p._version) for p in params) if known else None
             for (a, norm), (group, layers) in ahead.items():
-                a.prepare(group, norm, key=(version, tuple(layers)), keep=params)
+                a.prepare(group, norm, key=(version, tuple(layers)) if known else None, keep=params)
         for i, (conv, alpha, a) in enumerate(zip(self.convs, alphas, adjs)):
             rows = {} if blocks is None else {"rows": blocks[i]}
             if i > 0 or not dropped:
