@@ -95,7 +95,8 @@ def graph_as_trained(cfg: DictConfig, run_dir: Path):
             data = apply_feature_norm(
                 load_data(OmegaConf.merge(cfg.dataset, {"feature_norm": "none"})), "none", fitted=fitted
             )
-    if data.num_classes == 0:  # no label and no declared class count: the model's classes
+    no_label = data.unlabelled is not None and bool(data.unlabelled.all())
+    if no_label and data.num_classes < int(meta["schema"]["num_classes"]):  # its labels cannot tell: the model's
         data.num_classes = int(meta["schema"]["num_classes"])
     return data
 

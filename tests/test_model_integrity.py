@@ -1,0 +1,377 @@
+"""A saved model is what trained, or it is refused; predict only reads a run.
+
+One small cell is trained once for the module; each test works on a copy, mostly in process (predict's own
+function), a few through predict.py where Hydra's part matters."""
+
+import errno
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+from omegaconf import OmegaConf
+
+from conftest import REPO, run_train
+from regnn.errors import ConfigError, DataError, RegnnError
+from regnn.pipeline import predict_guard
+from regnn.pipeline.predict import predict
+from regnn.runs import checkpoint, io_safe
+from regnn.runs.resume import RunCheckpoint
+
+KEYS = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    cell = tmp_path_factory.mktemp("integrity") / "cell"
+    r = run_train(
+        "dataset=synthetic",
+        "model=re_gcn",
+        "runs=2",
+        "threads=1",
+        "trainer.max_epochs=12",
+        "trainer.patience=12",
+        f"hydra.run.dir={cell}",
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return cell
+
+
+@pytest.fixture
+def cell(trained, tmp_path):
+    c = tmp_path / "cell"
+    shutil.copytree(trained, c)
+    return c
+
+
+def pcfg(run, **kw):
+    base = {"run": str(run), "ensemble": False, "embeddings": False, "dataset_path": None, "inference": "auto"}
+    return OmegaConf.create({**base, "device": "cpu", "threads": 1, "check_scores": True, "allow_missing": False, **kw})
+
+
+def best_run(cell):
+    recs = json.loads((cell / "results.json").read_text())["per_run"]
+    return max(recs, key=lambda r: (r["val_micro_f1"], -r["run"]))
+
+
+def hashes(folder):
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def predict_py(*overrides):
+    return subprocess.run(
+        [sys.executable, str(REPO / "predict.py"), *overrides],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HYDRA_FULL_ERROR": "0"},
+    )
+
+
+def tensor_regions(path):
+    """(name of the zip entry, offset, size) of every tensor's bytes in a torch.save file (stored uncompressed)."""
+    out = []
+    with zipfile.ZipFile(path) as z, open(path, "rb") as f:
+        for info in z.infolist():
+            if "/data/" not in info.filename or info.file_size == 0:
+                continue
+            f.seek(info.header_offset)
+            head = f.read(30)
+            start = (
+                info.header_offset + 30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30], "little")
+            )
+            out.append((info.filename, start, info.file_size))
+    return out
+
+
+def test_a_flipped_bit_in_any_tensor_is_refused_or_predicts_the_recorded_scores(cell, tmp_path):
+    run = cell / "runs" / f"run_{best_run(cell)['run']:02d}"
+    path = run / checkpoint.MODEL_FILE
+    good = path.read_bytes()
+    regions = tensor_regions(path)
+    assert len(regions) == len(torch.load(path, weights_only=True))
+    rng = random.Random(0)
+    for k, (name, start, size) in enumerate(regions):
+        bad = bytearray(good)
+        bit = rng.randrange(size * 8)
+        bad[start + bit // 8] ^= 1 << (bit % 8)
+        path.write_bytes(bytes(bad))
+        try:
+            res = predict(pcfg(cell), tmp_path / f"p{k}")
+        except DataError as e:
+            assert "model.pt" in str(e) and "\n" not in str(e), (name, str(e))
+            continue
+        rec = json.loads((run / "results.json").read_text())
+        assert all(res["runs"][run.name][x] == rec[x] for x in KEYS), name  # only a flip that changes nothing
+    path.write_bytes(good)
+    res = predict(pcfg(cell), tmp_path / "ok")
+    rec = best_run(cell)
+    assert all(res["runs"][run.name][x] == rec[x] for x in KEYS)
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "int", "swapped", "missing key", "renamed key"])
+def test_edited_weights_are_refused_naming_what_is_wrong(cell, tmp_path, bad):
+    run = cell / "runs" / f"run_{best_run(cell)['run']:02d}"
+    path = run / checkpoint.MODEL_FILE
+    state = torch.load(path, weights_only=True)
+    name = next(k for k, v in state.items() if v.is_floating_point() and v.numel() > 1)
+    if bad == "nan":
+        state[name].view(-1)[0] = float("nan")
+    elif bad == "inf":
+        state[name].view(-1)[-1] = float("inf")
+    elif bad == "int":
+        state[name] = state[name].round().long()
+    elif bad == "swapped":
+        a, b = next(
+            (a, b)
+            for a in state
+            for b in state
+            if a < b and state[a].shape == state[b].shape and not torch.equal(state[a], state[b])
+        )
+        state[a], state[b] = state[b], state[a]
+    elif bad == "missing key":
+        del state[name]
+    else:
+        state[name + "_old"] = state.pop(name)
+    torch.save(state, path)
+    with pytest.raises(DataError) as e:
+        predict(pcfg(cell), tmp_path / "p")
+    msg = str(e.value)
+    assert "\n" not in msg and "model.pt" in msg
+    expect = {"nan": "NaN or inf", "inf": "NaN or inf", "int": "torch.int64", "swapped": "sha256"}
+    assert expect.get(bad, name) in msg and (bad == "swapped" or name in msg), msg
+    if bad == "renamed key":
+        assert name + "_old" in msg
+    assert not (tmp_path / "p" / "predictions.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "key,value", [("model.relation.scale", 0.5), ("model.activation", "relu"), ("model.norm", "right")]
+)
+def test_a_config_edit_that_keeps_the_shapes_is_refused_naming_the_key(cell, tmp_path, key, value):
+    cfg = yaml.safe_load((cell / "config.yaml").read_text())
+    node = cfg
+    *path, last = key.split(".")
+    for k in path:
+        node = node[k]
+    assert node[last] != value
+    node[last] = value
+    (cell / "config.yaml").write_text(yaml.safe_dump(cfg))
+    with pytest.raises(DataError, match="config.yaml was edited since training") as e:
+        predict(pcfg(cell), tmp_path / "p")
+    assert key in str(e.value)
+
+
+def test_recorded_scores_that_the_model_does_not_reproduce_are_refused(cell, tmp_path):
+    run = cell / "runs" / f"run_{best_run(cell)['run']:02d}"
+    rec = json.loads((run / "results.json").read_text())
+    rec["test_micro_f1"] += 0.5
+    (run / "results.json").write_text(json.dumps(rec))
+    with pytest.raises(DataError, match="does not reproduce the run's scores.*test_micro_f1"):
+        predict(pcfg(cell), tmp_path / "p")
+    assert predict(pcfg(cell, check_scores=False), tmp_path / "q")["runs"][run.name]
+
+
+def test_predict_leaves_the_cell_byte_identical_and_never_writes_into_it(cell, tmp_path):
+    other = cell / "runs" / f"run_{1 - best_run(cell)['run']:02d}"
+    (other / "results.json").write_text("{not json")  # read, never set aside
+    (other / checkpoint.META_FILE).write_text("[]")
+    before = hashes(cell)
+    r = predict_py(f"run={cell}", f"hydra.run.dir={tmp_path / 'p'}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    for inside in (cell, cell / "runs" / "run_00", cell / "preds"):
+        refused = predict_py(f"run={cell}", f"hydra.run.dir={inside}")
+        assert refused.returncode == 2 and "never writes into a run" in refused.stderr
+        assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert hashes(cell) == before and not (cell / "preds").exists()
+    with pytest.raises(ConfigError, match="never writes into a run"):  # in process too
+        predict(pcfg(cell / "runs" / "run_00"), cell / "runs")
+
+
+def test_an_output_folder_is_held_by_one_prediction(cell, tmp_path):
+    out = tmp_path / "p"
+    with predict_guard.held(out):
+        r = predict_py(f"run={cell}", f"hydra.run.dir={out}")  # another process
+    assert r.returncode == 2 and "being written by process" in r.stderr and "Traceback" not in r.stderr
+    assert not (out / "predictions.csv").exists()
+    assert predict(pcfg(cell), out)  # released: the folder can be written again
+
+
+def test_the_default_output_folder_is_one_per_invocation():
+    code = "\n".join(
+        [
+            f"import sys; sys.path.insert(0, {str(REPO)!r}); import predict",
+            "from hydra import compose, initialize_config_dir",
+            f"with initialize_config_dir(config_dir={str(REPO / 'conf')!r}, version_base='1.3'):",
+            "    print(compose('predict', ['run=x'], return_hydra_config=True).hydra.run.dir)",
+        ]
+    )
+    dirs = set()
+    for _ in range(2):  # two processes, started within one second or not
+        r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        dirs.add(r.stdout.strip().splitlines()[-1])
+    assert len(dirs) == 2 and all("/predict/" in d for d in dirs), dirs
+
+
+def test_missing_models_are_refused_not_replaced(cell, tmp_path):
+    best = best_run(cell)["run"]
+    (cell / "runs" / f"run_{best:02d}" / checkpoint.MODEL_FILE).unlink()
+    with pytest.raises(DataError, match=f"run_{best:02d}, the best run by validation Micro-F1, has no model.pt"):
+        predict(pcfg(cell), tmp_path / "a")
+    with pytest.raises(DataError, match=f"runs run_{best:02d} have no model.pt; the ensemble would be of 1 runs"):
+        predict(pcfg(cell, ensemble=True), tmp_path / "b")
+    res = predict(pcfg(cell, allow_missing=True), tmp_path / "c")
+    assert list(res["runs"]) == [f"run_{1 - best:02d}"]
+    assert list(predict(pcfg(cell, ensemble=True, allow_missing=True), tmp_path / "d")["runs"]) == [
+        f"run_{1 - best:02d}"
+    ]
+
+
+def test_malformed_files_and_options_are_refused_in_one_line(cell, tmp_path):
+    run = cell / "runs" / "run_00"
+    with pytest.raises(ConfigError, match=r"takes no dataset \(given with \+dataset="):
+        predict(OmegaConf.merge(pcfg(run), {"dataset": {"name": "dblp"}}), tmp_path / "p")
+    meta = (run / checkpoint.META_FILE).read_text()
+    (run / checkpoint.META_FILE).write_text(json.dumps({"schema": {"target": 3}}))
+    with pytest.raises(DataError, match="model.json is missing, unreadable or not the record"):
+        predict(pcfg(run), tmp_path / "p")
+    assert (run / checkpoint.META_FILE).exists()  # left as it is
+    (run / checkpoint.META_FILE).write_text(meta)
+    (cell / "config.yaml").write_text("model: [unclosed\n")
+    with pytest.raises(DataError, match="config.yaml is not readable YAML"):
+        predict(pcfg(run), tmp_path / "p")
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(loop)
+    with pytest.raises(RegnnError) as e:
+        predict(pcfg(loop), tmp_path / "p")
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "p" / "predictions.csv").exists()
+
+
+@pytest.mark.onepython
+def test_a_graph_without_any_label_gets_a_prediction_for_every_node(tmp_path):
+    from custom_data import edit_npz, write_npz
+
+    graph = write_npz(tmp_path / "shops").parent
+    cell = tmp_path / "cell"
+    r = run_train(
+        "dataset=custom",
+        f"dataset.path={graph}",
+        "model=re_gcn",
+        "runs=1",
+        "threads=1",
+        "trainer.max_epochs=3",
+        f"hydra.run.dir={cell}",
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    new = tmp_path / "new"
+    shutil.copytree(graph, new)
+
+    def unlabel(z):
+        z["labels"] = -np.ones_like(z["labels"])
+        z["train"] = np.zeros(0, dtype=np.int64)
+        z["val"] = np.zeros_like(z["val"])
+        z["test"] = np.zeros_like(z["test"])
+
+    edit_npz(new, unlabel)
+    res = predict(pcfg(cell, dataset_path=str(new)), tmp_path / "p")
+    df = pd.read_csv(tmp_path / "p" / "predictions.csv")
+    assert len(df) == len(np.load(new / "graph.npz")["labels"]) and set(df.split) == {"unlabelled"}
+    assert (df.label == -1).all() and res["runs"]["run_00"] == {}
+    probs = df[[c for c in df.columns if c.startswith("p_")]]
+    assert probs.shape[1] == 3 and ((probs.sum(axis=1) - 1).abs() < 1e-5).all()
+    with pytest.raises(DataError, match="split 'train' is empty"):  # training still refuses such a graph
+        from regnn.pipeline.from_config import load_data
+
+        load_data(OmegaConf.create({"name": "custom", "format": "custom", "path": str(new), "feature_norm": "none"}))
+
+
+def test_a_full_disk_while_writing_a_model_leaves_no_partial_file(tmp_path, monkeypatch):
+    def full(obj, f, *a, **k):
+        with open(f, "wb") as h:
+            h.write(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(io_safe.OutputError, match="No space left on device") as e:
+        checkpoint.write_tensors(tmp_path / checkpoint.MODEL_FILE, {"w": torch.ones(2)})
+    assert "\n" not in str(e.value) and list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+
+    def no_rename(a, b):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", no_rename)
+    with pytest.raises(io_safe.OutputError):
+        checkpoint.write_tensors(tmp_path / checkpoint.MODEL_FILE, {"w": torch.ones(2)})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_temporary_files_of_killed_writes_are_removed_when_the_folder_is_written(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".model.pt.{dead.pid}.tmp"
+    live = tmp_path / f".model.pt.{os.getppid()}.tmp"  # a process that runs: its write may be under way
+    stale_json = tmp_path / f".results.json.{dead.pid}.tmp"
+    for p in (stale, live, stale_json):
+        p.write_bytes(b"x")
+    checkpoint.write_tensors(tmp_path / checkpoint.SCALING_FILE, {"w": torch.ones(2)})
+    assert not stale.exists() and not stale_json.exists() and live.exists()
+    (tmp_path / f".history.csv.{dead.pid}.tmp").write_bytes(b"x")
+    io_safe.write_text(tmp_path / "history.csv", "a\n")  # a text write removes its own file's only
+    assert not (tmp_path / f".history.csv.{dead.pid}.tmp").exists()
+
+
+def test_reading_a_malformed_record_only_reads_where_asked(tmp_path):
+    f = tmp_path / "results.json"
+    f.write_text("{broken")
+    assert io_safe.read_json(f, set_aside=False) is None and f.read_text() == "{broken"
+    assert io_safe.read_json(f) is None and not f.exists() and (tmp_path / "results.json.invalid").exists()
+
+
+class _Part:
+    def __init__(self):
+        self.s = {"lr": 0.1, "t": torch.arange(4.0)}
+        self.epoch = 3
+
+    def state(self):
+        return self.s
+
+    def load_state(self, s):
+        self.s = s
+
+
+@pytest.mark.parametrize("damage", ["flipped bit", "not a checkpoint"])
+def test_a_damaged_resume_checkpoint_is_refused_in_one_line(tmp_path, damage):
+    model = torch.nn.Linear(4, 3)
+    ck = RunCheckpoint(tmp_path, 1.0, {"config": "c", "graph": "g", "seed": 0}, resume=True)
+    ck.attach(model, _Part(), _Part())
+    ck.save(ck.loop, "test")
+    path = tmp_path / "checkpoint.pt"
+    if damage == "flipped bit":
+        name, start, size = next(r for r in tensor_regions(path) if r[2] == 4 * 12)  # the 4x3 weight
+        b = bytearray(path.read_bytes())
+        b[start + 5] ^= 0x10
+        path.write_bytes(bytes(b))
+    else:
+        torch.save([1, 2], path)
+    again = RunCheckpoint(tmp_path, 1.0, {"config": "c", "graph": "g", "seed": 0}, resume=True)
+    with pytest.raises(DataError, match="damaged|not a checkpoint") as e:
+        again.attach(torch.nn.Linear(4, 3), _Part(), _Part())
+    assert "\n" not in str(e.value) and "move it away" in str(e.value)
