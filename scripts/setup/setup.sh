@@ -54,9 +54,15 @@ if [ "${REGNN_VENV_CACHE:-}" = "none" ]; then
 else
   deps=${REGNN_VENV_CACHE:-$HOME/.cache/regnn}/deps-py$pyver-$lock_hash
   if [ ! -f "$deps/.complete" ]; then
+    mkdir -p "$(dirname "$deps")"
+    # one installer per cache: a second setup started meanwhile (two make targets, two checkouts) waits here,
+    # then finds .complete, instead of removing the folder the first is installing into
+    exec 9>"$deps.lock"
+    if command -v flock >/dev/null; then flock 9; else echo "setup: no flock (util-linux): run one setup at a time" >&2; fi
+  fi
+  if [ ! -f "$deps/.complete" ]; then
     echo "setup: installing requirements.lock into the shared cache $deps (a few minutes, once per machine)"
     rm -rf "$deps"
-    mkdir -p "$(dirname "$deps")"
     "$PY" -m venv "$deps"
     # a changed lock starts from the newest complete cache (hard links: no copy, no download), so pip fetches
     # only the packages that differ; without one (or across filesystems) it installs everything
@@ -75,6 +81,7 @@ else
     quiet_pip "$deps/bin/pip" install -q --disable-pip-version-check -r requirements.lock
     touch "$deps/.complete"
   fi
+  exec 9>&-  # releases the lock (a no-op where it was not taken)
   # Make the cached packages visible inside .venv (addsitedir also processes their own .pth files).
   # (rewritten only when it changes: parallel make targets run this script side by side)
   pth="$(site_of "$venv")/_regnn_deps.pth"
