@@ -15,7 +15,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-import regnn.config  # noqa: F401  (registers the ${repo_root:} resolver used by conf/paths)
+import regnn.config  # registers the ${repo_root:} resolver used by conf/paths; torch-free
 from regnn.entry import discard_unused_run_dir, run
 from regnn.errors import CellBusy, RegnnError, Unsupported
 
@@ -26,12 +26,14 @@ def main(cfg: DictConfig) -> float:
     from hydra.types import RunMode
 
     from regnn import interrupt
-    from regnn.pipeline import train
 
     interrupt.install()  # SIGTERM / SIGUSR1 (SLURM's stop signals): end at the next epoch, finished runs kept
     try:
         out_dir = HydraConfig.get().runtime.output_dir
         interrupt.check("before it started")  # a sweep signalled during an earlier cell stops here
+        regnn.config.validate(cfg)  # a bad value is answered now, not after the seconds torch takes to import
+        from regnn.pipeline import train
+
         if cfg.get("compare") and cfg.compare.tune:  # experiment=compare compare.tune=true: tune, then train
             from regnn.experiments.compare import tuned_cell
 

@@ -27,7 +27,9 @@ def _hydra_line(e: Exception) -> str | None:
 
     if isinstance(e, MissingConfigException):
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-        options = [ln for ln in lines[2:] if not ln.startswith("Available")]
+        # the options, then (where Hydra adds it) the config search path, which is no option
+        ends = [i for i, ln in enumerate(lines) if ln.startswith("Config search path")]
+        options = [ln for ln in lines[2 : ends[0] if ends else None] if not ln.startswith("Available")]
         head = lines[0].split(": ", 1)[-1] if lines else "a config option was not found"
         return f"{head}; available: {', '.join(options)}" if options else head
     if isinstance(e, ConfigCompositionException):

@@ -3,7 +3,9 @@
 Every model config merges onto a schema (`defaults: - /schema/model/<name>@_here_`), so a key the model does
 not take, misspelt in a YAML file or on the command line, fails at composition with Hydra's message
 (`Key 'hiden' not in 'gcn'`). The keys of a backbone with relation weights are REGNN's (MODEL_KEYS) plus its
-builder's keyword arguments (regnn.models.backbones): a new builder gets its schema with no further code.
+builder's keyword arguments (regnn.models.backbones), listed in BACKBONE_KEYS: this module is read before torch
+is imported, so that a misspelt key is answered at once, and a test holds the table equal to the builders'
+signatures (a new builder fails it until its keys are added here).
 Fields are untyped (values are checked by regnn.config.validate) and have no defaults: the YAML files hold every
 value, so the composed config has exactly the keys its files give.
 
@@ -15,18 +17,29 @@ regnn.catalog (re_gcn, gcn, gcn_e, gcn_s, ...) is a node in the `model` group th
 from __future__ import annotations
 
 import inspect
-from dataclasses import field, fields, make_dataclass
+from dataclasses import field, make_dataclass
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from regnn import catalog
-from regnn.core import relation as relation_settings
 
-RELATION_KEYS = tuple(f.name for f in fields(relation_settings.Relation))  # model.relation's keys
+# model.relation's keys: the fields of regnn.core.relation.Relation
+RELATION_KEYS = ("edge_embeddings", "self_loop_embeddings", "scale", "negative_slope")
 MODEL_KEYS = ("name", "backbone", "hidden", "num_layers", "dropout", "double_dropout")  # REGNN's own
 BUILDER_ARGS = ("hidden", "num_classes", "num_layers")  # given by REGNN, not by the config
+# backbone -> builder_keys(regnn.models.backbones.BACKBONES[backbone]), in the builder's order
+BACKBONE_KEYS = {
+    "gcn": ("activation", "norm", "layout", "layer_norm"),
+    "gat": ("heads", "activation", "attn_dropout", "attn_negative_slope", "residual", "layout", "layer_norm"),
+    "sage": ("activation",),
+    "gin": ("activation", "mlp_dropout"),
+    "gatv2": ("heads", "activation", "attn_dropout", "attn_negative_slope", "residual", "layout"),
+    "mixhop": ("activation", "powers"),
+    "mlp": ("activation",),
+    "appnp": ("activation", "steps", "teleport", "norm"),
+}
 LAYOUT_KEYS = {"gcn": ("layout", "layer_norm"), "gat": ("layer_norm",)}  # only in conf/layout/ (the stack layout)
 MAGNN_KEYS = (
     "name",
@@ -101,11 +114,8 @@ def builder_keys(builder) -> tuple[str, ...]:
 
 
 def schemas() -> dict[str, type]:
-    from regnn.models.backbones import BACKBONES
-
     out = {}
-    for b, builder in BACKBONES.items():
-        own = builder_keys(builder)
+    for b, own in BACKBONE_KEYS.items():
         base = MODEL_KEYS if b != "mlp" else tuple(k for k in MODEL_KEYS if k != "double_dropout")
         out[b] = _schema(b, base + tuple(k for k in own if k not in LAYOUT_KEYS.get(b, ())), relation=Relation)
         if b in LAYOUT_KEYS:
@@ -119,15 +129,13 @@ def schemas() -> dict[str, type]:
 def model_keys(model: dict) -> set[str]:
     """The keys a composed model config may hold: its schema's, where the model names one (a `+model.<key>`
     override bypasses the composition check, so validation asks this)."""
-    from regnn.models.backbones import BACKBONES
-
     arch = catalog.arch_name(model)
     if arch in BASELINE_KEYS:
         return set(BASELINE_KEYS[arch])
     b = model.get("backbone")
-    if b not in BACKBONES:
+    if b not in BACKBONE_KEYS:
         return set(model)  # an unknown backbone: validation names that first
-    keys = set(MODEL_KEYS) | set(builder_keys(BACKBONES[b])) | set(LAYOUT_KEYS.get(b, ())) | {"relation"}
+    keys = set(MODEL_KEYS) | set(BACKBONE_KEYS[b]) | set(LAYOUT_KEYS.get(b, ())) | {"relation"}
     return keys | set(METAPATH_KEYS) if arch == "metapath_gnn" else keys
 
 

@@ -1,19 +1,21 @@
 """Config helpers: the repo-root resolver for the YAML files, and value checks with plain-language errors.
 
 Hydra rejects unknown keys and unknown group options itself (configs are in struct mode); this module checks
-the values Hydra cannot know are wrong.
+the values Hydra cannot know are wrong. It imports nothing that imports torch (tests/test_first_line.py), so that
+train.py answers a bad value in a second, before torch is imported.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 import regnn.schema  # noqa: F401  (also registers the model schemas and names in Hydra's ConfigStore)
 from regnn.catalog import ARCH_DEFAULT, arch_name
+from regnn.errors import DataError
+from regnn.names import FEATS_TYPES, LR_SCHEDULES, MONITORS, OPTIMIZERS, PRECISIONS, dataset_keys, is_device_name
 from regnn.paths import REPO_ROOT
-from regnn.training.device import is_device_name
-from regnn.training.trainer import PRECISIONS
 
 from regnn.config.checks import (
     MAX_EPOCHS,
@@ -63,8 +65,9 @@ if not OmegaConf.has_resolver("regnn.graph_name"):
     OmegaConf.register_new_resolver("regnn.graph_name", graph_folder)
 
 
-def validate(cfg: DictConfig, backbones, feats_types) -> None:
-    """Raises ConfigError naming the first bad value and what it should be."""
+def validate(cfg: DictConfig, backbones=regnn.schema.BACKBONE_KEYS, feats_types=FEATS_TYPES) -> None:
+    """Raises ConfigError naming the first bad value and what it should be (DataError for a dataset.path that
+    does not exist)."""
     _validate_job(cfg)
     _validate_model(cfg, backbones)
     _validate_training(cfg)
@@ -184,8 +187,6 @@ def _validate_model(cfg: DictConfig, backbones) -> None:
 
 def _validate_training(cfg: DictConfig) -> None:
     o = cfg.optimizer
-    from regnn.training.trainer import OPTIMIZERS
-
     check(o.name in OPTIMIZERS, "optimizer.name", o.name, f"use one of {list(OPTIMIZERS)}")
     number(cfg, "optimizer.lr", lo=0, lo_open=True, hi=MAX_LR)
     number(cfg, "optimizer.weight_decay", lo=0, hi=MAX_LR)
@@ -193,9 +194,6 @@ def _validate_training(cfg: DictConfig) -> None:
         number(cfg, "trainer.max_epochs", lo=1, hi=MAX_EPOCHS, integer=True)
     number(cfg, "trainer.patience", lo=1, hi=MAX_EPOCHS, integer=True)
     if "stop_on" in cfg.trainer and cfg.trainer.name != "minibatch":  # the full-batch trainer's
-        from regnn.training.early_stopping import MONITORS
-        from regnn.training.trainer import LR_SCHEDULES
-
         stop_on(cfg.trainer, [m for m in MONITORS if m != "val_acc"])  # accuracy is Micro-F1 here
         check(
             cfg.trainer.lr_schedule in LR_SCHEDULES,
@@ -207,9 +205,7 @@ def _validate_training(cfg: DictConfig) -> None:
 
 def _dataset_keys(d: DictConfig) -> None:
     """A `+dataset.<key>` the dataset's loader does not take is refused here, as `+model.<key>` is, not deep in
-    the loader."""
-    from regnn.data import dataset_keys
-
+    the loader; so is a dataset.path that does not exist (the loader would say the same, after importing torch)."""
     known = dataset_keys(str(d.get("format", "magnn")))
     unknown = sorted(set(d) - known)
     check(
@@ -219,6 +215,9 @@ def _dataset_keys(d: DictConfig) -> None:
         f"dataset {d.get('name')} (format {d.get('format', 'magnn')}) has no such key (known: "
         f"{', '.join(sorted(known))})",
     )
+    path = d.get("path") if d.get("format") == "custom" else None
+    if path not in (None, "", "???") and not Path(str(path)).expanduser().exists():
+        raise DataError(f"dataset.path={path}: no such file or folder")
 
 
 __all__ = ["graph_folder", "validate", "validate_minibatch", "whole_graph_degrees"]

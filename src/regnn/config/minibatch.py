@@ -6,7 +6,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.catalog import arch_name
 from regnn.config.checks import check, number, stop_on
-from regnn.models import ARCHS
+from regnn.names import INPUT_DROPOUT, MONITORS, SAMPLING_MODES
 from regnn.training.options import fanouts_for
 
 # -- trainer=minibatch: checks of the mini-batch trainer's values -------------------------------------------
@@ -24,6 +24,8 @@ def validate_minibatch(cfg: DictConfig, eval_modes) -> None:
 
 def _model_on_blocks(m: DictConfig) -> None:
     """A model whose layers run on sampled blocks: an RE-GNN stack of a backbone that has them."""
+    from regnn.models import ARCHS  # torch: imported where a mini-batch config is checked, after the others
+
     arch = arch_name(m)
     sampled = getattr(ARCHS.get(arch), "sampled", None)  # the registry's build on sampled blocks
     check(
@@ -106,16 +108,10 @@ def _trainer_values(cfg: DictConfig, eval_modes) -> None:
         number(cfg, "trainer.max_batches", lo=1, integer=True)
     number(cfg, "trainer.embed_lr", lo=0, lo_open=True)
     check(t.eval in eval_modes, "trainer.eval", t.eval, f"use one of {list(eval_modes)}")
-    from regnn.models.sampled import INPUT_DROPOUT
-
     check(
         t.input_dropout in INPUT_DROPOUT, "trainer.input_dropout", t.input_dropout, f"use one of {list(INPUT_DROPOUT)}"
     )
-    from regnn.training.early_stopping import MONITORS
-
     stop_on(t, list(MONITORS))
-    from regnn.training.sampling import SAMPLING_MODES
-
     check(
         t.sampling in SAMPLING_MODES,
         "trainer.sampling",

@@ -11,6 +11,7 @@ from regnn.data.relation_graph import RelationGraph, build_relation_graph
 from regnn.data.specs import BUILTIN, MagnnSpec, builtin_spec
 from regnn.data.synthetic import CountGraph, make_count_graph, make_synthetic
 from regnn.errors import DataError
+from regnn.names import COMMON_DATASET_KEYS as COMMON_KEYS
 
 __all__ = [
     "HeteroDataset",
@@ -28,14 +29,10 @@ __all__ = [
     "to_heterodata",
 ]
 
-# the keys of every dataset config: load_dataset's own, the display name and the meta-paths (read by the models)
-COMMON_KEYS = frozenset(
-    {"name", "format", "dir", "feats_type", "verify", "sums", "feature_norm", "display_name", "metapaths"}
-)
-
 
 def dataset_keys(format: str) -> set[str]:
-    """The keys a dataset config of this format may hold: the common ones and its loader's keyword arguments."""
+    """The keys a dataset config of this format may hold: the common ones and its loader's keyword arguments
+    (regnn.names.DATASET_KEYS, which the config check reads without importing the loaders, must equal these)."""
     import inspect
 
     if format == "synthetic":

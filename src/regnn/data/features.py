@@ -6,11 +6,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from regnn.names import FEATS_TYPES  # raw, target_zeros, target_onehot: the authors' feats_type 0, 1, 2
 
-# raw: every type its own features (one-hot ids where a type has none)   [authors' feats_type 0]
-# target_zeros: target type raw, every other type a 10-d zero vector      [authors' feats_type 1]
-# target_onehot: target type raw, every other type one-hot ids            [authors' feats_type 2]
-FEATS_TYPES = ("raw", "target_zeros", "target_onehot")
 _ALIASES = {"0": "raw", "1": "target_zeros", "2": "target_onehot"}
 ZERO_DIM = 10
 

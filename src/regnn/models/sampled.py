@@ -17,11 +17,8 @@ from torch import nn
 
 from regnn.core.conv import ProjectAfterHop
 from regnn.models.regnn import REGNN, SparseInputMM
+from regnn.names import INPUT_DROPOUT
 from regnn.perf import StepTimer
-
-
-# where the first layer's dropout applies (trainer.input_dropout): see SampledREGNN
-INPUT_DROPOUT = ("projected", "features")
 
 
 def is_one_hot_ids(x: torch.Tensor) -> bool:

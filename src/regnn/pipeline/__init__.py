@@ -19,9 +19,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from regnn.config import validate, validate_minibatch
-from regnn.data.features import FEATS_TYPES
 from regnn.errors import Unsupported
-from regnn.models import BACKBONES
 from regnn.pipeline import metapath
 from regnn.pipeline.fullbatch import FullBatchJob
 from regnn.pipeline.minibatch import MinibatchJob
@@ -45,7 +43,7 @@ def train(cfg: DictConfig, out_dir: str | Path) -> dict:
 
 def check(cfg: DictConfig) -> None:
     """Raises ConfigError (one line: the value, the reason, the fix) for a config that cannot train."""
-    validate(cfg, BACKBONES, FEATS_TYPES)
+    validate(cfg)
     m = cfg.model
     if "metapaths" in m and OmegaConf.select(cfg, "dataset.metapaths", default=None) is None:  # a valid config,
         # but not for this graph: a sweep over models names it in one line and goes on (train.py)

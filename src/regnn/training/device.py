@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import torch
 
-DEVICES = ("auto", "cpu", "cuda")  # and cuda:N
-
-
-def is_device_name(requested: str) -> bool:
-    """Whether `requested` names a device select_device takes (auto, cpu, cuda or cuda:N)."""
-    return requested in DEVICES or (requested.startswith("cuda:") and requested[5:].isdigit())
+from regnn.names import is_device_name
 
 
 def select_device(requested: str = "auto") -> tuple[torch.device, str]:

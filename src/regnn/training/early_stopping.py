@@ -6,8 +6,7 @@ import copy
 import math
 from collections.abc import Mapping, Sequence
 
-# what early stopping can watch: name -> whether higher is better
-MONITORS = {"val_loss": False, "val_micro_f1": True, "val_macro_f1": True, "val_acc": True}
+from regnn.names import MONITORS  # what early stopping can watch: name -> whether higher is better
 
 
 class EarlyStopping:

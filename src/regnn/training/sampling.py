@@ -20,6 +20,7 @@ import torch
 
 from regnn.core.adjacency import Adjacency
 from regnn.core.backend import choose_backend
+from regnn.names import SAMPLING_MODES
 from regnn.perf import one_openmp_thread
 from regnn.training.sampled_graph import SampledGraph
 
@@ -33,9 +34,6 @@ __all__ = [
     "stream_seed",
     "to_device",
 ]
-
-
-SAMPLING_MODES = ("deterministic", "parallel")
 
 
 class SampledBatch(NamedTuple):

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from regnn import interrupt
 from regnn.core.adjacency import at_least_fp32
 from regnn.evaluation.metrics import f1_scores, split_scores
+from regnn.names import LR_SCHEDULES, OPTIMIZERS, PRECISIONS
 from regnn.training.loop import EpochLoop, StopRule
 from regnn.training.options import FullBatchOptions
 
@@ -47,9 +48,6 @@ def make_optimizer(params, name: str = "adam", lr: float = 1e-3, weight_decay: f
     raise ValueError(f"unknown optimizer {name!r} ({', '.join(OPTIMIZERS)})")
 
 
-OPTIMIZERS = ("adam", "adamw", "sgd")
-
-
 class Progress:
     """One self-updating line per run on a terminal; silent otherwise (logs get the per-run summary)."""
 
@@ -68,18 +66,12 @@ class Progress:
             sys.stderr.flush()
 
 
-PRECISIONS = ("fp32", "bf16")
-
-
 def autocast(precision: str, device) -> torch.autocast:
     """precision="bf16": dense matrix products in bfloat16 (AMX on recent Xeons, tensor cores on GPUs), sparse
     aggregation, attention and the loss in float32. "fp32": everything in float32."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be fp32 or bf16, got {precision!r}")
     return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16")
-
-
-LR_SCHEDULES = ("constant", "cosine", "onecycle")
 
 
 def make_schedule(opt, name: str, epochs: int):
