@@ -375,3 +375,14 @@ def test_a_damaged_resume_checkpoint_is_refused_in_one_line(tmp_path, damage):
     with pytest.raises(DataError, match="damaged|not a checkpoint") as e:
         again.attach(torch.nn.Linear(4, 3), _Part(), _Part())
     assert "\n" not in str(e.value) and "move it away" in str(e.value)
+
+
+def test_edited_feature_statistics_are_refused(tmp_path):
+    run = tmp_path / "runs" / "run_00"
+    scaling = {"item": {"method": "standard", "mean": np.zeros(3, np.float32), "scale": np.ones(3, np.float32)}}
+    checkpoint.save(run, torch.nn.Linear(3, 2), {"schema": {}}, scaling=scaling)
+    meta = json.loads((run / checkpoint.META_FILE).read_text())
+    assert checkpoint.load_scaling(run, meta)["item"]["scale"].tolist() == [1, 1, 1]
+    torch.save({"item.mean": torch.zeros(3), "item.scale": torch.full((3,), 2.0)}, run / checkpoint.SCALING_FILE)
+    with pytest.raises(DataError, match="scaling.pt is not the file training wrote"):
+        checkpoint.load_scaling(run, meta)

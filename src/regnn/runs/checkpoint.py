@@ -84,6 +84,7 @@ def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None
     }
     if stats:
         write_tensors(run_dir / SCALING_FILE, stats)
+        meta["integrity"]["scaling_sha256"] = integrity.tensors_digest(stats)
     io_safe.write_json(run_dir / META_FILE, {**meta, "feature_scaling": {t: r["method"] for t, r in scaling.items()}})
 
 
@@ -99,8 +100,14 @@ def load_scaling(run_dir: Path, meta: dict) -> dict | None:
             "statistics; copy the run folder whole, or train it again"
         )
     stats = load_tensors(f, "scaling") if "standard" in methods.values() else {}
-    if not isinstance(stats, dict):
+    if not isinstance(stats, dict) or not all(isinstance(v, torch.Tensor) for v in stats.values()):
         raise DataError(f"{Path(run_dir) / SCALING_FILE} is not the feature statistics a run wrote")
+    want = (meta.get("integrity") or {}).get("scaling_sha256")
+    if stats and want is not None and integrity.tensors_digest(stats) != want:
+        raise DataError(
+            f"{f} is not the file training wrote (its sha256 differs from the one model.json records); copy the "
+            "run folder again whole, or train the run again"
+        )
     out = {}
     for t, m in methods.items():
         out[t] = {"method": m}
