@@ -51,9 +51,36 @@ def _hydra_line(e: Exception) -> str | None:
     return None
 
 
+def _look_up_groups_once() -> None:
+    """Hydra's --help lists the config groups by walking the group tree twice, and each of its ~160 look-ups
+    deep-copies the whole config store (regnn's model schemas and names included): 5-10 s before the first line.
+    Nothing changes the store while the help is written, so each distinct look-up is answered once (~60)."""
+    try:
+        from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    except ImportError:  # a Hydra laid out otherwise: its help as it is, only slower
+        return
+    import inspect
+
+    look_up = ConfigLoaderImpl.get_group_options
+    signature = inspect.signature(look_up)
+    answers: dict = {}
+
+    def once(self, *args, **kwargs):
+        call = signature.bind(self, *args, **kwargs)  # the same look-up, whether by position, keyword or default
+        call.apply_defaults()
+        key = (id(self), repr(list(call.arguments.values())[1:]))
+        if key not in answers:
+            answers[key] = look_up(self, *args, **kwargs)
+        return list(answers[key])
+
+    ConfigLoaderImpl.get_group_options = once
+
+
 def run(main) -> None:
     """Calls the @hydra.main function `main` and exits with one line where Hydra fails before regnn's code runs."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors to here instead of printing and exiting 1
+    if {"--help", "-h", "--hydra-help"} & set(sys.argv[1:]):
+        _look_up_groups_once()
     try:
         main()
     except Interrupted as e:  # a local sweep stopped by a signal: each cell has said what it kept and how to resume
