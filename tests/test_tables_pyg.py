@@ -81,6 +81,36 @@ def test_heterodata_unlabelled_nodes_ids_and_reversed_relations():
         from_pyg_dict(d, "paper")
 
 
+@pytest.mark.parametrize(
+    "x, message",
+    [
+        (
+            lambda: torch.sparse_coo_tensor(torch.tensor([[0, 1], [0, 1]]), torch.tensor([1.0, float("nan")]), (2, 2)),
+            "NaN",
+        ),
+        (lambda: torch.tensor([[1.0, 0.0], [0.0, float("inf")]]).to_sparse_csr(), "NaN or inf"),
+        (
+            lambda: torch.sparse_coo_tensor(
+                torch.tensor([[0], [0]]), torch.tensor([1e300], dtype=torch.float64), (2, 2)
+            ),
+            "float32",
+        ),
+    ],
+)
+def test_sparse_heterodata_features_are_checked_like_dense_ones(x, message):
+    d = {
+        "paper": {"x": torch.rand(4, 2), "y": torch.tensor([0, 1, 0, 1]), "train_idx": torch.tensor([0, 1])},
+        "author": {"x": x()},
+        ("author", "writes", "paper"): {"edge_index": torch.tensor([[0, 1], [0, 2]])},
+    }
+    d["paper"].update(val_idx=torch.tensor([2]), test_idx=torch.tensor([3]))
+    with pytest.raises(DataError) as e:
+        from_pyg_dict(d, "paper")
+    assert str(e.value).startswith("HeteroData: author.x (sparse) holds") and message in str(e.value)
+    d["author"]["x"] = torch.eye(2).to_sparse()
+    assert torch.equal(from_pyg_dict(d, "paper").features["author"].to_dense(), torch.eye(2))
+
+
 def settings_of(cell) -> list[str]:
     """The model, optimizer and trainer settings a cell trained with, as overrides (a custom graph gets the custom
     defaults; the same settings make the runs comparable)."""

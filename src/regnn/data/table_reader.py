@@ -143,10 +143,13 @@ def _header(path: Path, encoding: str) -> list[str]:
 
 
 def _duplicates(path: Path, names: list[str]) -> None:
-    twice = sorted({n for n in names if names.count(n) > 1})
+    from collections import Counter
+
+    twice = sorted(n for n, k in Counter(names).items() if k > 1)
     if twice:
+        many = len(twice) > 1
         raise DataError(
-            f"{path}: the header names column{'s' * (len(twice) > 1)} {', '.join(map(quote, twice))} more than once; "
+            f"{path}: column name{'s' * many} {', '.join(map(quote, twice))} appear{'s' * (not many)} more than once; "
             "every column needs its own name"
         )
 
@@ -202,6 +205,16 @@ def _read_csv(path: Path) -> Table:
     return table
 
 
+def _read_parquet(path: Path) -> Table:
+    import pyarrow.parquet as pq
+
+    try:
+        _duplicates(path, pq.read_schema(path).names)  # before reading: pyarrow cannot tell such columns apart
+        return Table(path, pq.read_table(path))
+    except (pa.ArrowException, OSError) as e:
+        raise DataError(f"{path} cannot be read as a parquet table ({str(e).splitlines()[0][:200]}); {DOC}") from None
+
+
 def _repeated_header(table: Table) -> None:
     """A row equal to the header, column by column (tables joined with their headers), is refused."""
     import numpy as np
@@ -228,17 +241,6 @@ def read_table(path: Path) -> Table:
     """A CSV or parquet file as a Table (module docstring); anything else refused in one line naming the file."""
     if not path.is_file():
         raise DataError(f"{path} {'is a folder, not a file' if path.is_dir() else 'does not exist'}; {DOC}")
-    if path.suffix.lower() in PARQUET:
-        import pyarrow.parquet as pq
-
-        try:
-            table = Table(path, pq.read_table(path))
-        except (pa.ArrowException, OSError) as e:
-            raise DataError(
-                f"{path} cannot be read as a parquet table ({str(e).splitlines()[0][:200]}); {DOC}"
-            ) from None
-        _duplicates(path, table.data.column_names)
-    else:
-        table = _read_csv(path)
+    table = _read_parquet(path) if path.suffix.lower() in PARQUET else _read_csv(path)
     _repeated_header(table)
     return table
