@@ -16,36 +16,26 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.func import functional_call
 
-from regnn.core.adjacency import Adjacency
 from regnn.core.attention import REGATConv as _GATLayer
 from regnn.core.conv import REGraphConv
 from regnn.core.relation import Relation, RelationWeights
+from regnn.nn.graph import GraphCache, check_graph, check_inputs, typed_adjacency
 
 __all__ = ["REGCNConv", "REGATConv", "typed_adjacency"]
 
 # which relation weights a layer learns (the others stay 1): RE-GNN, its two ablations, the plain layer
 LEARN = {"both": (True, True), "edges": (True, False), "self": (False, True), "none": (False, False)}
 NEGATIVE_SLOPE = 0.01  # of tau = LeakyReLU (and of RE-GAT's attention logits): the authors' code
-
-
-def typed_adjacency(
-    edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor, num_relations: int
-) -> Adjacency:
-    """The graph a layer propagates over: the edges without their self-edges, plus one self-loop per node whose
-    relation is num_relations + its node type (RE-GNN's typed self-loops), ordered by destination."""
-    src, dst = edge_index[0].long(), edge_index[1].long()
-    keep = src != dst
-    n = node_type.numel()
-    ids = torch.arange(n, device=src.device)
-    src, dst = torch.cat([src[keep], ids]), torch.cat([dst[keep], ids])
-    rel = torch.cat([edge_type.long()[keep], num_relations + node_type.long()])
-    order = torch.argsort(dst * n + src)
-    return Adjacency.from_edges(src[order], dst[order], rel[order], n)
+# dtypes a layer computes in float32 and returns in: the sparse products and attention run in float32 at least
+# (regnn.core.edge_ops.at_least_fp32), so the parameters are taken to float32 for the call, not the sums down
+LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 class _RELayer(nn.Module):
-    """What both layers share: relation weights, their checks, and the graph built once per input graph."""
+    """What both layers share: relation weights, the checks of the inputs, the graph kept between calls on the
+    same inputs (regnn.nn.graph), and the call in the parameters' dtype."""
 
     def __init__(self, num_relations: int, num_node_types: int, heads: int, scale: float, learn: str):
         super().__init__()
@@ -53,38 +43,59 @@ class _RELayer(nn.Module):
             raise ValueError(f"num_relations and num_node_types must be >= 1, got {num_relations}, {num_node_types}")
         if learn not in LEARN:
             raise ValueError(f"learn must be one of {list(LEARN)}, got {learn!r}")
-        self.num_relations, self.num_node_types = num_relations, num_node_types
+        self.num_relations, self.num_node_types, self.learn = num_relations, num_node_types, learn
         edges, loops = LEARN[learn]
         self.relations = RelationWeights(
             num_relations, num_node_types, Relation(edges, loops, scale, NEGATIVE_SLOPE), heads
         )
-        self._graph: tuple | None = None
+        self._graph = GraphCache()  # not state: neither in state_dict nor in a copy of the layer
 
-    def adjacency(self, edge_index, edge_type, node_type) -> Adjacency:
-        key = tuple((t.data_ptr(), t.shape, t._version, t.device) for t in (edge_index, edge_type, node_type))
-        if self._graph is None or self._graph[0] != key:
-            if edge_index.dim() != 2 or edge_index.shape[0] != 2 or edge_type.shape != edge_index.shape[1:]:
-                raise ValueError(
-                    f"edge_index must be (2, E) and edge_type (E,), got {tuple(edge_index.shape)} and "
-                    f"{tuple(edge_type.shape)}"
-                )
-            if edge_type.numel() and (int(edge_type.min()) < 0 or int(edge_type.max()) >= self.num_relations):
-                raise ValueError(
-                    f"edge_type must lie in [0, {self.num_relations}), got "
-                    f"[{int(edge_type.min())}, {int(edge_type.max())}]"
-                )
-            if node_type.numel() and (int(node_type.min()) < 0 or int(node_type.max()) >= self.num_node_types):
-                raise ValueError(
-                    f"node_type must lie in [0, {self.num_node_types}), got "
-                    f"[{int(node_type.min())}, {int(node_type.max())}]"
-                )
-            self._graph = (key, typed_adjacency(edge_index, edge_type, node_type, self.num_relations))
-        return self._graph[1]
+    def adjacency(self, edge_index, edge_type, node_type):
+        """The graph of these inputs (built, after its checks, only where they differ from the last call's)."""
+
+        def build():
+            check_graph(edge_index, edge_type, node_type, self.num_relations, self.num_node_types)
+            return typed_adjacency(edge_index, edge_type, node_type, self.num_relations)
+
+        return self._graph.get(edge_index, edge_type, node_type, build)
+
+    def _propagate(self, x, edge_index, edge_type, node_type) -> tuple[torch.Tensor, torch.dtype]:
+        """(self.conv's output, the dtype the layer returns). Half and bfloat16 layers compute in float32."""
+        dtype = next(self.conv.parameters()).dtype
+        check_inputs(x, node_type, self.in_channels, dtype)
+        adj = self.adjacency(edge_index, edge_type, node_type)
+        if dtype not in LOW_PRECISION or torch.is_autocast_enabled(x.device.type):
+            return self.conv(adj, x, None if self.relations.is_constant else self.relations()), x.dtype
+        # float32 copies of the parameters, differentiable: gradients reach the half-precision parameters
+        up = {k: v.float() for k, v in self.named_parameters()}
+        alpha = None
+        if not self.relations.is_constant:
+            alpha = functional_call(self.relations, _under(up, "relations."), ())
+        return functional_call(self.conv, _under(up, "conv."), (adj, x.float(), alpha)), dtype
+
+    def _apply(self, fn, *args, **kwargs):
+        self._graph.clear()  # .to(device), .half(): the next call builds the graph where its inputs are
+        return super()._apply(fn, *args, **kwargs)
+
+    def _reset_relations(self) -> None:
+        with torch.no_grad():
+            for p in self.relations.parameters():
+                p.fill_(1.0 / self.relations.scale)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.in_channels}, {self.out_channels}, num_relations={self.num_relations}, "
+            f"num_node_types={self.num_node_types}, learn={self.learn!r}"
+        )
 
     def relation_weights(self) -> dict:
         """The learned weight of every relation (by id) and node-type self-loop ("self:<type id>")."""
         names = [*range(self.num_relations), *(f"self:{t}" for t in range(self.num_node_types))]
         return self.relations.named_values(names)
+
+
+def _under(params: dict, prefix: str) -> dict:
+    return {k[len(prefix) :]: v for k, v in params.items() if k.startswith(prefix)}
 
 
 class REGCNConv(_RELayer):
@@ -122,13 +133,24 @@ class REGCNConv(_RELayer):
         learn: str = "both",
     ):
         super().__init__(num_relations, num_node_types, 1, scale, learn)
+        self.in_channels, self.out_channels = in_channels, out_channels
         self.conv = REGraphConv(in_channels, out_channels, bias=bias, norm=norm)
 
     def forward(
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor
     ) -> torch.Tensor:
-        adj = self.adjacency(edge_index, edge_type, node_type)
-        return self.conv(adj, x, None if self.relations.is_constant else self.relations())
+        out, dtype = self._propagate(x, edge_index, edge_type, node_type)
+        return out.to(dtype)
+
+    def reset_parameters(self) -> None:
+        """W xavier-uniform, b 0 and every relation weight 1, as a new layer starts."""
+        nn.init.xavier_uniform_(self.conv.weight)
+        if self.conv.bias is not None:
+            nn.init.zeros_(self.conv.bias)
+        self._reset_relations()
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, norm={self.conv.norm!r}"
 
 
 class REGATConv(_RELayer):
@@ -164,7 +186,7 @@ class REGATConv(_RELayer):
         learn: str = "both",
     ):
         super().__init__(num_relations, num_node_types, heads, scale, learn)
-        self.concat = concat
+        self.in_channels, self.out_channels, self.heads, self.concat = in_channels, out_channels, heads, concat
         self.conv = _GATLayer(
             in_channels, out_channels, heads=heads, attn_dropout=attn_dropout, negative_slope=NEGATIVE_SLOPE, bias=bias
         )
@@ -172,6 +194,18 @@ class REGATConv(_RELayer):
     def forward(
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor
     ) -> torch.Tensor:
-        adj = self.adjacency(edge_index, edge_type, node_type)
-        out = self.conv(adj, x, None if self.relations.is_constant else self.relations())
-        return out.flatten(1) if self.concat else out.mean(1)
+        out, dtype = self._propagate(x, edge_index, edge_type, node_type)
+        return (out.flatten(1) if self.concat else out.mean(1)).to(dtype)
+
+    def reset_parameters(self) -> None:
+        """W and the attention vectors xavier-normal (ReLU gain), b 0 and every relation weight 1, as a new layer
+        starts."""
+        gain = nn.init.calculate_gain("relu")
+        for p in (self.conv.fc.weight, self.conv.attn_l, self.conv.attn_r):
+            nn.init.xavier_normal_(p, gain=gain)
+        if self.conv.bias is not None:
+            nn.init.zeros_(self.conv.bias)
+        self._reset_relations()
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, heads={self.heads}, concat={self.concat}"
