@@ -48,6 +48,7 @@ def test_the_model_runs_under_inference_mode_and_trains_after(name, backend):
     (the graph's, the relation weights') that a training pass after it would trip on: its gradients are those of
     a twin that never ran under inference_mode."""
     data = make_synthetic(num_items=60, num_sources=30, num_tags=7, seed=0)
+    data.features["item"] = data.features["item"].to_sparse()  # multiplied as CSR, kept per input tensor
     graph_inputs = RelationInputs.build(data, backend=backend)
     torch.manual_seed(0)
     model = REGNN.from_inputs(
