@@ -20,7 +20,7 @@ import torch
 import yaml
 from omegaconf import OmegaConf
 
-from conftest import REPO, run_train
+from conftest import REPO, cfg
 from regnn.errors import ConfigError, DataError, RegnnError
 from regnn.pipeline import predict_guard
 from regnn.pipeline.predict import predict
@@ -30,20 +30,19 @@ from regnn.runs.resume import RunCheckpoint
 KEYS = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1")
 
 
+def train(out, *overrides):
+    """A cell trained in this process (as train.py trains it, without a second interpreter's start-up)."""
+    import regnn.pipeline as pipeline
+
+    pipeline.train(cfg(*overrides, "threads=1"), out)
+    assert (out / "results.json").is_file()
+    return out
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     cell = tmp_path_factory.mktemp("integrity") / "cell"
-    r = run_train(
-        "dataset=synthetic",
-        "model=re_gcn",
-        "runs=2",
-        "threads=1",
-        "trainer.max_epochs=12",
-        "trainer.patience=12",
-        f"hydra.run.dir={cell}",
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    return cell
+    return train(cell, "dataset=synthetic", "model=re_gcn", "runs=2", "trainer.max_epochs=12", "trainer.patience=12")
 
 
 @pytest.fixture
@@ -191,12 +190,14 @@ def test_predict_leaves_the_cell_byte_identical_and_never_writes_into_it(cell, t
     (other / "results.json").write_text("{not json")  # read, never set aside
     (other / checkpoint.META_FILE).write_text("[]")
     before = hashes(cell)
-    r = predict_py(f"run={cell}", f"hydra.run.dir={tmp_path / 'p'}")
-    assert r.returncode == 0, r.stderr[-3000:]
-    for inside in (cell, cell / "runs" / "run_00", cell / "preds"):
-        refused = predict_py(f"run={cell}", f"hydra.run.dir={inside}")
-        assert refused.returncode == 2 and "never writes into a run" in refused.stderr
-        assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert predict(pcfg(cell), tmp_path / "p")["runs"]
+    assert predict(pcfg(cell, ensemble=True, allow_missing=True), tmp_path / "e")["runs"]
+    refused = predict_py(f"run={cell}", f"hydra.run.dir={cell / 'runs' / 'run_00'}")
+    assert refused.returncode == 2 and "never writes into a run" in refused.stderr
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    for inside in (cell, cell / "preds"):  # what predict.py reads before Hydra writes into the folder
+        assert "never writes into a run" in predict_guard.argv_refusal([f"run={cell}", f"hydra.run.dir={inside}"])
+    assert predict_guard.argv_refusal([f"run={cell}", f"hydra.run.dir={tmp_path / 'q'}"]) is None
     assert hashes(cell) == before and not (cell / "preds").exists()
     with pytest.raises(ConfigError, match="never writes into a run"):  # in process too
         predict(pcfg(cell / "runs" / "run_00"), cell / "runs")
@@ -212,20 +213,25 @@ def test_an_output_folder_is_held_by_one_prediction(cell, tmp_path):
 
 
 def test_the_default_output_folder_is_one_per_invocation():
-    code = "\n".join(
-        [
-            f"import sys; sys.path.insert(0, {str(REPO)!r}); import predict",
-            "from hydra import compose, initialize_config_dir",
-            f"with initialize_config_dir(config_dir={str(REPO / 'conf')!r}, version_base='1.3'):",
-            "    print(compose('predict', ['run=x'], return_hydra_config=True).hydra.run.dir)",
-        ]
-    )
-    dirs = set()
-    for _ in range(2):  # two processes, started within one second or not
-        r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr[-2000:]
-        dirs.add(r.stdout.strip().splitlines()[-1])
-    assert len(dirs) == 2 and all("/predict/" in d for d in dirs), dirs
+    import importlib.util
+
+    from hydra import compose, initialize_config_dir
+
+    lines = [
+        f"import importlib.util; s = importlib.util.spec_from_file_location('entry', {str(REPO / 'predict.py')!r})",
+        "s.loader.exec_module(importlib.util.module_from_spec(s))",
+        "from hydra import compose, initialize_config_dir",
+        f"with initialize_config_dir(config_dir={str(REPO / 'conf')!r}, version_base='1.3'):",
+        "    print(compose('predict', ['run=x'], return_hydra_config=True).hydra.run.dir)",
+    ]
+    r = subprocess.run([sys.executable, "-c", "\n".join(lines)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    spec = importlib.util.spec_from_file_location("entry", REPO / "predict.py")
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))  # registers this process's folder name
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        here = compose("predict", ["run=x"], return_hydra_config=True).hydra.run.dir
+    there = r.stdout.strip().splitlines()[-1]
+    assert here != there and "/predict/" in here and "/predict/" in there  # even when started within one second
 
 
 def test_missing_models_are_refused_not_replaced(cell, tmp_path):
@@ -269,17 +275,7 @@ def test_a_graph_without_any_label_gets_a_prediction_for_every_node(tmp_path):
     from custom_data import edit_npz, write_npz
 
     graph = write_npz(tmp_path / "shops").parent
-    cell = tmp_path / "cell"
-    r = run_train(
-        "dataset=custom",
-        f"dataset.path={graph}",
-        "model=re_gcn",
-        "runs=1",
-        "threads=1",
-        "trainer.max_epochs=3",
-        f"hydra.run.dir={cell}",
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
+    cell = train(tmp_path / "cell", "dataset=custom", f"dataset.path={graph}", "model=re_gcn", "runs=1")
     new = tmp_path / "new"
     shutil.copytree(graph, new)
 
