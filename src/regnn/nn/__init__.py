@@ -59,13 +59,14 @@ class _RELayer(nn.Module):
 
         return self._graph.get(edge_index, edge_type, node_type, build)
 
-    def _propagate(self, x, edge_index, edge_type, node_type) -> tuple[torch.Tensor, torch.dtype]:
-        """(self.conv's output, the dtype the layer returns). Half and bfloat16 layers compute in float32."""
+    def _propagate(self, x, edge_index, edge_type, node_type) -> tuple[torch.Tensor, torch.dtype | None]:
+        """(self.conv's output, the dtype to return it in: None for as it is). Half and bfloat16 layers compute in
+        float32; under autocast the layer computes as autocast has it."""
         dtype = next(self.conv.parameters()).dtype
         check_inputs(x, node_type, self.in_channels, dtype)
         adj = self.adjacency(edge_index, edge_type, node_type)
         if dtype not in LOW_PRECISION or torch.is_autocast_enabled(x.device.type):
-            return self.conv(adj, x, None if self.relations.is_constant else self.relations()), x.dtype
+            return self.conv(adj, x, None if self.relations.is_constant else self.relations()), None
         # float32 copies of the parameters, differentiable: gradients reach the half-precision parameters
         up = {k: v.float() for k, v in self.named_parameters()}
         alpha = None
@@ -140,7 +141,7 @@ class REGCNConv(_RELayer):
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor
     ) -> torch.Tensor:
         out, dtype = self._propagate(x, edge_index, edge_type, node_type)
-        return out.to(dtype)
+        return out if dtype is None else out.to(dtype)
 
     def reset_parameters(self) -> None:
         """W xavier-uniform, b 0 and every relation weight 1, as a new layer starts."""
@@ -195,7 +196,8 @@ class REGATConv(_RELayer):
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor
     ) -> torch.Tensor:
         out, dtype = self._propagate(x, edge_index, edge_type, node_type)
-        return (out.flatten(1) if self.concat else out.mean(1)).to(dtype)
+        out = out.flatten(1) if self.concat else out.mean(1)
+        return out if dtype is None else out.to(dtype)
 
     def reset_parameters(self) -> None:
         """W and the attention vectors xavier-normal (ReLU gain), b 0 and every relation weight 1, as a new layer
