@@ -6,6 +6,11 @@ A heterogeneous graph made homogeneous (every node type's nodes numbered one aft
 [0, num_node_types). Each layer owns its relation weights and adds the typed self-loops itself. They need neither
 DGL nor PyG.
 
+A layer keeps the graph it built for the next call on inputs of the same content (compared with a copy, never
+found by address: regnn.nn.graph), checks every input (ValueError naming it), and runs in its parameters' dtype:
+half and bfloat16 layers compute in float32 and return their own dtype. The kept graph is no state: copies and
+saved layers build their own.
+
     from regnn.nn import REGCNConv
     conv1 = REGCNConv(128, 64, num_relations=6, num_node_types=4)
     h = conv1(x, edge_index, edge_type, node_type).relu()
