@@ -382,3 +382,14 @@ def test_edited_feature_statistics_are_refused(tmp_path):
     torch.save({"item.mean": torch.zeros(3), "item.scale": torch.full((3,), 2.0)}, run / checkpoint.SCALING_FILE)
     with pytest.raises(DataError, match="scaling.pt is not the file training wrote"):
         checkpoint.load_scaling(run, meta)
+
+
+def test_a_model_saved_without_digests_still_predicts_with_a_warning(cell, tmp_path, caplog):
+    run = cell / "runs" / f"run_{best_run(cell)['run']:02d}"
+    meta = json.loads((run / checkpoint.META_FILE).read_text())
+    del meta["integrity"]
+    (run / checkpoint.META_FILE).write_text(json.dumps(meta))
+    with caplog.at_level("WARNING", logger="regnn"):
+        res = predict(pcfg(cell), tmp_path / "p")
+    assert all(res["runs"][run.name][k] == best_run(cell)[k] for k in KEYS)
+    assert "cannot be checked" in caplog.text and "no config digest" in caplog.text
