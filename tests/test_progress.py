@@ -95,3 +95,24 @@ def test_a_terminal_gets_a_live_bar():
     text = out.decode(errors="replace")
     assert "[dblp re_gcn run 1/2]" in text and "12/40, left ~" in text and "| epoch 11 val" in text
     assert "left ~" in text and "\r" in text  # redrawn in place
+
+
+@pytest.mark.onepython
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_run_logged_to_a_file_shows_its_epochs_best_score_and_time_left(tmp_path, workers):
+    """Not a terminal: log lines (here one per epoch, the interval being tiny), from the main process or from each
+    worker; progress=false keeps the log as it was, without them."""
+    from conftest import run_train
+
+    fast = ["dataset=synthetic", "runs=2", "trainer.max_epochs=4", "trainer.patience=3", f"workers={workers}"]
+    p = run_train(*fast, "progress_interval=1e-9", f"hydra.run.dir={tmp_path / 'on'}")
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if "left ~" in ln]
+    for run in (1, 2):
+        mine = [ln for ln in lines if f"[re_gcn on synthetic run {run}/2] epoch" in ln]
+        assert len(mine) == 4, p.stderr  # epochs 0..3
+        assert "best " in mine[-1] and "at epoch" in mine[-1] and "(4 of 4 epochs)" in mine[-1]
+    log = (tmp_path / "on" / "train.log").read_text()
+    assert sum("left ~" in ln for ln in log.splitlines()) == 8
+    p = run_train(*fast, "progress=false", "progress_interval=1e-9", f"hydra.run.dir={tmp_path / 'off'}")
+    assert p.returncode == 0 and "left ~" not in p.stderr

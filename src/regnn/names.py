@@ -24,6 +24,8 @@ INPUT_DROPOUT = ("projected", "features")
 FEATS_TYPES = ("raw", "target_zeros", "target_onehot")
 
 DEVICES = ("auto", "cpu", "cuda")  # and cuda:N
+# progress: a bar on a terminal and log lines elsewhere (auto), either always, or nothing (off; false)
+PROGRESS_MODES = ("auto", "bar", "lines", "off")
 
 
 def is_device_name(requested: str) -> bool:

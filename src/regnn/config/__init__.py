@@ -14,7 +14,16 @@ from omegaconf import DictConfig, OmegaConf
 import regnn.schema  # noqa: F401  (also registers the model schemas and names in Hydra's ConfigStore)
 from regnn.catalog import ARCH_DEFAULT, arch_name
 from regnn.errors import DataError
-from regnn.names import FEATS_TYPES, LR_SCHEDULES, MONITORS, OPTIMIZERS, PRECISIONS, dataset_keys, is_device_name
+from regnn.names import (
+    FEATS_TYPES,
+    LR_SCHEDULES,
+    MONITORS,
+    OPTIMIZERS,
+    PRECISIONS,
+    PROGRESS_MODES,
+    dataset_keys,
+    is_device_name,
+)
 from regnn.paths import REPO_ROOT
 
 from regnn.config.checks import (
@@ -69,6 +78,7 @@ def validate(cfg: DictConfig, backbones=regnn.schema.BACKBONE_KEYS, feats_types=
     """Raises ConfigError naming the first bad value and what it should be (DataError for a dataset.path that
     does not exist)."""
     _validate_job(cfg)
+    _validate_progress(cfg)
     _validate_model(cfg, backbones)
     _validate_training(cfg)
     if "feats_type" in cfg.dataset:
@@ -139,6 +149,15 @@ def _validate_job(cfg: DictConfig) -> None:
             "the mini-batch trainer runs one process per device "
             "under torchrun (docs/scale.md, multi-process training): use workers=1 with it",
         )
+
+
+def _validate_progress(cfg: DictConfig) -> None:
+    p = cfg.get("progress", "auto")
+    check(
+        isinstance(p, bool) or p in PROGRESS_MODES, "progress", p, f"use true, false or one of {list(PROGRESS_MODES)}"
+    )
+    if "progress_interval" in cfg:
+        number(cfg, "progress_interval", lo=0, lo_open=True)
 
 
 def _validate_model(cfg: DictConfig, backbones) -> None:

@@ -17,8 +17,8 @@ from regnn.pipeline.job import CellJob
 from regnn.runs.executor import plan_workers, run_in_workers
 from regnn.runs.store import CellStore
 from regnn.spec import training_of
+from regnn.training.progress import CellProgress, Plan
 from regnn.training.seed import seed_everything
-from regnn.training.trainer import Progress
 from regnn.training.trainers import trainer_for
 
 log = logging.getLogger("regnn")
@@ -86,7 +86,10 @@ class FullBatchJob(CellJob):
     def fit(self, model, run: int, seed: int, checkpoint):
         g = self.graph
         splits = g.splits if self.spec.folds is None else {s: i.to(self.device) for s, i in self.splits_of(run).items()}
-        progress = Progress(f"[{self.label} run {run + 1}/{self.spec.runs}]", enabled=False if self.worker else None)
+        cell = (
+            self.progress_of(1, worker=True) if self.worker else getattr(self, "progress", None) or self.progress_of(1)
+        )
+        progress = cell.run(run)
         try:
             return g.trainer()(
                 model,
@@ -102,6 +105,14 @@ class FullBatchJob(CellJob):
             )
         finally:
             progress.close()
+
+    def progress_of(self, runs: int, worker: bool = False) -> CellProgress:
+        """The progress of the runs this process trains (regnn.training.progress); a worker's as log lines, which
+        reach the main process's log."""
+        t, s = self.cfg.trainer, self.spec
+        patience = t.get("patience") if t.get("stop_on", ("val_loss",)) else None
+        mode = "lines" if worker and s.progress != "off" else s.progress
+        return CellProgress(self.label, Plan(runs, self.max_epochs(), patience, s.runs), mode, s.progress_interval_s)
 
     def record_extras(self, result, model) -> dict:
         c, data = self.spec.clustering, self.data
@@ -130,6 +141,7 @@ class FullBatchJob(CellJob):
             self.spec, self.device, len(pending), self.threads, self.data.graph.num_edges()
         )
         torch.set_num_threads(self.worker_threads)  # the runs trained here use what a worker would
+        self.progress = self.progress_of(1 if self.workers > 1 else len(pending), worker=self.workers > 1)
         wt = self.worker_threads
         if self.workers > 1:  # independent runs side by side, one process each at a time; they write runs/run_XX/
             self.counted(self.build())  # the model's size is logged before the workers' lines

@@ -20,6 +20,11 @@ class Clustering:
     seed: int = 0
 
 
+def progress_mode(value) -> str:
+    """progress=true is auto, false is off (YAML reads both as booleans)."""
+    return {True: "auto", False: "off"}.get(value, str(value)) if isinstance(value, bool) else str(value)
+
+
 @dataclass(frozen=True)
 class JobSpec:
     runs: int
@@ -29,6 +34,8 @@ class JobSpec:
     threads: int | None = None  # None: the CPUs SLURM gave the job, else torch's default
     workers: int | str = 1  # worker processes, or "auto"
     logger: str = "none"  # none | csv | wandb (worker processes need none)
+    progress: str = "auto"  # regnn.training.progress: auto | bar | lines | off
+    progress_interval_s: float = 30.0
     resume: bool = False
     save_embeddings: bool = False
     save_model: bool = True  # runs/run_XX/model.pt, what predict.py reads
@@ -55,6 +62,8 @@ class JobSpec:
             threads=int(c["threads"]) if c.get("threads") else None,
             workers=c.get("workers", 1) if str(c.get("workers", 1)) == "auto" else int(c.get("workers", 1)),
             logger=str((c.get("logger") or {}).get("name", "none")),
+            progress=progress_mode(c.get("progress", "auto")),
+            progress_interval_s=float(c.get("progress_interval", 30.0)),
             resume=bool(c.get("resume", False)),
             save_embeddings=bool(c.get("save_embeddings", False)),
             save_model=bool(c.get("save_model", True)),

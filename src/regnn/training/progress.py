@@ -15,8 +15,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from regnn.names import PROGRESS_MODES as MODES
+
 log = logging.getLogger("regnn")
-MODES = ("auto", "bar", "lines", "off")
 
 
 def clock(seconds: float) -> str:
@@ -34,6 +35,7 @@ class Plan:
     runs: int
     max_epochs: int | None
     patience: int | None = None
+    of: int | None = None  # the cell's runs in all, where they are more than this process trains (default: runs)
 
 
 class CellProgress:
@@ -76,7 +78,8 @@ class RunProgress:
         self.cell, self.index = cell, index
         self.t0 = self.last_line = cell.now()
         self.epochs, self.bar, self.closed = 0, None, False
-        self.prefix = f"[{cell.label} run {index + 1}/{cell.plan.runs}]" if cell.plan.runs > 1 else f"[{cell.label}]"
+        total = cell.plan.of or cell.plan.runs
+        self.prefix = f"[{cell.label} run {index + 1}/{total}]" if total > 1 else f"[{cell.label}]"
 
     def left(self, epoch: int, best_epoch: int | None) -> tuple[float, float]:
         """(seconds left in this run, seconds left in the cell) after `epoch` (0-based) was trained."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -46,24 +45,6 @@ def make_optimizer(params, name: str = "adam", lr: float = 1e-3, weight_decay: f
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, momentum=momentum, foreach=True)
     raise ValueError(f"unknown optimizer {name!r} ({', '.join(OPTIMIZERS)})")
-
-
-class Progress:
-    """One self-updating line per run on a terminal; silent otherwise (logs get the per-run summary)."""
-
-    def __init__(self, prefix: str, enabled: bool | None = None):
-        self.prefix = prefix
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-
-    def update(self, text: str) -> None:
-        if self.enabled:
-            sys.stderr.write(f"\r{self.prefix} {text}\033[K")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
 
 
 def autocast(precision: str, device) -> torch.autocast:
@@ -166,6 +147,15 @@ def _scores(model, inputs, feats, labels, splits, precision: str):
     return metrics, emb
 
 
+def epoch_line(row: dict, history: list[dict], best_epoch: int) -> str:
+    """An epoch's losses and validation Micro-F1, and the best epoch's, for the progress line."""
+    best = history[best_epoch]["val_micro_f1"] if best_epoch < len(history) else row["val_micro_f1"]
+    return (
+        f"epoch {row['epoch']:3d} train {row['train_loss']:.4f} val {row['val_loss']:.4f} "
+        f"val micro-F1 {row['val_micro_f1']:.2f}, best {best:.2f} at epoch {best_epoch}"
+    )
+
+
 def train_run(
     model,
     inputs,
@@ -176,7 +166,7 @@ def train_run(
     seed: int,
     options: FullBatchOptions,
     on_epoch=None,
-    progress: Progress | None = None,
+    progress=None,
     checkpoint=None,
 ) -> RunResult:
     """Trains `model` and returns the scores of its best-validation weights: those of the last epoch where
@@ -191,10 +181,7 @@ def train_run(
 
     def report(row, best_epoch):
         if progress:
-            progress.update(
-                f"epoch {row['epoch']:3d} train {row['train_loss']:.4f} val {row['val_loss']:.4f} "
-                f"val micro-F1 {row['val_micro_f1']:.2f} (best epoch {max(best_epoch, 0)})"
-            )
+            progress.update(epoch_line(row, loop.history, max(best_epoch, 0)), row["epoch"], max(best_epoch, 0))
 
     loop = EpochLoop(
         model,
