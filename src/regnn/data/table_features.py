@@ -30,16 +30,16 @@ def _first_failing(a: pa.Array, to) -> int:
 
 def _text_numbers(table: Table, name: str, a: pa.Array) -> np.ndarray:
     """A CSV column (text) as numbers: decimal numbers, or true/false throughout."""
+    try:
+        return pc.cast(a, pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:  # an empty cell, text, or true/false
+        pass
     empty = first(pc.equal(a, ""))
     if empty is not None:
         raise DataError(
             f"{table.path}: {table.where(empty)}: feature column {quote(name)} is empty; a feature needs a number "
             "in every row (fill it, e.g. with 0 or the column mean)"
         )
-    try:
-        return pc.cast(a, pa.float64()).to_numpy(zero_copy_only=False)
-    except pa.ArrowInvalid:
-        pass
     try:
         return pc.cast(pc.cast(a, pa.bool_()), pa.float64()).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid:

@@ -53,11 +53,12 @@ class Table:
         return [out.get(r, 0) for r in rows]
 
     def column(self, name, what: str) -> pa.ChunkedArray:
-        if name not in self.data.column_names:
+        i = self.data.schema.get_field_index(name) if isinstance(name, str) else -1  # names are unique (read_table)
+        if i < 0:
             raise DataError(
                 f"{self.path} has no column {quote(name)} ({what}); its columns: {self.data.column_names[:12]}"
             )
-        return self.data[name]
+        return self.data.column(i)
 
     def text(self, name, what: str) -> pa.ChunkedArray:
         """A column of ids, labels or splits as text; an empty cell (a parquet null) as ''. Parquet numbers become
