@@ -3,10 +3,8 @@
 One small cell is trained once for the module; each test works on a copy, mostly in process (predict's own
 function), a few through predict.py where Hydra's part matters."""
 
-import errno
 import hashlib
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -21,11 +19,11 @@ import yaml
 from omegaconf import OmegaConf
 
 from conftest import REPO, cfg
+from test_predict import predict as predict_py
 from regnn.errors import ConfigError, DataError, RegnnError
 from regnn.pipeline import predict_guard
 from regnn.pipeline.predict import predict
-from regnn.runs import checkpoint, io_safe
-from regnn.runs.resume import RunCheckpoint
+from regnn.runs import checkpoint
 
 KEYS = ("test_micro_f1", "test_macro_f1", "val_micro_f1", "val_macro_f1")
 
@@ -68,17 +66,6 @@ def hashes(folder):
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
-
-
-def predict_py(*overrides):
-    return subprocess.run(
-        [sys.executable, str(REPO / "predict.py"), *overrides],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "HYDRA_FULL_ERROR": "0"},
-    )
 
 
 def tensor_regions(path):
@@ -296,92 +283,6 @@ def test_a_graph_without_any_label_gets_a_prediction_for_every_node(tmp_path):
         from regnn.pipeline.from_config import load_data
 
         load_data(OmegaConf.create({"name": "custom", "format": "custom", "path": str(new), "feature_norm": "none"}))
-
-
-def test_a_full_disk_while_writing_a_model_leaves_no_partial_file(tmp_path, monkeypatch):
-    def full(obj, f, *a, **k):
-        with open(f, "wb") as h:
-            h.write(b"partial")
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(torch, "save", full)
-    with pytest.raises(io_safe.OutputError, match="No space left on device") as e:
-        checkpoint.write_tensors(tmp_path / checkpoint.MODEL_FILE, {"w": torch.ones(2)})
-    assert "\n" not in str(e.value) and list(tmp_path.iterdir()) == []
-    monkeypatch.undo()
-
-    def no_rename(a, b):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(os, "replace", no_rename)
-    with pytest.raises(io_safe.OutputError):
-        checkpoint.write_tensors(tmp_path / checkpoint.MODEL_FILE, {"w": torch.ones(2)})
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_temporary_files_of_killed_writes_are_removed_when_the_folder_is_written(tmp_path):
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    stale = tmp_path / f".model.pt.{dead.pid}.tmp"
-    live = tmp_path / f".model.pt.{os.getppid()}.tmp"  # a process that runs: its write may be under way
-    stale_json = tmp_path / f".results.json.{dead.pid}.tmp"
-    for p in (stale, live, stale_json):
-        p.write_bytes(b"x")
-    checkpoint.write_tensors(tmp_path / checkpoint.SCALING_FILE, {"w": torch.ones(2)})
-    assert not stale.exists() and not stale_json.exists() and live.exists()
-    (tmp_path / f".history.csv.{dead.pid}.tmp").write_bytes(b"x")
-    io_safe.write_text(tmp_path / "history.csv", "a\n")  # a text write removes its own file's only
-    assert not (tmp_path / f".history.csv.{dead.pid}.tmp").exists()
-
-
-def test_reading_a_malformed_record_only_reads_where_asked(tmp_path):
-    f = tmp_path / "results.json"
-    f.write_text("{broken")
-    assert io_safe.read_json(f, set_aside=False) is None and f.read_text() == "{broken"
-    assert io_safe.read_json(f) is None and not f.exists() and (tmp_path / "results.json.invalid").exists()
-
-
-class _Part:
-    def __init__(self):
-        self.s = {"lr": 0.1, "t": torch.arange(4.0)}
-        self.epoch = 3
-
-    def state(self):
-        return self.s
-
-    def load_state(self, s):
-        self.s = s
-
-
-@pytest.mark.parametrize("damage", ["flipped bit", "not a checkpoint"])
-def test_a_damaged_resume_checkpoint_is_refused_in_one_line(tmp_path, damage):
-    model = torch.nn.Linear(4, 3)
-    ck = RunCheckpoint(tmp_path, 1.0, {"config": "c", "graph": "g", "seed": 0}, resume=True)
-    ck.attach(model, _Part(), _Part())
-    ck.save(ck.loop, "test")
-    path = tmp_path / "checkpoint.pt"
-    if damage == "flipped bit":
-        name, start, size = next(r for r in tensor_regions(path) if r[2] == 4 * 12)  # the 4x3 weight
-        b = bytearray(path.read_bytes())
-        b[start + 5] ^= 0x10
-        path.write_bytes(bytes(b))
-    else:
-        torch.save([1, 2], path)
-    again = RunCheckpoint(tmp_path, 1.0, {"config": "c", "graph": "g", "seed": 0}, resume=True)
-    with pytest.raises(DataError, match="damaged|not a checkpoint") as e:
-        again.attach(torch.nn.Linear(4, 3), _Part(), _Part())
-    assert "\n" not in str(e.value) and "move it away" in str(e.value)
-
-
-def test_edited_feature_statistics_are_refused(tmp_path):
-    run = tmp_path / "runs" / "run_00"
-    scaling = {"item": {"method": "standard", "mean": np.zeros(3, np.float32), "scale": np.ones(3, np.float32)}}
-    checkpoint.save(run, torch.nn.Linear(3, 2), {"schema": {}}, scaling=scaling)
-    meta = json.loads((run / checkpoint.META_FILE).read_text())
-    assert checkpoint.load_scaling(run, meta)["item"]["scale"].tolist() == [1, 1, 1]
-    torch.save({"item.mean": torch.zeros(3), "item.scale": torch.full((3,), 2.0)}, run / checkpoint.SCALING_FILE)
-    with pytest.raises(DataError, match="scaling.pt is not the file training wrote"):
-        checkpoint.load_scaling(run, meta)
 
 
 def test_a_model_saved_without_digests_still_predicts_with_a_warning(cell, tmp_path, caplog):
