@@ -1,10 +1,11 @@
 """The one reader of `format: tables` files (CSV or parquet): every cell as written, every row located.
 
-A CSV file is UTF-8 (with or without a byte-order mark) or UTF-16 with its byte-order mark. Every CSV column is read
-as text exactly as written, with no null sentinels (`NA`, `null`, `nan` and `None` are text); only an empty cell is
-empty. Parquet columns keep their types; a null is an empty cell. A header repeated as a row, or a column name given
-twice, is refused. Rows are located as the file's line (CSV: the header is line 1, blank lines and line breaks inside
-quoted values count) or as the data row (parquet: row 1 is the first), and every message names the file.
+A CSV file is UTF-8 (with or without a byte-order mark) or UTF-16 or UTF-32 with its byte-order mark. Every CSV
+column is read as text exactly as written, with no null sentinels (`NA`, `null`, `nan` and `None` are text); only an
+empty cell is empty. Parquet columns keep their types; a null is an empty cell. A header repeated as a row, or a
+column name given twice, is refused. Rows are located as the file's line (CSV: the header is line 1, blank lines
+and line breaks inside quoted values count) or as the data row (parquet: row 1 is the first), and every message
+names the file.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class Table:
             col, t = col.cast(t.value_type), t.value_type
         if pa.types.is_floating(t):
             col = pc.if_else(pc.is_nan(col), pa.scalar(None, t), col)  # NaN: an empty cell, as pandas writes one
-            if (pc.drop_null(col).to_numpy() % 1 == 0).all():
+            v = pc.drop_null(col).to_numpy()
+            if ((v % 1 == 0) & (abs(v) < 2**63)).all():
                 col, t = col.cast(pa.int64()), pa.int64()
         if not any(f(t) for f in (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer)):
             if not (pa.types.is_floating(t) or pa.types.is_boolean(t)):

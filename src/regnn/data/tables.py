@@ -1,8 +1,9 @@
 """A graph kept as tables with its own ids: `format: tables` (docs/custom_data.md).
 
-One node table per type and one edge table per relation, CSV or parquet (read with pyarrow). Ids are any text or
-numbers; they are read as text, mapped to positions here, and kept (HeteroDataset.node_ids), so that predictions
-and embeddings carry them. Class names come from the label column (or `classes:`).
+One node table per type and one edge table per relation, CSV or parquet, read by regnn.data.table_reader: ids,
+labels and splits as text exactly as written (only an empty cell is missing). Ids are mapped to positions here and
+kept (HeteroDataset.node_ids), so that predictions and embeddings carry them. Class names are the label texts (or
+`classes:`).
 
     format: tables
     target: paper
