@@ -1,7 +1,5 @@
-"""A saved model is what trained, or it is refused; predict only reads a run.
-
-One small cell is trained once for the module; each test works on a copy, mostly in process (predict's own
-function), a few through predict.py where Hydra's part matters."""
+"""A saved model is what trained, or it is refused; predict only reads a run. One small cell is trained once for the
+module; each test works on a copy, in process but where Hydra or a second process is the point."""
 
 import hashlib
 import json
@@ -61,11 +59,8 @@ def best_run(cell):
 
 
 def hashes(folder):
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
 def tensor_regions(path):
@@ -273,6 +268,12 @@ def test_a_graph_without_any_label_gets_a_prediction_for_every_node(tmp_path):
         z["test"] = np.zeros_like(z["test"])
 
     edit_npz(new, unlabel)
+    rec_file = cell / "runs" / "run_00" / "results.json"
+    rec = json.loads(rec_file.read_text())
+    rec["val_micro_f1"] += 1.0  # scores the model does not reproduce: compared on the graph it trained on only
+    rec_file.write_text(json.dumps(rec))
+    with pytest.raises(DataError, match="does not reproduce"):
+        predict(pcfg(cell, dataset_path=str(graph)), tmp_path / "same")
     res = predict(pcfg(cell, dataset_path=str(new)), tmp_path / "p")
     df = pd.read_csv(tmp_path / "p" / "predictions.csv")
     assert len(df) == len(np.load(new / "graph.npz")["labels"]) and set(df.split) == {"unlabelled"}

@@ -246,7 +246,7 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen):
         data.target,
         why,
     )
-    skip = guard.why_not_compared(cfg, tcfg)
+    skip = guard.why_not_compared(cfg, tcfg, checkpoint.load_meta(chosen.runs[0]))
     if skip:
         log.info("predict: the scores are not compared with the runs' recorded ones: %s", skip)
     probs, per_run, emb, weights = None, {}, None, {}

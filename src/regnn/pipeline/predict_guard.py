@@ -10,8 +10,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from regnn.errors import ConfigError, DataError
-from regnn.runs import checkpoint, claim, integrity, io_safe
+from regnn.errors import ConfigError, DataError, RegnnError
+from regnn.runs import checkpoint, claim, identity, integrity, io_safe
 
 log = logging.getLogger("regnn")
 # predict.yaml's keys; anything else (+dataset=..., +model=...) would be silently ignored: the run decides them
@@ -141,9 +141,20 @@ def run_record(run_dir: Path) -> dict | None:
     return io_safe.read_json(run_dir / "results.json", io_safe.is_run_record, set_aside=False)
 
 
-def why_not_compared(cfg: DictConfig, tcfg: DictConfig) -> str | None:
-    """Why the recomputed scores are not compared with the run's (None: they are)."""
-    if cfg.get("dataset_path") is not None:
+def _same_graph(tcfg: DictConfig, meta: dict) -> bool:
+    """Whether tcfg's graph has the files the run trained on (model.json's fingerprint)."""
+    trained = ((meta.get("graph") or {}).get("fingerprint") or {}).get("digest")
+    try:
+        now = (identity.describe(tcfg).get("fingerprint") or {}).get("digest")
+    except (RegnnError, OSError):
+        return False
+    return trained is not None and now == trained
+
+
+def why_not_compared(cfg: DictConfig, tcfg: DictConfig, meta: dict) -> str | None:
+    """Why the recomputed scores are not compared with the run's (None: they are). dataset_path= naming the files
+    the run trained on is compared."""
+    if cfg.get("dataset_path") is not None and not _same_graph(tcfg, meta):
         return "predicting on another graph (dataset_path=)"
     if not cfg.get("check_scores", True):
         return "check_scores=false"
