@@ -10,6 +10,7 @@ import pytest
 from conftest import run_train
 from custom_data import npz_arrays
 from regnn.data import fingerprint as fp
+from regnn.description import graph_name
 
 COMPARE = [
     "experiment=compare",
@@ -145,5 +146,5 @@ def test_the_fingerprint_hashes_a_file_once_and_again_only_when_it_changes(tmp_p
     (g / "dataset.yaml").write_text((g / "dataset.yaml").read_text() + "name: renamed\n")
     second = fp.fingerprint(ds)
     assert hashed == ["dataset.yaml"] and second["digest"] != first["digest"]
-    assert fp.graph_name(ds) == "renamed"
+    assert graph_name(ds) == "renamed"
     assert fp.fingerprint({"name": "synthetic", "format": "synthetic"}) is None  # generated: its config is its identity

@@ -59,7 +59,7 @@ def graph_folder(dataset) -> str:
     A description that cannot be read gives the dataset's name: the loader then says what is wrong with it."""
     import re
 
-    from regnn.data.fingerprint import graph_name
+    from regnn.description import graph_name
     from regnn.errors import RegnnError
 
     ds = OmegaConf.to_container(dataset, resolve=True) if isinstance(dataset, DictConfig) else dict(dataset)

@@ -33,7 +33,6 @@ Target nodes outside the splits may carry label -1 (unlabelled); nodes in a spli
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -45,34 +44,13 @@ from regnn.data.custom_schema import DOC, USER_FIX, check_description, class_nam
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
-from regnn.data.magnn import load_magnn, not_a_file, read_array
+from regnn.data.magnn import load_magnn, read_array
 from regnn.data.specs import MagnnSpec
 from regnn.data.user_graph import need, unique_relations, user_dataset
+from regnn.description import not_a_file, read_meta
 from regnn.errors import DataError
 
-META_NAMES = ("dataset.yaml", "dataset.yml", "dataset.json")
 MAX_NODES = 100_000_000  # per node type: ~50x OGBN-MAG's largest; past it the one-hot ids alone exhaust memory
-
-
-def read_meta(path: str | Path | None) -> tuple[dict, Path]:
-    """The description and its file (relative paths in it start from the file's folder)."""
-    if path in (None, "", "???"):
-        raise DataError(f"dataset=custom needs dataset.path=/path/to/dataset.yaml (a description of your files; {DOC})")
-    p = Path(path).expanduser()
-    if p.is_dir():
-        found = [p / n for n in META_NAMES if (p / n).is_file()]
-        if not found:
-            raise DataError(f"{p} holds none of {list(META_NAMES)}; write one describing your files ({DOC})")
-        p = found[0]
-    if (why := not_a_file(p)) is not None:
-        raise DataError(f"dataset.path={path}: " + ("no such file or folder" if why.endswith("is missing") else why))
-    try:
-        meta = json.loads(p.read_text()) if p.suffix == ".json" else yaml.safe_load(p.read_text())
-    except (ValueError, yaml.YAMLError) as e:
-        raise DataError(f"{p} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}") from e
-    if not isinstance(meta, dict):
-        raise DataError(f"{p} must hold a mapping of keys (format, ...), not {type(meta).__name__}; {DOC}")
-    return meta, p
 
 
 def load_custom(path: str | Path | None = None, name: str = "custom", feats_type: str | None = None) -> HeteroDataset:

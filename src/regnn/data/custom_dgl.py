@@ -12,7 +12,7 @@ from regnn.data.custom_schema import DOC, class_names
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
-from regnn.data.magnn import not_a_file
+from regnn.description import not_a_file
 from regnn.data.user_graph import need, unique_relations, user_dataset
 from regnn.errors import DataError
 

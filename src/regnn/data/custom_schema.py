@@ -8,9 +8,9 @@ import difflib
 from pathlib import Path
 
 
+from regnn.description import DOC
 from regnn.errors import DataError, quote
 
-DOC = "see docs/custom_data.md"
 FORMATS = ("tables", "pyg", "npz", "dgl", "magnn")
 TABLES_KEYS = ("format", "name", "target", "nodes", "edges", "classes", "reverse", "num_classes")
 PYG_KEYS = ("format", "name", "graph", "target", "reverse", "num_classes")

@@ -33,7 +33,7 @@ def _listed(folder: Path) -> list[Path]:
 def data_files(dataset: Mapping[str, Any]) -> list[Path]:
     """The files that define the dataset of this `dataset` config (resolved), or [] for a generated one."""
     if dataset.get("format") == "custom" and dataset.get("path"):
-        from regnn.data.custom import read_meta
+        from regnn.description import read_meta
 
         meta, desc = read_meta(dataset["path"])
         files = set(_listed(desc.parent)) | {desc}
@@ -84,13 +84,3 @@ def fingerprint(dataset: Mapping[str, Any]) -> dict | None:
             pass
     digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
     return {"files": entries, "digest": digest}
-
-
-def graph_name(dataset: Mapping[str, Any]) -> str:
-    """The graph's own name: a custom description's `name:` (else its folder's name), else the dataset's name."""
-    if dataset.get("format") == "custom" and dataset.get("path"):
-        from regnn.data.custom import read_meta
-
-        meta, desc = read_meta(dataset["path"])
-        return str(meta.get("name") or desc.parent.name or dataset.get("name"))
-    return str(dataset.get("name"))

@@ -18,25 +18,10 @@ from regnn.data.dataset import HeteroDataset
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
 from regnn.data.specs import MagnnSpec
+from regnn.description import not_a_file
 from regnn.errors import DataError
 
 _REFETCH = "run `make data` to fetch it again from the mirror (REGNN_DATA_MIRROR)"
-
-
-def not_a_file(p: Path) -> str | None:
-    """Why p cannot be read as a file (a folder, a broken link or a link loop, missing), or None if it can."""
-    try:
-        if p.is_file():
-            return None
-        if p.is_dir():
-            return f"{p} is a folder, not a file"
-        if p.is_symlink():
-            return f"{p} is a link that leads to no file (broken, or a loop of links)"
-        if p.exists():
-            return f"{p} is not a regular file"
-    except OSError as e:  # a loop of links, a folder that cannot be listed
-        return f"{p} cannot be reached ({e.strerror or type(e).__name__})"
-    return None if p.exists() else f"{p} is missing"
 
 
 def _path(root: Path, name: str, fix: str = _REFETCH) -> Path:

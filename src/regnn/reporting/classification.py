@@ -71,7 +71,8 @@ def render(source, out, datasets, models=MODELS, name="table_classification", ti
         [
             "Ours: CPU, seeds 0-9, settings in conf/backbone, conf/relation, conf/model, conf/protocol and "
             "conf/tuned (the authors' scripts).",
-            "Paper: RE-GNN (IEEE Transactions on Big Data, 2023); Δ = ours − paper. std is the population std over runs.",
+            "Paper: RE-GNN (IEEE Transactions on Big Data, 2023); Δ = ours − paper. "
+            "std is the population std over runs.",
         ],
         missing=pool.missing,
         devices=pool.devices,

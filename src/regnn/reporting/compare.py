@@ -247,7 +247,7 @@ def main(argv=None) -> int:
     archive = Path(a.archive) if a.archive else default_archive(dataset, sweep)
     graph = None
     if conf.get("dataset", {}).get("name") == dataset:  # the sweep's own graph: titled with its name
-        from regnn.data.fingerprint import graph_name  # reading the description needs the data layer
+        from regnn.description import graph_name
 
         with contextlib.suppress(Exception):
             graph = graph_name(conf["dataset"])

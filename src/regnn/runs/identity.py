@@ -12,7 +12,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from regnn.data.fingerprint import fingerprint, graph_name
+from regnn.data.fingerprint import fingerprint
+from regnn.description import graph_name
 from regnn.errors import ConfigError
 from regnn.runs import io_safe
 

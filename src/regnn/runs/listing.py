@@ -1,0 +1,80 @@
+"""Past cells as a table: `python -m regnn.runs list` and `python -m regnn.runs best` (regnn.runs.__main__).
+
+A cell is any folder under the root (default outputs/) holding a finished results.json; its graph is the name its
+data.json records (a custom description's `name:`, else its folder's), its date the summary's finished_at. Only
+reads: a file that cannot be read is skipped and counted, never renamed or rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from regnn.runs.io_safe import is_cell_summary
+
+
+@dataclass(frozen=True)
+class Cell:
+    folder: Path
+    graph: str
+    model: str
+    finished: str
+    runs: int
+    val: tuple[float, float]  # validation Micro-F1, mean and std over the runs
+    test: tuple[float, float]
+
+
+def _read(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def cells(root: Path) -> tuple[list[Cell], int]:
+    """(every finished cell under root, oldest first; how many results.json could not be read as one)."""
+    found, unreadable = [], 0
+    for f in sorted(Path(root).rglob("results.json")):
+        if f.parent.parent.name == "runs" and f.parent.name.startswith("run_"):
+            continue  # a run's own record, inside its cell
+        r = _read(f)
+        if not is_cell_summary(r) or "val_micro_f1" not in r["metrics"]:
+            unreadable += not is_cell_summary(r)
+            continue
+        data = _read(f.parent / "data.json") or {}
+        m = r["metrics"]
+        found.append(
+            Cell(
+                folder=f.parent,
+                graph=str(data.get("graph") or r.get("dataset")),
+                model=str(r.get("model")),
+                finished=str(r.get("finished_at", "")),
+                runs=int(r["runs"]),
+                val=(m["val_micro_f1"]["mean"], m["val_micro_f1"]["std"]),
+                test=(m["test_micro_f1"]["mean"], m["test_micro_f1"]["std"]),
+            )
+        )
+    return sorted(found, key=lambda c: (c.finished, str(c.folder))), unreadable
+
+
+def best(found: list[Cell]) -> dict[str, Cell]:
+    """Per graph, the cell with the highest mean validation Micro-F1 (test never decides; ties: the earlier)."""
+    out: dict[str, Cell] = {}
+    for c in found:
+        if c.graph not in out or c.val[0] > out[c.graph].val[0]:
+            out[c.graph] = c
+    return out
+
+
+def table(found: list[Cell], root: Path) -> str:
+    """A fixed-width table, one line per cell, folders relative to root."""
+    head = f"{'graph':<14} {'model':<12} {'finished':<20} {'runs':>4}  {'val Micro-F1':>14}  {'test Micro-F1':>14}"
+    lines = [f"{head}  folder"]
+    for c in found:
+        folder = c.folder.relative_to(root) if c.folder.is_relative_to(root) else c.folder
+        lines.append(
+            f"{c.graph:<14} {c.model:<12} {c.finished[:19]:<20} {c.runs:>4}  "
+            f"{c.val[0]:>7.2f} ± {c.val[1]:<4.2f}  {c.test[0]:>7.2f} ± {c.test[1]:<4.2f}  {folder}"
+        )
+    return "\n".join(lines)
