@@ -21,10 +21,12 @@ import regnn.config  # noqa: F401  (the resolvers and the model names the stored
 from regnn.entry import discard_unused_run_dir, run
 from regnn.errors import RegnnError
 from regnn.pipeline.predict_guard import argv_refusal
+from regnn.runs.listing import trained_name
 
 # the default output folder's suffix: two predictions started in the same second get folders of their own
 _ID = f"{os.getpid()}-{secrets.token_hex(2)}"
 OmegaConf.register_new_resolver("predict_id", lambda: _ID, replace=True)
+OmegaConf.register_new_resolver("predict_of", trained_name, replace=True)  # <graph>/<model> of the run
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="predict")

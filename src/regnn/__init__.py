@@ -49,9 +49,10 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    # regnn.run(overrides): train.py from Python (regnn.pipeline.api), imported on first use only
-    if name == "run":
-        from regnn.pipeline.api import run
+    # regnn.run(overrides) and regnn.predict(run_dir): train.py and predict.py from Python (regnn.pipeline.api),
+    # imported on first use only
+    if name in ("run", "predict"):
+        from regnn.pipeline import api
 
-        return run
+        return getattr(api, name)
     raise AttributeError(f"module 'regnn' has no attribute {name!r}")

@@ -1,10 +1,18 @@
-"""train.py from Python (a notebook, a script of one's own): the same configs, composed with Hydra's compose API,
-trained by the same pipeline.
+"""train.py and predict.py from Python (a notebook, a script of one's own): the same configs, composed with Hydra's
+compose API, trained by the same pipeline, and the results as Python objects instead of files.
 
     import regnn
     out = regnn.run(["dataset=custom", "dataset.path=/data/shops", "model=re_gcn", "runs=3"])
-    out.summary["metrics"]["test_micro_f1"]     # {"mean": ..., "std": ...}
+    out.summary["metrics"]["test_micro_f1"]     # {"mean": ..., "std": ...} over the cell's runs
     out.run_dir                                 # results.json, runs/run_XX/model.pt, ... as train.py writes them
+    out.predictions()                           # DataFrame as predictions.csv, indexed by the graph's own ids
+    out.scores                                  # the predicting run's Micro-/Macro-F1 per split
+    out.embeddings(), out.relation_weights(), out.model()
+    regnn.predict(out.run_dir, ensemble=True)   # the same for an earlier cell (predict.py's options)
+
+predictions() and the rest are computed once, on first use, by predict.py's own code (regnn.pipeline.predict):
+the cell's best run on validation (or every run, ensemble=True), checked as predict.py checks it; nothing is
+written.
 
 One cell per call (a sweep is train.py -m). The run folder is `run_dir=`, else conf/hydra's default under
 outputs/; the log goes to its train.log and, where nothing else shows regnn's log, to the notebook.
@@ -14,17 +22,98 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from regnn.paths import REPO_ROOT
 
 
-@dataclass
+PREDICT_OPTIONS = ("ensemble", "embeddings", "dataset_path", "inference", "check_scores", "allow_missing", "device")
+
+
 class Trained:
-    summary: dict  # the cell's results.json
-    run_dir: Path
-    config: object  # the resolved DictConfig it trained with
+    """A trained cell: its summary (results.json), folder and config, and its predictions as Python objects."""
+
+    def __init__(self, summary: dict | None, run_dir: Path, config=None, **options):
+        unknown = sorted(set(options) - set(PREDICT_OPTIONS) - {"threads"})
+        if unknown:
+            raise TypeError(f"unknown option(s) {unknown}; predict takes {list(PREDICT_OPTIONS)}")
+        self.summary, self.run_dir, self.config = summary, Path(run_dir), config
+        self.options, self._done = options, None
+
+    def _predicted(self):
+        if self._done is None:
+            from omegaconf import OmegaConf
+
+            from regnn.pipeline.predict import predicted
+
+            base = OmegaConf.load(REPO_ROOT / "conf" / "predict.yaml")
+            keys = {k: v for k, v in OmegaConf.to_container(base).items() if k not in ("defaults", "hydra")}
+            self._done = predicted(OmegaConf.create({**keys, **self.options, "run": str(self.run_dir)}))
+        return self._done
+
+    @property
+    def scores(self) -> dict:
+        """Micro- and Macro-F1 per split of the predictions (the chosen run's, or the ensemble's)."""
+        r = self._predicted().result
+        return r.get("ensemble") or next(iter(r["runs"].values()))
+
+    def predictions(self):
+        """predictions.csv as a DataFrame indexed by node (the graph's own ids where it has them)."""
+        from regnn.pipeline.predict import predictions_frame
+
+        p = self._predicted()
+        return predictions_frame(p.data, p.probs).set_index("node")
+
+    def embeddings(self):
+        """Every target node's representation (a DataFrame indexed as predictions()), None for models without."""
+        import pandas as pd
+
+        p = self._predicted()
+        if p.emb is None:
+            return None
+        return pd.DataFrame(p.emb.numpy(), index=self.predictions().index)
+
+    def relation_weights(self):
+        """One row per run, layer and relation (its name says its direction, source->destination; self:<type> a
+        node type's self-loop) with the learned weight (a list where the layer has several heads)."""
+        import pandas as pd
+
+        rows = []
+        for run, layers in self._predicted().weights.items():
+            for layer, weights in enumerate(layers or []):
+                for rel, w in weights.items():
+                    src, _, dst = rel.partition("->")
+                    loop = rel.startswith("self:")
+                    rows.append(
+                        {
+                            "run": run,
+                            "layer": layer,
+                            "relation": rel,
+                            "source": rel[5:] if loop else src,
+                            "destination": rel[5:] if loop else dst,
+                            "weight": w,
+                        }
+                    )
+        return pd.DataFrame(rows, columns=["run", "layer", "relation", "source", "destination", "weight"])
+
+    def model(self):
+        """The chosen run's trained module, loaded and checked as predict.py loads it (eval mode)."""
+        from regnn.pipeline.trained_model import loaded_model
+
+        p = self._predicted()
+        return loaded_model(p.job, p.tcfg, p.chosen.runs[0], str(self.options.get("inference", "auto")))[0]
+
+    def model_inputs(self) -> tuple:
+        """What model() is called with: model(*out.model_inputs()) gives (class scores of every target node, their
+        representations); scores as predict.py computes them on the whole graph."""
+        p = self._predicted()
+        return p.job.inputs, p.job.feats
+
+
+def predict(run_dir: str | Path, **options) -> Trained:
+    """An earlier cell (or one of its runs) as regnn.run returns a new one; options as predict.py's
+    (ensemble=True, dataset_path=..., inference=..., check_scores=False, allow_missing=True, device=...)."""
+    return Trained(None, Path(run_dir).resolve(), None, **options)
 
 
 def compose(overrides=()):

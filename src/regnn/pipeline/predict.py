@@ -22,10 +22,10 @@ from regnn.evaluation.metrics import split_scores
 from regnn.data.dataset import empty_splits_allowed
 from regnn.data.scaling import apply_feature_norm
 from regnn.pipeline import predict_guard as guard
-from regnn.pipeline.from_config import arch_of, device_of, load_data
+from regnn.pipeline.from_config import device_of, load_data
 from regnn.pipeline.fullbatch import DeviceGraph
-from regnn.runs import checkpoint, embeddings, integrity, io_safe
-from regnn.training.trainer import autocast
+from regnn.pipeline.trained_model import model_logits
+from regnn.runs import checkpoint, embeddings, io_safe
 
 log = logging.getLogger("regnn")
 SPLITS = ("train", "val", "test")
@@ -44,7 +44,7 @@ def choose_runs(path: Path, ensemble: bool, allow_missing: bool = False) -> Chos
     allow_missing (then: the best run that has one, or the ensemble of those that have one)."""
     path = guard.resolved(path)
     if (path / checkpoint.META_FILE).exists() or path.parent.name == "runs":
-        return Chosen(path.parent.parent, [path], f"run {path.name}")
+        return Chosen(path.parent.parent, [path], path.name)
     summary = io_safe.read_json(path / "results.json", io_safe.is_cell_summary, set_aside=False) or {}
     if summary.get("metapath") and (path / "metapaths" / str(summary["metapath"]) / "config.yaml").exists():
         path = path / "metapaths" / str(summary["metapath"])  # GCN-M / GAT-M / ...: the meta-path chosen on validation
@@ -72,7 +72,8 @@ def choose_runs(path: Path, ensemble: bool, allow_missing: bool = False) -> Chos
     if ensemble:
         return Chosen(path, [d for d, _ in recs], f"the ensemble of its {len(recs)} runs")
     d, rec = _best(recs)
-    return Chosen(path, [d], f"run {rec['run']} (best validation Micro-F1 {rec['val_micro_f1']:.2f})")
+    why = f"{d.name}, run {rec['run'] + 1} of the cell (best validation Micro-F1 {rec['val_micro_f1']:.2f})"
+    return Chosen(path, [d], why)
 
 
 def _finished(rec) -> bool:
@@ -99,100 +100,6 @@ def graph_as_trained(cfg: DictConfig, run_dir: Path):
     if no_label and data.num_classes < int(meta["schema"]["num_classes"]):  # its labels cannot tell: the model's
         data.num_classes = int(meta["schema"]["num_classes"])
     return data
-
-
-SAMPLED_PREFIX = "regnn."  # the mini-batch model holds the full-batch one as .regnn (and its inputs beside it)
-
-
-def _as_read_by(state: dict, trained: str, path: str, run_dir: Path) -> dict:
-    """The saved weights renamed for the other trainer's model: both train one model (regnn.models.sampled), the
-    mini-batch one wrapping the full-batch one; only sparse embeddings of feature-less types (trainer.embed_dim)
-    have no full-batch counterpart."""
-    if trained == path:
-        return state
-    if path == "minibatch":
-        return {SAMPLED_PREFIX + k: v for k, v in state.items()}
-    extra = sorted(k for k in state if not k.startswith(SAMPLED_PREFIX))
-    if extra:
-        raise ConfigError(
-            f"{run_dir} learnt sparse embeddings for its feature-less node types (trainer.embed_dim; "
-            f"{extra[0]}, ...), which the full-batch model does not have: predict with "
-            "inference=minibatch (or auto)"
-        )
-    return {k[len(SAMPLED_PREFIX) :]: v for k, v in state.items()}
-
-
-def _loaded(model, run_dir: Path, trained: str = "fullbatch", path: str = "fullbatch"):
-    """model with the run's weights: finite, of the model's keys, dtypes and shapes, and the file training wrote
-    (model.json's digest)."""
-    f = run_dir / checkpoint.MODEL_FILE
-    saved = checkpoint.load_weights(f)
-    state = _as_read_by(saved, trained, path, run_dir)
-    integrity.check_values(f, state, model.state_dict())
-    integrity.check_weights(f, saved, checkpoint.load_meta(run_dir))
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as e:
-        raise DataError(
-            f"{run_dir / checkpoint.MODEL_FILE} does not fit the model its config.yaml builds "
-            f"({str(e).splitlines()[0][:200]})"
-        ) from None
-    return model.eval()
-
-
-def inference_path(requested: str, trained: str, cfg: DictConfig) -> str:
-    """fullbatch | minibatch: how the model computes its scores (`inference`; auto: as the run trained)."""
-    if requested not in ("auto", "fullbatch", "minibatch"):
-        raise ConfigError(
-            f"inference={requested!r}: use auto (as the run trained), fullbatch (the whole graph at "
-            "once) or minibatch (layer by layer on blocks of every neighbour)"
-        )
-    path = trained if requested == "auto" else requested
-    if path == "minibatch" and not arch_of(cfg.model).sampled:
-        raise ConfigError(
-            f"inference=minibatch: {cfg.model.name} trains and predicts full-batch only; use inference=fullbatch"
-        )
-    return path
-
-
-def model_logits(
-    job: DeviceGraph, cfg: DictConfig, run_dir: Path, inference: str = "auto"
-) -> tuple[torch.Tensor, torch.Tensor | None, list]:
-    """(class scores, representations or None, relation weights) of every target node from the run's saved
-    weights, by either path whichever trainer saved them (one model, regnn.models.sampled): the whole graph at
-    once, or layer by layer with every neighbour (regnn.training.block_inference.layerwise_outputs: graphs too
-    large for one pass; the same scores up to float rounding)."""
-    meta = checkpoint.load_meta(run_dir)
-    diff = checkpoint.schema_differences(meta["schema"], checkpoint.graph_schema(job.data))
-    if diff:
-        raise DataError(f"the graph does not fit the model of {run_dir}: {'; '.join(diff)}")
-    trained = meta.get("trainer", "fullbatch")
-    path = inference_path(inference, trained, cfg)
-    if path == "minibatch":
-        from regnn.config import whole_graph_degrees
-        from regnn.pipeline.from_config import build_sampled
-        from regnn.training.block_inference import layerwise_outputs
-        from regnn.training.sampling import SampledGraph
-
-        tr = cfg.get("trainer") or {}
-        sg = SampledGraph(job.data, whole_graph_degrees=whole_graph_degrees(cfg.model))
-        minibatch = trained == "minibatch"
-        model = build_sampled(
-            cfg.model,
-            job.data,
-            sg,
-            tr.get("embed_dim") if minibatch else None,
-            tr.get("input_dropout", "projected") if minibatch else "projected",
-        )
-        model = _loaded(model.to(job.device), run_dir, trained, path)
-        seeds = sg.seeds(torch.arange(job.data.graph.num_nodes(job.data.target)))
-        logits, emb = layerwise_outputs(model, sg, seeds, int(tr.get("eval_batch_size") or 4096), job.device)
-        return logits.float().cpu(), emb.float().cpu(), model.relation_weights()
-    model = _loaded(job.build(int(meta["seed"])), run_dir, trained, path)
-    with torch.no_grad(), autocast(str(cfg.get("precision", "fp32")), job.labels.device):
-        logits, emb = model(job.inputs, job.feats, embed=True)
-    weights = getattr(model, "relation_weights", list)()
-    return logits.float().cpu(), (emb.float().cpu() if emb is not None else None), weights
 
 
 def predictions_frame(data, probs: torch.Tensor) -> pd.DataFrame:
@@ -231,9 +138,9 @@ def _log_scores(name: str, sc: dict) -> None:
     )
 
 
-def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen):
-    """(result, data, mean probabilities, representations, relation weights) of the chosen runs; the scores are
-    compared with each run's own where the graph is the one it trained on."""
+def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicted:
+    """The chosen runs' predictions; the scores are compared with each run's own where the graph is the one it
+    trained on."""
     device, why = device_of(cfg.device)
     job = DeviceGraph(tcfg, device, data=graph_as_trained(tcfg, chosen.runs[0]))
     data = job.data
@@ -263,7 +170,34 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen):
     if len(chosen.runs) > 1:
         result["ensemble"] = scores(data, probs.log())
         _log_scores(f"ensemble of {len(chosen.runs)} runs", result["ensemble"])
-    return result, data, probs, emb, weights
+    return Predicted(result, data, probs, emb, weights, chosen, tcfg, job)
+
+
+@dataclass
+class Predicted:
+    """What predict computes before it writes (regnn.predict hands it to Python as it is)."""
+
+    result: dict  # scores.json: each run's scores (and the ensemble's), which runs were chosen
+    data: object  # the graph (HeteroDataset), its features scaled as the run trained
+    probs: torch.Tensor  # class probabilities of every target node (the mean over an ensemble's runs)
+    emb: torch.Tensor | None  # representations of every target node (the last run's)
+    weights: dict  # run folder name -> relation weights per layer
+    chosen: Chosen
+    tcfg: DictConfig  # the config the runs trained with
+    job: DeviceGraph  # the graph on its device, which loaded_model builds models for
+
+
+def predicted(cfg: DictConfig) -> Predicted:
+    """Predictions of the run(s) cfg names (conf/predict.yaml's keys), checked as predict checks them, nothing
+    written."""
+    guard.refuse_unknown_keys(cfg)
+    chosen = choose_runs(Path(cfg.run), bool(cfg.ensemble), bool(cfg.get("allow_missing", False)))
+    tcfg = guard.trained_config(chosen.cell, cfg.get("dataset_path"))
+    for run_dir in chosen.runs:
+        guard.check_config(chosen.cell, run_dir, tcfg, checkpoint.load_meta(run_dir))
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg.threads))
+    return _predict_runs(cfg, tcfg, chosen)
 
 
 def predict(cfg: DictConfig, out_dir: Path) -> dict:
@@ -271,20 +205,14 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     while it writes; returns the scores. The run is only read."""
     guard.refuse_unknown_keys(cfg)
     guard.refuse_output_inside(out_dir, cfg.run)
-    chosen = choose_runs(Path(cfg.run), bool(cfg.ensemble), bool(cfg.get("allow_missing", False)))
-    tcfg = guard.trained_config(chosen.cell, cfg.get("dataset_path"))
-    for run_dir in chosen.runs:
-        guard.check_config(chosen.cell, run_dir, tcfg, checkpoint.load_meta(run_dir))
-    if cfg.get("threads"):
-        torch.set_num_threads(int(cfg.threads))
     with guard.held(out_dir):
-        result, data, probs, emb, weights = _predict_runs(cfg, tcfg, chosen)
-        io_safe.write_text(out_dir / "predictions.csv", predictions_frame(data, probs).to_csv(index=False))
-        if cfg.get("embeddings") and emb is not None:
-            embeddings.write(out_dir / "embeddings.npz", data, emb)
-        io_safe.write_json(out_dir / "scores.json", result)
+        p = predicted(cfg)
+        io_safe.write_text(out_dir / "predictions.csv", predictions_frame(p.data, p.probs).to_csv(index=False))
+        if cfg.get("embeddings") and p.emb is not None:
+            embeddings.write(out_dir / "embeddings.npz", p.data, p.emb)
+        io_safe.write_json(out_dir / "scores.json", p.result)
         # the learned weight of every relation and node-type self-loop in every layer: which relations the model's
         # predictions rest on (RE-GNN's explanation; empty for models without relation weights)
-        io_safe.write_json(out_dir / "relation_weights.json", weights)
+        io_safe.write_json(out_dir / "relation_weights.json", p.weights)
     log.info("predict: wrote %s", out_dir / "predictions.csv")
-    return result
+    return p.result

@@ -8,6 +8,7 @@ reads: a file that cannot be read is skipped and counted, never renamed or rewri
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,3 +79,21 @@ def table(found: list[Cell], root: Path) -> str:
             f"{c.val[0]:>7.2f} ± {c.val[1]:<4.2f}  {c.test[0]:>7.2f} ± {c.test[1]:<4.2f}  {folder}"
         )
     return "\n".join(lines)
+
+
+def trained_name(run: str | Path) -> str:
+    """ "<graph>/<model>" of the cell a run or cell folder belongs to (its data.json and results.json or config.yaml),
+    for the folder a prediction writes to; "unknown/unknown" where they cannot be read (predict then says why)."""
+    path = Path(str(run)).expanduser()
+    cell = path.parent.parent if path.parent.name == "runs" else path
+    data, summary = _read(cell / "data.json") or {}, _read(cell / "results.json") or {}
+    graph, model = data.get("graph") if isinstance(data, dict) else None, summary.get("model")
+    if model is None and (cell / "config.yaml").is_file():
+        import yaml
+
+        try:
+            model = ((yaml.safe_load((cell / "config.yaml").read_text()) or {}).get("model") or {}).get("name")
+        except (OSError, yaml.YAMLError, AttributeError):
+            model = None
+    safe = [re.sub(r"[^A-Za-z0-9._-]+", "_", str(x or "unknown")).strip("._") or "unknown" for x in (graph, model)]
+    return "/".join(safe)
