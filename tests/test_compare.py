@@ -265,3 +265,37 @@ def test_a_run_is_at_chance_only_within_five_points_of_it_on_either_side():
     runs = [{"test_micro_f1": t} for t in (18.0, 22.9, 13.1, 42.0, 23.5, 12.0)]
     assert runs_at_chance(runs, 18.0) == 3  # 18, 22.9 and 13.1; 42 learned, 23.5 and 12 are more than 5 away
     assert runs_at_chance([{"failed": "nan"}], 18.0) == 0 and runs_at_chance(runs, None) is None
+
+
+def test_runs_cut_off_by_the_epoch_cap_are_marked_and_the_winners_lead_is_tested_against_the_runs_spread(tmp_path):
+    from regnn.reporting.compare import main
+
+    pool = tmp_path / "cells"
+
+    def runs(vals, epochs):
+        keys = ("run", "seed", "val_micro_f1", "test_micro_f1", "epochs")
+        return [dict(zip(keys, (i, i, v, v, epochs))) for i, v in enumerate(vals)]
+
+    _cell(pool, "mine_re_gat", val=80.6, test=80.0, per_run=runs([80.0, 81.5, 80.3], 200))  # every run at the cap
+    _cell(pool, "mine_re_gcn", val=80.1, test=80.0, per_run=runs([80.5, 79.0, 80.8], 57))
+    _cell(pool, "mine_mlp", val=70.0, test=70.0, per_run=runs([70.0, 70.1, 69.9], 80))
+    for m in ("re_gat", "re_gcn", "mlp"):
+        (pool / f"mine_{m}" / "config.yaml").write_text("trainer:\n  max_epochs: 200\n")
+    args = [str(pool), "--dataset", "mine", "--out", str(tmp_path / "cmp")]
+    assert main([*args, "--models", "mlp", "re_gcn", "re_gat"]) == 0
+    df = pd.read_csv(tmp_path / "cmp.csv").set_index("model")
+    assert df.capped_runs.tolist() == [0, 0, 3] and df.lead_beyond_noise["re_gat"] == False  # noqa: E712
+    md = (tmp_path / "cmp.md").read_text()
+    assert "| 10, 3 at the epoch cap |" in md  # the helper writes runs=10 beside its 3 per-run records
+    assert "Epoch cap: RE-GAT: 3 of 10 runs trained all 200 allowed epochs" in md
+    assert "Lead: RE-GAT over the runner-up RE-GCN: +0.50 validation Micro-F1, paired over 3 seeds" in md
+    assert "within the spread of the runs" in md
+    # a steady lead on every seed is more than the spread
+    import shutil
+
+    for m in ("re_gat", "re_gcn"):
+        shutil.rmtree(pool / f"mine_{m}")
+    _cell(pool, "mine_re_gat", val=90.1, test=90.0, per_run=runs([90.0, 90.2, 90.1], 50))
+    _cell(pool, "mine_re_gcn", val=80.1, test=80.0, per_run=runs([80.0, 80.3, 80.0], 50))
+    assert main([*args, "--models", "mlp", "re_gcn", "re_gat"]) == 0
+    assert "more than the spread of the runs" in (tmp_path / "cmp.md").read_text()

@@ -26,6 +26,7 @@ from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CellPool
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import label
+from regnn.reporting.compare_notes import cap_notes, capped, lead
 
 MODELS = ("mlp", "gcn", "rgcn", "simple_hgn", "re_gcn", "re_gat")  # the default rows, in the table's order
 
@@ -67,25 +68,24 @@ def with_cells_found(sweep: Path, dataset: str, models: list[str]) -> list[str]:
     return [*models, *(m for m in found if m not in models)]
 
 
+def _row(model: str, cell: dict | None, refused: Path) -> dict:
+    row = {"model": model, "label": label(model), "runs": None, "source": "missing"}
+    if cell is not None:
+        row |= {"runs": cell["runs"], "source": "archive" if cell.get("archived") else "sweep"}
+        for k in METRICS:
+            row |= {f"{k}_mean": cell["metrics"][k]["mean"], f"{k}_std": cell["metrics"][k]["std"]}
+        row["epoch_time_s"] = cell["metrics"]["epoch_time_s"]["mean"]
+        row |= _collapse(cell) | capped(cell)
+    elif refused.is_file():
+        row |= {"source": "refused", "reason": refused.read_text().strip()}
+    return row
+
+
 def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.DataFrame, list[str]]:
     """One row per model (in the given order; a model without scores keeps its row, empty), and the notes."""
     names = [f"{dataset}_{m}" for m in models]
     cells = pool.load(names)
-    rows = []
-    for m, n in zip(models, names):
-        row = {"model": m, "label": label(m), "runs": None, "source": "missing"}
-        refused = pool.dir / n / "refused.txt"
-        if n in cells:
-            c = cells[n]
-            row |= {"runs": c["runs"], "source": "archive" if c.get("archived") else "sweep"}
-            for k in METRICS:
-                row |= {f"{k}_mean": c["metrics"][k]["mean"], f"{k}_std": c["metrics"][k]["std"]}
-            row["epoch_time_s"] = c["metrics"]["epoch_time_s"]["mean"]
-            row |= _collapse(c)
-        elif refused.is_file():
-            row |= {"source": "refused", "reason": refused.read_text().strip()}
-        rows.append(row)
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame([_row(m, cells.get(n), pool.dir / n / "refused.txt") for m, n in zip(models, names)])
     df["collapsed"] = df.get("collapsed", pd.Series(False, index=df.index)).fillna(False).astype(bool)
     for k in [f"{k}_{s}" for k in METRICS for s in ("mean", "std")] + [
         "epoch_time_s",
@@ -94,6 +94,8 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
         "chance",
         "collapsed",
         "learnt_test_micro_f1",
+        "capped_runs",
+        "max_epochs",
     ]:
         if k not in df:
             df[k] = np.nan
@@ -109,6 +111,9 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
             "scores are shown, never used to pick. F1 at the best validation epoch of each run, mean ± std "
             "(population) over the runs; every model with the same trainer, splits and seeds."
         )
+    note, df["lead_beyond_noise"] = lead(df, {m: cells[f"{dataset}_{m}"] for m in models if f"{dataset}_{m}" in cells})
+    notes += [note] if note else []
+    notes += cap_notes(df)
     for source, what in (
         ("sweep", f"from {pool.dir}"),
         ("archive", f"from {pool.archive} (summaries of cells trained earlier)"),
@@ -148,6 +153,13 @@ def _collapse(cell: dict) -> dict:
     }
 
 
+def _runs_cell(runs, source, at_chance, at_cap) -> str:
+    if source == "refused" or pd.isna(runs):
+        return "refused" if source == "refused" else "–"
+    marks = [f"{int(k)} {what}" for k, what in ((at_chance, "at chance"), (at_cap, "at the epoch cap")) if k and k > 0]
+    return ", ".join([str(int(runs)), *marks])
+
+
 def render_frame(df: pd.DataFrame) -> pd.DataFrame:
     def f1(k):
         return [fmt(a, b) for a, b in zip(df[f"{k}_mean"], df[f"{k}_std"])]
@@ -159,10 +171,8 @@ def render_frame(df: pd.DataFrame) -> pd.DataFrame:
                 for lab, w, c in zip(df.label, df.winner, df.collapsed)
             ],
             "runs": [
-                ("–" if pd.isna(r) else f"{int(r)}, {int(k)} at chance" if c else int(r))
-                if s != "refused"
-                else "refused"
-                for r, s, k, c in zip(df.runs, df.source, df.runs_at_chance, df.collapsed)
+                _runs_cell(r, s, k if c else 0, cap)
+                for r, s, k, c, cap in zip(df.runs, df.source, df.runs_at_chance, df.collapsed, df.capped_runs)
             ],
             "val Micro-F1": f1("val_micro_f1"),
             "test Micro-F1": f1("test_micro_f1"),

@@ -11,6 +11,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from regnn.errors import ConfigError
+from regnn.evaluation import paired
 
 
 log = logging.getLogger("regnn")
@@ -22,7 +23,7 @@ DEFAULT_TRIAL = 0  # the configured setting (enqueued first)
 # one-sided paired t-test at this level, shared among the searched finalists (Bonferroni: each compared at
 # TUNE_ALPHA / their number), so that a tune with several finalists moves away from a setting that is as good as any
 # no more often than a tune with one
-TUNE_ALPHA = 0.05
+TUNE_ALPHA = paired.ALPHA
 
 
 def check_tune(tune: DictConfig) -> None:
@@ -90,24 +91,11 @@ def paired_gain(a: dict, b: dict) -> tuple[float, float, int] | None:
     """(mean, standard error, seeds) of finalist a's validation score minus b's over the seeds both finished
     (their "per_seed" scores); None where they share no seed or either lacks per-seed scores."""
     pa, pb = a.get("per_seed"), b.get("per_seed")
-    if not pa or not pb:
-        return None
-    d = [pa[s] - pb[s] for s in pa if s in pb]
-    if not d:
-        return None
-    mean = sum(d) / len(d)
-    se = math.inf if len(d) < 2 else math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1) / len(d))
-    return mean, se, len(d)
+    return paired.paired_gain(pa, pb) if pa and pb else None
 
 
 def required_t(seeds: int, contenders: int) -> float:
-    """The t statistic a paired gain over `seeds` seeds must exceed: Student's t quantile at 1 - TUNE_ALPHA /
-    contenders with seeds - 1 degrees of freedom (infinite for one seed: no noise estimate, no evidence)."""
-    if seeds < 2:
-        return math.inf
-    from scipy.stats import t
-
-    return float(t.ppf(1 - TUNE_ALPHA / max(1, contenders), seeds - 1))
+    return paired.required_t(seeds, contenders, TUNE_ALPHA)
 
 
 def beats_default(best: dict, default: dict, contenders: int = 1) -> bool:
