@@ -180,6 +180,8 @@ def test_predict_leaves_the_cell_byte_identical_and_never_writes_into_it(cell, t
     for inside in (cell, cell / "preds"):  # what predict.py reads before Hydra writes into the folder
         assert "never writes into a run" in predict_guard.argv_refusal([f"run={cell}", f"hydra.run.dir={inside}"])
     assert predict_guard.argv_refusal([f"run={cell}", f"hydra.run.dir={tmp_path / 'q'}"]) is None
+    for subdir in (cell / "hy", "../hy"):  # Hydra's own files must stay in the prediction's folder too
+        assert "hydra.output_subdir" in predict_guard.argv_refusal([f"run={cell}", f"hydra.output_subdir={subdir}"])
     assert hashes(cell) == before and not (cell / "preds").exists()
     with pytest.raises(ConfigError, match="never writes into a run"):  # in process too
         predict(pcfg(cell / "runs" / "run_00"), cell / "runs")

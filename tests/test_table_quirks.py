@@ -431,3 +431,26 @@ def test_class_names_are_the_labels_as_written_in_number_order_where_all_are_num
 )
 def test_blank_labels_and_padded_splits_are_refused_not_guessed(tmp_path, row, message):
     assert message in refused(files(tmp_path, papers=PAPERS.replace("p2,b,train,2", row)))
+
+
+def test_two_byte_order_marked_exports_joined_with_cat_are_refused_at_the_second_mark(tmp_path):
+    authors = "\ufeffid\r\na1\r\na2\r\n\ufeffid\r\na3\r\n"  # Excel's "CSV UTF-8" twice, joined
+    with pytest.raises(DataError) as e:
+        load_custom(files(tmp_path / "a", authors=authors, writes="source,target\na1,p1\n"))
+    assert "authors.csv: line 4 starts with a byte-order mark" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_graph_to_predict_on_may_have_no_label_at_all():
+    """Read for predictions (empty_splits_allowed), a target table with every label empty, or without label and
+    split columns, gives every node unlabelled; read for training it is refused."""
+    from regnn.data.dataset import empty_splits_allowed
+
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = files(Path(tmp) / "empty", papers="id,label,split,f0\np1,,,1\np2,,,2\n")
+        without = files(Path(tmp) / "without", papers="id,f0\np1,1\np2,2\n")
+        for desc in (empty, without):
+            with empty_splits_allowed():
+                d = load_custom(desc)
+            assert d.unlabelled.all() and all(len(d.splits[s]) == 0 for s in ("train", "val", "test"))
+            with pytest.raises(DataError):
+                load_custom(desc)

@@ -27,6 +27,11 @@ def empty_splits_allowed():
         _EMPTY_SPLITS_OK.reset(token)
 
 
+def predicting() -> bool:
+    """Whether a graph is being read for predictions (empty_splits_allowed): it may then have no labelled node."""
+    return _EMPTY_SPLITS_OK.get()
+
+
 @dataclass
 class HeteroDataset:
     name: str

@@ -240,10 +240,28 @@ def _repeated_header(table: Table) -> None:
         )
 
 
+def _stray_byte_order_mark(table: Table) -> None:
+    """A byte-order mark starting a row (two exports joined with `cat`, each with its own) is refused: read as
+    text it would make an id of its own, or hide a repeated header."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    names, data = table.data.column_names, table.data
+    if not names or not len(table) or not pa.types.is_string(data.schema.types[0]):
+        return
+    rows = np.flatnonzero(pc.starts_with(data[names[0]], "\ufeff").fill_null(False).to_numpy(zero_copy_only=False))
+    if len(rows):
+        raise DataError(
+            f"{table.path}: {table.where(int(rows[0]))} starts with a byte-order mark (U+FEFF), which only a file's "
+            "first line may carry: were files joined? remove it (and any header repeated with it)"
+        )
+
+
 def read_table(path: Path) -> Table:
     """A CSV or parquet file as a Table (module docstring); anything else refused in one line naming the file."""
     if not path.is_file():
         raise DataError(f"{path} {'is a folder, not a file' if path.is_dir() else 'does not exist'}; {DOC}")
     table = _read_parquet(path) if path.suffix.lower() in PARQUET else _read_csv(path)
+    _stray_byte_order_mark(table)
     _repeated_header(table)
     return table

@@ -33,7 +33,7 @@ import torch
 
 from regnn.data.array_checks import class_count, unlabelled_outside_splits
 from regnn.data.custom_schema import DOC, did_you_mean
-from regnn.data.dataset import HeteroDataset
+from regnn.data.dataset import HeteroDataset, predicting
 from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
 from regnn.data.table_features import numbers, vectors
@@ -148,7 +148,10 @@ class NodeTable:
     def labels(self, classes) -> tuple[torch.Tensor, list[str]]:
         import pyarrow.compute as pc
 
-        col = self.table.text(self.entry.get("label", "label"), "the class of each target node")
+        key = self.entry.get("label", "label")
+        if predicting() and key not in self.table.data.column_names:  # a graph to predict: no label at all
+            return torch.full((len(self.table),), -1, dtype=torch.long), [str(c) for c in classes or []]
+        col = self.table.text(key, "the class of each target node")
         blank = first(pc.and_(pc.not_equal(col, ""), pc.equal(pc.utf8_trim_whitespace(col), "")))
         if blank is not None:
             raise DataError(
@@ -172,7 +175,10 @@ class NodeTable:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        col = self.table.text(self.entry.get("split", "split"), "train, val or test per target node")
+        key = self.entry.get("split", "split")
+        if predicting() and key not in self.table.data.column_names:
+            return {s: torch.zeros(0, dtype=torch.long) for s in SPLITS}
+        col = self.table.text(key, "train, val or test per target node")
         row = first(pc.and_(pc.not_equal(col, ""), pc.invert(pc.is_in(col, value_set=pa.array(SPLITS)))))
         if row is not None:
             raise DataError(
@@ -233,7 +239,7 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDa
     _classes_in_train(labels, splits, names, tgt.path)
     raw = {t: n.features(t == target) for t, n in nodes.items()}
     feats = select_features(raw, counts, target, feats_type)
-    num_classes = class_count(meta.get("num_classes", len(names)), labels, splits, str(where))
+    num_classes = class_count(meta.get("num_classes", len(names) or None), labels, splits, str(where))
     return user_dataset(
         where,
         name=name,

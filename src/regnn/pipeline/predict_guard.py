@@ -79,6 +79,11 @@ def argv_refusal(argv: list[str]) -> str | None:
     given = {}
     for a in argv:
         key, eq, value = a.lstrip("+").partition("=")
+        if eq and key == "hydra.output_subdir" and (Path(value).is_absolute() or ".." in Path(value).parts):
+            return (
+                f"hydra.output_subdir={value} would put Hydra's files outside the prediction's folder (perhaps "
+                "into the run); give a name inside it, or leave it as it is (.hydra)"
+            )
         if eq and key in ("run", "hydra.run.dir") and "${" not in value:
             given[key] = value
     if len(given) < 2:
