@@ -312,3 +312,14 @@ def test_sparse_embeddings_of_a_minibatch_run_are_read_only_through_blocks(tmp_p
         model_logits(job, c, tmp_path, "fullbatch")
     with pytest.raises(ConfigError, match="inference='blocks'"):
         model_logits(job, c, tmp_path, "blocks")
+
+
+def test_predict_help_lists_its_own_options_not_the_training_groups():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, str(REPO / "predict.py"), "--help"], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    for key in ("run: ???", "ensemble: false", "dataset_path: null", "check_scores: true", "allow_missing: false"):
+        assert key in p.stdout
+    assert "Configuration groups" not in p.stdout and "backbone" not in p.stdout and "optimizer" not in p.stdout
