@@ -8,8 +8,10 @@ Every output (results.json, per-run history and relation weights, resolved confi
 directory printed at the end. See conf/train.yaml for every option.
 """
 
+import contextlib
 import logging
 import sys
+import time
 from pathlib import Path
 
 import hydra
@@ -18,6 +20,43 @@ from omegaconf import DictConfig
 import regnn.config  # registers the ${repo_root:} resolver used by conf/paths; torch-free
 from regnn.entry import discard_unused_run_dir, run
 from regnn.errors import CellBusy, RegnnError, Unsupported
+from regnn.training.progress import in_sweep
+
+
+_job_times: list[float] = []  # seconds of the sweep's cells this process has trained (experiment=tune's estimate)
+
+
+@contextlib.contextmanager
+def timed():
+    t0 = time.monotonic()
+    yield
+    _job_times.append(time.monotonic() - t0)
+
+
+def sweep_position(cfg: DictConfig):
+    """The cell's place in its sweep for the progress lines: experiment=compare's model k of n (with the estimates
+    of the models after it), experiment=tune's trial k of n; "skipped" where compare.budget skips the model."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    hc = HydraConfig.get()
+    if hc.mode != RunMode.MULTIRUN:
+        return None
+    if cfg.get("compare"):
+        from regnn.experiments import compare
+
+        why = compare.skipped(cfg, Path(hc.sweep.dir))
+        if why:
+            logging.getLogger("regnn").warning("skipped %s: %s", cfg.model.name, why)
+            return "skipped"
+        return compare.position(cfg, Path(hc.sweep.dir))
+    if cfg.get("tune") and hc.sweeper.get("n_trials") is not None:
+        from regnn.training.progress import Position
+
+        k, n = int(hc.job.num), int(cfg.tune.trials)
+        after = (sum(_job_times) / len(_job_times)) * max(n - k - 1, 0) if _job_times else None
+        return Position(f"trial_{k}" + (f" ({k + 1}/{n})" if k < n else ""), after)  # trial_k: the trial's folder
+    return None
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
@@ -34,12 +73,16 @@ def main(cfg: DictConfig) -> float:
         regnn.config.validate(cfg)  # a bad value is answered now, not after the seconds torch takes to import
         from regnn.pipeline import train
 
-        if cfg.get("compare") and cfg.compare.tune:  # experiment=compare compare.tune=true: tune, then train
-            from regnn.experiments.compare import tuned_cell
+        where = sweep_position(cfg)
+        if where == "skipped":  # experiment=compare: compare.budget has no room for this model (logged at start)
+            return float("nan")
+        with in_sweep(where), timed():
+            if cfg.get("compare") and cfg.compare.tune:  # experiment=compare compare.tune=true: tune, then train
+                from regnn.experiments.compare import tuned_cell
 
-            summary = tuned_cell(cfg, out_dir, list(HydraConfig.get().overrides.task))
-        else:
-            summary = train(cfg, out_dir)
+                summary = tuned_cell(cfg, out_dir, list(HydraConfig.get().overrides.task))
+            else:
+                summary = train(cfg, out_dir)
     except Unsupported as e:  # a model this graph cannot train: a sweep names it and goes on with the others
         logging.getLogger("regnn").error("refused: %s", e)
         if HydraConfig.get().mode != RunMode.MULTIRUN:

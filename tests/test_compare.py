@@ -29,8 +29,9 @@ def smoke(tmp_path_factory):
     first = run_train(*SMOKE, f"hydra.sweep.dir={sweep}", timeout=900)
     assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
     md = (sweep / "compare.md").read_text()
+    estimates = json.loads((sweep / "compare_estimates.json").read_text())
     again = run_train(*SMOKE, f"hydra.sweep.dir={sweep}", timeout=600)
-    return sweep, md, again
+    return sweep, md, again, (first.stdout + first.stderr, estimates)
 
 
 def test_the_make_target_runs_this_command():
@@ -39,7 +40,7 @@ def test_the_make_target_runs_this_command():
 
 
 def test_the_table_and_figure_hold_every_model_and_the_winner_by_validation(smoke):
-    sweep, md, _ = smoke
+    sweep, md, _, _ = smoke
     df = pd.read_csv(sweep / "compare.csv")
     assert list(df.model) == list(MODELS) and (df.runs == 2).all()  # debug=smoke: 2 runs of every model
     for m in MODELS:  # every row is its cell's results.json, read back
@@ -59,11 +60,59 @@ def test_the_table_and_figure_hold_every_model_and_the_winner_by_validation(smok
 
 
 def test_the_same_command_again_skips_every_finished_cell_and_renders_again(smoke):
-    sweep, md, again = smoke
+    sweep, md, again, _ = smoke
     log = again.stdout + again.stderr
     assert again.returncode == 0, log[-3000:]
     assert log.count("already holds results; skipped (resume=true)") == len(MODELS)
     assert (sweep / "compare.md").read_text() == md
+
+
+def test_each_models_cost_is_estimated_and_printed_before_any_cell_trains(smoke):
+    sweep, _, again, (log, estimates) = smoke
+    assert log.index("compare: estimates on synthetic") < log.index("Launching")
+    rows = estimates["models"]
+    assert list(rows) == list(MODELS) and estimates["budget_min"] is None
+    cap = OmegaConf.load(sweep / "synthetic_mlp" / "config.yaml").trainer.max_epochs
+    for m, r in rows.items():  # every run to the cap: what the cell costs at most
+        assert r["status"] == "pending" and r["s_per_epoch"] > 0 and (r["runs"], r["max_epochs"]) == (2, cap)
+        assert r["estimate_s"] == pytest.approx(r["s_per_epoch"] * 2 * cap)
+        assert re.search(rf"^{m} +{r['s_per_epoch']:.3f} +2 +{cap} ", log, flags=re.M)
+    # the same command again: every cell is finished, nothing is timed
+    again_rows = json.loads((sweep / "compare_estimates.json").read_text())["models"]
+    assert {r["status"] for r in again_rows.values()} == {"done"}
+    assert "compare: timing" not in again.stdout + again.stderr
+
+
+def test_a_budget_keeps_the_cheapest_models_that_fit_and_skips_the_others():
+    from regnn.experiments.estimate import fit_budget
+
+    rows = {m: {"status": "pending", "estimate_s": s} for m, s in (("gat", 300.0), ("mlp", 20.0), ("gcn", 50.0))}
+    rows["rgcn"] = {"status": "done"}
+    fit_budget(rows, 1.5)  # 90 s: mlp (20) and gcn (50) fit, gat (300) does not
+    assert {m: r["status"] for m, r in rows.items()} == {
+        "gat": "skipped",
+        "mlp": "pending",
+        "gcn": "pending",
+        "rgcn": "done",
+    }
+    assert "estimated 5:00 does not fit in what is left of compare.budget=1.5 minutes (20.0s)" in rows["gat"]["reason"]
+
+
+@pytest.mark.onepython
+def test_a_model_over_the_budget_trains_nothing_and_is_listed_as_skipped(tmp_path):
+    sweep = tmp_path / "sweep"
+    # a budget below any estimate: both skipped, whatever this machine's speed
+    r = run_train(*SMOKE, "model=mlp,re_gcn", "compare.budget=1e-9", f"hydra.sweep.dir={sweep}", timeout=600)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, log[-3000:]
+    assert log.count("does not fit in what is left of compare.budget") >= 2 and "Traceback" not in log
+    assert not list(sweep.glob("*/results.json"))  # no cell trained
+    df = pd.read_csv(sweep / "compare.csv")
+    assert df.source.tolist() == ["skipped", "skipped"]
+    md = (sweep / "compare.md").read_text()
+    assert "| MLP | skipped |" in md and "Skipped by compare.budget: RE-GCN: estimated" in md
+    bad = run_train(*SMOKE, "compare.budget=-1", f"hydra.sweep.dir={tmp_path / 'bad'}")
+    assert bad.returncode == 2 and "compare.budget=-1 is not valid" in bad.stderr and "Launching" not in bad.stderr
 
 
 @pytest.mark.onepython
@@ -80,8 +129,9 @@ def test_a_model_the_graph_cannot_train_is_refused_in_one_line_and_the_others_go
     )
     log = r.stdout + r.stderr
     assert r.returncode == 0, log[-3000:]
-    refused = [line for line in log.splitlines() if "refused:" in line]
+    refused = [line for line in log.splitlines() if "] refused:" in line]  # the cell's line
     assert len(refused) == 1 and "han needs meta-paths" in refused[0] and "Traceback" not in log
+    assert re.search(r"^han +– +– +– +– +refused: han needs meta-paths", log, flags=re.M)  # the estimates' row
     df = pd.read_csv(sweep / "compare.csv")
     assert list(df.model) == ["han", "mlp"] and list(df.source) == ["refused", "sweep"]
     assert df.winner.tolist() == [False, True]

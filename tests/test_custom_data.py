@@ -228,3 +228,50 @@ def test_train_py_minibatch_on_custom_data(tmp_path):
 def test_custom_without_path_fails_cleanly(tmp_path):
     p = run_train("dataset=custom", "runs=1", f"hydra.run.dir={tmp_path}/x")
     assert p.returncode == 2 and "dataset=custom needs dataset.path=" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_users_relations_keep_their_node_types_in_the_summary_the_weights_and_the_heatmap(tmp_path):
+    """`visits` names neither of its node types: the summary records them, regnn.run's weights and the heatmap's
+    labels give them, and the heatmap is titled with the graph's own name, not `custom`."""
+    import regnn
+    from regnn.description import relation_label
+    from regnn.reporting.case_study import draw_cell
+
+    graph = write_npz(tmp_path / "shops", {"name": "corner_shops"}).parent
+    out = regnn.run(
+        ["dataset=custom", f"dataset.path={graph}", "model=re_gcn", "runs=1", "trainer.max_epochs=3", "threads=1"],
+        run_dir=tmp_path / "cell",
+    )
+    ends = out.summary["relations"]
+    assert ends["visits"] == ["customer", "shop"] and ends["rev_visits"] == ["shop", "customer"]
+    assert ends["self:city"] == ["city", "city"] and set(ends) == set(out.summary["relation_names"])
+    assert out.summary["graph"] == "corner_shops"
+    w = out.relation_weights()
+    assert set(zip(w.relation, w.source, w.destination)) >= {
+        ("visits", "customer", "shop"),
+        ("self:shop", "shop", "shop"),
+    }
+    assert relation_label("visits", ends["visits"]) == "visits (customer->shop)"
+    assert (
+        relation_label("item->tag", ["item", "tag"]) == "item->tag" and relation_label("self:a", ["a", "a"]) == "self:a"
+    )
+    import matplotlib.pyplot as plt
+
+    drawn = []
+    real_save = __import__("regnn.reporting.case_study", fromlist=["save"]).save
+
+    def keep(fig, path):
+        ax = fig.axes[0]
+        drawn.append((ax.get_title(), [t.get_text() for t in ax.get_xticklabels()]))
+        real_save(fig, path)
+
+    import regnn.reporting.case_study as cs
+
+    cs.save, saved = keep, cs.save
+    try:
+        draw_cell(tmp_path / "cell", tmp_path / "w")
+    finally:
+        cs.save = saved
+        plt.close("all")
+    title, labels = drawn[0]
+    assert title.startswith("re_gcn on corner_shops:") and "visits (customer->shop)" in labels

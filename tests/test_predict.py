@@ -323,3 +323,17 @@ def test_predict_help_lists_its_own_options_not_the_training_groups():
     for key in ("run: ???", "ensemble: false", "dataset_path: null", "check_scores: true", "allow_missing: false"):
         assert key in p.stdout
     assert "Configuration groups" not in p.stdout and "backbone" not in p.stdout and "optimizer" not in p.stdout
+
+
+def test_features_the_run_scaled_are_not_called_unscaled_and_an_ensemble_says_how_far_it_is(tmp_path):
+    """counts' raw features are far outside the usual scale; a run that standardised them predicts without the
+    warning to scale them (predict applies the run's statistics), one that kept them raw still gets it."""
+    for norm in ("standard", "none"):
+        cell = tmp_path / norm
+        args = ["dataset=counts", "model=re_gcn", "runs=2", "trainer.max_epochs=3", "threads=1"]
+        r = run_train(*args, f"dataset.feature_norm={norm}", f"hydra.run.dir={cell}")
+        assert r.returncode == 0, r.stderr[-3000:]
+        p = predict(f"run={cell}", "ensemble=true", f"hydra.run.dir={tmp_path / ('p_' + norm)}")
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert ("far outside the usual scale" in p.stderr) == (norm == "none")
+        assert "predict: run_00 (1/2, left ~" in p.stderr and "predict: run_01 (2/2, left ~0:00)" in p.stderr

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from regnn.training.progress import CellProgress, Plan, clock
+from regnn.training.progress import CellProgress, Plan, Position, clock, in_sweep
 
 
 class FakeClock:
@@ -58,6 +58,23 @@ def test_a_log_gets_one_line_per_interval_never_one_per_epoch(caplog):
     assert len(lines) == 3
     assert lines[0].startswith("[acm re_gat run 1/2] epoch 29 val micro-F1 90.00 (30 of 200 epochs); left ~")
     assert "cell ~" in lines[0]
+
+
+def test_a_cell_in_a_sweep_names_its_place_and_the_sweeps_time_left(caplog):
+    t = FakeClock()
+    with in_sweep(Position("model 2/3", after_s=600.0)):
+        cell = CellProgress("shops re_gat", Plan(runs=1, max_epochs=100, patience=None), "lines", interval=5, now=t)
+    outside = CellProgress("shops mlp", Plan(runs=1, max_epochs=100), "lines", interval=5, now=t)
+    run, plain = cell.run(0), outside.run(0)
+    with caplog.at_level(logging.INFO, logger="regnn"):
+        for epoch in range(10):  # 10 epochs of 1 s: 90 s left in the run, then 600 s of the sweep's later models
+            t.t += 1.0
+            run.update("val micro-F1 50.00", epoch=epoch)
+            plain.update("val micro-F1 50.00", epoch=epoch)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[-2].startswith("[shops re_gat model 2/3] val micro-F1 50.00 (10 of 100 epochs); left ~1:30")
+    assert lines[-2].endswith("sweep ~11:30")  # 90 s + 600 s
+    assert lines[-1].startswith("[shops mlp] ") and "sweep" not in lines[-1]  # the position ends with the block
 
 
 def test_off_prints_nothing_and_a_bad_mode_is_refused(caplog):

@@ -454,3 +454,19 @@ def test_a_graph_to_predict_on_may_have_no_label_at_all():
             assert d.unlabelled.all() and all(len(d.splits[s]) == 0 for s in ("train", "val", "test"))
             with pytest.raises(DataError):
                 load_custom(desc)
+
+
+def test_a_large_table_is_read_with_a_line_before_and_after(tmp_path, monkeypatch, caplog):
+    import logging
+
+    from regnn.data import table_reader
+
+    small = tmp_path / "small.csv"
+    small.write_text("id,x\na,1\nb,2\n")
+    with caplog.at_level(logging.INFO, logger="regnn"):
+        table_reader.read_table(small)
+        assert not caplog.records  # a small table loads in no time: nothing to watch
+        monkeypatch.setattr(table_reader, "LOUD_BYTES", 1)
+        table_reader.read_table(small)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == f"data: reading {small} (0 MB)" and lines[1].startswith("data: read small.csv: 2 rows (")

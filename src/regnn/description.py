@@ -59,3 +59,10 @@ def graph_name(dataset: Mapping[str, Any]) -> str:
         meta, desc = read_meta(dataset["path"])
         return str(meta.get("name") or desc.parent.name or dataset.get("name"))
     return str(dataset.get("name"))
+
+
+def relation_label(name: str, ends: list[str] | None) -> str:
+    """A relation as a reader names it: its name, with its direction where the name does not already say it."""
+    if not ends or name.startswith("self:") or name == f"{ends[0]}->{ends[1]}":
+        return name
+    return f"{name} ({ends[0]}->{ends[1]})"

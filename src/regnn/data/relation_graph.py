@@ -74,6 +74,13 @@ def relation_name(canonical_etype: tuple[str, str, str]) -> str:
     return canonical_etype[1]
 
 
+def relation_ends(graph) -> dict[str, list[str]]:
+    """Every relation name the models use -> [source type, destination type]: the edge relations (a user's
+    `buys` says neither), then each node type's self-loop ("self:<type>")."""
+    ends = {relation_name(cet): [cet[0], cet[2]] for cet in graph.canonical_etypes}
+    return ends | {f"self:{t}": [t, t] for t in graph.ntypes}
+
+
 def sorted_by_destination(src: torch.Tensor, dst: torch.Tensor, rel: torch.Tensor, n: int):
     """The edges destination-major (then by source): edge ids are CSR positions (no permutation later)."""
     order = torch.argsort(dst * n + src)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,8 @@ from regnn.data.custom_schema import DOC
 from regnn.errors import DataError, quote
 
 PARQUET = (".parquet", ".pq")
+LOUD_BYTES = 64 << 20  # a table this large is read with a line before and after: a large graph loads in minutes
+log = logging.getLogger("regnn")
 BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"))
 BOMS += ((codecs.BOM_UTF16_BE, "utf-16"), (codecs.BOM_UTF8, "utf-8-sig"))
 SAVE_AS = "save it as UTF-8 (e.g. Excel's 'CSV UTF-8')"
@@ -261,7 +265,12 @@ def read_table(path: Path) -> Table:
     """A CSV or parquet file as a Table (module docstring); anything else refused in one line naming the file."""
     if not path.is_file():
         raise DataError(f"{path} {'is a folder, not a file' if path.is_dir() else 'does not exist'}; {DOC}")
+    size, t0 = path.stat().st_size, time.perf_counter()
+    if size >= LOUD_BYTES:
+        log.info("data: reading %s (%.0f MB)", path, size / 2**20)
     table = _read_parquet(path) if path.suffix.lower() in PARQUET else _read_csv(path)
+    if size >= LOUD_BYTES:
+        log.info("data: read %s: %d rows (%.1fs)", path.name, len(table), time.perf_counter() - t0)
     _stray_byte_order_mark(table)
     _repeated_header(table)
     return table

@@ -5,6 +5,8 @@
   search space, no final runs), then trains `runs` runs with the best setting (tuned=best) into the cell itself.
   Both steps run train.py in a subprocess and resume: a finished study is not searched again, a finished cell is
   skipped.
+- CompareCallback.on_multirun_start times a few epochs of each model not trained yet and prints the estimates
+  (estimate.py); with compare.budget the models that would not fit are skipped (their cells train nothing).
 - CompareCallback.on_multirun_end renders <sweep>/compare.{csv,md,png} (regnn.reporting.compare).
 """
 
@@ -19,10 +21,12 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from regnn.config import graph_folder
+from regnn.config import graph_folder, validate
+from regnn.experiments import estimate
 from regnn.paths import REPO_ROOT
-from regnn.errors import ConfigError
-from regnn.reporting.compare import default_archive, render, sweep_models
+from regnn.errors import ConfigError, RegnnError
+from regnn.reporting.compare import ESTIMATES, default_archive, read_estimates, render, sweep_models
+from regnn.training.progress import Position
 
 log = logging.getLogger("regnn")
 # overrides of the compare command that the tune and the tuned training set themselves
@@ -77,8 +81,51 @@ def tuned_cell(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> dict:
     return json.loads((out_dir / "results.json").read_text())
 
 
+def skipped(cfg: DictConfig, sweep: Path) -> str | None:
+    """Why compare.budget skips this cell's model (None: it trains)."""
+    row = read_estimates(sweep).get(str(cfg.model.name), {})
+    return row.get("reason") if row.get("status") == "skipped" else None
+
+
+def position(cfg: DictConfig, sweep: Path) -> Position | None:
+    """The cell's place among the comparison's models, and the estimates of the pending models after it."""
+    rows = read_estimates(sweep)
+    models = list(rows)
+    name = str(cfg.model.name)
+    if name not in rows:
+        return None
+    k = models.index(name)
+    after = [r.get("estimate_s") for r in list(rows.values())[k + 1 :] if r.get("status") == "pending"]
+    known = [a for a in after if a is not None]
+    return Position(f"model {k + 1}/{len(models)}", sum(known) if known else None)
+
+
+def _composer(config: DictConfig):
+    """model -> the job config the sweep runs for it (Hydra's compose, inside the running app)."""
+    from hydra import compose
+
+    task = [o for o in config.hydra.overrides.task if not o.lstrip("+~").startswith("model=")]
+
+    def of(model: str) -> DictConfig:
+        return compose(config_name=config.hydra.job.config_name, overrides=[*task, f"model={model}"])
+
+    return of
+
+
 class CompareCallback(Callback):
-    """Renders the comparison once every cell of the sweep has run (or been skipped or refused)."""
+    """Prints each model's estimated time before the cells train; renders the comparison once every cell of the
+    sweep has run (or been skipped or refused)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        if not config.compare.get("estimate", True):
+            Path(config.hydra.sweep.dir, ESTIMATES).unlink(missing_ok=True)  # an earlier sweep's budget skips nothing
+            return
+        try:  # Hydra turns a callback's exception into a warning: the command must fail, in one line
+            validate(config)  # a bad value or a missing file: before anything is timed
+            estimate.estimate_sweep(config, sweep_models(config), _composer(config))
+        except RegnnError as e:
+            print(e, file=sys.stderr)
+            raise SystemExit(2) from e
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep = Path(config.hydra.sweep.dir)

@@ -16,6 +16,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from regnn import interrupt
+from regnn.data.relation_graph import relation_ends
+from regnn.description import graph_name
 from regnn.loggers import make_logger
 from regnn.perf import keep_freed_memory, peak_rss_gb
 from regnn.pipeline.from_config import device_of
@@ -50,7 +52,7 @@ class CellJob:
         self.threads = threads or DEFAULT_THREADS
         keep_freed_memory(every_size=True)  # a step's large tensors would fault in again every time they are freed
         self.device, self.why = device_of(spec.device)
-        self.label = f"{cfg.model.name} on {cfg.dataset.name}"
+        self.label = f"{cfg.model.name} on {graph_name(cfg.dataset)}"
         self.num_parameters: int | None = None  # counted on the first model built
         self.relation_names: list = []
         self.start_processes()
@@ -155,6 +157,8 @@ class CellJob:
             environment=self.environment(),
             num_parameters=self.num_parameters,
             relation_names=self.relation_names,
+            relations={n: e for n, e in relation_ends(self.data.graph).items() if n in self.relation_names},
+            graph=graph_name(self.cfg.dataset),
             split_sizes=self.split_sizes(),
             chance=self.data.chance_micro_f1(),
             **self.more_facts(),

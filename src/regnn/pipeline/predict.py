@@ -9,6 +9,7 @@ when it trained: the printed test Micro-F1 is its results.json's, which tests th
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from regnn.names import SPLITS
 from regnn.errors import ConfigError, DataError
 from regnn.evaluation.metrics import split_scores
 from regnn.data.dataset import empty_splits_allowed
@@ -26,9 +28,9 @@ from regnn.pipeline.from_config import device_of, load_data
 from regnn.pipeline.fullbatch import DeviceGraph
 from regnn.pipeline.trained_model import model_logits
 from regnn.runs import checkpoint, embeddings, io_safe
+from regnn.training.progress import clock
 
 log = logging.getLogger("regnn")
-SPLITS = ("train", "val", "test")
 
 
 @dataclass
@@ -94,7 +96,7 @@ def graph_as_trained(cfg: DictConfig, run_dir: Path):
             data = load_data(cfg.dataset)
         else:
             data = apply_feature_norm(
-                load_data(OmegaConf.merge(cfg.dataset, {"feature_norm": "none"})), "none", fitted=fitted
+                load_data(OmegaConf.merge(cfg.dataset, {"feature_norm": None})), "none", fitted=fitted
             )
     no_label = data.unlabelled is not None and bool(data.unlabelled.all())
     if no_label and data.num_classes < int(meta["schema"]["num_classes"]):  # its labels cannot tell: the model's
@@ -142,6 +144,7 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
     """The chosen runs' predictions; the scores are compared with each run's own where the graph is the one it
     trained on."""
     device, why = device_of(cfg.device)
+    log.info("predict: loading the graph of %s (%s)", chosen.cell, tcfg.dataset.name)
     job = DeviceGraph(tcfg, device, data=graph_as_trained(tcfg, chosen.runs[0]))
     data = job.data
     log.info(
@@ -157,12 +160,15 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
     if skip:
         log.info("predict: the scores are not compared with the runs' recorded ones: %s", skip)
     probs, per_run, emb, weights = None, {}, None, {}
-    for run_dir in chosen.runs:
+    t0, n = time.monotonic(), len(chosen.runs)
+    for k, run_dir in enumerate(chosen.runs, 1):
         logits, emb, weights[run_dir.name] = model_logits(job, tcfg, run_dir, str(cfg.get("inference", "auto")))
         per_run[run_dir.name] = scores(data, logits)
         if not skip:
             guard.check_scores(run_dir, per_run[run_dir.name], torch.device(device).type)
-        _log_scores(run_dir.name, per_run[run_dir.name])
+        spent = time.monotonic() - t0  # an ensemble's runs each cost what the first ones did
+        where = f" ({k}/{n}, left ~{clock(spent / k * (n - k))})" if n > 1 else ""
+        _log_scores(run_dir.name + where, per_run[run_dir.name])
         p = logits.softmax(1)
         probs = p if probs is None else probs + p
     probs = probs / len(chosen.runs)

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Rectangle
 
+from regnn.description import relation_label
 from regnn.reporting.cells import MissingCells, as_pool, mean_weights
 from regnn.runs.io_safe import is_cell_summary, read_json
 from regnn.reporting.common import cli
@@ -64,7 +65,9 @@ def draw(cell: dict, out: Path, table: str, figure: str, what: str) -> list[Path
             )
             if faint:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.92", hatch="//", edgecolor="0.75", lw=0))
-    ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
+    ends = cell.get("relations") or {}
+    labels = [relation_label(n, ends.get(n)) for n in names]
+    ax.set_xticks(range(len(names)), labels, rotation=35, ha="right", fontsize=8)
     ax.set_yticks(range(layers), [f"layer {i + 1}" for i in range(layers)])
     ax.set_title(
         f"{what}: learned relation weights (mean of {len(cell['relation_weights'])} runs; < {HIDE_BELOW} hatched)",
@@ -86,7 +89,7 @@ def draw_cell(cell_dir: Path, out: Path) -> list[Path]:
         out,
         "relation_weights.csv",
         "relation_weights.png",
-        f"{cell.get('model', '?')} on {cell.get('dataset', '?')}",
+        f"{cell.get('model', '?')} on {cell.get('graph') or cell.get('dataset', '?')}",
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from regnn.reporting.compare_notes import cap_notes, capped, lead
 
 MODELS = ("mlp", "gcn", "rgcn", "simple_hgn", "re_gcn", "re_gat")  # the default rows, in the table's order
 
+ESTIMATES = "compare_estimates.json"  # <sweep>/: each model's estimated cost and status (regnn.experiments.estimate)
 METRICS = ("val_micro_f1", "test_micro_f1", "val_macro_f1", "test_macro_f1")
 LEARNT = 4 * AT_CHANCE  # a run this far above the chance level learned: beside a run at chance, a collapse
 
@@ -40,6 +42,16 @@ def default_archive(dataset: str, sweep: Path, tuned: bool | None = None) -> Pat
     if tuned is None:
         tuned = bool(_sweep_config(sweep).get("compare", {}).get("tune", False))
     return REPO_ROOT / "results" / "cells" if dataset in PAPER_DATASETS and not tuned else None
+
+
+def read_estimates(sweep: Path) -> dict[str, dict]:
+    """model -> its row of the estimates written at the start of the sweep ({} where there are none)."""
+    try:
+        doc = json.loads((Path(sweep) / ESTIMATES).read_text())
+    except (OSError, ValueError):
+        return {}
+    models = doc.get("models") if isinstance(doc, dict) else None
+    return models if isinstance(models, dict) else {}
 
 
 def _sweep_config(sweep: Path) -> dict:
@@ -68,8 +80,9 @@ def with_cells_found(sweep: Path, dataset: str, models: list[str]) -> list[str]:
     return [*models, *(m for m in found if m not in models)]
 
 
-def _row(model: str, cell: dict | None, refused: Path) -> dict:
+def _row(model: str, cell: dict | None, refused: Path, estimated: dict) -> dict:
     row = {"model": model, "label": label(model), "runs": None, "source": "missing"}
+    row["estimate_s"] = estimated.get("estimate_s")
     if cell is not None:
         row |= {"runs": cell["runs"], "source": "archive" if cell.get("archived") else "sweep"}
         for k in METRICS:
@@ -78,6 +91,8 @@ def _row(model: str, cell: dict | None, refused: Path) -> dict:
         row |= _collapse(cell) | capped(cell)
     elif refused.is_file():
         row |= {"source": "refused", "reason": refused.read_text().strip()}
+    elif estimated.get("status") == "skipped":
+        row |= {"source": "skipped", "reason": estimated.get("reason")}
     return row
 
 
@@ -85,7 +100,10 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
     """One row per model (in the given order; a model without scores keeps its row, empty), and the notes."""
     names = [f"{dataset}_{m}" for m in models]
     cells = pool.load(names)
-    df = pd.DataFrame([_row(m, cells.get(n), pool.dir / n / "refused.txt") for m, n in zip(models, names)])
+    est = read_estimates(pool.dir)
+    df = pd.DataFrame(
+        [_row(m, cells.get(n), pool.dir / n / "refused.txt", est.get(m, {})) for m, n in zip(models, names)]
+    )
     df["collapsed"] = df.get("collapsed", pd.Series(False, index=df.index)).fillna(False).astype(bool)
     for k in [f"{k}_{s}" for k in METRICS for s in ("mean", "std")] + [
         "epoch_time_s",
@@ -131,6 +149,8 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
         )
     for _, r in df[df.source == "refused"].iterrows():
         notes.append(f"Refused on this graph: {r.label}: {r.reason}")
+    for _, r in df[df.source == "skipped"].iterrows():
+        notes.append(f"Skipped by compare.budget: {r.label}: {r.reason}; a larger budget (or none) trains it.")
     return df, notes
 
 
@@ -154,8 +174,8 @@ def _collapse(cell: dict) -> dict:
 
 
 def _runs_cell(runs, source, at_chance, at_cap) -> str:
-    if source == "refused" or pd.isna(runs):
-        return "refused" if source == "refused" else "–"
+    if source in ("refused", "skipped") or pd.isna(runs):
+        return source if source in ("refused", "skipped") else "–"
     marks = [f"{int(k)} {what}" for k, what in ((at_chance, "at chance"), (at_cap, "at the epoch cap")) if k and k > 0]
     return ", ".join([str(int(runs)), *marks])
 
@@ -194,7 +214,8 @@ def figure(df: pd.DataFrame, path: Path, title: str) -> None:
         ("test_micro_f1", -0.12, "#d62728", "s", "test"),
     ):
         ax.errorbar(df[f"{k}_mean"], y + off, xerr=df[f"{k}_std"], fmt=marker, color=color, capsize=3, label=name)
-    ax.set_yticks(y, [f"{lab} ({s})" if s in ("refused", "missing") else lab for lab, s in zip(df.label, df.source)])
+    marked = ("refused", "skipped", "missing")
+    ax.set_yticks(y, [f"{lab} ({s})" if s in marked else lab for lab, s in zip(df.label, df.source)])
     for tick, w in zip(ax.get_yticklabels(), df.winner):
         tick.set_fontweight("bold" if w else "normal")
     ax.set_xlabel("Micro-F1 (mean ± std over runs)")

@@ -72,9 +72,7 @@ def trained_by(device) -> dict:
 def device_name(device) -> str:
     """'cpu', or 'cuda (<GPU name>)'."""
     device = torch.device(device)
-    if device.type == "cuda":
-        return f"cuda ({torch.cuda.get_device_name(device)})"
-    return device.type
+    return f"cuda ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else device.type
 
 
 def run_devices(records: list[dict], default: str = "unrecorded") -> dict[str, list[int]]:
@@ -107,6 +105,8 @@ class JobFacts:
     num_parameters: int
     relation_names: list
     extra: dict = field(default_factory=dict)
+    relations: dict = field(default_factory=dict)  # relation name -> [source, destination type]; the graph's name:
+    graph: str | None = None
     trainer: str | None = None  # the mini-batch job names itself; the full-batch job is the default
     worker_peak_gb: float = 0.0  # of the largest worker process, where runs were trained in workers
     split_sizes: dict = field(default_factory=dict)  # labelled nodes per split: how many nodes a score stands on
@@ -276,6 +276,7 @@ class CellStore:
             "per_run": records,
             "num_parameters": int(facts.num_parameters),
             "relation_names": list(facts.relation_names),
+            **{k: v for k, v in (("relations", dict(facts.relations)), ("graph", facts.graph)) if v},
             **facts.extra,
             "environment": {
                 "device": str(facts.device),

@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from regnn.names import PROGRESS_MODES as MODES
 
@@ -36,6 +37,29 @@ class Plan:
     max_epochs: int | None
     patience: int | None = None
     of: int | None = None  # the cell's runs in all, where they are more than this process trains (default: runs)
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a cell stands in a sweep (experiment=compare's "model 3/6", experiment=tune's "trial 4/30") and the
+    estimated seconds of the sweep's cells after it (None: unknown)."""
+
+    label: str
+    after_s: float | None = None
+
+
+_position: Position | None = None
+
+
+@contextmanager
+def in_sweep(position: Position | None) -> Iterator[None]:
+    """The cells whose progress starts inside show their place in the sweep and the sweep's time left."""
+    global _position
+    before, _position = _position, position
+    try:
+        yield
+    finally:
+        _position = before
 
 
 class CellProgress:
@@ -62,6 +86,7 @@ class CellProgress:
         self.mode = mode
         self.run_times: list[float] = []  # seconds of each run finished under this object
         self.started = 0
+        self.position = _position
 
     def run(self, index: int) -> RunProgress:
         self.started += 1
@@ -79,7 +104,9 @@ class RunProgress:
         self.t0 = self.last_line = cell.now()
         self.epochs, self.bar, self.closed = 0, None, False
         total = cell.plan.of or cell.plan.runs
-        self.prefix = f"[{cell.label} run {index + 1}/{total}]" if total > 1 else f"[{cell.label}]"
+        where = [f"run {index + 1}/{total}"] if total > 1 else []
+        where += [cell.position.label] if cell.position else []
+        self.prefix = f"[{' '.join([cell.label, *where])}]"
 
     def left(self, epoch: int, best_epoch: int | None) -> tuple[float, float]:
         """(seconds left in this run, seconds left in the cell) after `epoch` (0-based) was trained."""
@@ -101,6 +128,9 @@ class RunProgress:
         epoch = self.epochs - 1 if epoch is None else epoch
         run_left, cell_left = self.left(epoch, best_epoch)
         eta = f"left ~{clock(run_left)}" + (f", cell ~{clock(cell_left)}" if cell_left > run_left else "")
+        after = self.cell.position.after_s if self.cell.position else None
+        if after:
+            eta += f", sweep ~{clock(cell_left + after)}"
         if mode == "bar":
             self._bar(text, eta, epoch)
         elif self.cell.now() - self.last_line >= self.cell.interval:

@@ -1,0 +1,140 @@
+"""experiment=compare's cost estimates: before any cell trains, each model's time on this graph, from a few timed
+epochs, and with compare.budget the models that would not fit.
+
+A model's estimate is its median seconds per epoch (compare.estimate_epochs epochs of one run, in this process,
+written to a temporary folder) times the epoch cap times the cell's runs: what the cell costs at most, where early
+stopping ends no run before the cap. The table goes to the log and to <sweep>/compare_estimates.json (data: one
+row per model). compare.budget=<minutes> keeps the models cheapest first while their estimates fit in the budget
+and skips the others: their cells do not train (train.py reads the file), and the comparison's table lists them
+as skipped, with their estimate. Finished cells cost nothing and are never skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import tempfile
+import time
+from pathlib import Path
+
+from omegaconf import DictConfig, open_dict
+
+from regnn.errors import Unsupported
+from regnn.reporting.compare import ESTIMATES
+from regnn.runs.io_safe import write_text
+
+log = logging.getLogger("regnn")
+
+
+def cell_dir(sweep: Path, dataset: str, model: str) -> Path:
+    return Path(sweep) / f"{dataset}_{model}"
+
+
+def finished(cell: Path) -> bool:
+    try:
+        summary = json.loads((cell / "results.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(summary, dict) and summary.get("finished_runs", 0) >= summary.get("runs", 1) > 0
+
+
+def timing_config(cfg: DictConfig, epochs: int) -> DictConfig:
+    """cfg trimmed to one quiet run of `epochs` epochs that keeps nothing: the cost of an epoch, not a result."""
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+        cfg.runs, cfg.resume, cfg.progress, cfg.workers = 1, False, "off", 1
+        cfg.save_embeddings, cfg.save_model, cfg.clustering.enabled = False, False, False
+        cfg.trainer.max_epochs = epochs
+        cfg.logger = {"name": "none"}
+    return cfg
+
+
+def seconds_per_epoch(cfg: DictConfig, epochs: int) -> float:
+    """The median seconds of an epoch of cfg's model on cfg's graph (one run of `epochs` epochs, kept nowhere)."""
+    from regnn.pipeline import train
+
+    quiet = logging.getLogger("regnn")
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)  # the timing run's own start and score lines are not the comparison's
+    try:
+        with tempfile.TemporaryDirectory(prefix="regnn-estimate-") as tmp:
+            summary = train(timing_config(cfg, epochs), Path(tmp) / "cell")
+    finally:
+        quiet.setLevel(level)
+    return float(summary["metrics"]["epoch_time_s"]["mean"])
+
+
+def estimate(cfg: DictConfig, epochs: int) -> dict:
+    """One model's row: seconds per epoch and the cell's cost at most (every pending run to the cap)."""
+    runs, cap = int(cfg.runs), cfg.trainer.get("max_epochs")
+    if cfg.compare.get("tune"):  # the tune's trials train first, each tune.seeds runs (its finalists not counted)
+        runs += int(cfg.tune.trials) * int(cfg.tune.seeds)
+    t0 = time.perf_counter()
+    try:
+        per_epoch = seconds_per_epoch(cfg, epochs)
+    except Unsupported as e:  # refused on this graph: its cell says why when the sweep reaches it
+        return {"status": "refused", "reason": str(e)}
+    row = {"status": "pending", "s_per_epoch": per_epoch, "runs": runs, "max_epochs": cap}
+    row["timed_s"] = time.perf_counter() - t0
+    row["estimate_s"] = per_epoch * runs * cap if cap else None
+    return row
+
+
+def fit_budget(rows: dict[str, dict], budget_min: float | None) -> None:
+    """Marks the pending models that do not fit in budget_min minutes (cheapest kept first) as skipped."""
+    if budget_min is None:
+        return
+    left = float(budget_min) * 60
+    pending = sorted((r["estimate_s"] or math.inf, m) for m, r in rows.items() if r["status"] == "pending")
+    for cost, m in pending:
+        if cost <= left:
+            left -= cost
+        else:
+            rows[m] |= {
+                "status": "skipped",
+                "reason": f"estimated {clock(cost)} does not fit in what is left of compare.budget={budget_min:g} "
+                f"minutes ({clock(left)})",
+            }
+
+
+def clock(seconds: float | None) -> str:
+    from regnn.training.progress import clock as fmt
+
+    if seconds is None or math.isinf(seconds):
+        return "?"
+    return f"{seconds:.1f}s" if seconds < 60 else fmt(seconds)
+
+
+def table(rows: dict[str, dict]) -> str:
+    lines = [f"{'model':<14} {'s/epoch':>8} {'runs':>4} {'cap':>5} {'at most':>9}  status"]
+    for m, r in rows.items():
+        per = f"{r['s_per_epoch']:.3f}" if r.get("s_per_epoch") is not None else "–"
+        cost = clock(r.get("estimate_s")) if r["status"] in ("pending", "skipped") else "–"
+        status = r["status"] + (f": {r['reason']}" if r.get("reason") else "")
+        lines.append(f"{m:<14} {per:>8} {r.get('runs', '–')!s:>4} {r.get('max_epochs', '–')!s:>5} {cost:>9}  {status}")
+    total = sum(r["estimate_s"] or 0 for r in rows.values() if r["status"] == "pending")
+    lines.append(
+        f"the comparison at most ~{clock(total)} (every run to the epoch cap; early stopping ends most sooner)"
+    )
+    return "\n".join(lines)
+
+
+def estimate_sweep(config: DictConfig, models: list[str], compose) -> dict[str, dict]:
+    """Each model's row (compose(model) gives the job config the sweep will run for it); written to the sweep."""
+    c = config.compare
+    sweep, dataset = Path(config.hydra.sweep.dir), str(config.dataset.name)
+    rows: dict[str, dict] = {}
+    for k, m in enumerate(models):
+        if finished(cell_dir(sweep, dataset, m)):
+            rows[m] = {"status": "done"}
+            continue
+        log.info("compare: timing %s (%d of %d models, %d epochs)", m, k + 1, len(models), c.estimate_epochs)
+        rows[m] = estimate(compose(m), int(c.estimate_epochs))
+    fit_budget(rows, c.get("budget"))
+    log.info("compare: estimates on %s\n%s", dataset, table(rows))
+    sweep.mkdir(parents=True, exist_ok=True)
+    doc = {"dataset": dataset, "budget_min": c.get("budget"), "models": rows}
+    write_text(sweep / ESTIMATES, json.dumps(doc, indent=2) + "\n")
+    return rows
