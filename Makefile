@@ -37,12 +37,12 @@ TEST_WORKERS ?= $(shell $(PY) -c 'import os; print(min(8, len(os.sched_getaffini
 .PHONY: lint
 lint: venv ## the package's import layers (pyproject.toml: a lower layer never imports a higher one), ruff's rules and ruff's format (pyproject.toml; `make format` applies it)
 	$(PY) -c 'import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))'
-	$(PY) -m ruff check src scripts tests train.py predict.py
-	$(PY) -m ruff format --check src scripts tests train.py predict.py
+	$(PY) -m ruff check src scripts tests train.py predict.py explain.py
+	$(PY) -m ruff format --check src scripts tests train.py predict.py explain.py
 
 .PHONY: format
 format: venv ## format the code as `make lint` checks it (ruff format, lines of at most 120 characters)
-	$(PY) -m ruff format src scripts tests train.py predict.py
+	$(PY) -m ruff format src scripts tests train.py predict.py explain.py
 
 # tests marked serial (multi-process DDP) run afterwards, alone; TEST_MARKS narrows both (CI spreads the onepython
 # tests over its Pythons instead: REGNN_ONEPYTHON_SHARE, tests/conftest.py)
@@ -96,6 +96,10 @@ compare-smoke: venv ## experiment=compare (docs/custom_data.md) on the synthetic
 fig-efficiency-smoke: venv
 	$(PY) scripts/bench/benchmark.py --efficiency --datasets synthetic --models $(EFFICIENCY_MODELS) --warmup 1 \
 		--overrides trainer.max_epochs=4 trainer.patience=4 --out $(SMOKE)/results
+
+.PHONY: explain-planted
+explain-planted: setup ## relation weights vs masked and retrained ablation on graphs with planted relations (RE-GCN, 10 seeds per setting; resumed) -> results/explain_planted/
+	$(PY) -m regnn.experiments.planted_study
 
 benchmark: setup ## seconds per epoch, peak memory, parameters per dataset x model, and the main job -> results/benchmark.*
 	$(PY) scripts/bench/benchmark.py

@@ -49,9 +49,10 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    # regnn.run(overrides) and regnn.predict(run_dir): train.py and predict.py from Python (regnn.pipeline.api),
+    # regnn.run(overrides), regnn.predict(run_dir) and regnn.explain(run_dir): train.py, predict.py and explain.py
+    # from Python (regnn.pipeline.api),
     # imported on first use only
-    if name in ("run", "predict"):
+    if name in ("run", "predict", "explain"):
         from regnn.pipeline import api
 
         return getattr(api, name)

@@ -7,6 +7,7 @@ sampler, the device choice, the data loaders) import the same names from here.
 
 from __future__ import annotations
 
+SPLITS = ("train", "val", "test")  # a dataset's labelled splits, in this order everywhere
 PRECISIONS = ("fp32", "bf16")  # trainer.precision (regnn.training.trainer.autocast)
 OPTIMIZERS = ("adam", "adamw", "sgd")  # optimizer.name (regnn.training.trainer.make_optimizer)
 LR_SCHEDULES = ("constant", "cosine", "onecycle")  # trainer.lr_schedule (regnn.training.trainer.make_schedule)
@@ -35,7 +36,18 @@ def is_device_name(requested: str) -> bool:
 
 # the keys of every dataset config: load_dataset's own, the display name and the meta-paths (read by the models)
 COMMON_DATASET_KEYS = frozenset(
-    {"name", "format", "dir", "feats_type", "verify", "sums", "feature_norm", "display_name", "metapaths"}
+    {
+        "name",
+        "format",
+        "dir",
+        "feats_type",
+        "verify",
+        "sums",
+        "feature_norm",
+        "display_name",
+        "metapaths",
+        "drop_relations",
+    }
 )
 # dataset.format -> the keys its loader takes besides the common ones (regnn.data.dataset_keys reads them from the
 # loaders' signatures; tests/test_first_line.py holds the two equal); another format reads the MAGNN files
@@ -48,6 +60,10 @@ _LOADER_KEYS = {
     "synthetic_counts": (
         *("num_items", "num_users", "num_tags", "num_classes", "feat_dim", "max_rate", "overlap"),
         *("user_degree", "homophily", "tag_degree", "seed"),
+    ),
+    "planted": (
+        *("num_items", "relations", "planted", "noise", "degree", "nodes_per_relation", "num_classes", "feat_dim"),
+        *("signal", "seed"),
     ),
     "ogb": ("name", "ogb_name", "featureless", "feature_file"),
     "custom": ("path", "name", "feats_type"),

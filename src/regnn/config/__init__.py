@@ -93,7 +93,19 @@ def validate(cfg: DictConfig, backbones=regnn.schema.BACKBONE_KEYS, feats_types=
         number(cfg, "clustering.repeats", lo=1, hi=MAX_RUNS, integer=True)
         number(cfg, "clustering.n_init", lo=1, hi=MAX_RUNS, integer=True)
     check(cfg.logger.name in ("none", "csv", "wandb"), "logger.name", cfg.logger.name, "use none, csv or wandb")
+    if "compare" in cfg:  # experiment=compare
+        number(cfg, "compare.estimate_epochs", lo=1, hi=100, integer=True)
+        if cfg.compare.get("budget") is not None:
+            number(cfg, "compare.budget", lo=0, lo_open=True)
     _dataset_keys(cfg.dataset)
+    drop = cfg.dataset.get("drop_relations")
+    drop = OmegaConf.to_container(drop) if OmegaConf.is_list(drop) else drop
+    check(
+        drop is None or (isinstance(drop, list) and all(isinstance(x, str) for x in drop)),
+        "dataset.drop_relations",
+        drop,
+        "give a list of relation names, quoted: 'dataset.drop_relations=[\"paper->term\"]' (a reverse goes with it)",
+    )
 
 
 def _validate_job(cfg: DictConfig) -> None:

@@ -39,6 +39,8 @@ def dataset_keys(format: str) -> set[str]:
         loader = make_synthetic
     elif format == "synthetic_counts":
         loader = CountGraph
+    elif format == "planted":
+        from regnn.data.planted import make_planted as loader
     elif format == "ogb":
         from regnn.data.ogb import load_ogb as loader
     elif format == "custom":
@@ -58,17 +60,22 @@ def load_dataset(
     verify: bool = False,
     sums: str | Path | None = None,
     feature_norm="none",
+    drop_relations=(),
     **options,
 ) -> HeteroDataset:
     """One entry point for every dataset the configs can name.
 
     verify=True checks the files against the pinned SHA-256 sums (data/SHA256SUMS) before reading them.
+    drop_relations: relation names taken out of the graph with their reverses (regnn.data.pruning).
     feature_norm: none | row | standard, or {node type: method} (regnn.data.scaling); a feature matrix still far
-    outside the usual scale afterwards gets a warning naming the option.
+    outside the usual scale afterwards gets a warning naming the option. feature_norm=None: the features as
+    stored, unchecked (a caller that scales them itself, as predict applies a run's fitted statistics).
     """
+    from regnn.data.pruning import drop_relations as without
     from regnn.data.scaling import apply_feature_norm
 
-    return apply_feature_norm(_load(name, dir, format, feats_type, verify, sums, **options), feature_norm)
+    data = without(_load(name, dir, format, feats_type, verify, sums, **options), list(drop_relations or ()))
+    return data if feature_norm is None else apply_feature_norm(data, feature_norm)
 
 
 def _load(name, dir, format, feats_type, verify, sums, **options) -> HeteroDataset:
@@ -76,6 +83,10 @@ def _load(name, dir, format, feats_type, verify, sums, **options) -> HeteroDatas
         return make_synthetic(**options)
     if format == "synthetic_counts":
         return make_count_graph(**options)
+    if format == "planted":
+        from regnn.data.planted import make_planted
+
+        return make_planted(**options)
     # -- OGB datasets and the user's own (dataset=ogbn_mag, dataset=custom) --------------------------
     if format == "ogb":
         from regnn.data.ogb import load_ogb

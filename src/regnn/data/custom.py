@@ -176,7 +176,7 @@ def save_npz(data: HeteroDataset, folder: str | Path) -> Path:
     """Writes a loaded or generated dataset in the npz format (graph.npz + dataset.yaml, both directions of every
     relation stored, `reverse: keep`), so that it trains through dataset=custom as a user's graph does. Types
     without features of their own (one-hot ids, zeros) get only their node count. Returns the yaml's path."""
-    from regnn.data.scaling import _is_placeholder
+    from regnn.data.scaling import is_placeholder
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -185,7 +185,7 @@ def save_npz(data: HeteroDataset, folder: str | Path) -> Path:
         z[f"edges:{s}:{r}:{t}"] = np.stack([e.numpy() for e in g.edges(etype=(s, r, t))])
     for t in g.ntypes:
         x = data.features.get(t)
-        if x is not None and not _is_placeholder(x):
+        if x is not None and not is_placeholder(x):
             z[f"features:{t}"] = x.to_dense().numpy()
         else:
             z[f"num_nodes:{t}"] = np.array(g.num_nodes(t))

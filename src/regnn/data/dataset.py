@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from regnn.names import SPLITS
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import DataError
 
-SPLITS = ("train", "val", "test")
 # predict.py reads graphs whose nodes may all be unlabelled (predictions are for them): empty splits pass there only
 _EMPTY_SPLITS_OK: ContextVar[bool] = ContextVar("empty_splits_ok", default=False)
 

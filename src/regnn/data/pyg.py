@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from regnn.names import SPLITS
 from regnn.data.array_checks import check_features, class_count, exact_ints, unlabelled_outside_splits
 from regnn.data.custom_schema import DOC
 from regnn.data.dataset import HeteroDataset
@@ -31,8 +32,6 @@ from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
 from regnn.data.user_graph import unique_relations, user_dataset
 from regnn.errors import DataError
-
-SPLITS = ("train", "val", "test")
 
 
 def _stores(d: dict, where: str) -> tuple[dict[str, dict], dict[tuple, dict]]:
@@ -172,12 +171,12 @@ def to_heterodata(ds: HeteroDataset):
         from torch_geometric.data import HeteroData
     except ImportError:
         raise DataError("to_heterodata needs PyG: pip install torch-geometric (or regnn[pyg])") from None
-    from regnn.data.scaling import _is_placeholder
+    from regnn.data.scaling import is_placeholder
 
     out, g = HeteroData(), ds.graph
     for t in g.ntypes:
         x = ds.features[t]
-        if _is_placeholder(x):
+        if is_placeholder(x):
             out[t].num_nodes = g.num_nodes(t)
         else:
             out[t].x = x

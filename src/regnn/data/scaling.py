@@ -72,7 +72,7 @@ def _to_numpy(x: torch.Tensor):
     return x.numpy()
 
 
-def _is_placeholder(x: torch.Tensor) -> bool:
+def is_placeholder(x: torch.Tensor) -> bool:
     """One-hot ids (a sparse identity) or all zeros: what a type without features of its own gets."""
     if x.is_sparse:
         x = x.coalesce()
@@ -144,7 +144,7 @@ def apply_feature_norm(data, feature_norm="none", fitted: dict | None = None):
     for t, method in norms.items():
         x = data.features[t]
         if method == "auto":
-            method = "standard" if not _is_placeholder(x) and far_outside(x) else "none"
+            method = "standard" if not is_placeholder(x) and far_outside(x) else "none"
             if method != "none":
                 log.info(
                     "%s: features of %r are far outside the usual scale; standardised (dataset.feature_norm="
@@ -152,7 +152,7 @@ def apply_feature_norm(data, feature_norm="none", fitted: dict | None = None):
                     data.name,
                     t,
                 )
-        if method != "none" and not _is_placeholder(x):
+        if method != "none" and not is_placeholder(x):
             data.features[t], data.feature_scaling[t] = scale_matrix(x, method, (fitted or {}).get(t))
     for t, x in data.features.items():
         stats = scale_stats(x)

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from regnn.names import SPLITS
 from regnn.data.array_checks import class_count, unlabelled_outside_splits
 from regnn.data.custom_schema import DOC, did_you_mean
 from regnn.data.dataset import HeteroDataset, predicting
@@ -43,7 +44,6 @@ from regnn.errors import DataError, quote
 
 NODE_KEYS = ("file", "id", "label", "split", "features")
 EDGE_KEYS = ("file", "source", "target", "columns")
-SPLITS = ("train", "val", "test")
 SPARSE_BELOW = 0.1  # share of non-zero entries under which a feature matrix is kept sparse
 
 

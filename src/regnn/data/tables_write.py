@@ -16,7 +16,7 @@ def write_tables(data: HeteroDataset, folder: str | Path, prefix_ids: bool = Tru
     "<type>:<position>" with prefix_ids, else the data's own (or positions). Returns the yaml's path."""
     import yaml
 
-    from regnn.data.scaling import _is_placeholder
+    from regnn.data.scaling import is_placeholder
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -40,7 +40,7 @@ def write_tables(data: HeteroDataset, folder: str | Path, prefix_ids: bool = Tru
     for t in g.ntypes:
         df = pd.DataFrame({"id": ids_of(t)})
         x = data.features[t]
-        if not _is_placeholder(x):
+        if not is_placeholder(x):
             dense = x.to_dense().numpy()
             df = pd.concat([df, pd.DataFrame(dense, columns=[f"f{j}" for j in range(dense.shape[1])])], axis=1)
         if t == data.target:

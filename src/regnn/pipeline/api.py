@@ -74,25 +74,21 @@ class Trained:
         return pd.DataFrame(p.emb.numpy(), index=self.predictions().index)
 
     def relation_weights(self):
-        """One row per run, layer and relation (its name says its direction, source->destination; self:<type> a
-        node type's self-loop) with the learned weight (a list where the layer has several heads)."""
+        """One row per run, layer and relation (self:<type>: a node type's self-loop), its source and destination
+        node types, and the learned weight (a list where the layer has several heads)."""
         import pandas as pd
 
+        from regnn.data.relation_graph import relation_ends
+
+        p = self._predicted()
+        ends = relation_ends(p.data.graph)  # a user's relation `buys` names neither of its node types
         rows = []
-        for run, layers in self._predicted().weights.items():
+        for run, layers in p.weights.items():
             for layer, weights in enumerate(layers or []):
                 for rel, w in weights.items():
-                    src, _, dst = rel.partition("->")
-                    loop = rel.startswith("self:")
+                    src, dst = ends.get(rel, (None, None))
                     rows.append(
-                        {
-                            "run": run,
-                            "layer": layer,
-                            "relation": rel,
-                            "source": rel[5:] if loop else src,
-                            "destination": rel[5:] if loop else dst,
-                            "weight": w,
-                        }
+                        {"run": run, "layer": layer, "relation": rel, "source": src, "destination": dst, "weight": w}
                     )
         return pd.DataFrame(rows, columns=["run", "layer", "relation", "source", "destination", "weight"])
 
@@ -114,6 +110,24 @@ def predict(run_dir: str | Path, **options) -> Trained:
     """An earlier cell (or one of its runs) as regnn.run returns a new one; options as predict.py's
     (ensemble=True, dataset_path=..., inference=..., check_scores=False, allow_missing=True, device=...)."""
     return Trained(None, Path(run_dir).resolve(), None, **options)
+
+
+def explain(run_dir: str | Path, ablation: str = "masked", retrain_dir: str | Path | None = None, **options):
+    """explain.py's tables for a cell, as regnn.pipeline.explain.Explained (weights, ablation, agreement: pandas
+    DataFrames), nothing written but the retrained cells (ablation="retrain": under retrain_dir, default
+    outputs/ablation/<graph>/<model>/<cell folder>). options: inference, device, threads, check_scores,
+    allow_missing, as explain.py's."""
+    from omegaconf import OmegaConf
+
+    from regnn.pipeline.explain import explain as explained
+    from regnn.runs.listing import trained_name
+
+    cell = Path(run_dir).resolve()
+    if retrain_dir is None:
+        retrain_dir = REPO_ROOT / "outputs" / "ablation" / trained_name(cell) / cell.name
+    defaults = {"inference": "auto", "device": "auto", "threads": None, "check_scores": True, "allow_missing": False}
+    cfg = {"run": str(cell), "ablation": ablation, "retrain_dir": str(retrain_dir)} | defaults | options
+    return explained(OmegaConf.create(cfg))
 
 
 def compose(overrides=()):

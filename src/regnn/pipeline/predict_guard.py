@@ -63,17 +63,18 @@ def cell_root(run: Path) -> Path:
     return p
 
 
-def refuse_output_inside(out_dir, run) -> None:
-    """ConfigError when the output folder is the run's cell folder or inside it: predict never writes in a run."""
+def refuse_output_inside(out_dir, run, tool: str = "predict") -> None:
+    """ConfigError when the output folder is the run's cell folder or inside it: predict.py and explain.py never
+    write in a run."""
     cell, out = cell_root(resolved(run)), resolved(out_dir, "hydra.run.dir")
     if out == cell or cell in out.parents:
         raise ConfigError(
-            f"hydra.run.dir={out_dir} is inside the run's cell folder {cell}; predict.py never writes into a "
-            "run: choose a folder outside it (the default is outputs/predict/<time>)"
+            f"hydra.run.dir={out_dir} is inside the run's cell folder {cell}; {tool}.py never writes into a "
+            f"run: choose a folder outside it (the default is outputs/{tool}/<graph>/<model>/<time>)"
         )
 
 
-def argv_refusal(argv: list[str]) -> str | None:
+def argv_refusal(argv: list[str], tool: str = "predict") -> str | None:
     """The refusal of an output folder inside the run, read from the command line before Hydra writes into that
     folder (its .hydra/ and log); None when it is elsewhere or not given there."""
     given = {}
@@ -81,7 +82,7 @@ def argv_refusal(argv: list[str]) -> str | None:
         key, eq, value = a.lstrip("+").partition("=")
         if eq and key == "hydra.output_subdir" and (Path(value).is_absolute() or ".." in Path(value).parts):
             return (
-                f"hydra.output_subdir={value} would put Hydra's files outside the prediction's folder (perhaps "
+                f"hydra.output_subdir={value} would put Hydra's files outside the output folder (perhaps "
                 "into the run); give a name inside it, or leave it as it is (.hydra)"
             )
         if eq and key in ("run", "hydra.run.dir") and "${" not in value:
@@ -89,7 +90,7 @@ def argv_refusal(argv: list[str]) -> str | None:
     if len(given) < 2:
         return None
     try:
-        refuse_output_inside(given["hydra.run.dir"], given["run"])
+        refuse_output_inside(given["hydra.run.dir"], given["run"], tool)
     except ConfigError as e:
         return str(e)
     return None

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-SPLITS = ("train", "val", "test")
+from regnn.names import SPLITS
 
 
 def split_names(data) -> np.ndarray:

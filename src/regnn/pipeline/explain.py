@@ -1,0 +1,184 @@
+"""Which relations a cell's models rest on (explain.py, regnn.explain): three answers, each over the cell's runs.
+
+- weights: every layer's learned weight of every relation and node-type self-loop (RE-GNN's own answer), its mean
+  over the runs with a 95% interval;
+- masked ablation: each relation (with its reverse, regnn.data.pruning) emptied at inference in the trained runs,
+  the drop in validation and test Micro-F1 (cheap; the model never learnt to do without it);
+- retrained ablation (ablation=retrain): the cell trained again without the relation (dataset.drop_relations), on
+  the same seeds, each drop paired by seed (the honest one; every retrained cell is a cell of its own under
+  retrain_dir, resumed like any: a killed explain trains only what is missing);
+and how far the weights' ranking of the relations agrees with each ablation's (Spearman's rho with its interval).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from regnn.data.pruning import relation_groups, without
+from regnn.data.relation_graph import relation_ends
+from regnn.errors import ConfigError
+from regnn.evaluation.importance import rank_agreement, summarise
+from regnn.pipeline.from_config import prepare_inputs
+from regnn.pipeline.predict import Predicted, predicted, scores
+from regnn.pipeline.trained_model import loaded_model
+from regnn.training.trainer import autocast
+
+log = logging.getLogger("regnn")
+ABLATIONS = ("masked", "retrain")
+SCORES = ("val_micro_f1", "test_micro_f1")
+
+
+@dataclass
+class Explained:
+    groups: list  # the relation groups (each relation with its reverse)
+    weights: pd.DataFrame  # layer, relation, source, destination, mean, low, high, runs
+    ablation: pd.DataFrame  # kind, group, score, mean, low, high, runs (drops in points of Micro-F1)
+    agreement: pd.DataFrame  # kind, score, rho, low, high, items, runs
+    per_run: dict  # the per-run tables the summaries come from: weights, masked, retrain
+    cell: Path
+    retrain_cells: list[Path]
+
+
+def group_name(group: tuple[str, ...]) -> str:
+    return " + ".join(group)
+
+
+def weight_rows(p: Predicted) -> pd.DataFrame:
+    """One row per run, layer and relation: the learned weight (the mean over heads where a layer has several)."""
+    ends = relation_ends(p.data.graph)
+    rows = []
+    for run, layers in p.weights.items():
+        for layer, weights in enumerate(layers or []):
+            for rel, w in weights.items():
+                w = sum(w) / len(w) if isinstance(w, list) else w
+                src, dst = ends.get(rel, (None, None))
+                rows.append(
+                    {"run": run, "layer": layer + 1, "relation": rel, "source": src, "destination": dst, "weight": w}
+                )
+    if not rows:
+        raise ConfigError(
+            f"{p.chosen.cell}: {p.tcfg.model.name} learns no relation weights; explain needs a model that does"
+        )
+    return pd.DataFrame(rows)
+
+
+def masked_rows(p: Predicted, groups: list[tuple[str, ...]], inference: str) -> pd.DataFrame:
+    """One row per run and relation group: the drop of each score when the group's edges are emptied."""
+    job, rows = p.job, []
+    variants = {}
+    for g in groups:  # each group's graph: its relations kept as relations without edges (ids unchanged)
+        data = dataclasses.replace(job.data, graph=without(job.data.graph, g, keep_slots=True))
+        variants[g] = prepare_inputs(p.tcfg.model, data, job.device)
+    for run_dir in p.chosen.runs:
+        model, sg = loaded_model(job, p.tcfg, run_dir, inference)
+        if sg is not None:
+            raise ConfigError(f"{run_dir} computes layer by layer (inference=minibatch); explain masks full-batch only")
+        base = scores(job.data, _logits(model, job.inputs, job, p.tcfg))
+        for g, inputs in variants.items():
+            masked = scores(job.data, _logits(model, inputs, job, p.tcfg))
+            rows += [
+                {"run": run_dir.name, "group": group_name(g), "score": s, "drop": base[s] - masked[s]} for s in SCORES
+            ]
+    return pd.DataFrame(rows)
+
+
+def _logits(model, inputs, job, tcfg) -> torch.Tensor:
+    with torch.no_grad(), autocast(str(tcfg.get("precision", "fp32")), job.labels.device):
+        return model(inputs, job.feats)[0].float().cpu()
+
+
+def retrain_rows(p: Predicted, groups, root: Path, train) -> tuple[pd.DataFrame, list[Path]]:
+    """One row per seed and relation group: the drop of each score (the cell's run minus the run of the same seed
+    trained without the group); `train(cfg, out_dir)` trains (and resumes) each group's cell."""
+    import json
+
+    base = json.loads((p.chosen.cell / "results.json").read_text())
+    by_seed = {r["seed"]: r for r in base["per_run"] if "failed" not in r}
+    rows, cells = [], []
+    for k, g in enumerate(groups, 1):
+        cfg = p.tcfg.copy()
+        with open_dict(cfg):
+            cfg.dataset.drop_relations = list(g)
+            cfg.resume, cfg.save_embeddings = True, False
+        out = root / ("drop_" + "_".join(n.replace("->", "-").replace("/", "-") for n in g))
+        log.info("explain: retraining without %s (%d of %d) in %s", group_name(g), k, len(groups), out)
+        summary = train(cfg, out)
+        cells.append(out)
+        for r in summary["per_run"]:
+            if "failed" in r or r["seed"] not in by_seed:
+                continue
+            rows += [
+                {"run": f"seed_{r['seed']}", "group": group_name(g), "score": s, "drop": by_seed[r["seed"]][s] - r[s]}
+                for s in SCORES
+            ]
+    return pd.DataFrame(rows), cells
+
+
+def agreement(weights: pd.DataFrame, drops: pd.DataFrame, groups, kind: str) -> list[dict]:
+    """rho between the weights' ranking of the relation groups (a group's weight: its relations' mean over the
+    layers) and the ablation's, per score, over the runs both have (the masked runs by name; the retrained by
+    seed, which the weights pair with through the cell's runs)."""
+    member = {rel: group_name(g) for g in groups for rel in g}
+    w = weights[weights.relation.isin(member)].assign(group=lambda d: d.relation.map(member))
+    w = w.pivot_table(index="run", columns="group", values="weight", aggfunc="mean")
+    out = []
+    for s in SCORES:
+        d = drops[drops.score == s].pivot_table(index="run", columns="group", values="drop", aggfunc="mean")
+        if kind == "retrain":  # the weights of the cell's run of the same seed
+            d.index = [_run_of_seed(weights, r) for r in d.index]
+        out.append({"kind": kind, "score": s, **rank_agreement(w, d)})
+    return out
+
+
+def _run_of_seed(weights: pd.DataFrame, seed_label: str) -> str | None:
+    seeds = weights.attrs.get("seeds", {})
+    return seeds.get(int(seed_label.removeprefix("seed_")))
+
+
+def explain(cfg: DictConfig, train=None) -> Explained:
+    """The weights, the masked ablation and (ablation=retrain) the retrained one of the cell cfg.run names."""
+    if cfg.ablation not in ABLATIONS:
+        raise ConfigError(f"ablation={cfg.ablation!r}: use masked (at inference) or retrain (also trained without)")
+    p = predicted(
+        OmegaConf.create(
+            {"run": cfg.run, "ensemble": True, "allow_missing": bool(cfg.get("allow_missing", False))}
+            | {k: cfg.get(k) for k in ("inference", "device", "threads", "check_scores")}
+            | {"dataset_path": None, "embeddings": False}
+        )
+    )
+    weights = weight_rows(p)
+    weights.attrs["seeds"] = _seeds(p)
+    groups = relation_groups(p.data.graph)
+    log.info(
+        "explain: %d runs, %d relation groups: %s", len(p.chosen.runs), len(groups), ", ".join(map(group_name, groups))
+    )
+    per_run = {"weights": weights, "masked": masked_rows(p, groups, str(cfg.get("inference", "auto")))}
+    cells: list[Path] = []
+    if cfg.ablation == "retrain":
+        if train is None:
+            from regnn.pipeline import train
+        per_run["retrain"], cells = retrain_rows(p, groups, Path(cfg.retrain_dir), train)
+    w = summarise(weights, ["layer", "relation", "source", "destination"], "weight")
+    ablation = pd.concat(
+        [summarise(per_run[k], ["group", "score"], "drop").assign(kind=k) for k in ABLATIONS if k in per_run]
+    )
+    agree = [row for k in ABLATIONS if k in per_run for row in agreement(weights, per_run[k], groups, k)]
+    return Explained(groups, w, ablation, pd.DataFrame(agree), per_run, p.chosen.cell, cells)
+
+
+def group_of(e: Explained) -> dict[str, tuple[str, ...]]:
+    """Group name -> its relations."""
+    return {group_name(g): tuple(g) for g in e.groups}
+
+
+def _seeds(p: Predicted) -> dict[int, str]:
+    import json
+
+    return {int(json.loads((d / "results.json").read_text())["seed"]): d.name for d in p.chosen.runs}

@@ -1,0 +1,167 @@
+"""explain.py: relation weights with their spread over the runs, masked and retrained ablation, the agreement of the
+rankings; dataset.drop_relations; the planted graphs whose answer is known."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import REPO, run_train
+from regnn.data.planted import make_planted, planted_names
+from regnn.data.pruning import drop_relations, relation_groups, reverse_of, without
+from regnn.errors import DataError
+from regnn.evaluation.importance import auroc, interval, rank_agreement, top_k_hit
+
+CELL = ["dataset=planted", "model=re_gcn", "runs=2", "trainer.max_epochs=40", "threads=1", "workers=1"]
+
+
+def test_a_relation_goes_with_its_reverse_under_either_naming():
+    data = make_planted(num_items=60, relations=3, planted=1, nodes_per_relation=12)
+    g = data.graph
+    assert reverse_of(g, "item->n0") == "n0->item" and reverse_of(g, "n2->item") == "item->n2"
+    assert relation_groups(g) == [("item->n0", "n0->item"), ("item->n1", "n1->item"), ("item->n2", "n2->item")]
+    from regnn.data.hetero import HeteroGraph
+
+    e = (np.array([0, 1]), np.array([1, 0]))
+    custom = HeteroGraph({("a", "buys", "b"): e, ("b", "rev_buys", "a"): e, ("a", "likes", "b"): e}, {"a": 2, "b": 2})
+    assert reverse_of(custom, "buys") == "rev_buys" and reverse_of(custom, "rev_buys") == "buys"
+    assert reverse_of(custom, "likes") is None  # one direction only: dropped alone
+    assert relation_groups(custom) == [("buys", "rev_buys"), ("likes",)]
+
+
+def test_dropping_takes_the_relation_and_its_reverse_and_refuses_what_it_cannot():
+    data = make_planted(num_items=60, relations=3, planted=1, nodes_per_relation=12)
+    dropped = drop_relations(data, ["item->n1"])
+    assert sorted(dropped.graph.etypes) == ["item->n0", "item->n2", "n0->item", "n2->item"]
+    assert data.graph.num_edges("item->n1") > 0  # the dataset given is left as it was
+    with pytest.raises(DataError, match=r"\['item->x'\] is not a relation of this graph; its relations are"):
+        drop_relations(data, ["item->x"])
+    with pytest.raises(DataError, match="leaves no relation"):
+        drop_relations(data, ["item->n0", "item->n1", "item->n2"])
+    kept = without(data.graph, ["item->n1", "n1->item"], keep_slots=True)
+    assert kept.etypes == data.graph.etypes and kept.num_edges("item->n1") == 0  # every relation keeps its id
+    assert kept.num_edges("item->n0") == data.graph.num_edges("item->n0")
+
+
+def test_intervals_and_rank_agreement_are_the_textbook_ones():
+    from scipy import stats
+
+    x = [1.0, 2.0, 4.0, 7.0]
+    mean, low, high = interval(x)
+    half = stats.t.ppf(0.975, 3) * np.std(x, ddof=1) / 2
+    assert mean == 3.5 and low == pytest.approx(3.5 - half) and high == pytest.approx(3.5 + half)
+    assert np.isnan(interval([2.0])[1]) and interval([2.0])[0] == 2.0
+    runs = pd.Index(["r0", "r1", "r2"])
+    a = pd.DataFrame({"x": [3, 3.1, 2.9], "y": [2, 2.2, 1.9], "z": [1, 0.8, 1.1]}, index=runs)
+    agree = rank_agreement(a, a * 10 + 1)
+    assert agree["rho"] == 1.0 and agree["low"] == 1.0 and agree["items"] == 3 and agree["runs"] == 3
+    assert rank_agreement(a, -a)["rho"] == -1.0
+    assert np.isnan(rank_agreement(a[["x", "y"]], a[["x", "y"]])["rho"])  # two items: no ranking to test
+    s = pd.Series({"a": 3.0, "b": 1.0, "c": 2.0})
+    assert top_k_hit(s, {"a", "c"}) and not top_k_hit(s, {"a", "b"})
+    assert auroc(s, {"a", "c"}) == 1.0 and auroc(s, {"b"}) == 0.0
+
+
+@pytest.fixture(scope="module")
+def cell(tmp_path_factory):
+    out = tmp_path_factory.mktemp("explain") / "cell"
+    r = run_train(*CELL, f"hydra.run.dir={out}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out
+
+
+def _explain(*args, timeout=600):
+    return subprocess.run(
+        [sys.executable, str(REPO / "explain.py"), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_masking_nothing_changes_nothing_and_masking_a_relation_is_undone_after(cell):
+    """The model meets several graphs in a row: a cache keyed on the wrong thing would carry one into the next."""
+    from regnn.pipeline.explain import masked_rows
+    from regnn.pipeline.predict import predicted
+
+    p = predicted(
+        OmegaConf.create(
+            {"run": str(cell), "ensemble": True, "dataset_path": None, "device": "cpu", "check_scores": True}
+        )
+    )
+    rows = masked_rows(p, [("item->n0", "n0->item"), ()], "auto")  # a planted relation masked, then nothing
+    none = rows[rows.group == ""]
+    assert len(none) == 2 * 2 and (none["drop"] == 0).all()  # 2 runs, 2 scores
+    assert (rows[rows.group != ""]["drop"] > 0).any()
+
+
+def test_explain_writes_the_report_and_regnn_explain_returns_its_tables(cell, tmp_path):
+    import regnn
+
+    r = _explain(f"run={cell}", f"hydra.run.dir={tmp_path / 'e'}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    for f in ("explain.md", "explain.csv", "explain.png", "weights.csv", "agreement.csv"):
+        assert (tmp_path / "e" / f).stat().st_size > 0
+    table = pd.read_csv(tmp_path / "e" / "explain.csv")
+    assert table.group.tolist() == [f"item->n{r} + n{r}->item" for r in range(4)]
+    w = pd.read_csv(tmp_path / "e" / "weights.csv")
+    assert set(w.layer) == {1, 2, 3, 4} and {"self:item", "item->n0"} <= set(w.relation) and (w.runs == 2).all()
+    assert "Spearman's rho" in r.stderr and "| item->n0 + n0->item |" in (tmp_path / "e" / "explain.md").read_text()
+    e = regnn.explain(cell)
+    got = e.weights.set_index(["layer", "relation"])["mean"]
+    assert np.allclose(got.loc[list(zip(w.layer, w.relation))].to_numpy(), w["mean"].to_numpy(), atol=1e-4)
+    masked = e.ablation[(e.ablation.kind == "masked") & (e.ablation.score == "val_micro_f1")].set_index("group")
+    assert np.allclose(masked["mean"].reindex(table.group).to_numpy(), table.masked_val_drop.to_numpy(), atol=1e-4)
+    # never inside the run; a model without relation weights is refused in one line
+    inside = _explain(f"run={cell}", f"hydra.run.dir={cell / 'x'}")
+    assert inside.returncode == 2 and "inside the run's cell folder" in inside.stderr and not (cell / "x").exists()
+
+
+@pytest.mark.onepython
+def test_retrained_ablation_pairs_seeds_and_a_second_explain_trains_nothing(cell, tmp_path):
+    args = [f"run={cell}", "ablation=retrain", f"retrain_dir={tmp_path / 'ab'}"]
+    first = _explain(*args, f"hydra.run.dir={tmp_path / 'e1'}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    cells = sorted(d.name for d in (tmp_path / "ab").iterdir())
+    assert cells == [f"drop_item-n{r}_n{r}-item" for r in range(4)]
+    one = json.loads((tmp_path / "ab" / cells[0] / "results.json").read_text())
+    assert one["seeds"] == json.loads((cell / "results.json").read_text())["seeds"]  # the same seeds
+    assert "item->n0" not in one["relation_names"] and "n0->item" not in one["relation_names"]
+    table = pd.read_csv(tmp_path / "e1" / "explain.csv")
+    assert table.retrain_val_drop.notna().all() and table.epoch_s_without.notna().all()
+    again = _explain(*args, f"hydra.run.dir={tmp_path / 'e2'}")
+    assert again.returncode == 0 and again.stderr.count("already holds results; skipped (resume=true)") == 4
+    assert pd.read_csv(tmp_path / "e2" / "explain.csv").equals(table)
+
+
+def test_drop_relations_trains_without_them_and_a_bad_value_is_refused_before_torch(tmp_path):
+    r = run_train(
+        *CELL,
+        "runs=1",
+        "trainer.max_epochs=2",
+        'dataset.drop_relations=["n2->item"]',
+        f"hydra.run.dir={tmp_path / 'a'}",
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    names = json.loads((tmp_path / "a" / "results.json").read_text())["relation_names"]
+    assert "item->n2" not in names and "n2->item" not in names and "item->n1" in names
+    bad = run_train(*CELL, "dataset.drop_relations=3", f"hydra.run.dir={tmp_path / 'b'}")
+    assert bad.returncode == 2 and "dataset.drop_relations=3 is not valid: give a list of relation names" in bad.stderr
+    unknown = run_train(*CELL, 'dataset.drop_relations=["item->n9"]', f"hydra.run.dir={tmp_path / 'c'}")
+    assert unknown.returncode == 2 and "['item->n9'] is not a relation of this graph" in unknown.stderr
+
+
+def test_planted_relations_carry_the_class_and_the_others_do_not():
+    data = make_planted(num_items=300, relations=4, planted=2, noise=0.5, seed=3)
+    y = data.labels.numpy()
+    for r in range(4):
+        u, v = (x.numpy() for x in data.graph.edges(etype=f"item->n{r}"))
+        same = np.mean(y[u] == v % 3)  # node j of n<r> is of class j mod 3
+        if f"item->n{r}" in planted_names(4, 2):
+            assert same > 0.6  # half the links to its own class, a third of the random half too
+        else:
+            assert abs(same - 1 / 3) < 0.06
+        assert len(u) == 300 * 6  # the same degree for every relation
+    with pytest.raises(DataError, match="planted=5 must be between 1 and relations=4"):
+        make_planted(relations=4, planted=5)
