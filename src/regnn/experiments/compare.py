@@ -22,6 +22,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from regnn.config import graph_folder, validate
+from regnn.config.request import TrainRequest, kept_overrides
 from regnn.experiments import estimate
 from regnn.paths import REPO_ROOT
 from regnn.errors import ConfigError, RegnnError
@@ -29,8 +30,25 @@ from regnn.reporting.compare import ESTIMATES, default_archive, read_estimates, 
 from regnn.training.progress import Position
 
 log = logging.getLogger("regnn")
-# overrides of the compare command that the tune and the tuned training set themselves
-_OWN = ("experiment=", "compare.", "tune.", "runs=", "resume=", "hydra.")
+# keys of the compare command that the tune and the tuned training set themselves
+OWN = ("experiment", "compare.", "tune.", "runs", "resume", "hydra.")
+
+
+def tuned_requests(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> list[tuple[str, TrainRequest]]:
+    """The two train.py commands of a tuned cell: the tune (out_dir/tune), then the runs with its best setting."""
+    keep = kept_overrides(overrides, own=OWN)
+    tune_dir = Path(out_dir) / "tune"
+    tune = TrainRequest(
+        keep,
+        {"tune.trials": int(cfg.tune.trials), "tune.seeds": int(cfg.tune.seeds), "tune.final_runs": 0},
+        out_dir=tune_dir,
+        experiment="tune",
+        multirun=True,
+    )
+    best = TrainRequest(
+        keep, {"runs": int(cfg.runs), "resume": True}, out_dir=Path(out_dir), config_dir=tune_dir, tuned="best"
+    )
+    return [("tune", tune), ("train with the best setting", best)]
 
 
 def tuned_cell(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> dict:
@@ -39,46 +57,15 @@ def tuned_cell(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> dict:
     from regnn.pipeline import check
 
     check(cfg)  # a model this graph cannot train is refused here, in one line, before any tuning
-    out_dir = Path(out_dir)
-    keep = [o for o in overrides if not o.lstrip("+~").startswith(_OWN)]
-    train_py = [sys.executable, str(REPO_ROOT / "train.py")]
-    tune_dir = out_dir / "tune"
-    steps = [
-        (
-            "tune",
-            [
-                *train_py,
-                "-m",
-                "experiment=tune",
-                *keep,
-                f"tune.trials={cfg.tune.trials}",
-                f"tune.seeds={cfg.tune.seeds}",
-                "tune.final_runs=0",
-                f"hydra.sweep.dir={tune_dir}",
-            ],
-        ),
-        (
-            "train with the best setting",
-            [
-                *train_py,
-                "--config-dir",
-                str(tune_dir),
-                "tuned=best",
-                *keep,
-                f"runs={cfg.runs}",
-                "resume=true",
-                f"hydra.run.dir={out_dir}",
-            ],
-        ),
-    ]
-    for what, cmd in steps:
+    for what, request in tuned_requests(cfg, out_dir, overrides):
+        cmd = request.command(REPO_ROOT / "train.py")
         log.info("compare: %s: %s", what, " ".join(cmd[1:]))
         if subprocess.run(cmd, cwd=REPO_ROOT).returncode != 0:
             raise ConfigError(
-                f"compare.tune: the {what} step of {out_dir.name} failed (its log is above); "
+                f"compare.tune: the {what} step of {Path(out_dir).name} failed (its log is above); "
                 "the same command again resumes it"
             )
-    return json.loads((out_dir / "results.json").read_text())
+    return json.loads((Path(out_dir) / "results.json").read_text())
 
 
 def skipped(cfg: DictConfig, sweep: Path) -> str | None:

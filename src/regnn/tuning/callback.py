@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import sys
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from regnn.config.request import TrainRequest, kept_overrides, override_key
 from regnn.runs import claim
 from regnn.paths import REPO_ROOT
 from regnn.errors import ConfigError
@@ -128,24 +128,9 @@ class TuneCallback(Callback):
         runs = int(config.tune.final_runs)
         if runs > 0:
             # searched keys come from best.yaml (a search range given on the command line must not reach train.py)
-            searched = {k.lstrip("+~") for k in chosen.params}
-            tune_only = ("experiment=", "tune.", "runs=", "folds=")  # the final runs use the dataset's split
-            keep = [
-                o
-                for o in config.hydra.overrides.task
-                if not o.startswith(tune_only) and o.split("=", 1)[0].lstrip("+~") not in searched
-            ]  # threads, device: as the trials
-            cmd = [
-                sys.executable,
-                str(REPO_ROOT / "train.py"),
-                "--config-dir",
-                str(sweep),
-                "tuned=best",
-                *keep,
-                f"runs={runs}",
-                "resume=true",
-                f"hydra.run.dir={sweep / f'final_trial_{number}'}",
-            ]
+            cmd = final_request(config.hydra.overrides.task, chosen.params, runs, sweep, number).command(
+                REPO_ROOT / "train.py"
+            )
             log.info("tune: training %d runs with the chosen setting: %s", runs, " ".join(cmd[1:]))
             subprocess.run(cmd, check=True)
         frame, notes = listing(sweep)
@@ -153,6 +138,22 @@ class TuneCallback(Callback):
         for n in notes:
             log.info("tune: %s", n)
         claim.release(sweep, CLAIM)
+
+
+def final_request(overrides, searched, runs: int, sweep: Path, number: int) -> TrainRequest:
+    """train.py with the chosen setting (tuned=best from the sweep), the tune's other overrides (threads, device:
+    as the trials; the searched keys come from best.yaml: a search range must not reach train.py; the final runs
+    use the dataset's split, not the tune's folds)."""
+    keep = kept_overrides(
+        overrides, own=("experiment", "tune.", "runs", "folds"), keys={override_key(k) for k in searched}
+    )
+    return TrainRequest(
+        keep,
+        {"runs": runs, "resume": True},
+        out_dir=sweep / f"final_trial_{number}",
+        config_dir=sweep,
+        tuned="best",
+    )
 
 
 CLAIM = ".tune.pid"  # one tune per study: a second one would mark the first one's running trial as interrupted
