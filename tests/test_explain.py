@@ -165,3 +165,41 @@ def test_planted_relations_carry_the_class_and_the_others_do_not():
         assert len(u) == 300 * 6  # the same degree for every relation
     with pytest.raises(DataError, match="planted=5 must be between 1 and relations=4"):
         make_planted(relations=4, planted=5)
+
+
+def test_each_nodes_relation_shares_sum_to_one_and_name_a_planted_relation_where_it_is_right(cell, tmp_path):
+    p = subprocess.run(
+        [sys.executable, str(REPO / "predict.py"), f"run={cell}", "explain=true", f"hydra.run.dir={tmp_path / 'p'}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    df = pd.read_csv(tmp_path / "p" / "predictions.csv")
+    shares = [c for c in df.columns if c.startswith("share_")]
+    assert sorted(shares) == sorted([f"share_n{r}->item" for r in range(4)] + ["share_self:item"])  # into items
+    assert np.allclose(df[shares].sum(axis=1), 1.0, atol=1e-5) and (df[shares] >= 0).all().all()
+    right = df[df.label == df.predicted]
+    planted = {f"n{r}->item" for r in range(2)}
+    assert right.top_relation.isin(planted).mean() > 0.8  # most correctly classified items rest on a planted one
+    import regnn
+
+    frame = regnn.predict(cell, explain=True).predictions()
+    assert np.allclose(frame[shares].to_numpy(), df[shares].to_numpy(), atol=1e-6)
+    # an attention layer aggregates otherwise: refused in one line
+    gat = tmp_path / "gat"
+    assert (
+        run_train(
+            "dataset=synthetic", "model=re_gat", "runs=1", "trainer.max_epochs=2", f"hydra.run.dir={gat}"
+        ).returncode
+        == 0
+    )
+    r = subprocess.run(
+        [sys.executable, str(REPO / "predict.py"), f"run={gat}", "explain=true", f"hydra.run.dir={tmp_path / 'q'}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 2 and "explain=true splits a GCN-style last layer" in r.stderr

@@ -27,7 +27,9 @@ from pathlib import Path
 from regnn.paths import REPO_ROOT
 
 
-PREDICT_OPTIONS = ("ensemble", "embeddings", "dataset_path", "inference", "check_scores", "allow_missing", "device")
+PREDICT_OPTIONS = (
+    *("ensemble", "embeddings", "dataset_path", "inference", "check_scores", "allow_missing", "device", "explain"),
+)
 
 
 class Trained:
@@ -62,7 +64,7 @@ class Trained:
         from regnn.pipeline.predict import predictions_frame
 
         p = self._predicted()
-        return predictions_frame(p.data, p.probs).set_index("node")
+        return predictions_frame(p.data, p.probs, p.shares).set_index("node")
 
     def embeddings(self):
         """Every target node's representation (a DataFrame indexed as predictions()), None for models without."""
@@ -108,7 +110,8 @@ class Trained:
 
 def predict(run_dir: str | Path, **options) -> Trained:
     """An earlier cell (or one of its runs) as regnn.run returns a new one; options as predict.py's
-    (ensemble=True, dataset_path=..., inference=..., check_scores=False, allow_missing=True, device=...)."""
+    (ensemble=True, dataset_path=..., inference=..., check_scores=False, allow_missing=True, device=...,
+    explain=True: predictions() then holds each relation's share per node and the top relation)."""
     return Trained(None, Path(run_dir).resolve(), None, **options)
 
 

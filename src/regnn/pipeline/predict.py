@@ -26,7 +26,9 @@ from regnn.data.scaling import apply_feature_norm
 from regnn.pipeline import predict_guard as guard
 from regnn.pipeline.from_config import device_of, load_data
 from regnn.pipeline.fullbatch import DeviceGraph
-from regnn.pipeline.trained_model import model_logits
+from regnn.data.relation_graph import relation_ends
+from regnn.pipeline.node_shares import top_edge_relation
+from regnn.pipeline.trained_model import loaded_model, model_logits
 from regnn.runs import checkpoint, embeddings, io_safe
 from regnn.training.progress import clock
 
@@ -104,7 +106,7 @@ def graph_as_trained(cfg: DictConfig, run_dir: Path):
     return data
 
 
-def predictions_frame(data, probs: torch.Tensor) -> pd.DataFrame:
+def predictions_frame(data, probs: torch.Tensor, shares: tuple | None = None) -> pd.DataFrame:
     """One row per target node: its id (the user's own where the data has one, else its position), split, label
     and predicted class (by name where the classes have names, -1 / empty: unlabelled) and the probabilities."""
     pred = probs.argmax(1).numpy()
@@ -119,7 +121,22 @@ def predictions_frame(data, probs: torch.Tensor) -> pd.DataFrame:
         df["label"], df["predicted"] = np.where(labels >= 0, labels, -1), pred
     for c in range(probs.shape[1]):
         df[f"p_{names[c] if names else c}"] = probs[:, c].numpy()
+    if shares is not None:  # explain=true: why each node got its class, by the relations into its type
+        rels, values = shares
+        ends = relation_ends(data.graph)
+        into = [j for j, r in enumerate(rels) if ends.get(r, (None, None))[1] == data.target]
+        df["top_relation"] = top_edge_relation(values[:, into], [rels[j] for j in into])
+        for j in into:
+            df[f"share_{rels[j]}"] = values[:, j].numpy()
     return df
+
+
+def run_shares(job, tcfg, run_dir) -> tuple[list[str], torch.Tensor]:
+    """(relation names, each target node's share of every relation) of the run's model (node_shares)."""
+    from regnn.pipeline.node_shares import node_shares
+
+    model, _ = loaded_model(job, tcfg, run_dir, "fullbatch")
+    return list(model.relation_names), node_shares(model, job.inputs, job.feats)
 
 
 def scores(data, logits: torch.Tensor) -> dict[str, float]:
@@ -159,10 +176,13 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
     skip = guard.why_not_compared(cfg, tcfg, checkpoint.load_meta(chosen.runs[0]))
     if skip:
         log.info("predict: the scores are not compared with the runs' recorded ones: %s", skip)
-    probs, per_run, emb, weights = None, {}, None, {}
+    probs, per_run, emb, weights, shares = None, {}, None, {}, None
     t0, n = time.monotonic(), len(chosen.runs)
     for k, run_dir in enumerate(chosen.runs, 1):
         logits, emb, weights[run_dir.name] = model_logits(job, tcfg, run_dir, str(cfg.get("inference", "auto")))
+        if cfg.get("explain"):  # each relation's share of the last layer's aggregate, the mean over the runs
+            rels, s = run_shares(job, tcfg, run_dir)
+            shares = s / n if shares is None else shares + s / n
         per_run[run_dir.name] = scores(data, logits)
         if not skip:
             guard.check_scores(run_dir, per_run[run_dir.name], torch.device(device).type)
@@ -176,7 +196,7 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
     if len(chosen.runs) > 1:
         result["ensemble"] = scores(data, probs.log())
         _log_scores(f"ensemble of {len(chosen.runs)} runs", result["ensemble"])
-    return Predicted(result, data, probs, emb, weights, chosen, tcfg, job)
+    return Predicted(result, data, probs, emb, weights, chosen, tcfg, job, None if shares is None else (rels, shares))
 
 
 @dataclass
@@ -191,6 +211,7 @@ class Predicted:
     chosen: Chosen
     tcfg: DictConfig  # the config the runs trained with
     job: DeviceGraph  # the graph on its device, which loaded_model builds models for
+    shares: tuple | None = None  # explain=true: (relation names, (nodes, relations) shares): node_shares.py
 
 
 def predicted(cfg: DictConfig) -> Predicted:
@@ -213,7 +234,9 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     guard.refuse_output_inside(out_dir, cfg.run)
     with guard.held(out_dir):
         p = predicted(cfg)
-        io_safe.write_text(out_dir / "predictions.csv", predictions_frame(p.data, p.probs).to_csv(index=False))
+        io_safe.write_text(
+            out_dir / "predictions.csv", predictions_frame(p.data, p.probs, p.shares).to_csv(index=False)
+        )
         if cfg.get("embeddings") and p.emb is not None:
             embeddings.write(out_dir / "embeddings.npz", p.data, p.emb)
         io_safe.write_json(out_dir / "scores.json", p.result)

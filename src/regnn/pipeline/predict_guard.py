@@ -25,6 +25,7 @@ KNOWN_KEYS = {
     "threads",
     "check_scores",
     "allow_missing",
+    "explain",
     "paths",
 }
 SCORE_TOLERANCE = 1e-6  # the recorded and recomputed Micro-F1 of the same weights on the same graph agree to this
