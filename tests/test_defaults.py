@@ -81,13 +81,13 @@ def test_simple_hgn_keeps_attention_whole_only_on_custom_graphs():
 
 def test_the_bag_of_words_graph_has_words_as_a_feature_less_type_linked_by_use():
     from regnn.data.synthetic import BowGraph
-    from regnn.data.scaling import _is_placeholder
+    from regnn.data.scaling import is_placeholder
 
     shape = BowGraph(num_papers=120, num_authors=80, num_subjects=6, vocab=90, topic_words=10, words=8)
     data = shape.build()
     x = data.features["paper"]
     assert set(x.unique().tolist()) == {0.0, 1.0} and (x.sum(1) <= 8).all() and (x.sum(1) >= 1).all()
-    assert _is_placeholder(data.features["term"])  # one-hot ids: no features of its own
+    assert is_placeholder(data.features["term"])  # one-hot ids: no features of its own
     p, t = data.graph.edges(etype=("paper", "paper->term", "term"))
     used = torch.zeros_like(x)
     used[p, t] = 1.0

@@ -31,6 +31,20 @@ def cell_dir(sweep: Path, dataset: str, model: str) -> Path:
     return Path(sweep) / f"{dataset}_{model}"
 
 
+def same_cell(cfg: DictConfig, cell: Path) -> None:
+    """ConfigError (one line) where the cell folder holds a cell of other settings (untuned cells) or of another
+    graph, as the cell itself would refuse it when the sweep reaches it."""
+    from regnn.runs import identity
+    from regnn.runs.computation import check_same_computation, stored_config
+
+    stored = stored_config(cell) if (cell / "config.yaml").is_file() else None
+    if stored is None:
+        return
+    if not cfg.compare.get("tune"):  # a tuned cell trains with its tune's best setting, not the composed one
+        check_same_computation(cfg, cell)
+    identity.check(cfg, cell, identity.describe(cfg), stored)
+
+
 def finished(cell: Path) -> bool:
     try:
         summary = json.loads((cell / "results.json").read_text())
@@ -127,11 +141,13 @@ def estimate_sweep(config: DictConfig, models: list[str], compose) -> dict[str, 
     sweep, dataset = Path(config.hydra.sweep.dir), str(config.dataset.name)
     rows: dict[str, dict] = {}
     for k, m in enumerate(models):
-        if finished(cell_dir(sweep, dataset, m)):
+        cell, cfg = cell_dir(sweep, dataset, m), compose(m)
+        same_cell(cfg, cell)  # a cell of other settings or another graph: refused now, before anything is written
+        if finished(cell):
             rows[m] = {"status": "done"}
             continue
         log.info("compare: timing %s (%d of %d models, %d epochs)", m, k + 1, len(models), c.estimate_epochs)
-        rows[m] = estimate(compose(m), int(c.estimate_epochs))
+        rows[m] = estimate(cfg, int(c.estimate_epochs))
     fit_budget(rows, c.get("budget"))
     log.info("compare: estimates on %s\n%s", dataset, table(rows))
     sweep.mkdir(parents=True, exist_ok=True)
