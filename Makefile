@@ -101,6 +101,12 @@ fig-efficiency-smoke: venv
 explain-planted: setup ## relation weights vs masked and retrained ablation on graphs with planted relations (RE-GCN, 10 seeds per setting; resumed) -> results/explain_planted/
 	$(PY) -m regnn.experiments.planted_study
 
+.PHONY: explain-cells
+explain-cells: setup ## explain.py on the Table 2 RE-GCN cells (trained where missing): masked on DBLP, ACM, IMDB, also retrained on DBLP (resumed) -> results/explain/
+	$(PY) train.py -m experiment=base_cells dataset=dblp,acm,imdb model=re_gcn
+	for d in dblp acm imdb; do $(PY) explain.py run=outputs/experiments/cells/$${d}_re_gcn hydra.run.dir=results/explain/$${d}_re_gcn || exit 1; done
+	$(PY) explain.py run=outputs/experiments/cells/dblp_re_gcn ablation=retrain hydra.run.dir=results/explain/dblp_re_gcn_retrain
+
 benchmark: setup ## seconds per epoch, peak memory, parameters per dataset x model, and the main job -> results/benchmark.*
 	$(PY) scripts/bench/benchmark.py
 
