@@ -1,5 +1,5 @@
-"""Where the checkout is: the one place that knows, importing nothing heavy (reporting and scripts need it
-without torch or the models)."""
+"""Where the checkout is, importing nothing heavy (reporting and scripts need it without torch or the models).
+The other modules take REPO_ROOT from here."""
 
 from __future__ import annotations
 

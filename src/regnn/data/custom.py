@@ -1,7 +1,8 @@
 """The user's own heterogeneous graph: `dataset=custom dataset.path=<file or folder>` (docs/custom_data.md).
 
 `path` is a small YAML or JSON description (or a folder holding `dataset.yaml`, `dataset.yml` or
-`dataset.json`). Relative file names in it are relative to its folder. Three formats:
+`dataset.json`). Relative file names in it are relative to its folder. Five formats: `tables` (CSV or parquet,
+regnn.data.tables) and `pyg` (a saved HeteroData, regnn.data.pyg), read by their own modules, and these three:
 
 format: npz      one .npz file of named arrays (numpy.savez), no DGL needed:
     graph: graph.npz        # the file; its arrays:

@@ -18,9 +18,9 @@ import urllib.request
 from pathlib import Path
 
 from regnn.errors import DataError
+from regnn.paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_SUMS = REPO / "data" / "SHA256SUMS"
+DEFAULT_SUMS = REPO_ROOT / "data" / "SHA256SUMS"
 
 
 def sha256(path: Path) -> str:
@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mirror", default=os.environ.get("REGNN_DATA_MIRROR"), help="directory with DBLP/ ACM/ IMDB/")
     ap.add_argument("--url", default=os.environ.get("REGNN_DATA_URL"), help="upstream base URL (used without mirror)")
-    ap.add_argument("--dest", default=str(REPO / "data"))
+    ap.add_argument("--dest", default=str(REPO_ROOT / "data"))
     ap.add_argument("--sums", default=str(DEFAULT_SUMS))
     ap.add_argument("--only", nargs="*", help="dataset folders to fetch (default: all)")
     ap.add_argument("--verify", action="store_true", help="only check the files already in --dest")

@@ -1,8 +1,9 @@
-"""The one epoch loop: a trainer gives a step (train one epoch, validate, return the epoch's history row) and this
+"""The epoch loop of a run: a trainer gives a step (train one epoch, validate, return the epoch's history row) and this
 loop does the rest: stop signals, divergence and blow-up checks, early stopping (in epochs, and in optimizer steps
 where a step reports them), the history, logging hooks and mid-run checkpoints. Full batch
 (regnn.training.trainer), mini-batch (regnn.training.minibatch) and the skip-gram trainer (regnn.training.skipgram)
-differ only in their step.
+differ only in their step. (regnn.training.trainer.epochs steps a model without this loop's bookkeeping, for a
+benchmark that times two models in turn.)
 
 A checkpoint (regnn.runs.resume.RunCheckpoint) is written at the end of an epoch once its interval has passed, and
 when a stop signal arrives; the loop's own state (epoch, steps, history, early stopping, the blow-up watch) is
