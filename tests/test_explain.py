@@ -96,6 +96,7 @@ def test_masking_nothing_changes_nothing_and_masking_a_relation_is_undone_after(
     assert (rows[rows.group != ""]["drop"] > 0).any()
 
 
+@pytest.mark.onepython
 def test_explain_writes_the_report_and_regnn_explain_returns_its_tables(cell, tmp_path):
     import regnn
 
@@ -135,6 +136,7 @@ def test_retrained_ablation_pairs_seeds_and_a_second_explain_trains_nothing(cell
     assert pd.read_csv(tmp_path / "e2" / "explain.csv").equals(table)
 
 
+@pytest.mark.onepython
 def test_drop_relations_trains_without_them_and_a_bad_value_is_refused_before_torch(tmp_path):
     r = run_train(
         *CELL,
@@ -167,6 +169,7 @@ def test_planted_relations_carry_the_class_and_the_others_do_not():
         make_planted(relations=4, planted=5)
 
 
+@pytest.mark.onepython
 def test_each_nodes_relation_shares_sum_to_one_and_name_a_planted_relation_where_it_is_right(cell, tmp_path):
     p = subprocess.run(
         [sys.executable, str(REPO / "predict.py"), f"run={cell}", "explain=true", f"hydra.run.dir={tmp_path / 'p'}"],

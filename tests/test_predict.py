@@ -325,6 +325,7 @@ def test_predict_help_lists_its_own_options_not_the_training_groups():
     assert "Configuration groups" not in p.stdout and "backbone" not in p.stdout and "optimizer" not in p.stdout
 
 
+@pytest.mark.onepython
 def test_features_the_run_scaled_are_not_called_unscaled_and_an_ensemble_says_how_far_it_is(tmp_path):
     """counts' raw features are far outside the usual scale; a run that standardised them predicts without the
     warning to scale them (predict applies the run's statistics), one that kept them raw still gets it."""
