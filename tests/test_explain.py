@@ -74,10 +74,14 @@ def cell(tmp_path_factory):
     return out
 
 
-def _explain(*args, timeout=600):
+def _script(name, *args, timeout=600):
     return subprocess.run(
-        [sys.executable, str(REPO / "explain.py"), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+        [sys.executable, str(REPO / name), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
     )
+
+
+def _explain(*args, timeout=600):
+    return _script("explain.py", *args, timeout=timeout)
 
 
 def test_masking_nothing_changes_nothing_and_masking_a_relation_is_undone_after(cell):
@@ -171,13 +175,7 @@ def test_planted_relations_carry_the_class_and_the_others_do_not():
 
 @pytest.mark.onepython
 def test_each_nodes_relation_shares_sum_to_one_and_name_a_planted_relation_where_it_is_right(cell, tmp_path):
-    p = subprocess.run(
-        [sys.executable, str(REPO / "predict.py"), f"run={cell}", "explain=true", f"hydra.run.dir={tmp_path / 'p'}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    p = _script("predict.py", f"run={cell}", "explain=true", f"hydra.run.dir={tmp_path / 'p'}")
     assert p.returncode == 0, p.stderr[-3000:]
     df = pd.read_csv(tmp_path / "p" / "predictions.csv")
     shares = [c for c in df.columns if c.startswith("share_")]
@@ -192,17 +190,7 @@ def test_each_nodes_relation_shares_sum_to_one_and_name_a_planted_relation_where
     assert np.allclose(frame[shares].to_numpy(), df[shares].to_numpy(), atol=1e-6)
     # an attention layer aggregates otherwise: refused in one line
     gat = tmp_path / "gat"
-    assert (
-        run_train(
-            "dataset=synthetic", "model=re_gat", "runs=1", "trainer.max_epochs=2", f"hydra.run.dir={gat}"
-        ).returncode
-        == 0
-    )
-    r = subprocess.run(
-        [sys.executable, str(REPO / "predict.py"), f"run={gat}", "explain=true", f"hydra.run.dir={tmp_path / 'q'}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    trained = run_train("dataset=synthetic", "model=re_gat", "runs=1", "trainer.max_epochs=2", f"hydra.run.dir={gat}")
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    r = _script("predict.py", f"run={gat}", "explain=true", f"hydra.run.dir={tmp_path / 'q'}")
     assert r.returncode == 2 and "explain=true splits a GCN-style last layer" in r.stderr
