@@ -102,9 +102,11 @@ explain-planted: setup ## relation weights vs masked and retrained ablation on g
 	$(PY) -m regnn.experiments.planted_study
 
 .PHONY: explain-cells
-explain-cells: setup ## explain.py on the Table 2 RE-GCN cells (trained where missing): masked on DBLP, ACM, IMDB, also retrained on DBLP (resumed) -> results/explain/
+explain-cells: setup ## explain.py on the Table 2 RE-GCN cells and ACM's RE-GAT (trained where missing): masked, and DBLP RE-GCN retrained (resumed) -> results/explain/
 	$(PY) train.py -m experiment=base_cells dataset=dblp,acm,imdb model=re_gcn
-	for d in dblp acm imdb; do $(PY) explain.py run=outputs/experiments/cells/$${d}_re_gcn hydra.run.dir=results/explain/$${d}_re_gcn || exit 1; done
+	$(PY) train.py -m experiment=base_cells dataset=acm model=re_gat
+	for c in dblp_re_gcn acm_re_gcn imdb_re_gcn acm_re_gat; do \
+		$(PY) explain.py run=outputs/experiments/cells/$$c hydra.run.dir=results/explain/$$c || exit 1; done
 	$(PY) explain.py run=outputs/experiments/cells/dblp_re_gcn ablation=retrain hydra.run.dir=results/explain/dblp_re_gcn_retrain
 
 benchmark: setup ## seconds per epoch, peak memory, parameters per dataset x model, and the main job -> results/benchmark.*
