@@ -194,3 +194,15 @@ def test_each_nodes_relation_shares_sum_to_one_and_name_a_planted_relation_where
     assert trained.returncode == 0, trained.stderr[-2000:]
     r = _script("predict.py", f"run={gat}", "explain=true", f"hydra.run.dir={tmp_path / 'q'}")
     assert r.returncode == 2 and "explain=true splits a GCN-style last layer" in r.stderr
+
+
+def test_a_missing_run_or_a_bad_ablation_is_one_line_and_leaves_no_folder(tmp_path, cell):
+    for script in ("explain.py", "predict.py"):
+        r = _script(script)
+        assert r.returncode == 2 and "Traceback" not in r.stderr
+        assert (
+            r.stderr.strip().splitlines()[-1]
+            == "run= is required: give it on the command line (run=<folder>; --help lists every option)"
+        )
+    bad = _explain(f"run={cell}", "ablation=foo", f"hydra.run.dir={tmp_path / 'x'}")
+    assert bad.returncode == 2 and "ablation='foo': use masked" in bad.stderr and not (tmp_path / "x").exists()

@@ -17,7 +17,12 @@ from pathlib import Path
 from regnn.interrupt import Interrupted
 
 
-HYDRA_FILES = {".hydra", "train.log", "predict.log"}  # what Hydra writes into a run folder before our code runs
+HYDRA_FILES = {
+    ".hydra",
+    "train.log",
+    "predict.log",
+    "explain.log",
+}  # what Hydra writes into a run folder before our code runs
 
 
 def _hydra_line(e: Exception) -> str | None:
@@ -48,6 +53,10 @@ def _hydra_line(e: Exception) -> str | None:
         return first + (f" ({str(cause).splitlines()[0]})" if cause is not None else "")
     if isinstance(e, OverrideParseException):
         return f"cannot parse an override: {str(e).splitlines()[0]}; quote values with special characters"
+    if isinstance(e, OmegaConfBaseException) and "Missing mandatory value: " in str(e):
+        # a required key (predict.py's and explain.py's run=) not given, met directly or through an interpolation
+        key = str(e).split("Missing mandatory value: ", 1)[1].splitlines()[0].strip()
+        return f"{key}= is required: give it on the command line ({key}=<folder>; --help lists every option)"
     return None
 
 
