@@ -22,6 +22,7 @@ from omegaconf import DictConfig, open_dict
 
 from regnn.errors import Unsupported
 from regnn.reporting.compare import ESTIMATES
+from regnn.runs import io_safe
 from regnn.runs.io_safe import write_text
 
 log = logging.getLogger("regnn")
@@ -46,11 +47,8 @@ def same_cell(cfg: DictConfig, cell: Path) -> None:
 
 
 def finished(cell: Path) -> bool:
-    try:
-        summary = json.loads((cell / "results.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(summary, dict) and summary.get("finished_runs", 0) >= summary.get("runs", 1) > 0
+    summary = io_safe.read_json(cell / "results.json", io_safe.is_cell_summary, set_aside=False)
+    return summary is not None and summary.get("finished_runs", 0) >= summary["runs"]
 
 
 def timing_config(cfg: DictConfig, epochs: int) -> DictConfig:

@@ -27,6 +27,8 @@ from regnn.errors import ConfigError
 from regnn.evaluation.importance import rank_agreement, summarise
 from regnn.pipeline.from_config import prepare_inputs
 from regnn.pipeline.predict import Predicted, predicted, scores
+from regnn.pipeline.predict_guard import run_record
+from regnn.runs import io_safe
 from regnn.pipeline.trained_model import loaded_model
 from regnn.training.trainer import autocast
 
@@ -97,10 +99,8 @@ def _logits(model, inputs, job, tcfg) -> torch.Tensor:
 def retrain_rows(p: Predicted, groups, root: Path, train) -> tuple[pd.DataFrame, list[Path]]:
     """One row per seed and relation group: the drop of each score (the cell's run minus the run of the same seed
     trained without the group); `train(cfg, out_dir)` trains (and resumes) each group's cell."""
-    import json
-
-    base = json.loads((p.chosen.cell / "results.json").read_text())
-    by_seed = {r["seed"]: r for r in base["per_run"] if "failed" not in r}
+    base = io_safe.read_json(p.chosen.cell / "results.json", io_safe.is_cell_summary, set_aside=False) or {}
+    by_seed = {r["seed"]: r for r in base.get("per_run", []) if "failed" not in r}
     rows, cells = [], []
     for k, g in enumerate(groups, 1):
         cfg = p.tcfg.copy()
@@ -179,6 +179,4 @@ def group_of(e: Explained) -> dict[str, tuple[str, ...]]:
 
 
 def _seeds(p: Predicted) -> dict[int, str]:
-    import json
-
-    return {int(json.loads((d / "results.json").read_text())["seed"]): d.name for d in p.chosen.runs}
+    return {int(run_record(d)["seed"]): d.name for d in p.chosen.runs}
