@@ -78,21 +78,9 @@ class Trained:
     def relation_weights(self):
         """One row per run, layer and relation (self:<type>: a node type's self-loop), its source and destination
         node types, and the learned weight (a list where the layer has several heads)."""
-        import pandas as pd
+        from regnn.pipeline.predict import weight_frame
 
-        from regnn.data.relation_graph import relation_ends
-
-        p = self._predicted()
-        ends = relation_ends(p.data.graph)  # a user's relation `buys` names neither of its node types
-        rows = []
-        for run, layers in p.weights.items():
-            for layer, weights in enumerate(layers or []):
-                for rel, w in weights.items():
-                    src, dst = ends.get(rel, (None, None))
-                    rows.append(
-                        {"run": run, "layer": layer, "relation": rel, "source": src, "destination": dst, "weight": w}
-                    )
-        return pd.DataFrame(rows, columns=["run", "layer", "relation", "source", "destination", "weight"])
+        return weight_frame(self._predicted())
 
     def model(self):
         """The chosen run's trained module, loaded and checked as predict.py loads it (eval mode)."""

@@ -22,11 +22,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from regnn.data.pruning import relation_groups, without
-from regnn.data.relation_graph import relation_ends
 from regnn.errors import ConfigError
 from regnn.evaluation.importance import rank_agreement, summarise
 from regnn.pipeline.from_config import prepare_inputs
-from regnn.pipeline.predict import Predicted, predicted, scores
+from regnn.pipeline.predict import Predicted, predicted, scores, weight_frame
 from regnn.pipeline.predict_guard import run_record
 from regnn.runs import io_safe
 from regnn.pipeline.trained_model import loaded_model
@@ -54,21 +53,14 @@ def group_name(group: tuple[str, ...]) -> str:
 
 def weight_rows(p: Predicted) -> pd.DataFrame:
     """One row per run, layer and relation: the learned weight (the mean over heads where a layer has several)."""
-    ends = relation_ends(p.data.graph)
-    rows = []
-    for run, layers in p.weights.items():
-        for layer, weights in enumerate(layers or []):
-            for rel, w in weights.items():
-                w = sum(w) / len(w) if isinstance(w, list) else w
-                src, dst = ends.get(rel, (None, None))
-                rows.append(
-                    {"run": run, "layer": layer + 1, "relation": rel, "source": src, "destination": dst, "weight": w}
-                )
-    if not rows:
+    rows = weight_frame(p)
+    rows["layer"] += 1
+    rows["weight"] = [sum(w) / len(w) if isinstance(w, list) else w for w in rows.weight]
+    if rows.empty:
         raise ConfigError(
             f"{p.chosen.cell}: {p.tcfg.model.name} learns no relation weights; explain needs a model that does"
         )
-    return pd.DataFrame(rows)
+    return rows
 
 
 def masked_rows(p: Predicted, groups: list[tuple[str, ...]], inference: str) -> pd.DataFrame:

@@ -139,6 +139,21 @@ def run_shares(job, tcfg, run_dir) -> tuple[list[str], torch.Tensor]:
     return list(model.relation_names), node_shares(model, job.inputs, job.feats)
 
 
+def weight_frame(p: Predicted) -> pd.DataFrame:
+    """One row per run, layer (from 0) and relation (self:<type>: a node type's self-loop), its source and
+    destination node types (a user's relation `buys` names neither), and the learned weight (a list where the
+    layer has several heads)."""
+    ends = relation_ends(p.data.graph)
+    rows = [
+        {"run": run, "layer": layer, "relation": rel, "source": ends.get(rel, (None, None))[0]}
+        | {"destination": ends.get(rel, (None, None))[1], "weight": w}
+        for run, layers in p.weights.items()
+        for layer, weights in enumerate(layers or [])
+        for rel, w in weights.items()
+    ]
+    return pd.DataFrame(rows, columns=["run", "layer", "relation", "source", "destination", "weight"])
+
+
 def scores(data, logits: torch.Tensor) -> dict[str, float]:
     """Micro- and Macro-F1 of every split that holds a node (a graph without labels has none: no scores)."""
     return split_scores(logits, data.labels, {s: data.splits[s] for s in SPLITS if len(data.splits[s])})
