@@ -40,14 +40,13 @@ import numpy as np
 import torch
 import yaml
 
-from regnn.data.array_checks import check_features, class_count, exact_ints, unlabelled_outside_splits
-from regnn.data.custom_schema import DOC, USER_FIX, check_description, class_names
+from regnn.data.array_checks import check_features, exact_ints
+from regnn.data.custom_schema import DOC, USER_FIX, check_description
 from regnn.data.dataset import HeteroDataset
-from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
 from regnn.data.magnn import load_magnn, read_array
 from regnn.data.specs import MagnnSpec
-from regnn.data.user_graph import need, unique_relations, user_dataset
+from regnn.data.user_graph import UserGraph, need, to_dataset
 from regnn.description import not_a_file, read_meta
 from regnn.errors import DataError
 
@@ -155,22 +154,19 @@ def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     if labels.shape[0] != n:
         raise DataError(f"{gfile}: labels has {labels.shape[0]} entries but there are {n} {target} nodes")
     splits = {s: _npz_ids(z[s], n, f"{gfile}: {s}") for s in ("train", "val", "test")}
-    labels, unlabelled = unlabelled_outside_splits(labels, splits, str(gfile))
-    graph = unique_relations(g, str(meta.get("reverse", "add")), where)
-    feats = select_features(raw, counts, target, feats_type)
-    num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
-    return user_dataset(
+    read = UserGraph(
+        where,
         gfile,
-        name=name,
-        graph=graph,
-        features=feats,
-        target=target,
-        labels=labels,
-        splits=splits,
-        num_classes=num_classes,
-        unlabelled=unlabelled,
-        class_names=class_names(meta, num_classes, where),
+        g,
+        target,
+        labels,
+        splits,
+        raw,
+        reverse=str(meta.get("reverse", "add")),
+        num_classes=meta.get("num_classes"),
+        classes=meta.get("classes"),
     )
+    return to_dataset(read, name, feats_type)
 
 
 def save_npz(data: HeteroDataset, folder: str | Path) -> Path:

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import torch
 
-from regnn.data.array_checks import check_features, class_count, exact_ints, unlabelled_outside_splits
-from regnn.data.custom_schema import DOC, class_names
+from regnn.data.array_checks import check_features, exact_ints
+from regnn.data.custom_schema import DOC
 from regnn.data.dataset import HeteroDataset
-from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
 from regnn.description import not_a_file
-from regnn.data.user_graph import need, unique_relations, user_dataset
+from regnn.data.user_graph import UserGraph, need, to_dataset
 from regnn.errors import DataError
 
 
@@ -108,7 +107,6 @@ def load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDatas
     if missing:
         raise DataError(f"{where}: splits lacks {missing}; name a mask for each of train, val and test")
     splits = {s: _ids(str(split_keys[s]), g, target, extra, n, where) for s in ("train", "val", "test")}
-    labels, unlabelled = unlabelled_outside_splits(labels, splits, str(where))  # -1 outside the splits: never scored
     fkey = meta.get("features", "feat")
     if "features" in meta and not any(fkey in g.nodes[t].data for t in g.ntypes):
         keys = sorted({k for t in g.ntypes for k in g.nodes[t].data})
@@ -124,18 +122,16 @@ def load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDatas
         )
         for t in g.ntypes
     }
-    graph = unique_relations(_as_arrays(g), str(meta.get("reverse", "add")), where)
-    feats = select_features(raw, {t: graph.num_nodes(t) for t in graph.ntypes}, target, feats_type)
-    num_classes = class_count(meta.get("num_classes"), labels, splits, str(where))
-    return user_dataset(
+    read = UserGraph(
+        where,
         gfile,
-        name=name,
-        graph=graph,
-        features=feats,
-        target=target,
-        labels=labels,
-        splits=splits,
-        num_classes=num_classes,
-        unlabelled=unlabelled,
-        class_names=class_names(meta, num_classes, where),
+        _as_arrays(g),
+        target,
+        labels,
+        splits,
+        raw,
+        reverse=str(meta.get("reverse", "add")),
+        num_classes=meta.get("num_classes"),
+        classes=meta.get("classes"),
     )
+    return to_dataset(read, name, feats_type)

@@ -65,19 +65,6 @@ def _classes(meta: dict, where: str) -> None:
         raise DataError(f"{where}: classes must be a list of distinct class names, got {quote(classes)} ({DOC})")
 
 
-def class_names(meta: dict, num_classes: int, where) -> list[str] | None:
-    """The description's `classes:` (names by class id), checked against the number of classes."""
-    classes = meta.get("classes")
-    if classes is None:
-        return None
-    if len(classes) != num_classes:
-        raise DataError(
-            f"{where}: classes names {len(classes)} classes but the labels have {num_classes}; name "
-            f"each class 0..{num_classes - 1} once ({DOC})"
-        )
-    return [str(c) for c in classes]
-
-
 def _check_tables_or_pyg(meta: dict, fmt: str, where: str) -> None:
     _unknown(meta, TABLES_KEYS if fmt == "tables" else PYG_KEYS, where, "key")
     for k in ("name", "graph", "target"):

@@ -25,12 +25,11 @@ import numpy as np
 import torch
 
 from regnn.names import SPLITS
-from regnn.data.array_checks import check_features, class_count, exact_ints, unlabelled_outside_splits
+from regnn.data.array_checks import check_features, exact_ints
 from regnn.data.custom_schema import DOC
 from regnn.data.dataset import HeteroDataset
-from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
-from regnn.data.user_graph import unique_relations, user_dataset
+from regnn.data.user_graph import UserGraph, to_dataset
 from regnn.errors import DataError
 
 
@@ -127,33 +126,29 @@ def from_pyg_dict(
         ei = torch.from_numpy(exact_ints(ei, f"{where}: {(s, r, t)} edge_index"))
         edges[(s, r, t)] = (ei[0].contiguous(), ei[1].contiguous())
     try:
-        graph = unique_relations(HeteroGraph(edges, counts), reverse, Path(where))
+        graph = HeteroGraph(edges, counts)
     except DataError as e:
         raise DataError(f"{where}: {e}") from None
     ts, n = nodes[target], counts[target]
     if "y" not in ts:
         raise DataError(f"{where}: the target type {target!r} has no y (class per node, -1: unlabelled)")
     labels = torch.from_numpy(exact_ints(torch.as_tensor(ts["y"]).view(-1), f"{where}: {target}.y"))
-    splits = {s: _split(ts, s, n, where) for s in SPLITS}
-    labels, unlabelled = unlabelled_outside_splits(labels, splits, where)
-    raw = {t: _features(store.get("x"), f"{where}: {t}.x") for t, store in nodes.items()}
-    feats = select_features(raw, counts, target, feats_type)
     ids = {t: _ids(s["node_id"], counts[t], f"{where}: {t}.node_id") for t, s in nodes.items() if "node_id" in s}
     names = [str(c) for c in ts["class_names"]] if ts.get("class_names") is not None else None
-    declared = num_classes if num_classes is not None else (len(names) if names else None)
-    return user_dataset(
+    read = UserGraph(
         Path(where),
-        name=name,
-        graph=graph,
-        features=feats,
-        target=target,
-        labels=labels,
-        splits=splits,
-        num_classes=class_count(declared, labels, splits, where),
-        unlabelled=unlabelled,
+        Path(where),
+        graph,
+        target,
+        labels,
+        {s: _split(ts, s, n, where) for s in SPLITS},
+        {t: _features(store.get("x"), f"{where}: {t}.x") for t, store in nodes.items()},
+        reverse=reverse,
+        num_classes=num_classes if num_classes is not None else (len(names) if names else None),
+        classes=names,
         node_ids=ids or None,
-        class_names=names,
     )
+    return to_dataset(read, name, feats_type)
 
 
 def from_heterodata(

@@ -32,14 +32,12 @@ import pandas as pd
 import torch
 
 from regnn.names import SPLITS
-from regnn.data.array_checks import class_count, unlabelled_outside_splits
 from regnn.data.custom_schema import DOC, did_you_mean
 from regnn.data.dataset import HeteroDataset, predicting
-from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
 from regnn.data.table_features import numbers, vectors
 from regnn.data.table_reader import Table, first, read_table
-from regnn.data.user_graph import unique_relations, user_dataset
+from regnn.data.user_graph import UserGraph, to_dataset
 from regnn.errors import DataError, quote
 
 NODE_KEYS = ("file", "id", "label", "split", "features")
@@ -207,18 +205,6 @@ def _relation(rel: str, e: dict, nodes: dict[str, NodeTable], where: Path):
     return (ends[0], rel, ends[1]), (torch.from_numpy(src), torch.from_numpy(dst))
 
 
-def _classes_in_train(labels: torch.Tensor, splits: dict, names: list[str], path: Path) -> None:
-    """A class met in validation or test but never in training cannot be learnt: refused, naming it."""
-    seen = set(labels[splits["train"]].tolist())
-    for s in ("val", "test"):
-        only = sorted(set(labels[splits[s]].tolist()) - seen)
-        if only:
-            raise DataError(
-                f"{path}: class {names[only[0]]!r} has nodes in {s} but none in train; the model cannot "
-                "learn it: move some of its nodes to train, or drop the class"
-            )
-
-
 def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
 
     base = where.parent
@@ -229,27 +215,23 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDa
     edges = dict(_relation(rel, e, nodes, where) for rel, e in _entries(meta, "edges", EDGE_KEYS, where).items())
     counts = {t: len(n.ids) for t, n in nodes.items()}
     try:
-        graph = unique_relations(HeteroGraph(edges, counts), str(meta.get("reverse", "add")), where)
+        graph = HeteroGraph(edges, counts)
     except DataError as e:
         raise DataError(f"{where}: {e}") from None
     tgt = nodes[target]
     labels, names = tgt.labels(meta.get("classes"))
-    splits = tgt.splits()
-    labels, unlabelled = unlabelled_outside_splits(labels, splits, str(tgt.path))
-    _classes_in_train(labels, splits, names, tgt.path)
-    raw = {t: n.features(t == target) for t, n in nodes.items()}
-    feats = select_features(raw, counts, target, feats_type)
-    num_classes = class_count(meta.get("num_classes", len(names) or None), labels, splits, str(where))
-    return user_dataset(
+    read = UserGraph(
         where,
-        name=name,
-        graph=graph,
-        features=feats,
-        target=target,
-        labels=labels,
-        splits=splits,
-        num_classes=num_classes,
-        unlabelled=unlabelled,
-        class_names=names,
+        tgt.path,
+        graph,
+        target,
+        labels,
+        tgt.splits(),
+        {t: n.features(t == target) for t, n in nodes.items()},
+        reverse=str(meta.get("reverse", "add")),
+        num_classes=meta.get("num_classes", len(names) or None),
+        classes=names,
         node_ids={t: n.ids.to_numpy(zero_copy_only=False).astype(str) for t, n in nodes.items()},
+        every_class_in_train=True,
     )
+    return to_dataset(read, name, feats_type)

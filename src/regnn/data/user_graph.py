@@ -1,15 +1,81 @@
-"""What every reader of a user's graph (npz, DGL, tables, PyG) shares: the description's required keys, one
-uniquely named edge type per relation direction (with the reverses added), and the dataset whose consistency errors
-name the user's file."""
+"""What every reader of a user's graph (npz, DGL, tables, PyG) shares: the description's required keys and the one
+tail that turns what a reader read (a UserGraph) into a HeteroDataset: one uniquely named edge type per relation
+direction (with the reverses added), unlabelled nodes, feature selection, the class count and names, and the
+dataset whose consistency errors name the user's file."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
+from regnn.data.array_checks import class_count, unlabelled_outside_splits
 from regnn.data.custom_schema import DOC
 from regnn.data.dataset import HeteroDataset
+from regnn.data.features import select_features
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import DataError
+
+
+@dataclass
+class UserGraph:
+    """A user's graph as one reader read it, before the shared tail (to_dataset)."""
+
+    where: Path  # the description: errors about its keys (reverse, num_classes, classes) name it
+    source: Path  # the file holding labels and splits: errors about them name it
+    graph: HeteroGraph  # the relations as stored
+    target: str
+    labels: torch.Tensor  # class id per target node; -1: unlabelled, outside the splits
+    splits: dict[str, torch.Tensor]
+    features: dict  # node type -> features as stored, None (or absent): none
+    reverse: str = "add"  # add: every relation also reversed; keep: the graph holds both directions
+    num_classes: int | None = None  # declared; None: the largest label + 1
+    classes: list | None = None  # declared class names, by class id
+    node_ids: dict | None = None  # node type -> the user's ids, by local id
+    every_class_in_train: bool = False  # refuse a class seen in val or test but never in train
+
+
+def to_dataset(g: UserGraph, name: str, feats_type: str) -> HeteroDataset:
+    """The one tail of every user-graph reader."""
+    graph = unique_relations(g.graph, g.reverse, g.where)
+    labels, unlabelled = unlabelled_outside_splits(g.labels, g.splits, str(g.source))
+    if g.every_class_in_train:
+        _classes_in_train(labels, g.splits, g.classes, g.source)
+    counts = {t: graph.num_nodes(t) for t in graph.ntypes}
+    features = select_features(g.features, counts, g.target, feats_type)
+    num_classes = class_count(g.num_classes, labels, g.splits, str(g.where))
+    if g.classes and len(g.classes) != num_classes:
+        raise DataError(
+            f"{g.where}: classes names {len(g.classes)} classes but the labels have {num_classes}; name "
+            f"each class 0..{num_classes - 1} once ({DOC})"
+        )
+    return user_dataset(
+        g.source,
+        name=name,
+        graph=graph,
+        features=features,
+        target=g.target,
+        labels=labels,
+        splits=g.splits,
+        num_classes=num_classes,
+        unlabelled=unlabelled,
+        class_names=[str(c) for c in g.classes] if g.classes else None,
+        node_ids=g.node_ids,
+    )
+
+
+def _classes_in_train(labels: torch.Tensor, splits: dict, names: list | None, path: Path) -> None:
+    """A class met in validation or test but never in training cannot be learnt: refused, naming it."""
+    seen = set(labels[splits["train"]].tolist())
+    for s in ("val", "test"):
+        only = sorted(set(labels[splits[s]].tolist()) - seen)
+        if only:
+            name = names[only[0]] if names else only[0]
+            raise DataError(
+                f"{path}: class {name!r} has nodes in {s} but none in train; the model cannot "
+                "learn it: move some of its nodes to train, or drop the class"
+            )
 
 
 def need(meta: dict, key: str, where: Path, what: str):
