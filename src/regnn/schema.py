@@ -99,7 +99,7 @@ def _fields(keys):
     return [(k, Any, field(default=MISSING)) for k in keys]
 
 
-Relation = make_dataclass("relation", _fields(RELATION_KEYS))
+RelationKeys = make_dataclass("relation", _fields(RELATION_KEYS))  # model.relation in the structured schema
 
 
 def _schema(name: str, keys, relation=None, bases=()) -> type:
@@ -117,7 +117,7 @@ def schemas() -> dict[str, type]:
     out = {}
     for b, own in BACKBONE_KEYS.items():
         base = MODEL_KEYS if b != "mlp" else tuple(k for k in MODEL_KEYS if k != "double_dropout")
-        out[b] = _schema(b, base + tuple(k for k in own if k not in LAYOUT_KEYS.get(b, ())), relation=Relation)
+        out[b] = _schema(b, base + tuple(k for k in own if k not in LAYOUT_KEYS.get(b, ())), relation=RelationKeys)
         if b in LAYOUT_KEYS:
             out[f"{b}_stack"] = _schema(f"{b}_stack", LAYOUT_KEYS[b], bases=(out[b],))
     for b in ("gcn", "gat"):

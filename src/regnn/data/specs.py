@@ -12,7 +12,7 @@ from regnn.errors import DataError
 
 
 @dataclass(frozen=True)
-class Relation:
+class AdjacencyBlock:
     """Edges from `src` to `dst`, read from the (src, dst) and (dst, src) blocks of adjM.
 
     Each direction becomes its own relation type: `name` for src->dst and `reverse` for dst->src.
@@ -30,7 +30,7 @@ class MagnnSpec:
     node_types: tuple[str, ...]  # node_types.npy holds the index of the type in this tuple
     target: str  # the labelled node type
     features: dict[str, str | None]  # node type -> feature file in the dataset dir, None: one-hot ids
-    relations: tuple[Relation, ...]
+    relations: tuple[AdjacencyBlock, ...]
     default_feats_type: str = "raw"
     num_classes: int | None = None  # known class count (labels are checked against it); None: inferred
     files: tuple[str, ...] = field(default=("adjM.npz", "node_types.npy", "labels.npy", "train_val_test_idx.npz"))
@@ -52,7 +52,7 @@ class MagnnSpec:
                 r += [f"{r[0]}->{r[1]}", f"{r[1]}->{r[0]}" if r[0] != r[1] else f"{r[1]}<-{r[0]}"]
             if len(r) != 4:
                 raise DataError(f"relation {r} must be [src, dst] or [src, dst, name, reverse_name]")
-            rels.append(Relation(*map(str, r)))
+            rels.append(AdjacencyBlock(*map(str, r)))
         features = dict(d.get("features") or {})
         spec = cls(
             name=str(d["name"]),
@@ -80,8 +80,8 @@ class MagnnSpec:
                     raise DataError(f"{self.name}: relation {r.name} uses unknown node type {t!r}")
 
 
-def _rel(src: str, dst: str) -> Relation:
-    return Relation(src, dst, f"{src}->{dst}", f"{dst}->{src}")
+def _rel(src: str, dst: str) -> AdjacencyBlock:
+    return AdjacencyBlock(src, dst, f"{src}->{dst}", f"{dst}->{src}")
 
 
 # Authors' feats_type per dataset (REFERENCE.md): DBLP all raw, ACM target raw + one-hot ids, IMDB target only.
@@ -102,7 +102,7 @@ BUILTIN: dict[str, MagnnSpec] = {
         features={"paper": "features_0.npz", "author": "features_1.npz", "subject": "features_2.npz"},
         # adjM stores each citation once (citing -> cited); the reverse direction is its own relation.
         relations=(
-            Relation("paper", "paper", "paper-cites->paper", "paper-cited_by->paper"),
+            AdjacencyBlock("paper", "paper", "paper-cites->paper", "paper-cited_by->paper"),
             _rel("paper", "author"),
             _rel("paper", "subject"),
         ),
