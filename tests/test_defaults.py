@@ -97,3 +97,72 @@ def test_the_bag_of_words_graph_has_words_as_a_feature_less_type_linked_by_use()
     assert torch.equal(a, torch.zeros_like(a).index_add_(0, aa, x[pa]))
     assert {k: len(v) for k, v in data.splits.items()} == {"train": 24, "val": 6, "test": 90}
     assert torch.equal(shape.build().features["paper"], x)  # a seed gives one graph
+
+
+def test_the_id_graph_has_no_features_and_few_labels():
+    from regnn.data.synthetic import IdGraph
+    from regnn.data.scaling import is_placeholder
+
+    shape = IdGraph(num_movies=300, num_directors=40, num_actors=900, num_keywords=200, seed=1)
+    data = shape.build()
+    assert all(is_placeholder(x) for x in data.features.values())  # one-hot ids on every type, the target's too
+    assert data.graph.num_nodes("actor") == 3 * data.graph.num_nodes("movie")
+    for other, per_movie in (("director", 1), ("actor", shape.actor_degree), ("keyword", shape.keyword_degree)):
+        m, o = data.graph.edges(etype=("movie", f"movie->{other}", other))
+        back_o, back_m = data.graph.edges(etype=(other, f"{other}->movie", "movie"))
+        assert torch.equal(m, back_m) and torch.equal(o, back_o)  # every link in both directions
+        assert torch.equal(torch.bincount(m, minlength=300), torch.full((300,), per_movie))
+    # links follow the class (node i of a type is in class i % num_classes) more often than chance
+    m, a = data.graph.edges(etype=("movie", "movie->actor", "actor"))
+    same = (data.labels[m] == a % shape.num_classes).float().mean()
+    assert same > 1 / shape.num_classes + 0.2
+    assert {k: len(v) for k, v in data.splits.items()} == {"train": 24, "val": 12, "test": 264}
+    assert torch.equal(shape.build().splits["train"], data.splits["train"])  # a seed gives one graph
+
+
+def test_the_bag_of_words_graph_takes_its_split_shares():
+    from regnn.data.synthetic import BowGraph
+
+    data = BowGraph(
+        num_papers=200,
+        num_authors=80,
+        num_subjects=6,
+        vocab=90,
+        topic_words=10,
+        words=8,
+        train_share=0.05,
+        val_share=0.1,
+    ).build()
+    assert {k: len(v) for k, v in data.splits.items()} == {"train": 10, "val": 20, "test": 170}
+
+
+def _check_output(path, generator, kwargs, overrides, val, seconds):
+    row = {"model": "re_gat", "runs": 3, "val_micro_f1_mean": val, "val_micro_f1_std": 1.0}
+    row |= {"test_micro_f1_mean": val - 1, "test_micro_f1_std": 1.0, "runs_at_chance": 0, "epoch_time_s": seconds}
+    doc = {"graph": {"generator": generator, "kwargs": kwargs}, "overrides": overrides, "models": [row]}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_the_selection_keeps_graphs_of_two_generators_apart_and_reads_validation_only(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    inputs = [
+        _check_output(tmp_path / "a.json", "regnn.data.synthetic.IdGraph", "seed=0", ["model.hidden=16"], 70.0, 0.1),
+        _check_output(tmp_path / "b.json", "regnn.data.synthetic.BowGraph", "seed=0", ["model.hidden=16"], 90.0, 0.1),
+        _check_output(tmp_path / "c.json", "regnn.data.synthetic.IdGraph", "seed=0", ["model.hidden=64"], 75.0, 0.5),
+        _check_output(tmp_path / "d.json", "regnn.data.synthetic.BowGraph", "seed=0", ["model.hidden=64"], 80.0, 0.5),
+    ]
+    out = tmp_path / "selection"
+    cmd = [sys.executable, str(REPO / "scripts/checks/defaults_selection.py"), *map(str, inputs), "--out", str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    chosen = json.loads(out.with_suffix(".json").read_text())
+    assert chosen["chosen"] == "model.hidden=16"  # mean validation 80 against 77.5
+    md = out.with_suffix(".md").read_text()
+    assert "`IdGraph(seed=0)`" in md and "`BowGraph(seed=0)`" in md and "| 0.500 |" in md
+    again = subprocess.run(cmd, capture_output=True, text=True)
+    assert again.returncode != 0 and "exists" in again.stderr  # never overwritten

@@ -4,7 +4,9 @@ A generated graph is written in the npz format of docs/custom_data.md and traine
 `dataset=custom dataset.path=...` with nothing but the defaults (and the meta-paths HAN needs, which only a user can
 name). The graphs (--generator): `counts` (regnn.data.synthetic.CountGraph: raw-count item features, weakly informative
 links, two feature-less types) and `bow` (regnn.data.synthetic.BowGraph: wide binary bag-of-words on the papers, word
-counts on authors and subjects, and the words themselves as a feature-less type linked to every paper using them).
+counts on authors and subjects, and the words themselves as a feature-less type linked to every paper using them) and `ids`
+(regnn.data.synthetic.IdGraph: no features on any type, the neighbour types several times larger than the target,
+few labels).
 Per model: mean ± std of test and validation Micro-F1 over the seeds, the lowest test score, the chance level
 (the share of the largest class among the test nodes) and the runs at chance (test Micro-F1 within
 AT_CHANCE points of it). Writes <out>.json (every run's scores) and <out>.md; refuses to overwrite them.
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from regnn.data.synthetic import BowGraph, CountGraph
+from regnn.data.synthetic import BowGraph, CountGraph, IdGraph
 from regnn.data.custom import save_npz as export_npz
 from regnn.evaluation.metrics import AT_CHANCE
 
@@ -50,8 +52,14 @@ MODELS = {
 METAPATHS = {
     "counts": "dataset.metapaths={IUI: ['item->user', 'user->item'], ITI: ['item->tag', 'tag->item']}",
     "bow": "dataset.metapaths={PAP: ['paper->author', 'author->paper'], PSP: ['paper->subject', 'subject->paper']}",
+    "ids": "dataset.metapaths={MAM: ['movie->actor', 'actor->movie'], MDM: ['movie->director', 'director->movie']}",
 }
-GENERATORS = {"counts": (CountGraph, "num_items=400,num_users=200,num_tags=30,seed=0"), "bow": (BowGraph, "seed=0")}
+BUILTIN = ("dblp", "acm", "imdb")  # --dataset: a built-in graph instead of a generated one
+GENERATORS = {
+    "counts": (CountGraph, "num_items=400,num_users=200,num_tags=30,seed=0"),
+    "bow": (BowGraph, "seed=0"),
+    "ids": (IdGraph, "seed=0"),
+}
 
 
 def chance_level(data) -> float:
@@ -59,15 +67,17 @@ def chance_level(data) -> float:
     return 100.0 * np.bincount(y).max() / len(y)
 
 
-def train(model: str, path: Path, runs: int, out: Path, extra: list[str], generator: str = "counts") -> dict:
+def train(model: str, path: Path | str, runs: int, out: Path, extra: list[str], generator: str = "counts") -> dict:
+    """path: the generated graph's dataset.yaml, or the name of a built-in dataset (trained with its own protocol
+    and the candidate's overrides)."""
     args = MODELS[model] if model in MODELS else [f"model={model}"]
     if not any(a.startswith("model=") for a in args):
         args = [f"model={model}", *args]
+    data = [f"dataset={path}"] if path in BUILTIN else ["dataset=custom", f"dataset.path={path}"]
     cmd = [
         sys.executable,
         str(REPO / "train.py"),
-        "dataset=custom",
-        f"dataset.path={path}",
+        *data,
         *args,
         f"runs={runs}",
         "threads=1",
@@ -75,7 +85,7 @@ def train(model: str, path: Path, runs: int, out: Path, extra: list[str], genera
         f"hydra.run.dir={out}",
         *extra,
     ]
-    if model == "han":
+    if model == "han" and path not in BUILTIN:
         cmd.append(METAPATHS[generator])
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), OMP_NUM_THREADS="1")
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -101,6 +111,9 @@ def summarise(model: str, res: dict, chance: float) -> dict:
         "chance": chance,
         "runs_at_chance": int((test <= chance + AT_CHANCE).sum()) + len(per) - len(ok),
         "train_loss_blowup_runs": int(res.get("train_loss_blowup_runs", 0)),
+        # seconds per epoch (training step and evaluation), median over the runs: every model of a check is
+        # trained on one thread, so their ratios compare costs on the same footing
+        "epoch_time_s": float(np.median([r["epoch_time_s"] for r in ok])) if ok else None,
         "per_run": [
             {
                 k: r.get(k)
@@ -112,6 +125,7 @@ def summarise(model: str, res: dict, chance: float) -> dict:
                     "epochs",
                     "failed",
                     "train_loss_blowup",
+                    "epoch_time_s",
                 )
             }
             for r in per
@@ -123,21 +137,30 @@ def markdown(rows: list[dict], graph: dict, runs: int, extra: list[str]) -> str:
     lines = [
         f"# Defaults on a graph without tuned settings ({runs} seeds)",
         "",
-        f"`python scripts/checks/defaults_check.py` — generated graph `{graph['generator']}({graph['kwargs']})`, "
-        f"written as npz and trained with `dataset=custom` and the defaults"
+        "`python scripts/checks/defaults_check.py` — "
+        + (
+            f"built-in dataset `{graph['kwargs']}` with its own settings"
+            if graph["generator"] == "built-in"
+            else f"generated graph `{graph['generator']}({graph['kwargs']})`, written as npz and trained with "
+            "`dataset=custom` and the defaults"
+        )
         + (f" plus `{' '.join(extra)}`" if extra else "")
         + f". Chance (largest test class): "
         f"{rows[0]['chance']:.2f}; a run is at chance when its test Micro-F1 is within {AT_CHANCE:g} of it.",
         "",
-        "| model | test Micro-F1 | val Micro-F1 | min test | runs at chance | training-loss blow-ups |",
-        "|---|---|---|---|---|---|",
+        "| model | test Micro-F1 | val Micro-F1 | min test | runs at chance | training-loss blow-ups | s/epoch |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        sec = r.get("epoch_time_s")
         lines.append(
             f"| {r['model']} | {r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f} | "
             f"{r['val_micro_f1_mean']:.2f} ± {r['val_micro_f1_std']:.2f} | {r['test_micro_f1_min']:.2f} | "
-            f"{r['runs_at_chance']} of {r['runs']} | {r['train_loss_blowup_runs']} |"
+            f"{r['runs_at_chance']} of {r['runs']} | {r['train_loss_blowup_runs']} | "
+            + (f"{sec:.3f} |" if sec is not None else "- |")
         )
+    lines.append("")
+    lines.append("s/epoch: one training step and its evaluation on one thread, median over the runs.")
     return "\n".join(lines) + "\n"
 
 
@@ -148,8 +171,14 @@ def main(argv=None) -> int:
     ap.add_argument("--generator", default="counts", choices=list(GENERATORS))
     ap.add_argument(
         "--graph",
-        help="the generator's keyword arguments (default: counts: "
-        f"{GENERATORS['counts'][1]}; bow: {GENERATORS['bow'][1]})",
+        help="the generator's keyword arguments (default: "
+        + "; ".join(f"{k}: {v[1]}" for k, v in GENERATORS.items())
+        + ")",
+    )
+    ap.add_argument(
+        "--dataset",
+        choices=BUILTIN,
+        help="train on this built-in dataset (its own protocol) instead of a generated graph",
     )
     ap.add_argument("--set", action="append", default=[], help="an extra override for every model")
     ap.add_argument("--out", default=str(REPO / "results" / "defaults_check"))
@@ -164,12 +193,19 @@ def main(argv=None) -> int:
     for f in (out.with_suffix(".json"), out.with_suffix(".md")):
         if f.exists():
             raise SystemExit(f"{f} exists; move it away or pass another --out (results are never overwritten)")
-    make, default_graph = GENERATORS[a.generator]
-    a.graph = a.graph or default_graph
-    kwargs = {k: (float(v) if "." in v else int(v)) for k, v in (kv.split("=") for kv in a.graph.split(","))}
-    data = make(**kwargs).build()
     work = Path(a.work)
-    path = work / "graph" / "dataset.yaml" if a.collect else export_npz(data, work / "graph")
+    if a.dataset:
+        from regnn.data import load_dataset
+
+        data = load_dataset(a.dataset, dir=REPO / "data" / a.dataset.upper())
+        path, graph = a.dataset, {"generator": "built-in", "kwargs": a.dataset}
+    else:
+        make, default_graph = GENERATORS[a.generator]
+        a.graph = a.graph or default_graph
+        kwargs = {k: (float(v) if "." in v else int(v)) for k, v in (kv.split("=") for kv in a.graph.split(","))}
+        data = make(**kwargs).build()
+        path = work / "graph" / "dataset.yaml" if a.collect else export_npz(data, work / "graph")
+        graph = {"generator": f"regnn.data.synthetic.{make.__name__}", "kwargs": a.graph}
     chance = chance_level(data)
     rows = []
     for m in a.models.split(","):
@@ -187,7 +223,6 @@ def main(argv=None) -> int:
             f"{r['val_micro_f1_mean']:.2f}, min {r['test_micro_f1_min']:.2f}, {r['runs_at_chance']} at chance",
             flush=True,
         )
-    graph = {"generator": f"regnn.data.synthetic.{make.__name__}", "kwargs": a.graph}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(
         json.dumps(

@@ -30,7 +30,7 @@ def collect(paths: list[Path]) -> dict:
         doc = json.loads(p.read_text())
         for row in doc["models"]:
             cell = table.setdefault(row["model"], {}).setdefault(setting_of(doc), {})
-            graph = doc["graph"]["kwargs"]
+            graph = f"{doc['graph']['generator'].rsplit('.', 1)[-1]}({doc['graph']['kwargs']})"
             if graph in cell:
                 raise SystemExit(f"{p}: {row['model']} with `{setting_of(doc)}` on {graph} is in two inputs")
             cell[graph] = row | {"source": p.name}
@@ -55,22 +55,24 @@ def markdown(table: dict, chosen: str, score: dict) -> str:
         "",
         "`python scripts/checks/defaults_selection.py` over `scripts/checks/defaults_check.py` outputs (each: "
         "one generated graph, one setting, its seeds); the choice reads the validation columns only. "
-        "A run is at chance when its test Micro-F1 is within 5 of the largest test class's share.",
+        "A run is at chance when its test Micro-F1 is within 5 of the largest test class's share; s/epoch: one "
+        "training step and its evaluation on one thread, median over the runs.",
         "",
     ]
     for model, by_setting in table.items():
         lines += [
             f"## {model}",
             "",
-            "| setting | graph | val Micro-F1 | test Micro-F1 | runs at chance |",
-            "|---|---|---|---|---|",
+            "| setting | graph | val Micro-F1 | test Micro-F1 | runs at chance | s/epoch |",
+            "|---|---|---|---|---|---|",
         ]
         for s in sorted(by_setting):
             for g, r in sorted(by_setting[s].items()):
                 lines.append(
                     f"| `{s}` | `{g}` | {r['val_micro_f1_mean']:.2f} ± {r['val_micro_f1_std']:.2f} | "
                     f"{r['test_micro_f1_mean']:.2f} ± {r['test_micro_f1_std']:.2f} | "
-                    f"{r['runs_at_chance']} of {r['runs']} |"
+                    f"{r['runs_at_chance']} of {r['runs']} | "
+                    + (f"{r['epoch_time_s']:.3f} |" if r.get("epoch_time_s") is not None else "- |")
                 )
         lines.append("")
     lines += [

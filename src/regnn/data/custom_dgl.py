@@ -122,16 +122,5 @@ def load_dgl(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDatas
         )
         for t in g.ntypes
     }
-    read = UserGraph(
-        where,
-        gfile,
-        _as_arrays(g),
-        target,
-        labels,
-        splits,
-        raw,
-        reverse=str(meta.get("reverse", "add")),
-        num_classes=meta.get("num_classes"),
-        classes=meta.get("classes"),
-    )
+    read = UserGraph.described(meta, where, gfile, _as_arrays(g), target, labels, splits, raw)
     return to_dataset(read, name, feats_type)

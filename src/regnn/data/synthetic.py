@@ -91,6 +91,19 @@ def homophilous_links(rng, y: np.ndarray, degree: int, homophily: float, n: int,
     return src, np.where(same, [rng.choice(by_class[c]) for c in y[src]], rng.integers(0, n, src.size))
 
 
+def int64(a) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(a, dtype=np.int64))
+
+
+def both_ways(target: str, links: dict[str, tuple]) -> dict[tuple, tuple]:
+    """{other type: (target ids, other ids)} -> the relations target->other and other->target of each, in order."""
+    relations = {}
+    for other, (src, dst) in links.items():
+        relations[(target, f"{target}->{other}", other)] = (int64(src), int64(dst))
+        relations[(other, f"{other}->{target}", target)] = (int64(dst), int64(src))
+    return relations
+
+
 @dataclass(frozen=True)
 class CountGraph:
     """A heterograph like many users' own: the target nodes' features are raw counts (Poisson, rates up to
@@ -126,14 +139,8 @@ class CountGraph:
         u_item, u_user = homophilous_links(rng, y, s.user_degree, s.homophily, s.num_users, s.num_classes)
         t_item = np.repeat(np.arange(s.num_items), s.tag_degree)
         t_tag = rng.integers(0, s.num_tags, t_item.size)
-        t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
         graph = HeteroGraph(
-            {
-                ("item", "item->user", "user"): (t(u_item), t(u_user)),
-                ("user", "user->item", "item"): (t(u_user), t(u_item)),
-                ("item", "item->tag", "tag"): (t(t_item), t(t_tag)),
-                ("tag", "tag->item", "item"): (t(t_tag), t(t_item)),
-            },
+            both_ways("item", {"user": (u_item, u_user), "tag": (t_item, t_tag)}),
             {"item": s.num_items, "user": s.num_users, "tag": s.num_tags},
         )
         features = {"item": torch.from_numpy(x), "user": one_hot_ids(s.num_users), "tag": one_hot_ids(s.num_tags)}
@@ -142,7 +149,7 @@ class CountGraph:
             graph=graph,
             features=features,
             target="item",
-            labels=t(y),
+            labels=int64(y),
             splits=random_split(rng, s.num_items, 0.3, 0.3),
             num_classes=s.num_classes,
         )
@@ -162,7 +169,8 @@ class BowGraph:
     Each class owns `topic_words` words of the `vocab`; a paper draws `words` distinct words, each from its class's
     own words with probability `topic_share`, else from the whole vocabulary. Every paper has `author_degree`
     authors (of its own class with probability `homophily`, else random) and one subject (of its class with
-    probability `subject_homophily`). Split 20/5/75: a small validation set, as in many users' graphs.
+    probability `subject_homophily`). Split `train_share`/`val_share`/rest (20/5/75): a small validation set, as in
+    many users' graphs.
     """
 
     num_papers: int = 1500
@@ -176,6 +184,8 @@ class BowGraph:
     author_degree: int = 3
     homophily: float = 0.5
     subject_homophily: float = 0.6
+    train_share: float = 0.2
+    val_share: float = 0.05
     seed: int = 0
 
     def _words(self, rng, y: np.ndarray) -> np.ndarray:
@@ -201,16 +211,8 @@ class BowGraph:
             np.add.at(out, dst, x[src])
             return torch.from_numpy(out)
 
-        t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
         graph = HeteroGraph(
-            {
-                ("paper", "paper->author", "author"): (t(pa), t(aa)),
-                ("author", "author->paper", "paper"): (t(aa), t(pa)),
-                ("paper", "paper->subject", "subject"): (t(ps), t(ss)),
-                ("subject", "subject->paper", "paper"): (t(ss), t(ps)),
-                ("paper", "paper->term", "term"): (t(pt), t(tt)),
-                ("term", "term->paper", "paper"): (t(tt), t(pt)),
-            },
+            both_ways("paper", {"author": (pa, aa), "subject": (ps, ss), "term": (pt, tt)}),
             {"paper": s.num_papers, "author": s.num_authors, "subject": s.num_subjects, "term": s.vocab},
         )
         features = {
@@ -224,7 +226,51 @@ class BowGraph:
             graph=graph,
             features=features,
             target="paper",
-            labels=t(y),
-            splits=random_split(rng, s.num_papers, 0.2, 0.05),
+            labels=int64(y),
+            splits=random_split(rng, s.num_papers, s.train_share, s.val_share),
+            num_classes=s.num_classes,
+        )
+
+
+@dataclass(frozen=True)
+class IdGraph:
+    """A graph without node features, like a movie or paper graph read from ids alone: every type, the target
+    ("movie") included, carries one-hot ids, and the neighbour types are several times larger than the target.
+
+    Each movie has one director, `actor_degree` actors and `keyword_degree` keywords, each of its own class with
+    probability `homophily` (node i of a type belongs to class i % num_classes), else random. Few labelled
+    movies (`train_share`) and a small validation set (`val_share`).
+    """
+
+    num_movies: int = 2000
+    num_directors: int = 800
+    num_actors: int = 8000
+    num_keywords: int = 3000
+    num_classes: int = 3
+    actor_degree: int = 6
+    keyword_degree: int = 8
+    homophily: float = 0.6
+    director_homophily: float = 0.6
+    train_share: float = 0.08
+    val_share: float = 0.04
+    seed: int = 0
+
+    def build(self) -> HeteroDataset:
+        s = self
+        rng = np.random.default_rng(s.seed)
+        y = rng.integers(0, s.num_classes, s.num_movies)
+        sizes = {"movie": s.num_movies, "director": s.num_directors, "actor": s.num_actors, "keyword": s.num_keywords}
+        links = {
+            "director": homophilous_links(rng, y, 1, s.director_homophily, s.num_directors, s.num_classes),
+            "actor": homophilous_links(rng, y, s.actor_degree, s.homophily, s.num_actors, s.num_classes),
+            "keyword": homophilous_links(rng, y, s.keyword_degree, s.homophily, s.num_keywords, s.num_classes),
+        }
+        return HeteroDataset(
+            name="ids",
+            graph=HeteroGraph(both_ways("movie", links), sizes),
+            features={k: one_hot_ids(n) for k, n in sizes.items()},
+            target="movie",
+            labels=int64(y),
+            splits=random_split(rng, s.num_movies, s.train_share, s.val_share),
             num_classes=s.num_classes,
         )

@@ -35,6 +35,22 @@ class UserGraph:
     node_ids: dict | None = None  # node type -> the user's ids, by local id
     every_class_in_train: bool = False  # refuse a class seen in val or test but never in train
 
+    @classmethod
+    def described(cls, meta: dict, where: Path, source: Path, graph, target, labels, splits, features) -> UserGraph:
+        """With the description's reverse, num_classes and classes keys (the npz and DGL formats)."""
+        return cls(
+            where,
+            source,
+            graph,
+            target,
+            labels,
+            splits,
+            features,
+            reverse=str(meta.get("reverse", "add")),
+            num_classes=meta.get("num_classes"),
+            classes=meta.get("classes"),
+        )
+
 
 def to_dataset(g: UserGraph, name: str, feats_type: str) -> HeteroDataset:
     """The one tail of every user-graph reader."""
