@@ -253,3 +253,43 @@ def test_npz_descriptions_name_their_classes(tmp_path):
     assert load_custom(write_npz(tmp_path / "b", {"classes": names})).class_names == names
     with pytest.raises(DataError, match=f"classes names 2 classes but the labels have {d.num_classes}"):
         load_custom(write_npz(tmp_path / "c", {"classes": ["x", "y"]}))
+
+
+def test_the_readers_keep_their_node_type_order_which_a_seed_depends_on(tmp_path):
+    """The features' order is the order of the model's input layers and of their initialisation: the npz reader
+    lists the types counted by num_nodes (in the file's order), then those with features (by name); the tables
+    and PyG readers their node tables or stores in order."""
+    import numpy as np
+
+    from regnn.data import load_dataset
+    from regnn.data.pyg import from_pyg_dict
+    from regnn.names import SPLITS
+
+    (tmp_path / "n").mkdir()
+    arrays = {
+        "edges:paper:cites:author": np.array([[0, 1], [1, 0]]),
+        "num_nodes:zeta": np.array(2),
+        "num_nodes:author": np.array(2),
+        "features:paper": np.eye(4, dtype=np.float32),
+        "features:alpha": np.eye(2, dtype=np.float32),
+        "edges:alpha:a:paper": np.array([[0, 1], [0, 1]]),
+        "edges:zeta:z:paper": np.array([[0, 1], [1, 1]]),
+        "labels": np.array([0, 1, 0, 1]),
+        "train": np.array([0, 1]),
+        "val": np.array([2]),
+        "test": np.array([3]),
+    }
+    np.savez(tmp_path / "n" / "graph.npz", **arrays)
+    (tmp_path / "n" / "dataset.yaml").write_text("format: npz\ngraph: graph.npz\ntarget: paper\n")
+    npz = load_dataset("custom", format="custom", path=str(tmp_path / "n" / "dataset.yaml"))
+    assert list(npz.features) == ["zeta", "author", "alpha", "paper"]
+    store = {"x": torch.eye(4), "y": torch.tensor([0, 1, 0, 1])}
+    masks = {f"{s}_mask": torch.tensor([s == "train", s == "train", s == "val", s == "test"]) for s in SPLITS}
+    d = {
+        "zeta": {"num_nodes": 2},
+        "paper": store | masks,
+        "alpha": {"x": torch.eye(2)},
+        ("paper", "cites", "zeta"): {"edge_index": torch.tensor([[0, 1], [1, 0]])},
+        ("alpha", "a", "paper"): {"edge_index": torch.tensor([[0, 1], [0, 1]])},
+    }
+    assert list(from_pyg_dict(d, "paper").features) == ["zeta", "paper", "alpha"]

@@ -154,7 +154,7 @@ def _load_npz(meta: dict, where: Path, name: str, feats_type: str) -> HeteroData
     if labels.shape[0] != n:
         raise DataError(f"{gfile}: labels has {labels.shape[0]} entries but there are {n} {target} nodes")
     splits = {s: _npz_ids(z[s], n, f"{gfile}: {s}") for s in ("train", "val", "test")}
-    read = UserGraph.described(meta, where, gfile, g, target, labels, splits, raw)
+    read = UserGraph.described(meta, where, gfile, g, target, labels, splits, raw, counts)
     return to_dataset(read, name, feats_type)
 
 

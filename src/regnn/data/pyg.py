@@ -146,6 +146,7 @@ def from_pyg_dict(
         reverse=reverse,
         num_classes=num_classes if num_classes is not None else (len(names) if names else None),
         classes=names,
+        num_nodes=counts,
         node_ids=ids or None,
     )
     return to_dataset(read, name, feats_type)

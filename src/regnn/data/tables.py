@@ -231,6 +231,7 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDa
         reverse=str(meta.get("reverse", "add")),
         num_classes=meta.get("num_classes", len(names) or None),
         classes=names,
+        num_nodes=counts,
         node_ids={t: n.ids.to_numpy(zero_copy_only=False).astype(str) for t, n in nodes.items()},
         every_class_in_train=True,
     )

@@ -34,9 +34,12 @@ class UserGraph:
     classes: list | None = None  # declared class names, by class id
     node_ids: dict | None = None  # node type -> the user's ids, by local id
     every_class_in_train: bool = False  # refuse a class seen in val or test but never in train
+    # node type -> count in the reader's order, the order of the features and so of the model's input layers and
+    # their initialisation (a seed's numbers depend on it); None: the graph's order
+    num_nodes: dict[str, int] | None = None
 
     @classmethod
-    def described(cls, meta: dict, where: Path, source: Path, graph, target, labels, splits, features) -> UserGraph:
+    def described(cls, meta: dict, where: Path, source: Path, graph, target, labels, splits, features, num_nodes=None):
         """With the description's reverse, num_classes and classes keys (the npz and DGL formats)."""
         return cls(
             where,
@@ -49,6 +52,7 @@ class UserGraph:
             reverse=str(meta.get("reverse", "add")),
             num_classes=meta.get("num_classes"),
             classes=meta.get("classes"),
+            num_nodes=num_nodes,
         )
 
 
@@ -58,7 +62,7 @@ def to_dataset(g: UserGraph, name: str, feats_type: str) -> HeteroDataset:
     labels, unlabelled = unlabelled_outside_splits(g.labels, g.splits, str(g.source))
     if g.every_class_in_train:
         _classes_in_train(labels, g.splits, g.classes, g.source)
-    counts = {t: graph.num_nodes(t) for t in graph.ntypes}
+    counts = g.num_nodes if g.num_nodes is not None else {t: graph.num_nodes(t) for t in graph.ntypes}
     features = select_features(g.features, counts, g.target, feats_type)
     num_classes = class_count(g.num_classes, labels, g.splits, str(g.where))
     if g.classes and len(g.classes) != num_classes:
