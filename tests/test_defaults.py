@@ -61,11 +61,26 @@ def test_custom_defaults_apply_to_gat_backbones_only_on_custom_graphs():
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         custom = compose("train", overrides=["dataset=custom", "model=re_gat"])
+        plain = compose("train", overrides=["dataset=custom", "model=gat"])
         dblp = compose("train", overrides=["dataset=dblp", "model=re_gat"])
         counts = compose("train", overrides=["dataset=counts", "model=re_gat"])
     assert (custom.model.dropout, custom.model.attn_dropout) == (0.2, 0.2)
+    # 64 units a layer as RE-GCN's, RE-GCN's custom learning rate and lambda; the residual for plain GAT only
+    assert (custom.model.heads, custom.model.hidden, custom.optimizer.lr, custom.model.relation.scale) == (
+        8,
+        8,
+        5e-3,
+        20,
+    )
+    assert (custom.model.residual, plain.model.residual, plain.model.heads) == (False, True, 8)
     assert (dblp.model.dropout, dblp.model.attn_dropout, dblp.model.heads) == (0.6, 0.6, 8)  # DBLP's own settings
-    assert (counts.model.dropout, counts.model.attn_dropout) == (0.6, 0.6)
+    assert (dblp.model.hidden, dblp.optimizer.lr, dblp.model.relation.scale, dblp.model.residual) == (
+        64,
+        1e-3,
+        100,
+        False,
+    )
+    assert (counts.model.dropout, counts.model.attn_dropout, counts.model.hidden) == (0.6, 0.6, 64)
 
 
 def test_simple_hgn_keeps_attention_whole_only_on_custom_graphs():

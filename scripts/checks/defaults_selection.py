@@ -54,7 +54,7 @@ def markdown(table: dict, chosen: str, score: dict) -> str:
         "# `dataset=custom` defaults chosen on validation",
         "",
         "`python scripts/checks/defaults_selection.py` over `scripts/checks/defaults_check.py` outputs (each: "
-        "one generated graph, one setting, its seeds); the choice reads the validation columns only. "
+        "one generated or built-in graph, one setting, its seeds); the choice reads the validation columns only. "
         "A run is at chance when its test Micro-F1 is within 5 of the largest test class's share; s/epoch: one "
         "training step and its evaluation on one thread, median over the runs.",
         "",
