@@ -97,6 +97,14 @@ PAGES = {
             "defaults_check_bow.md",
             "Defaults on a bag-of-words graph (scripts/checks/defaults_check.py --generator bow)",
         ),
+        Part(
+            "defaults_check_ids.md",
+            "Defaults on a graph without features (scripts/checks/defaults_check.py --generator ids)",
+        ),
+        Part(
+            "defaults_check_bowfew.md",
+            "Defaults on a bag-of-words graph with few labels (--generator bow --graph train_share=0.05,seed=0)",
+        ),
     ],
 }
 
