@@ -173,11 +173,13 @@ def test_the_selection_keeps_graphs_of_two_generators_apart_and_reads_validation
     ]
     out = tmp_path / "selection"
     cmd = [sys.executable, str(REPO / "scripts/checks/defaults_selection.py"), *map(str, inputs), "--out", str(out)]
+    cmd += ["--title", "Width on two graphs"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     chosen = json.loads(out.with_suffix(".json").read_text())
     assert chosen["chosen"] == "model.hidden=16"  # mean validation 80 against 77.5
     md = out.with_suffix(".md").read_text()
+    assert md.startswith("# Width on two graphs\n")
     assert "`IdGraph(seed=0)`" in md and "`BowGraph(seed=0)`" in md and "| 0.500 |" in md
     again = subprocess.run(cmd, capture_output=True, text=True)
     assert again.returncode != 0 and "exists" in again.stderr  # never overwritten

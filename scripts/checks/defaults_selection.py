@@ -49,9 +49,12 @@ def choose(table: dict) -> tuple[str, dict]:
     return max(sorted(score), key=lambda s: score[s]), score
 
 
-def markdown(table: dict, chosen: str, score: dict) -> str:
+TITLE = "`dataset=custom` defaults chosen on validation"
+
+
+def markdown(table: dict, chosen: str, score: dict, title: str = TITLE) -> str:
     lines = [
-        "# `dataset=custom` defaults chosen on validation",
+        f"# {title}",
         "",
         "`python scripts/checks/defaults_selection.py` over `scripts/checks/defaults_check.py` outputs (each: "
         "one generated or built-in graph, one setting, its seeds); the choice reads the validation columns only. "
@@ -90,6 +93,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("inputs", nargs="+", type=Path, help="defaults_check JSON outputs")
     ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--title", default=TITLE, help="the table's title")
     a = ap.parse_args(argv)
     for f in (a.out.with_suffix(".md"), a.out.with_suffix(".json")):
         if f.exists():
@@ -97,7 +101,7 @@ def main(argv=None) -> int:
     table = collect(a.inputs)
     chosen, score = choose(table)
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.with_suffix(".md").write_text(markdown(table, chosen, score))
+    a.out.with_suffix(".md").write_text(markdown(table, chosen, score, a.title))
     a.out.with_suffix(".json").write_text(
         json.dumps({"chosen": chosen, "mean_val_micro_f1": score, "inputs": [p.name for p in a.inputs]}, indent=1)
     )
