@@ -134,17 +134,18 @@ def summarise(model: str, res: dict, chance: float) -> dict:
 
 
 def markdown(rows: list[dict], graph: dict, runs: int, extra: list[str]) -> str:
+    builtin = graph["generator"] == "built-in"
     lines = [
         (
             f"# A built-in dataset with the settings given ({runs} seeds)"
-            if graph["generator"] == "built-in"
+            if builtin
             else f"# Defaults on a graph without tuned settings ({runs} seeds)"
         ),
         "",
         "`python scripts/checks/defaults_check.py` — "
         + (
             f"built-in dataset `{graph['kwargs']}` with its own settings"
-            if graph["generator"] == "built-in"
+            if builtin
             else f"generated graph `{graph['generator']}({graph['kwargs']})`, written as npz and trained with "
             "`dataset=custom` and the defaults"
         )

@@ -20,6 +20,10 @@ from regnn.data.features import one_hot_ids
 from regnn.data.hetero import HeteroGraph
 
 
+def int64(a) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(a, dtype=np.int64))
+
+
 def make_synthetic(
     num_items: int = 300,
     num_sources: int = 150,
@@ -41,15 +45,14 @@ def make_synthetic(
     r_v = rng.integers(0, num_sources, num_items * random_degree)
     g_u = np.arange(num_sources)
     g_v = rng.integers(0, num_tags, num_sources)
-    t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
     graph = HeteroGraph(
         {
-            ("item", "item->source", "source"): (t(t_u), t(t_v)),
-            ("source", "source->item", "item"): (t(t_v), t(t_u)),
-            ("item", "item->noise", "source"): (t(r_u), t(r_v)),
-            ("source", "noise->item", "item"): (t(r_v), t(r_u)),
-            ("source", "source->tag", "tag"): (t(g_u), t(g_v)),
-            ("tag", "tag->source", "source"): (t(g_v), t(g_u)),
+            ("item", "item->source", "source"): (int64(t_u), int64(t_v)),
+            ("source", "source->item", "item"): (int64(t_v), int64(t_u)),
+            ("item", "item->noise", "source"): (int64(r_u), int64(r_v)),
+            ("source", "noise->item", "item"): (int64(r_v), int64(r_u)),
+            ("source", "source->tag", "tag"): (int64(g_u), int64(g_v)),
+            ("tag", "tag->source", "source"): (int64(g_v), int64(g_u)),
         },
         {"item": num_items, "source": num_sources, "tag": num_tags},
     )
@@ -65,7 +68,7 @@ def make_synthetic(
         graph=graph,
         features=features,
         target="item",
-        labels=t(item_y),
+        labels=int64(item_y),
         splits=random_split(rng, num_items, 0.4, 0.2),
         num_classes=num_classes,
     )
@@ -89,10 +92,6 @@ def homophilous_links(rng, y: np.ndarray, degree: int, homophily: float, n: int,
     src = np.repeat(np.arange(len(y)), degree)
     same = rng.random(src.size) < homophily
     return src, np.where(same, [rng.choice(by_class[c]) for c in y[src]], rng.integers(0, n, src.size))
-
-
-def int64(a) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(a, dtype=np.int64))
 
 
 def both_ways(target: str, links: dict[str, tuple]) -> dict[tuple, tuple]:
