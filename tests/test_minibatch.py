@@ -476,7 +476,7 @@ def test_a_sampled_block_estimates_the_full_graph_sum_without_bias(layer):
     product (norm=both; the released GraphSAGE's sum) is the whole graph's (float64). Without the factor the
     mean falls short by k / n on every node with more than k in-edges."""
     from regnn.core.adjacency import Adjacency
-    from regnn.core.conv import RESAGEConv
+    from regnn.nn import RESAGEConv
 
     d = make_synthetic(num_items=120, num_sources=60, num_tags=10, random_degree=5, seed=1)
     sg = SampledGraph(d, whole_graph_degrees=True)
@@ -488,7 +488,7 @@ def test_a_sampled_block_estimates_the_full_graph_sum_without_bias(layer):
     conv = RESAGEConv(3, 3, weight=False) if layer == "sage" else None
 
     def op(adj, x):
-        return conv(adj, x, alpha) if conv else adj.normalized_spmm(x, alpha, "both")
+        return conv(x, adj, alpha=alpha) if conv else adj.normalized_spmm(x, alpha, "both")
 
     degree = sg.csc.in_degrees(torch.arange(rg.num_nodes))
     dst = torch.nonzero(degree > 6).view(-1)[:8]  # nodes a fanout of 3 samples
@@ -514,7 +514,7 @@ def test_released_sage_on_blocks_of_every_neighbour_is_the_full_graph_layer():
     """The released GraphSAGE divides every message by its source's weighted degree: on full-neighbour blocks
     with whole-graph degrees it gives the full graph's layer, value and gradients (float64)."""
     from regnn.core.adjacency import Adjacency
-    from regnn.core.conv import RESAGEConv
+    from regnn.nn import RESAGEConv
 
     d = make_synthetic(num_items=120, num_sources=60, num_tags=10, random_degree=5, seed=1)
     sg = SampledGraph(d, whole_graph_degrees=True)
@@ -525,7 +525,7 @@ def test_released_sage_on_blocks_of_every_neighbour_is_the_full_graph_layer():
     h = torch.randn(rg.num_nodes, 6, dtype=torch.float64, requires_grad=True)
     alpha = (torch.rand(len(sg.relation_names), 1, dtype=torch.float64) * 3 + 0.1).requires_grad_()
     dst = torch.tensor([5, 0, 77, 130, 64, 3])
-    want = conv(full, h, alpha)[dst]
+    want = conv(h, full, alpha=alpha)[dst]
     grads_want = torch.autograd.grad(want.sum(), [h, alpha])
     block = sg.full_block(dst)
     got = conv(sg.adjacency(block), h[block.src_nodes], alpha)

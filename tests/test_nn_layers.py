@@ -1,15 +1,12 @@
-"""regnn.nn's PyG-style layers (x, edge_index, edge_type, node_type) compute what the package's own layers compute
-on the relation graph regnn builds, in float64: outputs and every gradient."""
+"""regnn.nn's layers, the model's own: called PyG's way (x, edge_index, edge_type, node_type) they compute what they
+compute on the relation graph regnn builds, in float64, outputs and every gradient."""
 
 import pytest
 import torch
 
-from regnn.core.attention import REGATConv as OwnGAT
-from regnn.core.conv import REGraphConv
-from regnn.core.relation import Relation, RelationWeights
 from regnn.data.relation_graph import build_relation_graph
 from regnn.data.synthetic import make_synthetic
-from regnn.nn import REGATConv, REGCNConv
+from regnn.nn import REGATConv, REGATv2Conv, REGCNConv, REGINConv, REMixHopConv, RESAGEConv
 
 
 def homogeneous(data):
@@ -37,70 +34,75 @@ def case(seed):
     return data, edge_index, edge_type, node_type
 
 
-def randomise(*relation_weights):
+def randomise(relation_weights):
     g = torch.Generator().manual_seed(1)
-    for p in relation_weights[0].parameters():
+    for p in relation_weights.parameters():
         p.data = torch.rand(p.shape, generator=g, dtype=torch.float64) * 0.03 - 0.005  # some below 0: the slope
-    for other in relation_weights[1:]:
-        other.load_state_dict(relation_weights[0].state_dict())
 
 
 def grads(*tensors):
     return [t.grad.clone() for t in tensors]
 
 
-@pytest.mark.parametrize("seed,norm", [(0, "both"), (1, "right"), (2, "both")])
-def test_regcnconv_equals_the_package_layer_in_float64(seed, norm):
+LAYERS = {
+    "gcn": lambda R, T: REGCNConv(5, 3, R, T),
+    "gcn_right": lambda R, T: REGCNConv(5, 3, R, T, norm="right"),
+    "sage": lambda R, T: RESAGEConv(5, 3, R, T),
+    "gin": lambda R, T: REGINConv(5, 3, R, T),
+    "mixhop": lambda R, T: REMixHopConv(5, 3, R, T),
+    "gat": lambda R, T: REGATConv(5, 4, R, T, heads=3),
+    "gat_mean": lambda R, T: REGATConv(5, 4, R, T, heads=2, concat=False),
+    "gatv2": lambda R, T: REGATv2Conv(5, 4, R, T, heads=2),
+}
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_the_pyg_call_equals_the_call_on_the_graph_regnn_builds(name):
+    """conv(x, edge_index, edge_type, node_type) on a graph made homogeneous (any edge order, self-edges given)
+    computes what the same layer computes on regnn's own relation graph of that data with its weights passed as
+    alpha (the model's call): outputs and every gradient, float64."""
+    seed = len(name)
     data, edge_index, edge_type, node_type = case(seed)
     rg = build_relation_graph(data)
     R, T = rg.num_edge_relations, len(rg.ntypes)
     torch.manual_seed(seed)
-    layer = REGCNConv(5, 3, R, T, norm=norm).double()
-    own_conv = REGraphConv(5, 3, norm=norm).double()
-    own_conv.load_state_dict(layer.conv.state_dict())
-    own_rel = RelationWeights(R, T, Relation(True, True, 100.0, 0.01)).double()
-    randomise(layer.relations, own_rel)
+    layer = LAYERS[name](R, T).double()
+    randomise(layer.relations)
     x = torch.randn(rg.num_nodes, 5, dtype=torch.float64)
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
     out = layer(xa, edge_index, edge_type, node_type)
-    want = own_conv(rg.adjacency(), xb, own_rel())
+    (out * torch.ones_like(out)).sum().backward()
+    own = grads(xa, *layer.parameters())
+    layer.zero_grad()
+    want = layer(xb, rg.adjacency(), alpha=layer.relations())
     torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-12)
-    w = torch.randn_like(out)
-    (out * w).sum().backward()
-    (want * w).sum().backward()
-    for a, b in zip(
-        grads(xa, layer.conv.weight, layer.conv.bias, layer.relations.edge, layer.relations.self_loop),
-        grads(xb, own_conv.weight, own_conv.bias, own_rel.edge, own_rel.self_loop),
-    ):
+    (want * torch.ones_like(want)).sum().backward()
+    for a, b in zip(own, grads(xb, *layer.parameters())):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
     assert set(layer.relation_weights()) == {*range(R), *(f"self:{t}" for t in range(T))}
 
 
-@pytest.mark.parametrize("heads,concat", [(1, True), (3, True), (2, False)])
-def test_regatconv_equals_the_package_layer_in_float64(heads, concat):
-    data, edge_index, edge_type, node_type = case(heads)
-    rg = build_relation_graph(data)
-    R, T = rg.num_edge_relations, len(rg.ntypes)
-    torch.manual_seed(heads)
-    layer = REGATConv(5, 4, R, T, heads=heads, concat=concat).double()
-    own = OwnGAT(5, 4, heads=heads, bias=True).double()
-    own.load_state_dict(layer.conv.state_dict())
-    own_rel = RelationWeights(R, T, Relation(True, True, 100.0, 0.01), heads=heads).double()
-    randomise(layer.relations, own_rel)
-    x = torch.randn(rg.num_nodes, 5, dtype=torch.float64)
-    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
-    out = layer(xa, edge_index, edge_type, node_type)
-    full = own(rg.adjacency(), xb, own_rel())
-    want = full.flatten(1) if concat else full.mean(1)
-    torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-12)
-    w = torch.randn_like(out)
-    (out * w).sum().backward()
-    (want * w).sum().backward()
-    for a, b in zip(
-        grads(xa, layer.conv.fc.weight, layer.conv.attn_l, layer.relations.edge, layer.relations.self_loop),
-        grads(xb, own.fc.weight, own.attn_l, own_rel.edge, own_rel.self_loop),
-    ):
-        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+@pytest.mark.parametrize("backbone", ["gcn", "gat", "sage", "gin", "gatv2", "mixhop"])
+def test_the_model_is_built_from_the_public_layers(backbone):
+    """Every message-passing call of the RE-GNN model is one of regnn.nn's layers (held bare, or inside the
+    stack layout's LayerNorm and activation), without relation weights of its own: the model passes them."""
+    from regnn.core.relation import Relation
+    from regnn.models.regnn import REGNN
+    from regnn.nn import RELayer
+
+    rg = build_relation_graph(case(0)[0])
+    model = REGNN(
+        in_dims={t: 4 for t in rg.ntypes},
+        num_classes=3,
+        relation_types=rg,
+        relation=Relation(True, True, 100.0, 0.01),
+        backbone=backbone,
+        hidden=8,
+        num_layers=3,
+    )
+    for conv in model.convs:
+        layer = getattr(conv, "conv", conv)
+        assert isinstance(layer, RELayer) and layer.relations is None, type(layer).__name__
 
 
 def test_bad_ids_are_named():
@@ -118,11 +120,65 @@ def test_learn_switches_give_the_ablations_and_the_plain_layer():
     R, T = rg.num_edge_relations, len(rg.ntypes)
     x = torch.randn(rg.num_nodes, 5, dtype=torch.float64)
     plain = REGCNConv(5, 3, R, T, learn="none").double()
-    own = REGraphConv(5, 3).double()
-    own.load_state_dict(plain.conv.state_dict())
+    bare = REGCNConv(5, 3).double()  # no relation weights of its own: every weight 1 without alpha
+    bare.load_state_dict(plain.state_dict())
     assert not list(plain.relations.parameters())
-    torch.testing.assert_close(plain(x, edge_index, edge_type, node_type), own(rg.adjacency(), x, None))
+    torch.testing.assert_close(plain(x, edge_index, edge_type, node_type), bare(x, rg.adjacency()))
     assert REGCNConv(5, 3, R, T, learn="edges").relations.self_loop is None
     assert REGATConv(5, 3, R, T, learn="self").relations.edge is None
     with pytest.raises(ValueError, match="learn must be one of"):
         REGCNConv(5, 3, R, T, learn="all")
+
+
+def test_weights_saved_under_the_earlier_attention_names_load_under_the_new_ones():
+    """RE-GAT weights saved while a wrapper held each attention layer as `.conv` (convs.0.conv.fc.weight) are
+    read under the layers' own names; a state with other unknown names is left for the loader to refuse."""
+    from regnn.core.relation import Relation
+    from regnn.models.regnn import REGNN, renamed_from_earlier
+
+    rg = build_relation_graph(case(0)[0])
+    model = REGNN(
+        in_dims={t: 4 for t in rg.ntypes},
+        num_classes=3,
+        relation_types=rg,
+        relation=Relation(True, True, 100.0, 0.01),
+        backbone="gat",
+        hidden=8,
+        num_layers=3,
+    )
+    now = model.state_dict()
+    earlier = {k.replace("convs.0.", "convs.0.conv.").replace("convs.1.", "convs.1.conv."): v for k, v in now.items()}
+    assert earlier.keys() != now.keys()
+    renamed = renamed_from_earlier(earlier, now.keys())
+    assert renamed.keys() == now.keys() and all(renamed[k] is now[k] for k in now)
+    odd = {**earlier, "convs.0.conv.extra": torch.zeros(1)}
+    assert renamed_from_earlier(odd, now.keys()) is odd
+    assert renamed_from_earlier(now, now.keys()) is now
+
+
+def test_a_prepared_graph_and_a_layer_without_weights_of_its_own_are_used_as_documented():
+    """A prepared graph carries its relations (no edge_type, node_type beside it); a layer built without
+    num_relations and num_node_types takes only prepared graphs, its weights 1 unless alpha gives them; x must
+    have the graph's rows."""
+    from regnn.nn import typed_adjacency
+
+    x, ei = torch.randn(3, 2), torch.tensor([[0, 1], [1, 2]])
+    et, nt = torch.tensor([0, 1]), torch.zeros(3, dtype=torch.long)
+    graph = typed_adjacency(ei, et, nt, 2)
+    own = REGCNConv(2, 2, num_relations=2, num_node_types=1)
+    with pytest.raises(ValueError, match="a prepared graph carries its relations"):
+        own(x, graph, et, nt)
+    with pytest.raises(ValueError, match="x has 4 rows but the graph 3"):
+        own(torch.randn(4, 2), graph)
+    bare = REGCNConv(2, 2)
+    bare.load_state_dict({k: v for k, v in own.state_dict().items() if not k.startswith("relations.")})
+    with pytest.raises(ValueError, match="built without num_relations and num_node_types"):
+        bare(x, ei, et, nt)
+    with pytest.raises(ValueError, match="without relation weights of its own"):
+        bare.relation_weights()
+    torch.testing.assert_close(bare(x, graph), own(x, graph))  # every weight 1: the layer's start
+    alpha = torch.tensor([[2.0], [0.5], [1.5]])
+    with torch.no_grad():
+        own.relations.edge.copy_(alpha[:2] / 100)
+        own.relations.self_loop.copy_(alpha[2:] / 100)
+    torch.testing.assert_close(bare(x, graph, alpha=alpha), own(x, ei, et, nt))

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from regnn.nn import REGATConv, REGCNConv
+from regnn.nn import REGATConv, REGATv2Conv, REGCNConv
 
 R, T, C = 3, 2, 4  # relations, node types, feature width
 
 
 def make(cls, seed=0, dtype=torch.float64):
     torch.manual_seed(seed)
-    layer = cls(C, 3, R, T) if cls is REGCNConv else cls(C, 2, R, T, heads=2)
+    layer = cls(C, 2, R, T, heads=2) if cls in (REGATConv, REGATv2Conv) else cls(C, 3, R, T)
     with torch.no_grad():  # relation weights away from 1 (some below 0: the LeakyReLU's slope)
         for p in layer.relations.parameters():
             p.copy_(torch.rand(p.shape) * 0.03 - 0.005)
@@ -33,8 +33,8 @@ class Twin:
 
     def __call__(self, x, ei, et, nt):
         layer = self.layer
-        heads = () if isinstance(layer, REGCNConv) else (layer.heads,)
-        fresh = type(layer)(C, layer.out_channels, R, T, *heads).to(x.dtype)
+        heads = {"heads": layer.heads} if hasattr(layer, "heads") else {}
+        fresh = type(layer)(C, layer.out_channels, R, T, **heads).to(x.dtype)
         fresh.load_state_dict(layer.state_dict())
         return fresh(x, ei.clone(), et.clone(), nt.clone())
 

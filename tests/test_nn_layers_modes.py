@@ -12,9 +12,9 @@ from test_nn_layers_hostile import C, R, T, Twin, graph, make
 
 from regnn.data.synthetic import make_synthetic
 from regnn.models import REGNN, RelationInputs
-from regnn.nn import REGATConv, REGCNConv
+from regnn.nn import REGATConv, REGATv2Conv, REGCNConv, REGINConv, REMixHopConv, RESAGEConv
 
-LAYERS = [REGCNConv, REGATConv]
+LAYERS = [REGCNConv, RESAGEConv, REGINConv, REMixHopConv, REGATConv, REGATv2Conv]
 
 
 def inputs(n=30, e=90, seed=0, dtype=torch.float64):
@@ -136,13 +136,17 @@ def test_reset_parameters_starts_the_layer_afresh(cls):
     layer = make(cls)
     x, ei, et, nt = inputs()
     before = layer(x, ei, et, nt)
-    weights = [p.clone() for p in layer.conv.parameters()]
+    weights = [p.clone() for p in _own(layer)]
     layer.reset_parameters()
     assert all(v == 1 for v in _flat(layer.relation_weights().values()))
-    assert any(not torch.equal(p, q) for p, q in zip(weights, layer.conv.parameters()))
+    assert any(not torch.equal(p, q) for p, q in zip(weights, _own(layer)))
     assert not torch.equal(layer(x, ei, et, nt), before)
     assert layer.extra_repr().startswith(f"4, {layer.out_channels}, num_relations={R}, num_node_types={T}, ")
     assert repr(layer).startswith(f"{cls.__name__}(\n  4, ")
+
+
+def _own(layer):
+    return [p for n, p in layer.named_parameters() if not n.startswith("relations.")]
 
 
 def _flat(values):

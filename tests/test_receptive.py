@@ -12,7 +12,7 @@ from dgl_fixtures import random_multigraph
 import regnn.core.receptive as receptive
 from regnn.core.adjacency import Adjacency
 from regnn.core.backend import choose_backend
-from regnn.core.conv import REGraphConv
+from regnn.nn import REGCNConv
 from regnn.data import load_dataset
 from regnn.models import REGNN, RelationInputs
 from regnn.training.trainer import FullBatchStep
@@ -66,7 +66,7 @@ def test_a_layer_on_its_rows_gives_the_whole_layers_numbers(kind, norm, threads,
     set_threads(threads)
     adj, relations = typed_graph(n=1600, e=6400)  # room for FEWEST_ROWS rows under half the graph
     torch.manual_seed(1)
-    conv = REGraphConv(
+    conv = REGCNConv(
         64,
         64,
         weight=kind != "propagation",
@@ -83,7 +83,7 @@ def test_a_layer_on_its_rows_gives_the_whole_layers_numbers(kind, norm, threads,
     weights = torch.randn(k, 64, dtype=dtype)
 
     def run(**kw):
-        out = conv(adj, h, alpha, **kw)
+        out = conv(h, adj, alpha=alpha, **kw)
         params = [h, *([] if alpha is None else [alpha]), *conv.parameters()]
         return out, torch.autograd.grad((out[rows] * weights).sum(), params)
 
@@ -109,19 +109,19 @@ def test_the_rows_path_stands_aside_where_it_would_not_give_the_same_numbers(mon
     one = receptive.plan(adj, torch.tensor([5]), 1)[0]
     few = receptive.plan(adj, torch.arange(0, receptive.FEWEST_ROWS - 1), 1)[0]
     some = receptive.plan(adj, torch.arange(0, n, 2), 1)[0]
-    gcn = REGraphConv(64, 64, activation="elu")
-    propagation = REGraphConv(64, 64, weight=False)
+    gcn = REGCNConv(64, 64, activation="elu")
+    propagation = REGCNConv(64, 64, weight=False)
 
     def rows_computed(out):
         return int(out.any(1).sum())
 
-    assert rows_computed(gcn(adj, h, alpha, rows=some)) == some.rows.numel()  # the rows path runs here
-    assert rows_computed(propagation(adj, h, alpha, rows=few)) == few.rows.numel()  # no W: few rows are fine
-    assert rows_computed(gcn(adj, h, alpha, rows=few)) == n
-    assert rows_computed(propagation(adj, h, alpha, rows=one)) == n
-    assert rows_computed(REGraphConv(64, 64, activation="relu")(adj, h, alpha, rows=some)) == n
+    assert rows_computed(gcn(h, adj, alpha=alpha, rows=some)) == some.rows.numel()  # the rows path runs here
+    assert rows_computed(propagation(h, adj, alpha=alpha, rows=few)) == few.rows.numel()  # no W: few rows are fine
+    assert rows_computed(gcn(h, adj, alpha=alpha, rows=few)) == n
+    assert rows_computed(propagation(h, adj, alpha=alpha, rows=one)) == n
+    assert rows_computed(REGCNConv(64, 64, activation="relu")(h, adj, alpha=alpha, rows=some)) == n
     monkeypatch.setattr(receptive, "WHOLE_ABOVE", some.rows.numel() / n - 0.01)
-    assert rows_computed(gcn(adj, h, alpha, rows=some)) == n
+    assert rows_computed(gcn(h, adj, alpha=alpha, rows=some)) == n
 
 
 def test_the_fused_backward_skips_inactive_sources_without_changing_a_bit():

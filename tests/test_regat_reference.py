@@ -101,7 +101,7 @@ def params_of(model: REGNN, names: list[str], num_layers: int, v2: bool) -> dict
     proj = {t: (lin.weight, lin.bias) for t, lin in model.proj.lins.items()}
     layers = []
     for i in range(num_layers):
-        pre = f"convs.{i}.conv."
+        pre = f"convs.{i}."
         if v2:
             has_w = pre + "fc_src.weight" in sd
             layers.append(

@@ -8,7 +8,7 @@ import torch
 from conftest import relation, minibatch
 
 from regnn.core.adjacency import Adjacency
-from regnn.core.attention import REGATConv
+from regnn.nn import REGATConv
 from regnn.core.backend import choose_backend
 from regnn.core.dropout import HashDropout
 from regnn.core.kernels import load_kernels
@@ -62,9 +62,9 @@ def test_gat_aggregate_then_transform_equals_transform_then_aggregate(kernels):
     alpha = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
     assert conv._transform_after(adj, h)
     params = [h, alpha, conv.fc.weight, conv.attn_l, conv.attn_r]
-    fast = conv(adj, h, alpha)
+    fast = conv(h, adj, alpha=alpha)
     conv._transform_after = lambda *_: False
-    plain = conv(adj, h, alpha)
+    plain = conv(h, adj, alpha=alpha)
     g = torch.randn_like(fast)
     assert torch.allclose(fast, plain)
     for a, b in zip(torch.autograd.grad((fast * g).sum(), params), torch.autograd.grad((plain * g).sum(), params)):

@@ -1,6 +1,7 @@
-"""Layer stacks per backbone. A builder returns the conv layers in the order they are called (each maps
-(adj, h, alpha) -> (num_dst, d); a layer called twice appears twice), the number of relation-weight heads each
-distinct layer needs, which of those each call uses, and the output head (None: the last conv is the output).
+"""Layer stacks per backbone, built from regnn.nn's layers. A builder returns the conv layers in the order they
+are called (each maps (h, adj, alpha=) -> (num_dst, d); a layer called twice appears twice), the number of
+relation-weight heads each distinct layer needs, which of those each call uses, and the output head (None: the
+last conv is the output).
 
 Registering a new homogeneous backbone means writing one builder here (its keyword arguments are the keys its
 config may hold: regnn.schema) and its config in conf/backbone/; the model, the relation embeddings, the trainer
@@ -9,14 +10,16 @@ and the model names (re_<name>, <name>, ...) follow (docs/adding_a_backbone.md).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from torch import nn
 
-from regnn.core.attention import REGATConv, REGATv2Conv
-from regnn.core.conv import ACTIVATIONS, REGINConv, REGraphConv, REMixHopConv, RESAGEConv
 from regnn.models.dense_backbones import appnp, mlp
 from regnn.models.stack import Stack
+from regnn.nn import REGATConv, REGATv2Conv, REGCNConv, REGINConv, REMixHopConv, RESAGEConv
+from regnn.nn.attention import AttentionOptions
+from regnn.nn.propagation import ACTIVATIONS
 
 LAYOUTS = ("authors", "stack")
 
@@ -37,17 +40,6 @@ class HeadsLinear(nn.Module):
         return h.view(-1, self.heads, self.dim).mean(1)
 
 
-class HeadsConcat(nn.Module):
-    """Runs a multi-head conv and concatenates its heads: (num_dst, heads, dim) -> (num_dst, heads * dim)."""
-
-    def __init__(self, conv: nn.Module):
-        super().__init__()
-        self.conv = conv
-
-    def forward(self, adj, h, alpha=None):
-        return self.conv(adj, h, alpha).flatten(1)
-
-
 class NormAct(nn.Module):
     """conv -> optional LayerNorm -> activation: one hidden layer of the "stack" layout."""
 
@@ -59,7 +51,7 @@ class NormAct(nn.Module):
 
     @property
     def prepare_norm(self) -> str | None:
-        """The wrapped conv's (see REGraphConv.prepare_norm), so that mini-batch stacks prepare too."""
+        """The wrapped conv's (see REGCNConv.prepare_norm), so that mini-batch stacks prepare too."""
         return getattr(self.conv, "prepare_norm", None)
 
     @property
@@ -67,8 +59,8 @@ class NormAct(nn.Module):
         """Whether forward takes its input as a ProjectAfterHop (the wrapped conv's)."""
         return getattr(self.conv, "takes_factors", False)
 
-    def forward(self, adj, h, alpha=None):
-        h = self.conv(adj, h, alpha)
+    def forward(self, h, adj, alpha=None):
+        h = self.conv(h, adj, alpha=alpha)
         h = self.norm(h) if self.norm is not None else h
         return self.activation(h) if self.activation else h
 
@@ -102,11 +94,11 @@ def gcn(
     _check_layout(layout)
     if layout == "stack":
         convs = [
-            NormAct(REGraphConv(hidden, hidden, norm=norm), hidden, layer_norm, activation) for _ in range(num_layers)
+            NormAct(REGCNConv(hidden, hidden, norm=norm), hidden, layer_norm, activation) for _ in range(num_layers)
         ]
         return Stack(convs, [1] * num_layers, nn.Linear(hidden, num_classes))
     return _authors_layout(
-        lambda i, o, **kw: REGraphConv(i, o, norm=norm, **kw), hidden, num_classes, num_layers, activation
+        lambda i, o, **kw: REGCNConv(i, o, norm=norm, **kw), hidden, num_classes, num_layers, activation
     )
 
 
@@ -114,31 +106,27 @@ def sage(hidden: int, num_classes: int, num_layers: int, activation: str = "elu"
     return _authors_layout(RESAGEConv, hidden, num_classes, num_layers, activation)
 
 
-def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, activation, residual=False, **kw) -> Stack:
+def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, attn_dropout, options) -> Stack:
     """The authors' released REGAT stack (model/REGAT.py at 2e297ef), for GAT and GATv2 layers alike: layer 0
     and layers 1..L-2 with W, `heads` heads concatenated and the activation; the last layer without W
     (attention over the previous layer's heads x hidden features) and without activation, called twice (once
     as the loop's last layer, once as the "output projection"); a Linear over the concatenated heads outputs.
-    residual: the released layers' residual argument (a linear map of a layer's input added to its output),
-    on every layer but the first, as REGAT passes it; the paper's runs leave it off."""
+    options.residual: the released layers' residual argument (a linear map of a layer's input added to its
+    output), on every layer but the first, as REGAT passes it; the paper's runs leave it off."""
     if num_layers < 2:
         raise ValueError(f"the released attention stack needs num_layers >= 2, got {num_layers}")
     convs = [
-        HeadsConcat(
-            conv(
-                hidden if i == 0 else hidden * heads,
-                hidden,
-                heads=heads,
-                activation=activation,
-                residual=residual and i > 0,
-                **kw,
-            )
+        conv(
+            hidden if i == 0 else hidden * heads,
+            hidden,
+            heads=heads,
+            attn_dropout=attn_dropout,
+            options=replace(options, residual=options.residual and i > 0),
         )
         for i in range(num_layers - 1)
     ]
-    last = HeadsConcat(
-        conv(hidden * heads, hidden, heads=heads, activation="none", weight=False, residual=residual, **kw)
-    )
+    last_options = replace(options, activation="none", weight=False)
+    last = conv(hidden * heads, hidden, heads=heads, attn_dropout=attn_dropout, options=last_options)
     convs += [last, last]
     return Stack(
         convs,
@@ -168,15 +156,12 @@ def gat(
     if layout == "stack":
         convs = [
             NormAct(
-                HeadsConcat(
-                    REGATConv(
-                        hidden if i == 0 else hidden * heads,
-                        hidden,
-                        heads=heads,
-                        attn_dropout=attn_dropout,
-                        negative_slope=attn_negative_slope,
-                        residual=residual and i > 0,
-                    )
+                REGATConv(
+                    hidden if i == 0 else hidden * heads,
+                    hidden,
+                    heads=heads,
+                    attn_dropout=attn_dropout,
+                    options=AttentionOptions(False, attn_negative_slope, residual=residual and i > 0),
                 ),
                 hidden * heads,
                 layer_norm,
@@ -185,17 +170,8 @@ def gat(
             for i in range(num_layers)
         ]
         return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
-    return _released_attention_stack(
-        REGATConv,
-        hidden,
-        num_classes,
-        num_layers,
-        heads,
-        activation,
-        residual,
-        attn_dropout=attn_dropout,
-        negative_slope=attn_negative_slope,
-    )
+    options = AttentionOptions(False, attn_negative_slope, activation, residual)
+    return _released_attention_stack(REGATConv, hidden, num_classes, num_layers, heads, attn_dropout, options)
 
 
 def gatv2(
@@ -212,17 +188,8 @@ def gatv2(
     """The authors' released stack with GATv2 layers (their REGAT with use_gatv2=True)."""
     if layout != "authors":
         raise ValueError(f"gatv2 has only the authors' layout, got layout={layout!r}")
-    return _released_attention_stack(
-        REGATv2Conv,
-        hidden,
-        num_classes,
-        num_layers,
-        heads,
-        activation,
-        residual,
-        attn_dropout=attn_dropout,
-        negative_slope=attn_negative_slope,
-    )
+    options = AttentionOptions(None, attn_negative_slope, activation, residual)
+    return _released_attention_stack(REGATv2Conv, hidden, num_classes, num_layers, heads, attn_dropout, options)
 
 
 class DropoutLinear(nn.Module):
@@ -253,7 +220,10 @@ def mixhop(hidden: int, num_classes: int, num_layers: int, activation: str = "el
     rate): none on the projected input, two masks before layer 1 (the first layer's own dropout after its
     activation, then the model's), one before each later layer, none before the output layer."""
     width = hidden * len(powers)
-    convs = [REMixHopConv(hidden if i == 0 else width, hidden, tuple(powers), activation) for i in range(num_layers)]
+    convs = [
+        REMixHopConv(hidden if i == 0 else width, hidden, powers=tuple(powers), activation=activation)
+        for i in range(num_layers)
+    ]
     return Stack(
         convs,
         [1] * num_layers,

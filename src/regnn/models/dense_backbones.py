@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from torch import nn
 
-from regnn.core.conv import ACTIVATIONS, REGraphConv
 from regnn.models.stack import Stack
+from regnn.nn import REGCNConv
+from regnn.nn.propagation import ACTIVATIONS
 
 
 class Dense(nn.Module):
@@ -17,7 +18,7 @@ class Dense(nn.Module):
         self.lin = nn.Linear(in_dim, out_dim)
         self.activation = ACTIVATIONS[activation]
 
-    def forward(self, adj, h, alpha=None):
+    def forward(self, h, adj, alpha=None):
         h = self.lin(h[: adj.num_dst])
         return self.activation(h) if self.activation else h
 
@@ -37,17 +38,17 @@ class APPNPPropagation(nn.Module):
 
     def __init__(self, dim: int, steps: int, teleport: float, norm: str):
         super().__init__()
-        self.prop = REGraphConv(dim, dim, weight=False, norm=norm)
+        self.prop = REGCNConv(dim, dim, norm=norm, weight=False)
         self.steps, self.teleport = steps, teleport
 
     @property
     def prepare_norm(self) -> str:
         return self.prop.prepare_norm
 
-    def forward(self, adj, h, alpha=None):
+    def forward(self, h, adj, alpha=None):
         z = h
         for _ in range(self.steps):
-            z = (1 - self.teleport) * self.prop(adj, z, alpha) + self.teleport * h
+            z = (1 - self.teleport) * self.prop(z, adj, alpha=alpha) + self.teleport * h
         return z
 
 

@@ -213,9 +213,9 @@ class REGNN(nn.Module):
                 # a linear propagation followed by a linear head: A (h W) = (A h) W, so aggregate the few class
                 # scores instead of the hidden features (same result, a fraction of the cost)
                 w, b = self.head.weight, self.head.bias
-                out = conv(a, h @ w.t(), alpha, **rows)
+                out = conv(h @ w.t(), a, alpha=alpha, **rows)
                 return (out if b is None else out + b), None
-            h = conv(a, h, alpha, **rows)
+            h = conv(h, a, alpha=alpha, **rows)
         if self.head is not None:
             represent = getattr(self.head, "represent", None)
             emb = (represent(h) if represent is not None else h) if embed else None
@@ -236,3 +236,25 @@ class REGNN(nn.Module):
 def _runs(values: list[int]) -> list[tuple[int, int]]:
     """(value, length) of each run of equal consecutive values: [8, 8, 8, 1] -> [(8, 3), (1, 1)]."""
     return [(v, len(list(run))) for v, run in itertools.groupby(values)]
+
+
+def renamed_from_earlier(state: dict, keys) -> dict:
+    """Weights saved before the attention layers concatenated their heads themselves (a wrapper then held each
+    layer as `.conv`: convs.0.conv.fc.weight is now convs.0.fc.weight), under the model's names. A name is
+    renamed only where dropping one `.conv` gives exactly one of the model's names that the state lacks, and only
+    if every unknown name is; any other state is returned as it is, for the loader to refuse."""
+    keys = set(keys)
+    unknown = [k for k in state if k not in keys]
+    if not unknown:
+        return state
+    renames = {}
+    for k in unknown:
+        parts = k.split(".")
+        found = {".".join(parts[:i] + parts[i + 1 :]) for i, p in enumerate(parts) if p == "conv"}
+        found = {n for n in found if n in keys and n not in state}
+        if len(found) != 1:
+            return state
+        renames[k] = found.pop()
+    if len(set(renames.values())) != len(renames):
+        return state
+    return {renames.get(k, k): v for k, v in state.items()}

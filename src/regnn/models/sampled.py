@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from regnn.core.conv import ProjectAfterHop
+from regnn.nn.propagation import ProjectAfterHop
 from regnn.models.regnn import REGNN, SparseInputMM
 from regnn.names import INPUT_DROPOUT
 from regnn.perf import StepTimer

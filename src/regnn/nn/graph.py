@@ -13,13 +13,19 @@ from __future__ import annotations
 import torch
 
 from regnn.core.adjacency import Adjacency
+from regnn.core.backend import Backend
 
 
 def typed_adjacency(
-    edge_index: torch.Tensor, edge_type: torch.Tensor, node_type: torch.Tensor, num_relations: int
+    edge_index: torch.Tensor,
+    edge_type: torch.Tensor,
+    node_type: torch.Tensor,
+    num_relations: int,
+    backend: Backend | None = None,
 ) -> Adjacency:
     """The graph a layer propagates over: the edges without their self-edges, plus one self-loop per node whose
-    relation is num_relations + its node type (RE-GNN's typed self-loops), ordered by destination."""
+    relation is num_relations + its node type (RE-GNN's typed self-loops), ordered by destination. backend: how
+    the layers compute on it (regnn.core.backend; None: the fused kernels on the CPU where they are built)."""
     src, dst = edge_index[0].long(), edge_index[1].long()
     keep = src != dst
     n = node_type.numel()
@@ -27,25 +33,30 @@ def typed_adjacency(
     src, dst = torch.cat([src[keep], ids]), torch.cat([dst[keep], ids])
     rel = torch.cat([edge_type.long()[keep], num_relations + node_type.long()])
     order = torch.argsort(dst * n + src)
-    return Adjacency.from_edges(src[order], dst[order], rel[order], n)
+    return Adjacency.from_edges(src[order], dst[order], rel[order], n, backend=backend)
 
 
 def _integral(t) -> bool:
     return isinstance(t, torch.Tensor) and not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
 
 
-def check_inputs(x, node_type, in_channels: int, dtype: torch.dtype) -> None:
-    """What every call checks (shapes and dtypes only, nothing read from the tensors): x (N, in_channels) of the
-    layer's dtype, node_type (N,) integral ids on x's device."""
-    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != in_channels:
-        raise ValueError(f"x must be (N, in_channels={in_channels}), got {_shape(x)}")
+def check_inputs(x, in_channels: int | None, dtype: torch.dtype | None) -> None:
+    """What every call checks of x (its shape and dtype, nothing read from it): (N, in_channels) of the layer's
+    dtype; in_channels None: any width."""
+    width = "in_channels" if in_channels is None else f"in_channels={in_channels}"
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or (in_channels is not None and x.shape[1] != in_channels):
+        raise ValueError(f"x must be (N, {width}), got {_shape(x)}")
     if not x.is_floating_point():
         raise ValueError(f"x must be floating point, got {x.dtype}")
-    if x.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
+    if dtype is not None and x.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
         raise ValueError(f"x has dtype {x.dtype} but the layer's parameters are {dtype}: convert one to the other")
-    if not _integral(node_type) or node_type.dim() != 1 or node_type.shape[0] != x.shape[0]:
+
+
+def check_nodes(node_type, num_nodes: int) -> None:
+    """node_type (N,) integral ids, N = x's rows."""
+    if not _integral(node_type) or node_type.dim() != 1 or node_type.shape[0] != num_nodes:
         raise ValueError(
-            f"node_type must be integral ids (N,) with N = x's {x.shape[0]} rows, got {_shape(node_type)} "
+            f"node_type must be integral ids (N,) with N = x's {num_nodes} rows, got {_shape(node_type)} "
             f"{getattr(node_type, 'dtype', '')}"
         )
 

@@ -1,6 +1,6 @@
 """Why one node got its class: the share of its last layer's aggregated message that each relation contributed.
 
-In a GCN-style layer (regnn.core.conv.REGraphConv: RE-GCN and the GCN family) a node's aggregate is a sum over its
+In a GCN-style layer (regnn.nn.REGCNConv: RE-GCN and the GCN family) a node's aggregate is a sum over its
 in-edges of (relation weight x normalisation x the neighbour's message), a self-loop being the relation
 `self:<type>`. Split by relation, the sum is exact: the parts add up to the aggregate. A relation's share is the
 norm of its part over the sum of every part's norm, so a node's shares are non-negative and sum to 1. The top
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import torch
 
-from regnn.core.conv import REGraphConv
 from regnn.errors import ConfigError
+from regnn.nn import REGCNConv
 
 
 def node_shares(model, inputs, feats) -> torch.Tensor:
     """(num target nodes, num relations) shares of every relation in the last layer's aggregate of each target."""
     conv = model.convs[-1] if hasattr(model, "convs") else None
-    if not isinstance(conv, REGraphConv):
+    if not isinstance(conv, REGCNConv):
         what = type(conv if conv is not None else model).__name__
         raise ConfigError(
             f"explain=true splits a GCN-style last layer by relation; {what} aggregates otherwise (RE-GCN and the "
@@ -27,10 +27,10 @@ def node_shares(model, inputs, feats) -> torch.Tensor:
         )
     seen = {}
 
-    def keep(module, args):
-        seen["adj"], seen["h"], seen["alpha"] = args[0], args[1], args[2] if len(args) > 2 else None
+    def keep(module, args, kwargs):
+        seen["h"], seen["adj"], seen["alpha"] = args[0], args[1], kwargs.get("alpha")
 
-    handle = conv.register_forward_pre_hook(keep)
+    handle = conv.register_forward_pre_hook(keep, with_kwargs=True)
     try:
         with torch.no_grad():
             model(inputs, feats)

@@ -10,6 +10,7 @@ import torch
 from omegaconf import DictConfig
 
 from regnn.errors import ConfigError, DataError
+from regnn.models.regnn import renamed_from_earlier
 from regnn.pipeline.from_config import arch_of
 from regnn.pipeline.fullbatch import DeviceGraph
 from regnn.runs import checkpoint, integrity
@@ -41,7 +42,7 @@ def _loaded(model, run_dir: Path, trained: str = "fullbatch", path: str = "fullb
     (model.json's digest)."""
     f = run_dir / checkpoint.MODEL_FILE
     saved = checkpoint.load_weights(f)
-    state = _as_read_by(saved, trained, path, run_dir)
+    state = renamed_from_earlier(_as_read_by(saved, trained, path, run_dir), model.state_dict().keys())
     integrity.check_values(f, state, model.state_dict())
     integrity.check_weights(f, saved, checkpoint.load_meta(run_dir))
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from regnn.errors import DataError
+from regnn.models.regnn import renamed_from_earlier
 from regnn.runs import integrity, io_safe
 from regnn.runs.checkpoint import load_tensors, write_tensors
 from regnn.runs.computation import computation
@@ -58,7 +59,7 @@ class RunCheckpoint:
             return
         state = self._read()
         try:
-            model.load_state_dict(state["model"])
+            model.load_state_dict(renamed_from_earlier(state["model"], model.state_dict().keys()))
             step.load_state(state["step"])
             loop.load_state(state["loop"])
             set_random_states(state["random"])

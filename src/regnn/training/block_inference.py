@@ -19,7 +19,7 @@ EVAL_MODES = ("sampled", "layerwise")
 def layer_step(regnn, i: int, adj: Adjacency, h: torch.Tensor, alphas: list | None = None) -> torch.Tensor:
     """Layer i of an REGNN in evaluation mode (the same computation as REGNN.propagate with dropout off);
     alphas: regnn.layer_alphas(), computed once by a caller that steps many batches."""
-    return regnn.convs[i](adj, h, (regnn.layer_alphas() if alphas is None else alphas)[i])
+    return regnn.convs[i](h, adj, alpha=(regnn.layer_alphas() if alphas is None else alphas)[i])
 
 
 @torch.no_grad()
