@@ -64,7 +64,7 @@ def main(cfg: DictConfig) -> float:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from regnn import interrupt
+    from regnn.runtime import interrupt
 
     interrupt.install()  # SIGTERM / SIGUSR1 (SLURM's stop signals): end at the next epoch, finished runs kept
     try:

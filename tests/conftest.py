@@ -148,7 +148,7 @@ def run_train(*overrides: str, cwd: Path = REPO, env: dict | None = None, timeou
 # the machine runs it, instead of racing it with a polling loop.
 HOLD = r"""
 import glob, os, runpy, sys, time
-import regnn.interrupt as interrupt
+import regnn.runtime.interrupt as interrupt
 after, ready, check = os.environ["REGNN_TEST_HOLD_AFTER"], os.environ["REGNN_TEST_HOLD_READY"], interrupt.check
 skip = [int(os.environ.get("REGNN_TEST_HOLD_SKIP", "0"))]  # checks to let pass once the file exists
 parent = os.getppid()

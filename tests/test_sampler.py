@@ -17,7 +17,7 @@ from conftest import REPO
 from dgl_fixtures import load_fixture
 from regnn.data import make_synthetic
 from regnn.training.neighbour_sampler import CscGraph, distinct_draws, smallest_keys
-from regnn.perf import one_openmp_thread
+from regnn.runtime.perf import one_openmp_thread
 from regnn.training.sampling import SampledGraph, sampled_loader
 
 

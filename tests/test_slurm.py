@@ -179,7 +179,7 @@ def test_two_sweeps_over_the_same_cells_train_each_cell_once(tmp_path):
 SITE_HOLD = r"""
 import glob, os, time
 if os.environ.get("REGNN_TEST_HOLD_AFTER"):
-    import regnn.interrupt as interrupt
+    import regnn.runtime.interrupt as interrupt
     after, ready, check = os.environ["REGNN_TEST_HOLD_AFTER"], os.environ["REGNN_TEST_HOLD_READY"], interrupt.check
     skip = [int(os.environ.get("REGNN_TEST_HOLD_SKIP", "0"))]
     def held(where=""):

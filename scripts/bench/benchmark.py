@@ -62,7 +62,7 @@ def one_cell(dataset: str, model: str, epochs: int, warmup: int, full: bool = Fa
     import numpy as np
     import torch
 
-    from regnn.perf import keep_freed_memory
+    from regnn.runtime.perf import keep_freed_memory
     from regnn.spec import training_of
 
     keep_freed_memory(every_size=True)
@@ -97,7 +97,7 @@ def paired_cell(dataset: str, plain: str, re_model: str, epochs: int, warmup: in
     import numpy as np
     import torch
 
-    from regnn.perf import keep_freed_memory
+    from regnn.runtime.perf import keep_freed_memory
     from regnn.spec import training_of
     from regnn.training.trainer import epochs as epoch_steps
 

@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from regnn.interrupt import Interrupted
+from regnn.runtime.interrupt import Interrupted
 
 
 HYDRA_FILES = {

@@ -18,7 +18,7 @@ from torch import nn
 from regnn.nn.propagation import ProjectAfterHop
 from regnn.models.regnn import REGNN, SparseInputMM
 from regnn.names import INPUT_DROPOUT
-from regnn.perf import StepTimer
+from regnn.runtime.perf import StepTimer
 
 
 def is_one_hot_ids(x: torch.Tensor) -> bool:

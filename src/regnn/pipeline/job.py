@@ -15,11 +15,11 @@ import time
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from regnn import interrupt
+from regnn.runtime import interrupt
 from regnn.data.relation_graph import relation_ends
 from regnn.description import graph_name
-from regnn.loggers import make_logger
-from regnn.perf import keep_freed_memory, peak_rss_gb
+from regnn.runtime.loggers import make_logger
+from regnn.runtime.perf import keep_freed_memory, peak_rss_gb
 from regnn.pipeline.from_config import device_of
 from regnn.spec import user_errors
 from regnn.runs.executor import job_threads

@@ -14,7 +14,7 @@ from regnn.config import whole_graph_degrees
 from regnn.pipeline.from_config import build_sampled, load_data
 from regnn.pipeline.job import CellJob
 from regnn.runs.store import failed_note
-from regnn.perf import peak_rss_gb
+from regnn.runtime.perf import peak_rss_gb
 from regnn.spec import training_of, user_errors
 from regnn.training.loop import Hooks
 

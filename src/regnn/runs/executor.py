@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from regnn.perf import keep_freed_memory, peak_rss_gb
+from regnn.runtime.perf import keep_freed_memory, peak_rss_gb
 
 MAX_AUTO_WORKERS = 4
 MIN_AUTO_EDGES = 20_000  # a worker starts in ~3 s (imports); the synthetic test graph's runs take under 1 s
@@ -111,7 +111,7 @@ def _die_with_parent(parent: int) -> None:
 def _worker_init(queue, parent: int, threads: int, setup, setup_args: tuple) -> None:
     import logging.handlers
 
-    from regnn import interrupt
+    from regnn.runtime import interrupt
 
     _die_with_parent(parent)
     interrupt.install()  # a stop signal ends this worker's run at its next epoch, as in the job itself

@@ -32,7 +32,7 @@ from regnn.runs.jobspec import JobSpec
 from regnn.runs.claim import claim, host_id
 from regnn.errors import ConfigError
 from regnn.evaluation.metrics import mean_std
-from regnn.perf import peak_rss_gb
+from regnn.runtime.perf import peak_rss_gb
 from regnn.training.divergence import finished, summary_metrics
 
 log = logging.getLogger("regnn")

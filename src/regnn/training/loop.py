@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from regnn import interrupt
+from regnn.runtime import interrupt
 from regnn.training.divergence import TrainLossBlowup, check_loss, check_parameters
 from regnn.training.early_stopping import EarlyStopping
 

@@ -20,7 +20,7 @@ from regnn.training.distributed import Dist, check_backend
 from regnn.training.options import MinibatchOptions
 from regnn.training.divergence import check_loss, check_parameters
 from regnn.training.loop import EpochLoop, Hooks, StopRule
-from regnn.perf import StepTimer, peak_rss_gb
+from regnn.runtime.perf import StepTimer, peak_rss_gb
 from regnn.training.block_inference import Scorer
 from regnn.training.sampling import SampledGraph, sampled_loader, to_device
 from regnn.training.trainer import RunResult, make_optimizer

@@ -21,7 +21,7 @@ import torch
 from regnn.core.adjacency import Adjacency
 from regnn.core.backend import choose_backend
 from regnn.names import SAMPLING_MODES
-from regnn.perf import one_openmp_thread
+from regnn.runtime.perf import one_openmp_thread
 from regnn.training.sampled_graph import SampledGraph
 
 __all__ = [

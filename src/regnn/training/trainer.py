@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from regnn import interrupt
+from regnn.runtime import interrupt
 from regnn.core.adjacency import at_least_fp32
 from regnn.evaluation.metrics import f1_scores, split_scores
 from regnn.names import LR_SCHEDULES, OPTIMIZERS, PRECISIONS
