@@ -49,8 +49,38 @@ def test_heterodata_round_trip_without_and_with_pyg(tmp_path):
 
     hd = to_heterodata(d)
     assert set(hd.node_types) == set(d.graph.ntypes) and hd["item"].train_mask.sum() == len(d.splits["train"])
-    assert_same_graph(d, from_heterodata(hd, target="item", name="synthetic"))
+    assert_same_graph(d, from_heterodata(hd, target="item", name="synthetic", reverse="keep"))
     assert_same_graph(d, load_custom(save_pyg(d, tmp_path)))  # saved as tensors, read without PyG
+    # both directions held: reverse: add, every format's default, would add a second copy of each relation
+    with pytest.raises(DataError, match="are each other's reverse, so the graph already holds both directions"):
+        from_heterodata(hd, target="item", name="synthetic")
+
+
+def test_a_relation_that_is_its_own_reverse_is_not_reversed_again(tmp_path):
+    """A relation between nodes of one type given in both directions (a symmetric relation) is its own reverse:
+    reverse: add refuses it, reverse: keep reads it as it is; a one-way relation is reversed."""
+    from regnn.data.pyg import from_pyg_dict
+
+    friends = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+    d = {
+        "_global_store": {},
+        "user": {
+            "x": torch.rand(3, 2),
+            "y": torch.tensor([0, 1, 0]),
+            "train_idx": torch.tensor([0]),
+            "val_idx": torch.tensor([1]),
+            "test_idx": torch.tensor([2]),
+        },
+        ("user", "friend", "user"): {"edge_index": friends},
+    }
+    with pytest.raises(DataError, match="friend \\(user->user\\) and friend \\(user->user\\)"):
+        from_pyg_dict(d, "user")
+    assert from_pyg_dict(d, "user", reverse="keep").graph.canonical_etypes == [("user", "friend", "user")]
+    d[("user", "friend", "user")]["edge_index"] = friends[:, :2]  # 0->1, 1->0: still symmetric
+    with pytest.raises(DataError, match="each other's reverse"):
+        from_pyg_dict(d, "user")
+    d[("user", "friend", "user")]["edge_index"] = friends[:, ::2]  # 0->1, 1->2: one way
+    assert ("user", "rev_friend", "user") in from_pyg_dict(d, "user").graph.canonical_etypes
 
 
 def test_heterodata_unlabelled_nodes_ids_and_reversed_relations():

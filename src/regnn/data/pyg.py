@@ -14,7 +14,7 @@ with `torch.load(weights_only=True)`: no code is unpickled, and reading it needs
     format: pyg
     graph: graph.pt
     target: paper
-    reverse: keep   # keep: the graph holds both directions (T.ToUndirected); add: every relation also reversed
+    reverse: keep   # keep: the graph holds both directions (T.ToUndirected); add (default): reverse every relation
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def from_pyg_dict(
     d: dict,
     target: str,
     name: str = "custom",
-    reverse: str = "keep",
+    reverse: str = "add",
     num_classes: int | None = None,
     feats_type: str = "raw",
     where: str = "HeteroData",
@@ -153,7 +153,7 @@ def from_pyg_dict(
 
 
 def from_heterodata(
-    data, target: str, name: str = "custom", reverse: str = "keep", num_classes: int | None = None
+    data, target: str, name: str = "custom", reverse: str = "add", num_classes: int | None = None
 ) -> HeteroDataset:
     """regnn's dataset from a PyG HeteroData (see the module's docstring for the attributes read)."""
     return from_pyg_dict(data.to_dict(), target, name, reverse, num_classes)
@@ -224,5 +224,5 @@ def load_pyg(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDatas
     if not meta.get("target"):
         raise DataError(f"{where}: key 'target' is missing (the labelled node type); {DOC}")
     return from_pyg_dict(
-        d, str(meta["target"]), name, str(meta.get("reverse", "keep")), meta.get("num_classes"), feats_type, str(gfile)
+        d, str(meta["target"]), name, str(meta.get("reverse", "add")), meta.get("num_classes"), feats_type, str(gfile)
     )

@@ -108,6 +108,8 @@ def unique_relations(g: HeteroGraph, reverse: str, where: Path) -> HeteroGraph:
     """Every relation direction its own uniquely named edge type (names repeated across types get src-/->dst)."""
     if reverse not in ("add", "keep"):
         raise DataError(f"{where}: reverse={reverse!r}; use add (reverse every relation) or keep")
+    if reverse == "add":
+        _refuse_held_reverses(g, where)
     names = [e for _, e, _ in g.canonical_etypes]
     data = {}
     for s, e, t in g.canonical_etypes:
@@ -123,6 +125,25 @@ def unique_relations(g: HeteroGraph, reverse: str, where: Path) -> HeteroGraph:
             "or set reverse: keep if the graph already holds both directions"
         )
     return HeteroGraph(data, {t: g.num_nodes(t) for t in g.ntypes})
+
+
+def _refuse_held_reverses(g: HeteroGraph, where: Path) -> None:
+    """DataError where a relation already is another's reverse (the same edges, each turned round; a relation
+    may be its own): reverse: add would give the graph a second copy of those edges."""
+    edges = {c: g.edges(etype=c) for c in g.canonical_etypes}
+    for i, (s, e, t) in enumerate(g.canonical_etypes):
+        u, v = edges[(s, e, t)]
+        for s2, e2, t2 in g.canonical_etypes[i:]:
+            u2, v2 = edges[(s2, e2, t2)]
+            if (s2, t2) != (t, s) or u2.numel() != u.numel() or not u.numel():
+                continue
+            n = max(g.num_nodes(s), g.num_nodes(t))
+            if torch.equal(torch.sort(u * n + v).values, torch.sort(v2 * n + u2).values):
+                raise DataError(
+                    f"{where}: relations {e} ({s}->{t}) and {e2} ({s2}->{t2}) are each other's reverse, so the "
+                    "graph already holds both directions; reverse: add (the default) would add them again: set "
+                    "reverse: keep"
+                )
 
 
 def user_dataset(gfile: Path, **fields) -> HeteroDataset:
