@@ -528,10 +528,10 @@ def test_released_sage_on_blocks_of_every_neighbour_is_the_full_graph_layer():
     want = conv(h, full, alpha=alpha)[dst]
     grads_want = torch.autograd.grad(want.sum(), [h, alpha])
     block = sg.full_block(dst)
-    got = conv(sg.adjacency(block), h[block.src_nodes], alpha)
+    got = conv(h[block.src_nodes], sg.adjacency(block), alpha=alpha)
     grads_got = torch.autograd.grad(got.sum(), [h, alpha])
     torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
     for a, b in zip(grads_got, grads_want):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
     with pytest.raises(ValueError, match="whole graph's degrees of a block's sources"):
-        conv(SampledGraph(d).adjacency(block), h[block.src_nodes], alpha)
+        conv(h[block.src_nodes], SampledGraph(d).adjacency(block), alpha=alpha)
