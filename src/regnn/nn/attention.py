@@ -33,15 +33,37 @@ class AttentionOptions:
 
 
 class _Heads(RELayer):
-    """heads, out_channels per head, concatenated or averaged, and the checks of a layer without W."""
+    """What the attention layers share: their arguments (REGATConv's), heads of out_channels concatenated or
+    averaged, and the check of a layer without W. A subclass builds its parameters in `_build`."""
 
-    def _heads(self, heads: int, concat: bool, weight: bool) -> None:
-        if not weight and self.in_channels != heads * self.out_channels:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        num_relations: int | None = None,
+        num_node_types: int | None = None,
+        heads: int = 1,
+        concat: bool = True,
+        attn_dropout: float = 0.0,
+        scale: float = 100.0,
+        learn: str = "both",
+        options: AttentionOptions = AttentionOptions(),
+    ):
+        super().__init__()
+        if not options.weight and in_channels != heads * out_channels:
             raise ValueError(
-                f"an attention layer without W splits its input into heads: in_channels ({self.in_channels}) "
-                f"must be heads * out_channels ({heads} * {self.out_channels})"
+                f"an attention layer without W splits its input into heads: in_channels ({in_channels}) "
+                f"must be heads * out_channels ({heads} * {out_channels})"
             )
-        self.heads, self.concat = heads, concat
+        self.in_channels, self.out_channels, self.heads, self.concat = in_channels, out_channels, heads, concat
+        self.attn_dropout = HashDropout(attn_dropout)  # on (E, heads): torch 2.15's CPU mask draw is ~10x torch 2.2's
+        self.negative_slope = options.negative_slope
+        self.activation = ACTIVATIONS[options.activation]
+        self._build(options)
+        self._own_relations(num_relations, num_node_types, heads, scale, learn)
+
+    def _build(self, options: AttentionOptions) -> None:
+        raise NotImplementedError
 
     def _output(self, out: torch.Tensor) -> torch.Tensor:
         """(N, heads, out_channels) -> (N, heads * out_channels) concatenated, or (N, out_channels) averaged."""
@@ -72,32 +94,14 @@ class REGATConv(_Heads):
             (AttentionOptions).
     """
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        num_relations: int | None = None,
-        num_node_types: int | None = None,
-        heads: int = 1,
-        concat: bool = True,
-        attn_dropout: float = 0.0,
-        scale: float = 100.0,
-        learn: str = "both",
-        options: AttentionOptions = AttentionOptions(),
-    ):
-        super().__init__()
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self._heads(heads, concat, options.weight)
-        self.fc = nn.Linear(in_channels, heads * out_channels, bias=False) if options.weight else None
+    def _build(self, options: AttentionOptions) -> None:
+        heads, out_channels = self.heads, self.out_channels
+        self.fc = nn.Linear(self.in_channels, heads * out_channels, bias=False) if options.weight else None
         self.attn_l = nn.Parameter(torch.empty(1, heads, out_channels))
         self.attn_r = nn.Parameter(torch.empty(1, heads, out_channels))
-        self.attn_dropout = HashDropout(attn_dropout)  # on (E, heads): torch 2.15's CPU mask draw is ~10x torch 2.2's
-        self.negative_slope = options.negative_slope
         self.bias = nn.Parameter(torch.zeros(heads, out_channels)) if options.bias is not False else None
-        self.res_fc = nn.Linear(in_channels, heads * out_channels, bias=False) if options.residual else None
-        self.activation = ACTIVATIONS[options.activation]
+        self.res_fc = nn.Linear(self.in_channels, heads * out_channels, bias=False) if options.residual else None
         self._init()
-        self._own_relations(num_relations, num_node_types, heads, scale, learn)
 
     def _init(self) -> None:
         gain = nn.init.calculate_gain("relu")
@@ -158,34 +162,15 @@ class REGATv2Conv(_Heads):
     identity, as the last attention layer of the authors' stack). Arguments as REGATConv's; no bias beside the
     linear maps' (the released layer has none)."""
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        num_relations: int | None = None,
-        num_node_types: int | None = None,
-        heads: int = 1,
-        concat: bool = True,
-        attn_dropout: float = 0.0,
-        scale: float = 100.0,
-        learn: str = "both",
-        options: AttentionOptions = AttentionOptions(),
-    ):
-        super().__init__()
+    def _build(self, options: AttentionOptions) -> None:
         if options.bias is not None:
             raise ValueError("GATv2 has no bias of its own (its linear maps have theirs): leave options.bias None")
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self._heads(heads, concat, options.weight)
-        self.fc_src = nn.Linear(in_channels, heads * out_channels) if options.weight else None
-        self.fc_dst = nn.Linear(in_channels, heads * out_channels) if options.weight else None
-        # with bias, as the released layer
-        self.res_fc = nn.Linear(in_channels, heads * out_channels) if options.residual else None
-        self.attn = nn.Parameter(torch.empty(1, heads, out_channels))
-        self.attn_dropout = HashDropout(attn_dropout)  # on (E, heads): torch 2.15's CPU mask draw is ~10x torch 2.2's
-        self.negative_slope = options.negative_slope
-        self.activation = ACTIVATIONS[options.activation]
+        width = self.heads * self.out_channels
+        self.fc_src = nn.Linear(self.in_channels, width) if options.weight else None
+        self.fc_dst = nn.Linear(self.in_channels, width) if options.weight else None
+        self.res_fc = nn.Linear(self.in_channels, width) if options.residual else None  # with bias, as released
+        self.attn = nn.Parameter(torch.empty(1, self.heads, self.out_channels))
         self.reset_parameters()
-        self._own_relations(num_relations, num_node_types, heads, scale, learn)
 
     def reset_parameters(self) -> None:
         """The linear maps and the attention vector xavier-normal (ReLU gain), their biases 0, every relation
