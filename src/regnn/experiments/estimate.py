@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from regnn.errors import Unsupported
 from regnn.reporting.compare import ESTIMATES
@@ -41,9 +41,10 @@ def same_cell(cfg: DictConfig, cell: Path) -> None:
     stored = stored_config(cell) if (cell / "config.yaml").is_file() else None
     if stored is None:
         return
+    config = OmegaConf.to_container(cfg, resolve=True)
     if not cfg.compare.get("tune"):  # a tuned cell trains with its tune's best setting, not the composed one
-        check_same_computation(cfg, cell)
-    identity.check(cfg, cell, identity.describe(cfg), stored)
+        check_same_computation(config, cell)
+    identity.check(cell, identity.describe(config), stored)
 
 
 def finished(cell: Path) -> bool:

@@ -33,9 +33,11 @@ __all__ = ["train", "train_cell", "arch_of", "build_model", "load_data", "model_
 def train(cfg: DictConfig, out_dir: str | Path) -> dict:
     """Trains cfg.runs models and writes everything under out_dir; returns the summary (also results.json)."""
     check(cfg)
-    spec = JobSpec.from_config(cfg)  # how the runs are run: read here, once
+    # below the pipeline, the config is plain data, resolved here once (regnn.runs.config_files)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    spec = JobSpec.from_config(config)  # how the runs are run: read here, once
     if metapath.chosen(cfg):  # one sub-cell per meta-path, each a cell of its own; the best one reported
-        store = CellStore(cfg, out_dir, spec)
+        store = CellStore(config, out_dir, spec)
         with store.opened() as done:
             return done if done is not None else metapath.choose(cfg, store, train_cell)
     return train_cell(cfg, Path(out_dir), spec)
@@ -62,7 +64,7 @@ def check(cfg: DictConfig) -> None:
 def train_cell(cfg: DictConfig, out_dir: Path, spec: JobSpec | None = None) -> dict:
     """One cell of cfg's trainer through the store: skipped when finished with these settings, else trained.
     spec: how its runs are run (regnn.runs.jobspec.JobSpec; built from cfg where not given)."""
-    store = CellStore(cfg, out_dir, spec)
+    store = CellStore(OmegaConf.to_container(cfg, resolve=True), out_dir, spec)
     with store.opened() as done:
         if done is not None:
             return done

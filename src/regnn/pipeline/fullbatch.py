@@ -175,7 +175,7 @@ _WORKER: dict = {}
 
 def _worker_setup(plain_cfg: dict, out_dir: str) -> None:
     cfg = OmegaConf.create(plain_cfg)
-    _WORKER["job"] = FullBatchJob(cfg, CellStore(cfg, Path(out_dir)), worker=True)
+    _WORKER["job"] = FullBatchJob(cfg, CellStore(plain_cfg, Path(out_dir)), worker=True)
 
 
 def _worker_run(run: int) -> None:

@@ -13,7 +13,7 @@ import logging
 import time
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from regnn.runtime import interrupt
 from regnn.data.relation_graph import relation_ends
@@ -87,7 +87,7 @@ class CellJob:
                 self.load_s,
                 peak_rss_gb(),
             )
-        self.plain_cfg = OmegaConf.to_container(cfg, resolve=True)
+        self.plain_cfg = store.config
         logger = dict(self.plain_cfg["logger"]) if self.is_main and not quiet else {"name": "none"}
         self.logger = make_logger(
             out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=self.plain_cfg, **logger

@@ -152,7 +152,7 @@ def _same_graph(tcfg: DictConfig, meta: dict) -> bool:
     """Whether tcfg's graph has the files the run trained on (model.json's fingerprint)."""
     trained = ((meta.get("graph") or {}).get("fingerprint") or {}).get("digest")
     try:
-        now = (identity.describe(tcfg).get("fingerprint") or {}).get("digest")
+        now = (identity.describe(OmegaConf.to_container(tcfg, resolve=True)).get("fingerprint") or {}).get("digest")
     except (RegnnError, OSError):
         return False
     return trained is not None and now == trained

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import torch
 
-from omegaconf import OmegaConf
 
 from regnn.errors import DataError
-from regnn.runs import integrity, io_safe
+from regnn.runs import config_files, integrity, io_safe
 
 MODEL_FILE, META_FILE, SCALING_FILE = "model.pt", "model.json", "scaling.pt"
 
@@ -62,7 +61,7 @@ def cell_config(run_dir: Path) -> dict | None:
     if Path(run_dir).parent.name != "runs" or not f.is_file():
         return None
     try:
-        cfg = OmegaConf.to_container(OmegaConf.load(f), resolve=True)
+        cfg = config_files.read(f, resolve=True)
     except Exception:  # noqa: BLE001  (yaml and omegaconf raise their own errors for damaged text)
         return None
     return cfg if isinstance(cfg, dict) else None

@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
 
 from regnn.errors import ConfigError
+from regnn.runs import config_files
 
 log = logging.getLogger("regnn")
 
@@ -28,9 +28,9 @@ COMPUTE_KEYS = (
 )
 
 
-def computation(cfg) -> dict:
-    """The settings of cfg (a plain dict or config) that decide what it computes, as configs of any age spell them."""
-    c = {k: cfg.get(k) for k in COMPUTE_KEYS}
+def computation(config: dict) -> dict:
+    """The settings of a resolved config that decide what it computes, as configs of any age spell them."""
+    c = {k: config.get(k) for k in COMPUTE_KEYS}
     c["precision"] = c["precision"] or "fp32"  # configs written before the option existed ran in float32
     # meta-paths: in model.metapaths where used
     c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify", "metapaths")}
@@ -65,7 +65,7 @@ def stored_config(out_dir: Path) -> dict | None:
     unreadable (a write cut short): then there is nothing to compare with."""
     path = out_dir / "config.yaml"
     try:
-        stored = OmegaConf.to_container(OmegaConf.load(path), resolve=False) if path.stat().st_size else None
+        stored = config_files.read(path, resolve=False) if path.stat().st_size else None
     except FileNotFoundError:
         return None
     except Exception:  # noqa: BLE001  (yaml and omegaconf raise their own errors for damaged text)
@@ -76,7 +76,7 @@ def stored_config(out_dir: Path) -> dict | None:
     return stored
 
 
-def check_same_computation(cfg: DictConfig, out_dir: Path) -> int | None:
+def check_same_computation(config: dict, out_dir: Path) -> int | None:
     """A resumed cell must have been computed with the same settings; say which differ otherwise.
 
     Returns None when they agree (or nothing is stored), or the stored number of runs when only `runs` differs
@@ -86,7 +86,7 @@ def check_same_computation(cfg: DictConfig, out_dir: Path) -> int | None:
     if stored is None:
         return None
     stored = computation(stored)
-    now = computation(OmegaConf.to_container(cfg, resolve=True))
+    now = computation(config)
     diff = [k for k in COMPUTE_KEYS if stored.get(k) != now.get(k)]
     if diff == ["runs"] and int(now["runs"]) > int(stored["runs"]):
         return int(stored["runs"])

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
-
 from regnn.data.fingerprint import fingerprint
 from regnn.description import graph_name
 from regnn.errors import ConfigError
@@ -20,9 +18,9 @@ from regnn.runs import io_safe
 DATA_FILE = "data.json"
 
 
-def describe(cfg: DictConfig) -> dict:
-    """What data.json holds for the graph of cfg."""
-    ds = OmegaConf.to_container(cfg.dataset, resolve=True)
+def describe(config: dict) -> dict:
+    """What data.json holds for the graph of a resolved config."""
+    ds = config["dataset"]
     where = ds.get("path") if ds.get("format") == "custom" else ds.get("dir")
     return {
         "dataset": ds.get("name"),
@@ -46,8 +44,8 @@ def _changed_files(old: dict, new: dict) -> list[str]:
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
-def check(cfg: DictConfig, cell: Path, now: dict, stored_config: dict | None) -> None:
-    """ConfigError when the cell at `cell` was trained on another graph than `now` (describe(cfg))."""
+def check(cell: Path, now: dict, stored_config: dict | None) -> None:
+    """ConfigError when the cell at `cell` was trained on another graph than `now` (describe(config))."""
     stored = io_safe.read_json(cell / DATA_FILE, lambda d: isinstance(d, dict) and "fingerprint" in d)
     if stored is None:  # a cell from before data.json: only a custom graph's stored path can tell
         old = (stored_config or {}).get("dataset") or {}

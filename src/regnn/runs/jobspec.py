@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from omegaconf import DictConfig, OmegaConf
-
 
 @dataclass(frozen=True)
 class Clustering:
@@ -50,8 +48,9 @@ class JobSpec:
         return None if self.folds is None else run % self.folds
 
     @classmethod
-    def from_config(cls, cfg: DictConfig | Mapping) -> "JobSpec":
-        c = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    def from_config(cls, config: Mapping) -> "JobSpec":
+        """From the config resolved into plain dicts (any mapping of the config's keys)."""
+        c = dict(config)
         cl = c.get("clustering") or {}
         every = c.get("checkpoint_every_s")
         return cls(

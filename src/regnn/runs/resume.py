@@ -18,7 +18,6 @@ import logging
 import time
 from pathlib import Path
 
-from omegaconf import OmegaConf
 
 from regnn.errors import DataError
 from regnn.models.regnn import renamed_from_earlier
@@ -115,7 +114,5 @@ class RunCheckpoint:
 def checkpoint_of(store, run: int) -> RunCheckpoint:
     """Run `run`'s checkpoint in its cell (the job spec's checkpoint_every_s; resume=true continues from it)."""
     spec = store.spec
-    identity = run_identity(
-        computation(OmegaConf.to_container(store.cfg, resolve=True)), store.graph(), spec.seed_of(run)
-    )
+    identity = run_identity(computation(store.config), store.graph(), spec.seed_of(run))
     return RunCheckpoint(store.run_dir(run), spec.checkpoint_every_s, identity, spec.resume)

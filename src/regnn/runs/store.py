@@ -24,9 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from omegaconf import DictConfig, OmegaConf
 
-from regnn.runs import checkpoint, embeddings, identity, io_safe
+from regnn.runs import checkpoint, config_files, embeddings, identity, io_safe
 from regnn.runs.computation import check_same_computation, kept_summary, stored_config
 from regnn.runs.jobspec import JobSpec
 from regnn.runs.claim import claim, host_id
@@ -114,18 +113,18 @@ class JobFacts:
 
 
 class CellStore:
-    """The output directory of one cell, trained with cfg."""
+    """The output directory of one cell, trained with `config` (the cell's config resolved into plain dicts)."""
 
-    def __init__(self, cfg: DictConfig, out_dir: str | Path, spec: JobSpec | None = None):
-        """spec: how the runs are run (built from cfg where not given)."""
-        self.cfg, self.dir = cfg, Path(out_dir)
-        self.spec = spec if spec is not None else JobSpec.from_config(cfg)
+    def __init__(self, config: dict, out_dir: str | Path, spec: JobSpec | None = None):
+        """spec: how the runs are run (built from config where not given)."""
+        self.config, self.dir = config, Path(out_dir)
+        self.spec = spec if spec is not None else JobSpec.from_config(config)
         self.results = self.dir / "results.json"
         self._graph: dict | None = None
 
     def at(self, out_dir: str | Path) -> CellStore:
         """The same cell written to another directory (under torchrun: rank 0's, for every rank)."""
-        return CellStore(self.cfg, out_dir, self.spec)
+        return CellStore(self.config, out_dir, self.spec)
 
     @contextlib.contextmanager
     def opened(self):
@@ -162,20 +161,20 @@ class CellStore:
     def graph(self) -> dict:
         """The graph this cell trains on (regnn.runs.identity: name, path, the files' fingerprint), read once."""
         if self._graph is None:
-            self._graph = identity.describe(self.cfg)
+            self._graph = identity.describe(self.config)
         return self._graph
 
     def _same_graph(self) -> None:
-        identity.check(self.cfg, self.dir, self.graph(), stored_config(self.dir))
+        identity.check(self.dir, self.graph(), stored_config(self.dir))
 
     def _finished(self) -> dict | None:
         stored = io_safe.read_json(self.results, io_safe.is_cell_summary)
         if stored is None:
             if self.spec.resume:
-                check_same_computation(self.cfg, self.dir)  # an unfinished cell: config.yaml is written first
+                check_same_computation(self.config, self.dir)  # an unfinished cell: config.yaml is written first
                 self._same_graph()
             return None
-        stored_runs = check_same_computation(self.cfg, self.dir)
+        stored_runs = check_same_computation(self.config, self.dir)
         self._same_graph()
         if stored_runs is None:
             log.info("%s already holds results; skipped (resume=true)", self.dir)
@@ -215,7 +214,7 @@ class CellStore:
         return {run: r for run in range(self.spec.runs) if self.spec.resume and (r := self.reused_run(run))}
 
     def write_config(self) -> None:
-        io_safe.write_text(self.dir / "config.yaml", OmegaConf.to_yaml(self.cfg, resolve=True))
+        io_safe.write_text(self.dir / "config.yaml", config_files.dumps(self.config))
         identity.write(self.dir, self.graph())
 
     def save_failed(self, rec: dict, logger, device) -> dict:
@@ -241,7 +240,7 @@ class CellStore:
                     "run": rec["run"],
                     "seed": rec["seed"],
                     "trainer": trainer,
-                    "model": str(self.cfg.model.name),
+                    "model": str(self.config["model"]["name"]),
                     "schema": checkpoint.graph_schema(data),
                     "graph": self.graph(),
                     "torch": torch.__version__,
@@ -261,8 +260,8 @@ class CellStore:
         holds several cells), or of its largest worker process."""
         ok = finished(records)
         return {
-            "dataset": str(self.cfg.dataset.name),
-            "model": str(self.cfg.model.name),
+            "dataset": str(self.config["dataset"]["name"]),
+            "model": str(self.config["model"]["name"]),
             **({"trainer": facts.trainer} if facts.trainer else {}),
             "runs": int(self.spec.runs),
             "seeds": [r["seed"] for r in records],
