@@ -86,7 +86,7 @@ def test_early_stopping_unit():
             super().__init__()
             self.w = torch.nn.Parameter(torch.zeros(1))
 
-    m, es = M(), EarlyStopping(patience=2)
+    m, es = M(), EarlyStopping(patience=2, monitor=("val_loss",))
     stops = []
     for epoch, loss in enumerate([3.0, 2.0, 2.5, 1.0, 1.5, 1.2]):
         with torch.no_grad():
@@ -105,7 +105,7 @@ def test_early_stopping_on_several_scores_needs_all_to_improve():
     assert es.best_epoch == 2 and es.best == {"val_micro_f1": 56, "val_macro_f1": 45}
     assert stops == [False, False, False, False, True]
     with pytest.raises(ValueError, match="can monitor"):
-        EarlyStopping(monitor=("val_accuracy",))
+        EarlyStopping(patience=2, monitor=("val_accuracy",))
 
 
 def test_cosine_schedule_anneals_to_a_hundredth(syn):

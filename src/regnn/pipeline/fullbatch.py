@@ -16,7 +16,6 @@ from regnn.pipeline.from_config import build_model, load_data, prepare_inputs
 from regnn.pipeline.job import CellJob
 from regnn.runs.executor import plan_workers, run_in_workers
 from regnn.runs.store import CellStore
-from regnn.spec import training_of
 from regnn.training.progress import CellProgress, Plan
 from regnn.training.seed import seed_everything
 from regnn.training.trainers import trainer_for
@@ -98,7 +97,7 @@ class FullBatchJob(CellJob):
                 g.labels,
                 splits,
                 seed=seed,
-                options=training_of(self.cfg),
+                options=self.training,
                 on_epoch=self.logger.log_epoch,
                 progress=progress,
                 checkpoint=checkpoint,
@@ -109,8 +108,8 @@ class FullBatchJob(CellJob):
     def progress_of(self, runs: int, worker: bool = False) -> CellProgress:
         """The progress of the runs this process trains (regnn.training.progress); a worker's as log lines, which
         reach the main process's log."""
-        t, s = self.cfg.trainer, self.spec
-        patience = t.get("patience") if t.get("stop_on", ("val_loss",)) else None
+        o, s = self.training, self.spec
+        patience = o.patience if o.stop_on else None  # no early stopping: every run takes max_epochs
         mode = "lines" if worker and s.progress != "off" else s.progress
         return CellProgress(self.label, Plan(runs, self.max_epochs(), patience, s.runs), mode, s.progress_interval_s)
 

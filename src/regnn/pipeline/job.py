@@ -9,6 +9,7 @@ a run's record and log line add. The job calls the cell store (regnn.runs.store)
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 
@@ -21,7 +22,7 @@ from regnn.description import graph_name
 from regnn.runtime.loggers import make_logger
 from regnn.runtime.perf import keep_freed_memory, peak_rss_gb
 from regnn.pipeline.from_config import device_of
-from regnn.spec import user_errors
+from regnn.spec import training_of, user_errors
 from regnn.runs.executor import job_threads
 from regnn.runs.resume import checkpoint_of
 from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
@@ -190,9 +191,14 @@ class CellJob:
     def close(self) -> None:
         pass
 
+    @functools.cached_property
+    def training(self):
+        """The trainer's settings (regnn.spec.training_of), read once for the cell's runs."""
+        return training_of(self.cfg)
+
     def max_epochs(self):
         """The trainer's epoch limit (a run's log line says when a run reached it), None where there is none."""
-        return self.cfg.trainer.get("max_epochs")
+        return self.training.max_epochs
 
     # -- the same for every trainer --------------------------------------------------------------------------
     def counted(self, model):

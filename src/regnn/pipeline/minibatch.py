@@ -15,7 +15,7 @@ from regnn.pipeline.from_config import build_sampled, load_data
 from regnn.pipeline.job import CellJob
 from regnn.runs.store import failed_note
 from regnn.runtime.perf import peak_rss_gb
-from regnn.spec import training_of, user_errors
+from regnn.spec import user_errors
 from regnn.training.loop import Hooks
 
 log = logging.getLogger("regnn")
@@ -100,7 +100,7 @@ class MinibatchJob(CellJob):
             self.splits_of(run),
             seed=seed,
             num_classes=data.num_classes,
-            options=training_of(self.cfg),
+            options=self.training,
             device=self.device,
             dist=self.dist,
             hooks=Hooks(self.logger.log_epoch, checkpoint),

@@ -17,7 +17,7 @@ class EarlyStopping:
     (validation accuracy and Macro-F1 must both improve).
     """
 
-    def __init__(self, patience: int = 50, min_delta: float = 0.0, monitor: Sequence[str] = ("val_loss",)):
+    def __init__(self, patience: int, monitor: Sequence[str], min_delta: float = 0.0):
         unknown = [m for m in monitor if m not in MONITORS]
         if not monitor or unknown:
             raise ValueError(f"early stopping can monitor {sorted(MONITORS)}, got {list(monitor)}")
