@@ -49,29 +49,29 @@ class JobSpec:
 
     @classmethod
     def from_config(cls, config: Mapping) -> "JobSpec":
-        """From the config resolved into plain dicts (any mapping of the config's keys)."""
+        """From the config resolved into plain dicts (any mapping of the config's keys). Every key is read as
+        conf/train.yaml composes it; none has a default here."""
         c = dict(config)
-        cl = c.get("clustering") or {}
-        every = c.get("checkpoint_every_s")
+        cl, every, workers = c["clustering"], c["checkpoint_every_s"], c["workers"]
         return cls(
             runs=int(c["runs"]),
             seed=int(c["seed"]),
-            device=str(c.get("device", "auto")),
-            deterministic=bool(c.get("deterministic", True)),
-            threads=int(c["threads"]) if c.get("threads") else None,
-            workers=c.get("workers", 1) if str(c.get("workers", 1)) == "auto" else int(c.get("workers", 1)),
-            logger=str((c.get("logger") or {}).get("name", "none")),
-            progress=progress_mode(c.get("progress", "auto")),
-            progress_interval_s=float(c.get("progress_interval", 30.0)),
-            resume=bool(c.get("resume", False)),
-            save_embeddings=bool(c.get("save_embeddings", False)),
-            save_model=bool(c.get("save_model", True)),
+            device=str(c["device"]),
+            deterministic=bool(c["deterministic"]),
+            threads=int(c["threads"]) if c["threads"] else None,
+            workers=workers if str(workers) == "auto" else int(workers),
+            logger=str(c["logger"]["name"]),
+            progress=progress_mode(c["progress"]),
+            progress_interval_s=float(c["progress_interval"]),
+            resume=bool(c["resume"]),
+            save_embeddings=bool(c["save_embeddings"]),
+            save_model=bool(c["save_model"]),
             checkpoint_every_s=None if every is None else float(every),
-            folds=int(c["folds"]) if c.get("folds") else None,
+            folds=int(c["folds"]) if c["folds"] else None,
             clustering=Clustering(
-                enabled=bool(cl.get("enabled", False)),
-                repeats=int(cl.get("repeats", 10)),
-                n_init=int(cl.get("n_init", 10)),
-                seed=int(cl.get("seed", 0)),
+                enabled=bool(cl["enabled"]),
+                repeats=int(cl["repeats"]),
+                n_init=int(cl["n_init"]),
+                seed=int(cl["seed"]),
             ),
         )
