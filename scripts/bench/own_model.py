@@ -8,7 +8,7 @@ node type (sparse features multiplied sparse), four REGCNConv layers of the auth
 propagation only, the two between with W and ELU), dropout before each (the package's rates), a linear output.
 Four forms of it: called PyG's way (each layer keeps the graph it built: regnn.nn.graph), on a graph prepared
 once (typed_adjacency), on that graph computed by torch alone (no fused kernels), and with the package's input
-projection and dropout (regnn.models.regnn.TypeProjection, regnn.core.dropout.HashDropout) instead of torch's. What
+projection and dropout (regnn.nn.TypeProjection, regnn.nn.HashDropout) instead of torch's. What
 the package's model does beyond those: the evaluation pass computes the validation rows only, and the last
 propagation carries the class scores instead of the hidden features (docs/performance.md). An epoch is one training
 step and the evaluation pass on the validation nodes, as the trainer times it. Every form and the package's model
@@ -36,9 +36,7 @@ class OwnREGCN(torch.nn.Module):
     def __init__(
         self, in_dims: dict, num_classes: int, num_relations: int, num_node_types: int, rates: list, parts=False
     ):
-        from regnn.core.dropout import HashDropout
-        from regnn.models.regnn import TypeProjection
-        from regnn.nn import REGCNConv
+        from regnn.nn import HashDropout, REGCNConv, TypeProjection
 
         super().__init__()
         self.inp = torch.nn.ModuleDict({t: torch.nn.Linear(d, 64) for t, d in in_dims.items()})
@@ -114,7 +112,7 @@ def measure(epochs: int, warmup: int) -> dict:
             (typed_adjacency(edge_index, edge_type, rg.node_type, R, TORCH),),
             False,
         ),
-        "own model, prepared graph, the package's input projection and dropout": ((prepared,), True),
+        "own model, prepared graph, regnn.nn's TypeProjection and HashDropout": ((prepared,), True),
     }
     steps = {"package RE-GCN (regnn.models)": (row["epoch_time_s"] for row in package)}
     for name, (graph, parts) in graphs.items():

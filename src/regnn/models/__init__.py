@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from regnn.models.backbones import BACKBONES
-from regnn.models.regnn import REGNN, RelationInputs, TypeProjection
+from regnn.models.regnn import REGNN, RelationInputs
+from regnn.nn.projection import TypeProjection
 from regnn.models.sampled import SampledREGNN
 
 

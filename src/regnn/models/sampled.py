@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from regnn.nn.propagation import ProjectAfterHop
-from regnn.models.regnn import REGNN, SparseInputMM
+from regnn.models.regnn import REGNN
+from regnn.nn.projection import SparseInputMM
 from regnn.names import INPUT_DROPOUT
 from regnn.runtime.perf import StepTimer
 

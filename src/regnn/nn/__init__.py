@@ -19,13 +19,20 @@ how the RE-GNN model calls these same layers (with its relation weights as `alph
     conv1.relation_weights()   # {relation id or "self:<type id>": learned weight}: which relation matters
     graph = typed_adjacency(edge_index, edge_type, node_type, num_relations=6)
     h = conv1(x, graph)        # the same, with the graph built once for every layer and call
+
+The model's own input layer and dropout are here too: `TypeProjection` (a linear map per node type; sparse
+features multiplied as CSR, never made dense) and `HashDropout` (nn.Dropout whose CPU mask is hashed in one pass,
+several times faster than torch's there). scripts/bench/own_model.py times a model built from these pieces
+beside the package's.
 """
 
 from __future__ import annotations
 
+from regnn.core.dropout import HashDropout
 from regnn.nn.attention import REGATConv, REGATv2Conv
 from regnn.nn.graph import typed_adjacency
 from regnn.nn.layer import RELayer
+from regnn.nn.projection import TypeProjection
 from regnn.nn.propagation import REGCNConv, REGINConv, REMixHopConv, RESAGEConv
 
 __all__ = [
@@ -37,4 +44,6 @@ __all__ = [
     "REGATConv",
     "REGATv2Conv",
     "typed_adjacency",
+    "TypeProjection",
+    "HashDropout",
 ]

@@ -27,7 +27,7 @@ from torch import nn
 
 from regnn.core.adjacency import Adjacency
 from regnn.models.baselines.inputs import SelfLoopGraph
-from regnn.models.regnn import TypeProjection
+from regnn.nn.projection import TypeProjection
 
 
 def _row_inverse(d: torch.Tensor) -> torch.Tensor:

@@ -19,7 +19,7 @@ from torch import nn
 
 from regnn.models.baselines.inputs import TypedGraph
 from regnn.models.baselines.typed_layers import HGBHGTLayer, HGTConv
-from regnn.models.regnn import TypeProjection
+from regnn.nn.projection import TypeProjection
 
 
 class HGT(nn.Module):

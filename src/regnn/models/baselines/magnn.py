@@ -33,7 +33,7 @@ from regnn.data.hetero import HeteroGraph
 from regnn.models.baselines.han import SemanticAttention
 from regnn.models.baselines.metapath import check_metapath
 from regnn.models.baselines.metapath_instances import metapath_instances
-from regnn.models.regnn import TypeProjection
+from regnn.nn.projection import TypeProjection
 
 
 def reverse_pairs(g: HeteroGraph) -> dict[str, tuple[int, bool]]:

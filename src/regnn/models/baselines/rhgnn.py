@@ -31,7 +31,7 @@ from torch import nn
 
 from regnn.core.adjacency import Adjacency
 from regnn.core.attention_ops import aggregate_heads
-from regnn.models.regnn import TypeProjection
+from regnn.nn.projection import TypeProjection
 
 
 @dataclass

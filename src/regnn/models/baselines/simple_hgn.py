@@ -20,7 +20,7 @@ from torch import nn
 from regnn.core.adjacency import Adjacency
 from regnn.core.attention_ops import aggregate_heads, head_scores
 from regnn.models.baselines.inputs import SelfLoopGraph
-from regnn.models.regnn import TypeProjection
+from regnn.nn.projection import TypeProjection
 
 
 class EdgeTypeGATConv(nn.Module):
