@@ -22,7 +22,8 @@ from regnn.config import validate, validate_minibatch
 from regnn.errors import Unsupported
 from regnn.pipeline import metapath
 from regnn.pipeline.fullbatch import FullBatchJob
-from regnn.pipeline.minibatch import MinibatchJob
+from regnn.pipeline.job import placement
+from regnn.pipeline.minibatch import MinibatchJob, processes
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
 from regnn.runs.jobspec import JobSpec
 from regnn.runs.store import CellStore
@@ -68,5 +69,8 @@ def train_cell(cfg: DictConfig, out_dir: Path, spec: JobSpec | None = None) -> d
     with store.opened() as done:
         if done is not None:
             return done
-        job = MinibatchJob if cfg.trainer.name == "minibatch" else FullBatchJob
-        return job(cfg, store).run()
+        place = placement(store.spec)  # processes and device first: the job only takes them
+        if cfg.trainer.name == "minibatch":
+            place, store = processes(place, store, cfg.trainer.ddp_backend)
+            return MinibatchJob(cfg, store, place).run()
+        return FullBatchJob(cfg, store, place).run()

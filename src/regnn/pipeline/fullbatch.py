@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from regnn.catalog import arch_name
 from regnn.evaluation.clustering import cluster_scores
 from regnn.pipeline.from_config import build_model, load_data, prepare_inputs
-from regnn.pipeline.job import CellJob
+from regnn.pipeline.job import CellJob, Placement, placement
 from regnn.runs.executor import plan_workers, run_in_workers
 from regnn.runs.store import CellStore
 from regnn.training.progress import CellProgress, Plan
@@ -70,10 +70,10 @@ class FullBatchJob(CellJob):
     summary_keys = SUMMARY_KEYS
     workers, worker_threads, peak_gb = 1, None, 0.0
 
-    def __init__(self, cfg: DictConfig, store: CellStore, *, worker: bool = False):
+    def __init__(self, cfg: DictConfig, store: CellStore, place: Placement, *, worker: bool = False):
         """worker: this job's copy in a worker process, which trains the runs it is handed (quiet)."""
+        super().__init__(cfg, store, place, quiet=worker)
         self.worker = worker
-        super().__init__(cfg, store, quiet=worker)
 
     def prepare(self):
         self.graph = DeviceGraph(self.cfg, self.device, self.t0)
@@ -169,13 +169,12 @@ class FullBatchJob(CellJob):
 
 
 # -- one worker process of run_in_workers: the job is set up once, then trains the runs it is handed ----------
-_WORKER: dict = {}
+def _worker_setup(plain_cfg: dict, out_dir: str) -> FullBatchJob:
+    store = CellStore(plain_cfg, Path(out_dir))
+    job = FullBatchJob(OmegaConf.create(plain_cfg), store, placement(store.spec, worker=True), worker=True)
+    job.setup()
+    return job
 
 
-def _worker_setup(plain_cfg: dict, out_dir: str) -> None:
-    cfg = OmegaConf.create(plain_cfg)
-    _WORKER["job"] = FullBatchJob(cfg, CellStore(plain_cfg, Path(out_dir)), worker=True)
-
-
-def _worker_run(run: int) -> None:
-    _WORKER["job"].train_one(run)
+def _worker_run(job: FullBatchJob, run: int) -> None:
+    job.train_one(run)

@@ -5,6 +5,10 @@ its log line, the logger, the model's size, the loop over the runs (kept, traine
 here), divergence, the run's record, saving and its log line, the summary. A trainer's job (pipeline.fullbatch,
 pipeline.minibatch) gives only what differs: how its data is prepared, how a model is built and fitted, and what
 a run's record and log line add. The job calls the cell store (regnn.runs.store); the store never calls the job.
+
+Its CPU threads, device and processes are chosen before the job exists (placement(), and for the mini-batch
+trainer pipeline.minibatch.processes()); building a job stores what it is given, setup() loads the data, run()
+trains.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from dataclasses import dataclass
 
 import torch
 from omegaconf import DictConfig
@@ -35,69 +40,95 @@ log = logging.getLogger("regnn")
 DEFAULT_THREADS = torch.get_num_threads()
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a cell's job runs, chosen before the job exists: its device and why, the CPU threads of its
+    process, and its processes (the mini-batch trainer's torchrun ranks, regnn.training.distributed.Dist;
+    None: this process alone)."""
+
+    device: torch.device
+    why: str
+    threads: int
+    dist: object | None = None
+
+
+def placement(spec, worker: bool = False) -> Placement:
+    """Sets this process's CPU threads for the job (a worker's were set for it) and its memory settings, and
+    chooses the device (spec: regnn.runs.jobspec.JobSpec)."""
+    threads = None if worker else job_threads(spec)  # the job's CPU budget
+    if threads:
+        torch.set_num_threads(threads)
+    keep_freed_memory(every_size=True)  # a step's large tensors would fault in again every time they are freed
+    device, why = device_of(spec.device)
+    return Placement(device, why, threads or DEFAULT_THREADS)
+
+
+def log_data(data, seconds: float) -> None:
+    g = data.graph
+    log.info(
+        "data: %s, %d nodes of %d types, %d edges of %d relation types (%s), %d %s classes, "
+        "train/val/test %d/%d/%d (%.1fs, peak memory %.2f GB)",
+        data.name,
+        g.num_nodes(),
+        len(g.ntypes),
+        g.num_edges(),
+        len(g.etypes),
+        ", ".join(g.etypes),
+        data.num_classes,
+        data.target,
+        *(len(data.splits[s]) for s in ("train", "val", "test")),
+        seconds,
+        peak_rss_gb(),
+    )
+
+
 class CellJob:
     """The runs of one cell. A subclass sets `summary_keys` and gives prepare(), build(), fit() and describe()."""
 
     summary_keys: tuple[str, ...] = ()  # the per-run metrics the summary averages
     score = ("test_micro_f1", "test Micro-F1")  # a kept run's log line
     trainer: str | None = None  # the summary's trainer name (None: full batch, the default)
-    is_main = True  # the process that writes (under torchrun: rank 0)
 
-    def __init__(self, cfg: DictConfig, store: CellStore, *, quiet: bool = False):
-        """quiet: a worker process's copy of the job (no start lines, no logger)."""
-        self.cfg, self.store, self.quiet = cfg, store, quiet
-        self.spec = spec = store.spec  # how the runs are run (regnn.runs.jobspec)
-        threads = None if quiet else job_threads(spec)  # the job's CPU budget (a worker's was set for it)
-        if threads:
-            torch.set_num_threads(threads)
-        self.threads = threads or DEFAULT_THREADS
-        keep_freed_memory(every_size=True)  # a step's large tensors would fault in again every time they are freed
-        self.device, self.why = device_of(spec.device)
+    def __init__(self, cfg: DictConfig, store: CellStore, place: Placement, *, quiet: bool = False):
+        """Holds what the job is given and does nothing else: setup() loads the data, run() trains.
+        place: where it runs (placement()); quiet: a worker process's copy of the job (no start lines, no logger)."""
+        self.cfg, self.store, self.quiet, self.place = cfg, store, quiet, place
+        self.spec = store.spec  # how the runs are run (regnn.runs.jobspec)
+        self.device, self.why, self.threads = place.device, place.why, place.threads
+        self.is_main = place.dist is None or place.dist.is_main  # the process that writes (torchrun: rank 0)
         self.label = f"{cfg.model.name} on {graph_name(cfg.dataset)}"
         self.num_parameters: int | None = None  # counted on the first model built
         self.relation_names: list = []
-        self.start_processes()
-        if not quiet:
+        self.data = self.logger = None
+
+    def setup(self) -> None:
+        """Loads the data (and what the runs share on the device) and starts the logger, once."""
+        if self.data is not None:
+            return
+        if not self.quiet:
             log.info(
                 "%s: %sdevice %s, %d threads, %d runs from seed %d%s",
                 self.label,
                 "mini-batch, " if self.trainer == "minibatch" else "",
                 self.why,
                 torch.get_num_threads(),
-                spec.runs,
-                spec.seed,
+                self.spec.runs,
+                self.spec.seed,
                 self.process_note(),
             )
         self.t0 = time.perf_counter()
         self.data = data = self.prepare()
         self.load_s = time.perf_counter() - self.t0
-        g = data.graph
-        if not quiet:
-            log.info(
-                "data: %s, %d nodes of %d types, %d edges of %d relation types (%s), %d %s classes, "
-                "train/val/test %d/%d/%d (%.1fs, peak memory %.2f GB)",
-                data.name,
-                g.num_nodes(),
-                len(g.ntypes),
-                g.num_edges(),
-                len(g.etypes),
-                ", ".join(g.etypes),
-                data.num_classes,
-                data.target,
-                *(len(data.splits[s]) for s in ("train", "val", "test")),
-                self.load_s,
-                peak_rss_gb(),
-            )
-        self.plain_cfg = store.config
-        logger = dict(self.plain_cfg["logger"]) if self.is_main and not quiet else {"name": "none"}
+        if not self.quiet:
+            log_data(data, self.load_s)
+        self.plain_cfg = self.store.config
+        logger = dict(self.plain_cfg["logger"]) if self.is_main and not self.quiet else {"name": "none"}
+        cfg = self.cfg
         self.logger = make_logger(
-            out_dir=store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=self.plain_cfg, **logger
+            out_dir=self.store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=self.plain_cfg, **logger
         )
 
     # -- what a trainer's job gives --------------------------------------------------------------------------
-    def start_processes(self) -> None:
-        """Before anything is loaded: the processes this job runs in (torchrun's), and the device they use."""
-
     def process_note(self) -> str:
         return ""
 
@@ -211,6 +242,7 @@ class CellJob:
 
     def run(self) -> dict:
         """Trains the cell's runs that are not finished, writes its summary and returns it."""
+        self.setup()
         spec, store = self.spec, self.store
         if self.is_main:
             store.write_config()  # first: lets a resume check the settings of the runs it keeps

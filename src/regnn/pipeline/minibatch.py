@@ -5,6 +5,7 @@ optionally one process per device under torchrun (only rank 0 writes anything). 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +13,8 @@ import torch
 
 from regnn.config import whole_graph_degrees
 from regnn.pipeline.from_config import build_sampled, load_data
-from regnn.pipeline.job import CellJob
-from regnn.runs.store import failed_note
+from regnn.pipeline.job import CellJob, Placement
+from regnn.runs.store import CellStore, failed_note
 from regnn.runtime.perf import peak_rss_gb
 from regnn.spec import user_errors
 from regnn.training.loop import Hooks
@@ -36,6 +37,19 @@ SUMMARY_KEYS = (
 )
 
 
+def processes(place: Placement, store: CellStore, ddp_backend: str) -> tuple[Placement, CellStore]:
+    """The mini-batch job's processes (torchrun's ranks, or this one alone), before the job exists: each rank's
+    device, and rank 0's folder for every rank's store (every process reports to it)."""
+    from regnn.training.distributed import Dist
+
+    dist = Dist.from_env(str(ddp_backend), place.device)
+    device = torch.device("cuda", dist.local_rank) if dist.enabled and place.device.type == "cuda" else place.device
+    store = store.at(Path(dist.broadcast_object(str(store.dir))))
+    if not dist.is_main:
+        log.setLevel(logging.WARNING)  # one progress stream: rank 0's
+    return replace(place, device=device, dist=dist), store
+
+
 class MinibatchJob(CellJob):
     """The mini-batch job of one cell (pipeline.job.CellJob): processes, the sampled graph, blocks per step."""
 
@@ -43,17 +57,9 @@ class MinibatchJob(CellJob):
     score = ("test_acc", "test accuracy")
     trainer = "minibatch"
 
-    def start_processes(self) -> None:
-        from regnn.training.distributed import Dist
-
-        self.dist = dist = Dist.from_env(str(self.cfg.trainer.ddp_backend), self.device)
-        if dist.enabled and self.device.type == "cuda":
-            self.device = torch.device("cuda", dist.local_rank)
-        # every process reports to rank 0's
-        self.store = self.store.at(Path(dist.broadcast_object(str(self.store.dir))))
-        self.is_main = dist.is_main
-        if not dist.is_main:
-            log.setLevel(logging.WARNING)  # one progress stream: rank 0's
+    @property
+    def dist(self):
+        return self.place.dist
 
     def process_note(self) -> str:
         d = self.dist

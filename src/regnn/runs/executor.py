@@ -50,8 +50,9 @@ def run_in_workers(
     out_dir: Path, pending: list[int], workers: int, threads: int, setup, setup_args: tuple, run_one
 ) -> float:
     """Trains the pending runs in `workers` spawned processes, each taking the next run when it is free. Every
-    worker first calls setup(*setup_args) (load the data once), then run_one(run) per run; both must be module
-    level functions (spawn pickles them by name) and run_one writes runs/run_XX/ as a run trained in turn does
+    worker first calls setup(*setup_args) (load the data once), then run_one(what setup returned, run) per run;
+    both must be module level functions (spawn pickles them by name) and run_one writes runs/run_XX/ as a run
+    trained in turn does
     (so an interrupted job resumes the same way). The workers' log lines reach this process's handlers (console,
     train.log). Returns the largest worker's peak memory in GB."""
     import logging.handlers
@@ -120,9 +121,14 @@ def _worker_init(queue, parent: int, threads: int, setup, setup_args: tuple) -> 
     root.setLevel(logging.INFO)
     keep_freed_memory(every_size=True)
     torch.set_num_threads(threads)
-    setup(*setup_args)
+    _IN_THIS_WORKER["set_up"] = setup(*setup_args)
+
+
+# what the worker process's setup returned (a set-up job), for each run_one it is handed: a ProcessPoolExecutor
+# keeps nothing between its initializer and its tasks but the process itself
+_IN_THIS_WORKER: dict = {}
 
 
 def _worker_run(run_one, run: int) -> float:
-    run_one(run)
+    run_one(_IN_THIS_WORKER["set_up"], run)
     return peak_rss_gb()
