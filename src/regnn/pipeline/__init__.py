@@ -22,7 +22,7 @@ from regnn.config import validate, validate_minibatch
 from regnn.errors import Unsupported
 from regnn.pipeline import metapath
 from regnn.pipeline.fullbatch import FullBatchJob
-from regnn.pipeline.job import placement
+from regnn.pipeline.place import placement
 from regnn.pipeline.minibatch import MinibatchJob, processes
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
 from regnn.runs.jobspec import JobSpec

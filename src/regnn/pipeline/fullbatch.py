@@ -13,7 +13,8 @@ from omegaconf import DictConfig, OmegaConf
 from regnn.catalog import arch_name
 from regnn.evaluation.clustering import cluster_scores
 from regnn.pipeline.from_config import build_model, load_data, prepare_inputs
-from regnn.pipeline.job import CellJob, Placement, placement
+from regnn.pipeline.job import CellJob
+from regnn.pipeline.place import Placement, placement
 from regnn.runs.executor import plan_workers, run_in_workers
 from regnn.runs.store import CellStore
 from regnn.training.progress import CellProgress, Plan

@@ -1,14 +1,11 @@
 """One cell's job: set up once, train the runs that are not finished, write each run and the summary.
 
-CellJob holds what every run of a cell shares, whichever trainer: the CPU threads and the device, the data and
-its log line, the logger, the model's size, the loop over the runs (kept, trained in worker processes, or trained
-here), divergence, the run's record, saving and its log line, the summary. A trainer's job (pipeline.fullbatch,
-pipeline.minibatch) gives only what differs: how its data is prepared, how a model is built and fitted, and what
-a run's record and log line add. The job calls the cell store (regnn.runs.store); the store never calls the job.
-
-Its CPU threads, device and processes are chosen before the job exists (placement(), and for the mini-batch
-trainer pipeline.minibatch.processes()); building a job stores what it is given, setup() loads the data, run()
-trains.
+CellJob holds what every run of a cell shares, whichever trainer: the data and its log line, the logger, the
+model's size, the loop over the runs (kept, trained in worker processes, or here), divergence, the run's record,
+saving and its log line, the summary. A trainer's job (pipeline.fullbatch, pipeline.minibatch) gives only what
+differs: how its data is prepared, how a model is built and fitted, what a run's record and log line add. The
+job calls the cell store (regnn.runs.store), never the reverse. Its threads, device and processes are chosen
+before it exists (pipeline.place); building it stores them, setup() loads the data, run() trains.
 """
 
 from __future__ import annotations
@@ -16,7 +13,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from dataclasses import dataclass
 
 import torch
 from omegaconf import DictConfig
@@ -25,60 +21,24 @@ from regnn.runtime import interrupt
 from regnn.data.relation_graph import relation_ends
 from regnn.description import graph_name
 from regnn.runtime.loggers import make_logger
-from regnn.runtime.perf import keep_freed_memory, peak_rss_gb
-from regnn.pipeline.from_config import device_of
+from regnn.runtime.perf import peak_rss_gb
+from regnn.pipeline.place import Placement
 from regnn.spec import training_of, user_errors
-from regnn.runs.executor import job_threads
 from regnn.runs.resume import checkpoint_of
 from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
 from regnn.training.divergence import Diverged, failed_record
 from regnn.training.seed import seed_everything
 
 log = logging.getLogger("regnn")
-# torch's own thread count (one per core), read before any job sets its own: a multirun process or GCN-M's
-# meta-path jobs train again after an earlier job lowered it
-DEFAULT_THREADS = torch.get_num_threads()
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where a cell's job runs, chosen before the job exists: its device and why, the CPU threads of its
-    process, and its processes (the mini-batch trainer's torchrun ranks, regnn.training.distributed.Dist;
-    None: this process alone)."""
-
-    device: torch.device
-    why: str
-    threads: int
-    dist: object | None = None
-
-
-def placement(spec, worker: bool = False) -> Placement:
-    """Sets this process's CPU threads for the job (a worker's were set for it) and its memory settings, and
-    chooses the device (spec: regnn.runs.jobspec.JobSpec)."""
-    threads = None if worker else job_threads(spec)  # the job's CPU budget
-    if threads:
-        torch.set_num_threads(threads)
-    keep_freed_memory(every_size=True)  # a step's large tensors would fault in again every time they are freed
-    device, why = device_of(spec.device)
-    return Placement(device, why, threads or DEFAULT_THREADS)
 
 
 def log_data(data, seconds: float) -> None:
-    g = data.graph
+    g, sizes = data.graph, [len(data.splits[s]) for s in ("train", "val", "test")]
     log.info(
         "data: %s, %d nodes of %d types, %d edges of %d relation types (%s), %d %s classes, "
         "train/val/test %d/%d/%d (%.1fs, peak memory %.2f GB)",
-        data.name,
-        g.num_nodes(),
-        len(g.ntypes),
-        g.num_edges(),
-        len(g.etypes),
-        ", ".join(g.etypes),
-        data.num_classes,
-        data.target,
-        *(len(data.splits[s]) for s in ("train", "val", "test")),
-        seconds,
-        peak_rss_gb(),
+        *(data.name, g.num_nodes(), len(g.ntypes), g.num_edges(), len(g.etypes), ", ".join(g.etypes)),
+        *(data.num_classes, data.target, *sizes, seconds, peak_rss_gb()),
     )
 
 
