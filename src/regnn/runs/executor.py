@@ -92,7 +92,8 @@ class _Relay(logging.Handler):
 
 
 def _die_with_parent(parent: int) -> None:
-    """On Linux, this worker gets SIGTERM when the job that started it exits, killed included. Without it a
+    """On Linux, this worker gets SIGTERM when the job that started it exits, killed included: its run stops at
+    the next epoch as on any stop signal (with its checkpoint), and the worker exits (_worker_run). Without it a
     killed job's workers trained on as orphans for minutes, holding the cores a restarted job needed (their runs
     were written, complete, and a resumed job kept them). Elsewhere nothing changes."""
     import ctypes
@@ -121,6 +122,7 @@ def _worker_init(queue, parent: int, threads: int, setup, setup_args: tuple) -> 
     root.setLevel(logging.INFO)
     keep_freed_memory(every_size=True)
     torch.set_num_threads(threads)
+    _IN_THIS_WORKER["parent"] = parent
     _IN_THIS_WORKER["set_up"] = setup(*setup_args)
 
 
@@ -130,5 +132,12 @@ _IN_THIS_WORKER: dict = {}
 
 
 def _worker_run(run_one, run: int) -> float:
-    run_one(_IN_THIS_WORKER["set_up"], run)
+    from regnn.runtime import interrupt
+
+    try:
+        run_one(_IN_THIS_WORKER["set_up"], run)
+    except interrupt.Interrupted:
+        if os.getppid() != _IN_THIS_WORKER["parent"]:  # the job is gone: no one will hand this worker a run
+            os._exit(1)
+        raise
     return peak_rss_gb()
