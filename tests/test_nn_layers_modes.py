@@ -69,6 +69,31 @@ def test_the_model_runs_under_inference_mode_and_trains_after(name, backend):
         assert torch.equal(p.grad, q.grad)
 
 
+@pytest.mark.parametrize("edit", ["data", "vector_to_parameters"])
+def test_the_model_computes_with_relation_weights_edited_without_a_version(edit, backend):
+    """Relation weights changed where no version counter sees it (through .data, or torch's
+    vector_to_parameters) are what the next pass computes with: the same scores as a fresh copy of the model,
+    not the previous pass's prepared weights."""
+    data = make_synthetic(num_items=60, num_sources=30, num_tags=7, seed=0)
+    graph_inputs = RelationInputs.build(data, backend=backend)
+    torch.manual_seed(0)
+    model = REGNN.from_inputs(
+        graph_inputs, data.in_dims, data.num_classes, relation=relation(), backbone="gcn", hidden=8, num_layers=3
+    ).eval()
+    weights = model.relations[0].edge
+    with torch.no_grad():
+        before, _ = model(graph_inputs, data.features)
+        if edit == "data":
+            weights.data.mul_(3.0)
+        else:
+            vec = torch.nn.utils.parameters_to_vector(model.relations.parameters())
+            torch.nn.utils.vector_to_parameters(vec * 3.0, model.relations.parameters())
+        after, _ = model(graph_inputs, data.features)
+        fresh, _ = copy.deepcopy(model)(RelationInputs.build(data, backend=backend), data.features)
+    assert not torch.equal(after, before)
+    assert torch.equal(after, fresh)
+
+
 @pytest.mark.parametrize("cls", LAYERS)
 def test_a_layer_is_copied_and_saved_whole_after_a_call(cls):
     layer = make(cls)

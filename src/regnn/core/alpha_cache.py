@@ -5,9 +5,11 @@ Two ways to find an entry:
 - by identity: the weights tensor itself (its id, with a reference kept so the id stays unique, and its
   `_version`, so a change in place is a miss). A model computes every layer's weights once per pass and hands
   them to Adjacency.prepare; each layer then finds its own by identity, as does a layer called twice.
-- by a key the caller gives that names the weights' values: REGNN gives its relation parameters' identities
-  and versions (an optimiser step changes them in place, which bumps the versions). A training epoch's
-  evaluation pass and the next epoch's training pass see the same parameters, so they share the entries.
+- by a key the caller gives (REGNN: which layers), checked against a copy of the weights it was computed from:
+  a training epoch's evaluation pass and the next epoch's training pass compute equal weights, so they share
+  the entry. The values themselves are compared, not the parameters' identities and versions: an edit through
+  `.data` or `torch.nn.utils.vector_to_parameters` changes a parameter without its version. The comparison
+  reads a few numbers per pass (on a GPU, one small host sync).
 
 Under torch.inference_mode every new tensor is an inference tensor: it has no version counter, and autograd may
 not save it for backward. So an inference tensor's entry is checked against a copy of its values instead of its
@@ -46,7 +48,7 @@ class AlphaCache:
     def __init__(self):
         # (id(alpha), kind, inference mode) -> (alpha, stamp(alpha), value)
         self._by_id: dict[tuple, tuple] = {}
-        self._by_key: dict[tuple, tuple] = {}  # (kind, ..., key, inference mode) -> (objects the key names, value)
+        self._by_key: dict[tuple, tuple] = {}  # (kind, ..., key, inference mode) -> (copy of alpha, value)
 
     def find(self, alpha: torch.Tensor, kind: Hashable) -> Any | None:
         """What was remembered for this very tensor (unchanged since) in this mode, or None."""
@@ -59,23 +61,18 @@ class AlphaCache:
         remember(self._by_id, (id(alpha), kind, torch.is_inference_mode_enabled()), (alpha, stamp(alpha), value))
 
     def compute(
-        self,
-        alpha: torch.Tensor,
-        kind: Hashable,
-        fn: Callable[[torch.Tensor], Any],
-        key: Hashable | None = None,
-        keep: tuple = (),
+        self, alpha: torch.Tensor, kind: Hashable, fn: Callable[[torch.Tensor], Any], key: Hashable | None = None
     ) -> Any:
-        """fn(alpha detached) without autograd; with a key, found again by it (`keep`: the objects whose ids the
-        key holds, kept alive with the entry so that no other object takes those ids)."""
+        """fn(alpha detached) without autograd; with a key, found again by it while alpha holds the values it
+        was computed from."""
         if key is None:
             with torch.no_grad():
                 return fn(alpha.detach())
         full = (kind, alpha.shape, alpha.dtype, alpha.device, key, torch.is_inference_mode_enabled())
         hit = self._by_key.get(full)
-        if hit is None:
+        if hit is None or not torch.equal(hit[0], alpha):
             with torch.no_grad():
-                hit = (keep, fn(alpha.detach()))
+                hit = (alpha.detach().clone(), fn(alpha.detach()))
         remember(self._by_key, full, hit)
         return hit[1]
 

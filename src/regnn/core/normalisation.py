@@ -133,21 +133,20 @@ class Normalisation:
             self.alphas.remember(alpha, ("scales", norm), hit)
         return hit
 
-    def prepare(self, alphas: torch.Tensor | list[torch.Tensor], norm: str, key=None, keep: tuple = ()) -> None:
+    def prepare(self, alphas: torch.Tensor | list[torch.Tensor], norm: str, key=None) -> None:
         """Computes now what normalized_spmm(h, alpha, norm) will need of these relation weights, and lets it find
         that by the identity of `alpha`. `alphas`: one layer's weights (num_relations, 1) or a list of several
-        layers' (on the fused kernels one call for all). key: names the weights' values (see
-        regnn.core.alpha_cache; `keep` holds the objects whose ids it holds), so that later passes with the same
-        values find them too; None: computed for this pass only. A model calls this for all its layers back to
-        back before propagating (REGNN.propagate): inside a layer, after its large operations, the same small
-        steps take several times longer."""
+        layers' (on the fused kernels one call for all). key: where later passes find them while their weights
+        hold the same values (regnn.core.alpha_cache); None: computed for this pass only. A model calls this for
+        all its layers back to back before propagating (REGNN.propagate): inside a layer, after its large
+        operations, the same small steps take several times longer."""
         alphas = [alphas] if isinstance(alphas, torch.Tensor) else list(alphas)
         alphas = [al for al in alphas if al.shape[1] == 1 and al.dtype in (torch.float32, torch.float64)]
         if not alphas:
             return
         if len({(al.shape, al.dtype, al.device) for al in alphas}) > 1:  # not stackable together
             for i, al in enumerate(alphas):
-                self.prepare(al, norm, None if key is None else (key, i), keep)
+                self.prepare(al, norm, None if key is None else (key, i))
             return
         if self.num_relations_seen > alphas[0].shape[0]:  # too few weights: normalized_spmm says so
             return
@@ -159,15 +158,12 @@ class Normalisation:
                     ("values", norm),
                     lambda a: self._weighted_values_of(a, norm),
                     None if key is None else (key, i),
-                    keep,
                 )
                 self.alphas.remember(al, ("values", norm), hit)
             return
         with torch.no_grad():
             stacked = torch.stack(alphas)[:, :, 0]  # (layers, num_relations)
-        found = self.alphas.compute(
-            stacked, ("scales", norm), lambda st: self._node_scales_of(st, norm, kernels), key, keep
-        )
+        found = self.alphas.compute(stacked, ("scales", norm), lambda st: self._node_scales_of(st, norm, kernels), key)
         for al, sc in zip(alphas, found):
             self.alphas.remember(al, ("scales", norm), sc)
 

@@ -144,16 +144,10 @@ class REGNN(nn.Module):
                 group = ahead.setdefault((a, norm), ([], []))  # an Adjacency hashes by identity
                 group[0].append(alpha)
                 group[1].append(self.relation_of[i])
-        if ahead:
-            # what the weights' values depend on, read without their values: the relation parameters and their
-            # versions (an optimiser step changes them in place), so that the next pass with the same parameters
-            # (an epoch's evaluation, then the next training step) finds what this one computed
-            params = tuple(self.relations.parameters())
-            # parameters made under inference_mode have no version to name their values by: this pass only
-            known = not any(torch.is_inference(p) for p in params)
-            version = tuple((id(p), p._version) for p in params) if known else None
-            for (a, norm), (group, layers) in ahead.items():
-                a.prepare(group, norm, key=(version, tuple(layers)) if known else None, keep=params)
+        # keyed by the layers: the next pass with the same weights (an epoch's evaluation, then the next training
+        # step) finds what this one computed, the graph comparing the weights with those it computed from
+        for (a, norm), (group, layers) in ahead.items():
+            a.prepare(group, norm, key=tuple(layers))
         for i, (conv, alpha, a) in enumerate(zip(self.convs, alphas, adjs)):
             rows = {} if blocks is None else {"rows": blocks[i]}
             if i > 0 or not dropped:
