@@ -82,16 +82,13 @@ def test_the_pyg_call_equals_the_call_on_the_graph_regnn_builds(name):
     assert set(layer.relation_weights()) == {*range(R), *(f"self:{t}" for t in range(T))}
 
 
-@pytest.mark.parametrize("backbone", ["gcn", "gat", "sage", "gin", "gatv2", "mixhop"])
-def test_the_model_is_built_from_the_public_layers(backbone):
-    """Every message-passing call of the RE-GNN model is one of regnn.nn's layers (held bare, or inside the
-    stack layout's LayerNorm and activation), without relation weights of its own: the model passes them."""
+def small_model(backbone: str):
+    """An RE-GNN of 3 layers of 8 units on the synthetic graph of case(0)."""
     from regnn.core.relation import Relation
     from regnn.models.regnn import REGNN
-    from regnn.nn import RELayer
 
     rg = build_relation_graph(case(0)[0])
-    model = REGNN(
+    return REGNN(
         in_dims={t: 4 for t in rg.ntypes},
         num_classes=3,
         relation_types=rg,
@@ -100,7 +97,15 @@ def test_the_model_is_built_from_the_public_layers(backbone):
         hidden=8,
         num_layers=3,
     )
-    for conv in model.convs:
+
+
+@pytest.mark.parametrize("backbone", ["gcn", "gat", "sage", "gin", "gatv2", "mixhop"])
+def test_the_model_is_built_from_the_public_layers(backbone):
+    """Every message-passing call of the RE-GNN model is one of regnn.nn's layers (held bare, or inside the
+    stack layout's LayerNorm and activation), without relation weights of its own: the model passes them."""
+    from regnn.nn import RELayer
+
+    for conv in small_model(backbone).convs:
         layer = getattr(conv, "conv", conv)
         assert isinstance(layer, RELayer) and layer.relations is None, type(layer).__name__
 
@@ -133,20 +138,9 @@ def test_learn_switches_give_the_ablations_and_the_plain_layer():
 def test_weights_saved_under_the_earlier_attention_names_load_under_the_new_ones():
     """RE-GAT weights saved while a wrapper held each attention layer as `.conv` (convs.0.conv.fc.weight) are
     read under the layers' own names; a state with other unknown names is left for the loader to refuse."""
-    from regnn.core.relation import Relation
-    from regnn.models.regnn import REGNN, renamed_from_earlier
+    from regnn.models.regnn import renamed_from_earlier
 
-    rg = build_relation_graph(case(0)[0])
-    model = REGNN(
-        in_dims={t: 4 for t in rg.ntypes},
-        num_classes=3,
-        relation_types=rg,
-        relation=Relation(True, True, 100.0, 0.01),
-        backbone="gat",
-        hidden=8,
-        num_layers=3,
-    )
-    now = model.state_dict()
+    now = small_model("gat").state_dict()
     earlier = {k.replace("convs.0.", "convs.0.conv.").replace("convs.1.", "convs.1.conv."): v for k, v in now.items()}
     assert earlier.keys() != now.keys()
     renamed = renamed_from_earlier(earlier, now.keys())

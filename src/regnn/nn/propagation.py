@@ -37,7 +37,38 @@ def _dims(in_channels: int, out_channels: int, weight: bool) -> None:
         raise ValueError("a propagation-only layer keeps the dimension: in_channels must equal out_channels")
 
 
-class REGCNConv(RELayer):
+class _Weighted(RELayer):
+    """What GCN and the released GraphSAGE share after their aggregation: an optional W (xavier-uniform) and bias
+    (zero-initialised), then the activation; weight=False: a pure propagation step, with neither."""
+
+    def _weight_bias(self, in_channels: int, out_channels: int, weight: bool, bias: bool, activation: str) -> None:
+        _dims(in_channels, out_channels, weight)
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.weight = nn.Parameter(torch.empty(in_channels, out_channels)) if weight else None
+        self.bias = nn.Parameter(torch.zeros(out_channels)) if (bias and weight) else None
+        self.activation = ACTIVATIONS[activation]
+        self.is_linear = self.weight is None and self.activation is None  # a pure propagation step
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """W xavier-uniform, b 0 and every relation weight 1, as a new layer starts."""
+        if self.weight is not None:
+            nn.init.xavier_uniform_(self.weight)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+        self._reset_relations()
+
+    @property
+    def fixed_width(self) -> bool:
+        return self.weight is not None
+
+    def _bias_activation(self, out: torch.Tensor) -> torch.Tensor:
+        if self.bias is not None:
+            out = out + self.bias
+        return self.activation(out) if self.activation else out
+
+
+class REGCNConv(_Weighted):
     r"""The RE-GCN layer (Wang et al., "Enabling Homogeneous GNNs to Handle Heterogeneous Graphs via Relation
     Embedding"): GCN on the graph whose every edge weighs its relation's learned weight,
 
@@ -83,26 +114,9 @@ class REGCNConv(RELayer):
         super().__init__()
         if norm not in ("both", "right", "none"):
             raise ValueError(f"norm must be both, right or none, got {norm!r}")
-        _dims(in_channels, out_channels, weight)
-        self.in_channels, self.out_channels, self.norm = in_channels, out_channels, norm
-        self.weight = nn.Parameter(torch.empty(in_channels, out_channels)) if weight else None
-        self.bias = nn.Parameter(torch.zeros(out_channels)) if (bias and weight) else None
-        self.activation = ACTIVATIONS[activation]
-        self.is_linear = self.weight is None and self.activation is None  # a pure propagation step
-        self.reset_parameters()
+        self.norm = norm
+        self._weight_bias(in_channels, out_channels, weight, bias, activation)
         self._own_relations(num_relations, num_node_types, 1, scale, learn)
-
-    def reset_parameters(self) -> None:
-        """W xavier-uniform, b 0 and every relation weight 1, as a new layer starts."""
-        if self.weight is not None:
-            nn.init.xavier_uniform_(self.weight)
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
-        self._reset_relations()
-
-    @property
-    def fixed_width(self) -> bool:
-        return self.weight is not None
 
     @property
     def prepare_norm(self) -> str:
@@ -130,15 +144,13 @@ class REGCNConv(RELayer):
             out = adj.normalized_spmm(h, alpha, self.norm)
             if self.weight is not None and self.weight.shape[0] <= self.weight.shape[1]:
                 out = out @ self.weight
-        if self.bias is not None:
-            out = out + self.bias
-        return self.activation(out) if self.activation else out
+        return self._bias_activation(out)
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, norm={self.norm!r}" + ("" if self.weight is not None else ", weight=False")
 
 
-class RESAGEConv(RELayer):
+class RESAGEConv(_Weighted):
     """The authors' released RESAGEConv (layer/RESAGEConv.py at 2e297ef; their RE-GraphSAGE is their REGCN with
     it): act((sum_{u->v} w_e h_u / d_u + h_v) W + b), d_u the weighted in-degree of the *source* u clamped at 1,
     one W for a node and its neighbours (xavier-uniform), a zero-initialised bias.
@@ -163,17 +175,8 @@ class RESAGEConv(RELayer):
         activation: str = "none",
     ):
         super().__init__()
-        _dims(in_channels, out_channels, weight)
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.weight = nn.Parameter(torch.empty(in_channels, out_channels)) if weight else None
-        self.bias = nn.Parameter(torch.zeros(out_channels)) if (bias and weight) else None
-        self.reset_parameters()
-        self.activation = ACTIVATIONS[activation]
-        self.is_linear = not weight and self.activation is None
+        self._weight_bias(in_channels, out_channels, weight, bias, activation)
         self._own_relations(num_relations, num_node_types, 1, scale, learn)
-
-    reset_parameters = REGCNConv.reset_parameters
-    fixed_width = REGCNConv.fixed_width
 
     def propagate(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None, rows=None):
         alpha = None if alpha is None else alpha[:, :1].to(h.dtype)
@@ -183,9 +186,7 @@ class RESAGEConv(RELayer):
         out = adj.spmm(h / deg, w) + h[: adj.num_dst]
         if self.weight is not None:
             out = out @ self.weight
-        if self.bias is not None:
-            out = out + self.bias
-        return self.activation(out) if self.activation else out
+        return self._bias_activation(out)
 
 
 class REGINConv(RELayer):
