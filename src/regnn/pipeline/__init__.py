@@ -25,7 +25,6 @@ from regnn.pipeline.fullbatch import FullBatchJob
 from regnn.pipeline.place import placement
 from regnn.pipeline.minibatch import MinibatchJob, processes
 from regnn.pipeline.from_config import arch_of, build_model, load_data, model_kwargs
-from regnn.runs.jobspec import JobSpec
 from regnn.runs.store import CellStore
 
 __all__ = ["train", "train_cell", "arch_of", "build_model", "load_data", "model_kwargs"]
@@ -34,14 +33,17 @@ __all__ = ["train", "train_cell", "arch_of", "build_model", "load_data", "model_
 def train(cfg: DictConfig, out_dir: str | Path) -> dict:
     """Trains cfg.runs models and writes everything under out_dir; returns the summary (also results.json)."""
     check(cfg)
-    # below the pipeline, the config is plain data, resolved here once (regnn.runs.config_files)
-    config = OmegaConf.to_container(cfg, resolve=True)
-    spec = JobSpec.from_config(config)  # how the runs are run: read here, once
     if metapath.chosen(cfg):  # one sub-cell per meta-path, each a cell of its own; the best one reported
-        store = CellStore(config, out_dir, spec)
+        store = cell_store(cfg, Path(out_dir))
         with store.opened() as done:
             return done if done is not None else metapath.choose(cfg, store, train_cell)
-    return train_cell(cfg, Path(out_dir), spec)
+    return train_cell(cfg, Path(out_dir))
+
+
+def cell_store(cfg: DictConfig, out_dir: Path) -> CellStore:
+    """The cell's folder, handed the config resolved into plain data, the only form the layers below the
+    pipeline read it in; the store reads how the runs are run from it, once (regnn.runs.jobspec)."""
+    return CellStore(OmegaConf.to_container(cfg, resolve=True), out_dir)
 
 
 def check(cfg: DictConfig) -> None:
@@ -62,10 +64,9 @@ def check(cfg: DictConfig) -> None:
         metapath.select_runs(cfg)
 
 
-def train_cell(cfg: DictConfig, out_dir: Path, spec: JobSpec | None = None) -> dict:
-    """One cell of cfg's trainer through the store: skipped when finished with these settings, else trained.
-    spec: how its runs are run (regnn.runs.jobspec.JobSpec; built from cfg where not given)."""
-    store = CellStore(OmegaConf.to_container(cfg, resolve=True), out_dir, spec)
+def train_cell(cfg: DictConfig, out_dir: Path) -> dict:
+    """One cell of cfg's trainer through the store: skipped when finished with these settings, else trained."""
+    store = cell_store(cfg, out_dir)
     with store.opened() as done:
         if done is not None:
             return done

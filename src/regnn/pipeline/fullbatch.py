@@ -154,7 +154,7 @@ class FullBatchJob(CellJob):
                 self.workers,
                 wt,
                 _worker_setup,
-                (self.plain_cfg, str(self.store.dir)),
+                (self.store.config, str(self.store.dir)),
                 _worker_run,
             )
             return set(pending)

@@ -81,12 +81,10 @@ class CellJob:
         self.load_s = time.perf_counter() - self.t0
         if not self.quiet:
             log_data(data, self.load_s)
-        self.plain_cfg = self.store.config
-        logger = dict(self.plain_cfg["logger"]) if self.is_main and not self.quiet else {"name": "none"}
-        cfg = self.cfg
-        self.logger = make_logger(
-            out_dir=self.store.dir, group=f"{cfg.dataset.name}-{cfg.model.name}", config=self.plain_cfg, **logger
-        )
+        config = self.store.config
+        logger = dict(config["logger"]) if self.is_main and not self.quiet else {"name": "none"}
+        group = f"{config['dataset']['name']}-{config['model']['name']}"
+        self.logger = make_logger(out_dir=self.store.dir, group=group, config=config, **logger)
 
     # -- what a trainer's job gives --------------------------------------------------------------------------
     def process_note(self) -> str:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import torch
 
-
 from regnn.errors import DataError
 from regnn.runs import config_files, integrity, io_safe
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-
 from regnn.errors import ConfigError
 from regnn.runs import config_files
 

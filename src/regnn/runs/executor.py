@@ -52,9 +52,8 @@ def run_in_workers(
     """Trains the pending runs in `workers` spawned processes, each taking the next run when it is free. Every
     worker first calls setup(*setup_args) (load the data once), then run_one(what setup returned, run) per run;
     both must be module level functions (spawn pickles them by name) and run_one writes runs/run_XX/ as a run
-    trained in turn does
-    (so an interrupted job resumes the same way). The workers' log lines reach this process's handlers (console,
-    train.log). Returns the largest worker's peak memory in GB."""
+    trained in turn does (so an interrupted job resumes the same way). The workers' log lines reach this
+    process's handlers (console, train.log). Returns the largest worker's peak memory in GB."""
     import logging.handlers
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed

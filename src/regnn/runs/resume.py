@@ -18,7 +18,6 @@ import logging
 import time
 from pathlib import Path
 
-
 from regnn.errors import DataError
 from regnn.models.regnn import renamed_from_earlier
 from regnn.runs import integrity, io_safe
