@@ -214,18 +214,20 @@ def test_relation_weights_prepared_ahead_change_no_number(syn, monkeypatch, norm
         assert torch.equal(got, want)
 
 
-def test_prepared_weights_are_found_again_by_the_parameters_versions(syn, monkeypatch):
-    """What prepare computed is found again by the next pass with the same relation parameters (an epoch's
-    evaluation, then the next training step: no optimiser step between them), without reading the weights'
-    values; a change of the parameters in place (an optimiser step, a load) is a new key: computed afresh, and
-    the scores follow the new weights."""
+def test_prepared_weights_are_found_again_while_the_weights_hold_their_values(syn, monkeypatch):
+    """What prepare computed is found again by the next pass with the same relation weights (an epoch's
+    evaluation, then the next training step: no optimiser step between them); a change of the parameters in
+    place (an optimiser step, a load) changes the weights: computed afresh, and the scores follow the new
+    weights. The graph is built here: an earlier test's model on the shared graph, its weights still at their
+    start of 1, would have left entries of the same values."""
     from regnn.core.adjacency import Adjacency
 
     computed = []
     for name in ("_node_scales_of", "_weighted_values_of"):
         fn = getattr(Adjacency, name)
         monkeypatch.setattr(Adjacency, name, lambda self, *a, fn=fn: computed.append(1) or fn(self, *a))
-    data, rg, inputs = syn
+    data, rg, _ = syn
+    inputs = RelationInputs.build(data)
     torch.manual_seed(5)
     m = model(data, rg)
     m.eval()
@@ -233,7 +235,7 @@ def test_prepared_weights_are_found_again_by_the_parameters_versions(syn, monkey
         first = m(inputs, data.features)[0]
         n = len(computed)
         assert n >= 1 and torch.equal(m(inputs, data.features)[0], first) and len(computed) == n
-        m.relations[0].edge.mul_(1.5)  # in place: bumps the parameter's version
+        m.relations[0].edge.mul_(1.5)  # in place: new values
         changed = m(inputs, data.features)[0]
     assert len(computed) == 2 * n and not torch.equal(changed, first)
 
