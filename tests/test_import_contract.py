@@ -55,3 +55,38 @@ def test_an_import_across_the_layers_breaks_the_contract(copy, into, line):
     finally:
         path.write_text(original)
     assert r.returncode != 0 and "BROKEN" in r.stdout, r.stdout + r.stderr
+
+
+def _reads(path, key: str) -> bool:
+    """Whether a module names `key` in code: an attribute, a keyword, a name or a string (a config lookup);
+    comments and docstrings do not count."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    docs = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef)) and n.body and isinstance(n.body[0], ast.Expr)
+    }
+    for n in ast.walk(tree):
+        if (
+            (isinstance(n, ast.Attribute) and n.attr == key)
+            or (isinstance(n, ast.keyword) and n.arg == key)
+            or (isinstance(n, (ast.Name, ast.arg)) and getattr(n, "id", getattr(n, "arg", None)) == key)
+            or (isinstance(n, ast.AnnAssign) and getattr(n.target, "id", None) == key)
+            or (isinstance(n, ast.Constant) and n.value in (key, f"trainer.{key}") and id(n) not in docs)
+        ):
+            return True
+    return False
+
+
+def test_the_patience_route_is_the_one_the_architecture_page_names():
+    """docs/architecture.md lists the files that read trainer.patience; the code reads it in those and no others."""
+    import re
+
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    paragraph = doc[doc.index("Python files read it on that route", doc.index("`trainer.patience`")) :]
+    named = set(re.findall(r"`([a-z_/]+\.py)`", paragraph[: paragraph.index("\n\n")]))
+    src = REPO / "src" / "regnn"
+    reading = {str(p.relative_to(src)) for p in src.rglob("*.py") if _reads(p, "patience")}
+    assert reading == named and len(named) <= 6, (sorted(reading), sorted(named))

@@ -312,7 +312,8 @@ def _rows(losses):
 
 
 def test_the_loop_stops_after_patience_epochs_and_keeps_the_first_best():
-    from regnn.training.loop import EpochLoop, StopRule
+    from regnn.training.early_stopping import StopRule
+    from regnn.training.loop import EpochLoop
 
     model = torch.nn.Linear(2, 2)
     rows = _rows([1.0, 0.5, 0.5, 0.7, 0.6, 0.4])
@@ -331,7 +332,8 @@ def test_the_loop_stops_after_patience_epochs_and_keeps_the_first_best():
 
 
 def test_without_early_stopping_the_loop_trains_every_epoch_and_keeps_the_last():
-    from regnn.training.loop import EpochLoop, StopRule
+    from regnn.training.early_stopping import StopRule
+    from regnn.training.loop import EpochLoop
 
     model = torch.nn.Linear(2, 2)
     seen = []

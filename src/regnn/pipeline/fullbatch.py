@@ -109,10 +109,10 @@ class FullBatchJob(CellJob):
     def progress_of(self, runs: int, worker: bool = False) -> CellProgress:
         """The progress of the runs this process trains (regnn.training.progress); a worker's as log lines, which
         reach the main process's log."""
-        o, s = self.training, self.spec
-        patience = o.patience if o.stop_on else None  # no early stopping: every run takes max_epochs
+        s = self.spec
+        plan = Plan(runs, self.max_epochs(), self.training.stop_rule().epochs_after_best, s.runs)
         mode = "lines" if worker and s.progress != "off" else s.progress
-        return CellProgress(self.label, Plan(runs, self.max_epochs(), patience, s.runs), mode, s.progress_interval_s)
+        return CellProgress(self.label, plan, mode, s.progress_interval_s)
 
     def record_extras(self, result, model) -> dict:
         c, data = self.spec.clustering, self.data

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from regnn.names import MONITORS  # what early stopping can watch: name -> whether higher is better
 
@@ -46,3 +47,23 @@ class EarlyStopping:
     def restore(self, model) -> None:
         if self.best_state is not None:
             model.load_state_dict(self.best_state)
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a run ends: after max_epochs, or `patience` epochs (and, mini-batch, `patience_steps` optimizer steps)
+    without a better validation score on every name in stop_on."""
+
+    max_epochs: int
+    patience: int  # epochs without a better validation score
+    stop_on: tuple[str, ...]  # () : no early stopping, every epoch is trained and the last one kept
+    patience_steps: int = 0  # and optimizer steps without one (mini-batch)
+    min_steps: int = 0  # never stop before this many steps
+
+    def stopper(self) -> EarlyStopping | None:
+        return EarlyStopping(self.patience, self.stop_on) if self.stop_on else None
+
+    @property
+    def epochs_after_best(self) -> int | None:
+        """The most epochs a run trains after its best one (None: no early stopping, max_epochs are trained)."""
+        return self.patience if self.stop_on else None

@@ -20,18 +20,9 @@ import torch
 
 from regnn.runtime import interrupt
 from regnn.training.divergence import TrainLossBlowup, check_loss, check_parameters
-from regnn.training.early_stopping import EarlyStopping
+from regnn.training.early_stopping import StopRule
 
 log = logging.getLogger("regnn")
-
-
-@dataclass
-class StopRule:
-    max_epochs: int
-    patience: int  # epochs without a better validation score
-    stop_on: tuple[str, ...]  # () : no early stopping, every epoch is trained and the last one kept
-    patience_steps: int = 0  # and optimizer steps without one (mini-batch)
-    min_steps: int = 0  # never stop before this many steps
 
 
 @dataclass(frozen=True)
@@ -57,7 +48,7 @@ class EpochLoop:
         report: Callable | None = None,
     ):
         self.model, self.rule, self.lr, self.check_losses = model, rule, lr, check_losses
-        self.stopper = EarlyStopping(patience=rule.patience, monitor=rule.stop_on) if rule.stop_on else None
+        self.stopper = rule.stopper()
         self.blowup = TrainLossBlowup(num_classes)
         self.on_epoch, self.report = on_epoch, report
         self.history: list[dict] = []

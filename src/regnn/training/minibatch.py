@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from regnn.training.distributed import Dist, check_backend
 from regnn.training.options import MinibatchOptions
 from regnn.training.divergence import check_loss, check_parameters
-from regnn.training.loop import EpochLoop, Hooks, StopRule
+from regnn.training.loop import EpochLoop, Hooks
 from regnn.runtime.perf import StepTimer, peak_rss_gb
 from regnn.training.block_inference import Scorer
 from regnn.training.sampling import SampledGraph, sampled_loader, to_device
@@ -75,7 +75,7 @@ def train_minibatch_run(
 
     loop = run.loop = EpochLoop(
         model,
-        StopRule(run.max_epochs, options.patience, options.stop_on, options.patience_steps, options.min_steps),
+        options.stop_rule(run.max_epochs),
         num_classes,
         options.optimizer.get("lr"),
         check_losses=False,  # run.epoch checks

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from regnn.training.early_stopping import StopRule
+
 
 @dataclass(frozen=True)
 class FullBatchOptions:
@@ -15,6 +17,9 @@ class FullBatchOptions:
     stop_on: tuple[str, ...]  # the scores that must all improve for an epoch to be the best
     lr_schedule: str  # constant | cosine | onecycle
     precision: str  # fp32 | bf16
+
+    def stop_rule(self) -> StopRule:
+        return StopRule(self.max_epochs, self.patience, self.stop_on)
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,10 @@ class MinibatchOptions:
     profile: bool
     stop_on: tuple[str, ...]
     evaluator: str  # the ogb Evaluator's dataset name
+
+    def stop_rule(self, max_epochs: int) -> StopRule:
+        """max_epochs: the run's (its own, or enough epochs of its batches to reach min_steps)."""
+        return StopRule(max_epochs, self.patience, self.stop_on, self.patience_steps, self.min_steps)
 
 
 def fanouts_for(fanouts, num_layers: int, each: int) -> tuple[int, ...]:

@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from regnn.evaluation.metrics import split_scores
-from regnn.training.loop import EpochLoop, StopRule
+from regnn.training.early_stopping import StopRule
+from regnn.training.loop import EpochLoop
 from regnn.training.trainer import RunResult
 
 

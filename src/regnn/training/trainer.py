@@ -15,7 +15,7 @@ from regnn.runtime import interrupt
 from regnn.core.adjacency import at_least_fp32
 from regnn.evaluation.metrics import f1_scores, split_scores
 from regnn.names import LR_SCHEDULES, OPTIMIZERS, PRECISIONS
-from regnn.training.loop import EpochLoop, StopRule
+from regnn.training.loop import EpochLoop
 from regnn.training.options import FullBatchOptions
 
 log = logging.getLogger("regnn")
@@ -185,7 +185,7 @@ def train_run(
 
     loop = EpochLoop(
         model,
-        StopRule(options.max_epochs, options.patience, options.stop_on),
+        options.stop_rule(),
         int(labels.max()) + 1 if labels.numel() else 2,
         options.optimizer.get("lr"),
         on_epoch=on_epoch,
