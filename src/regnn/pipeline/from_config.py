@@ -13,13 +13,18 @@ from regnn.spec import DataSpec, ModelSpec, user_errors
 from regnn.training.device import select_device
 
 
-def model_kwargs(mcfg: DictConfig) -> dict:
+def spec_of(model: ModelSpec | DictConfig) -> ModelSpec:
+    """The model's settings (regnn.spec.ModelSpec): a job reads them once per cell and passes them on."""
+    return model if isinstance(model, ModelSpec) else ModelSpec.from_config(model)
+
+
+def model_kwargs(model: ModelSpec | DictConfig) -> dict:
     """The model's keyword arguments, read through the run spec (regnn.spec)."""
-    return ModelSpec.from_config(mcfg).kwargs()
+    return spec_of(model).kwargs()
 
 
-def arch_of(mcfg: DictConfig):
-    name = arch_name(mcfg)
+def arch_of(model: ModelSpec | DictConfig):
+    name = model.arch if isinstance(model, ModelSpec) else arch_name(model)
     if name not in ARCHS:
         raise ConfigError(f"model.arch={name!r} is not valid: known architectures {sorted(ARCHS)}")
     return ARCHS[name]
@@ -28,28 +33,31 @@ def arch_of(mcfg: DictConfig):
 # The calls with the config's values: a value a layer refuses (a ValueError) reaches the user as one line.
 
 
-def prepare_inputs(mcfg: DictConfig, data, device):
+def prepare_inputs(model: ModelSpec | DictConfig, data, device):
     """The model's inputs (its graph structures) on the device, once per job."""
+    spec = spec_of(model)
     with user_errors():
-        return arch_of(mcfg).prepare(data, device, **model_kwargs(mcfg))
+        return arch_of(spec).prepare(data, device, **spec.kwargs())
 
 
-def build_model(mcfg: DictConfig, data, inputs):
+def build_model(model: ModelSpec | DictConfig, data, inputs):
+    spec = spec_of(model)
     with user_errors():
-        return arch_of(mcfg).build(inputs, data.in_dims, data.num_classes, **model_kwargs(mcfg))
+        return arch_of(spec).build(inputs, data.in_dims, data.num_classes, **spec.kwargs())
 
 
-def build_sampled(mcfg: DictConfig, data, graph, embed_dim: int | None, input_dropout: str = "projected"):
+def build_sampled(model: ModelSpec | DictConfig, data, graph, embed_dim: int | None, input_dropout: str = "projected"):
     """The mini-batch trainer's model on the sampler's graph (ARCHS[arch].sampled); embed_dim and input_dropout:
     the trainer's (conf/trainer/minibatch.yaml)."""
+    spec = spec_of(model)
     with user_errors():
-        return arch_of(mcfg).sampled(
+        return arch_of(spec).sampled(
             graph,
             data.features,
             data.num_classes,
             embed_dim=embed_dim,
             input_dropout=input_dropout,
-            **model_kwargs(mcfg),
+            **spec.kwargs(),
         )
 
 

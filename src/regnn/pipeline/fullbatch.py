@@ -10,9 +10,8 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from regnn.catalog import arch_name
 from regnn.evaluation.clustering import cluster_scores
-from regnn.pipeline.from_config import build_model, load_data, prepare_inputs
+from regnn.pipeline.from_config import build_model, load_data, prepare_inputs, spec_of
 from regnn.pipeline.job import CellJob
 from regnn.pipeline.place import Placement, placement
 from regnn.runs.executor import plan_workers, run_in_workers
@@ -40,13 +39,15 @@ SUMMARY_KEYS = (
 class DeviceGraph:
     """A dataset and a model's inputs on the device, as full-batch training and prediction read them."""
 
-    def __init__(self, cfg: DictConfig, device, t0: float | None = None, data=None):
-        """data: the dataset already loaded (a benchmark timing several models on it), else cfg.dataset's."""
+    def __init__(self, cfg: DictConfig, device, t0: float | None = None, data=None, model_spec=None):
+        """data: the dataset already loaded (a benchmark timing several models on it), else cfg.dataset's;
+        model_spec: cfg.model read already (the job's), else read here."""
         self.cfg, self.device = cfg, device
         t0 = time.perf_counter() if t0 is None else t0
         self.data = data = load_data(cfg.dataset) if data is None else data
         self.load_s = time.perf_counter() - t0
-        self.inputs = prepare_inputs(cfg.model, data, device)
+        self.model_spec = spec_of(cfg.model if model_spec is None else model_spec)  # every run's model is built from it
+        self.inputs = prepare_inputs(self.model_spec, data, device)
         self.feats = {t: x.to(device) for t, x in data.features.items()}
         self.labels = data.labels.to(device)
         self.splits = {s: i.to(device) for s, i in data.splits.items()}
@@ -58,11 +59,11 @@ class DeviceGraph:
 
     def model(self):
         """A new model on the device, drawn from the random state as it is."""
-        return build_model(self.cfg.model, self.data, self.inputs).to(self.device)
+        return build_model(self.model_spec, self.data, self.inputs).to(self.device)
 
     def trainer(self):
         """The model's trainer (regnn.training.trainers): fit(model, inputs, features, labels, splits, ...)."""
-        return trainer_for(arch_name(self.cfg.model))
+        return trainer_for(self.model_spec.arch)
 
 
 class FullBatchJob(CellJob):
@@ -77,7 +78,7 @@ class FullBatchJob(CellJob):
         self.worker = worker
 
     def prepare(self):
-        self.graph = DeviceGraph(self.cfg, self.device, self.t0)
+        self.graph = DeviceGraph(self.cfg, self.device, self.t0, model_spec=self.model_spec)
         return self.graph.data
 
     def build(self):
@@ -133,7 +134,7 @@ class FullBatchJob(CellJob):
         return f"test Micro-F1 {rec['test_micro_f1']:.2f} Macro-F1 {rec['test_macro_f1']:.2f}{clustering}", ""
 
     def max_epochs(self):
-        return None if arch_name(self.cfg.model) == "metapath2vec" else super().max_epochs()
+        return None if self.model_spec.arch == "metapath2vec" else super().max_epochs()
 
     def before_runs(self, pending: list[int]) -> set[int]:
         """Plans the worker processes; with more than one, they train every pending run now."""

@@ -23,7 +23,7 @@ from regnn.description import graph_name
 from regnn.runtime.loggers import make_logger
 from regnn.runtime.perf import peak_rss_gb
 from regnn.pipeline.place import Placement
-from regnn.spec import training_of, user_errors
+from regnn.spec import ModelSpec, training_of, user_errors
 from regnn.runs.resume import checkpoint_of
 from regnn.runs.store import CellStore, JobFacts, failed_note, run_record
 from regnn.training.divergence import Diverged, failed_record
@@ -184,6 +184,11 @@ class CellJob:
     def training(self):
         """The trainer's settings (regnn.spec.training_of), read once for the cell's runs."""
         return training_of(self.cfg)
+
+    @functools.cached_property
+    def model_spec(self):
+        """The model's settings (regnn.spec.ModelSpec), read once for the cell's runs."""
+        return ModelSpec.from_config(self.cfg.model)
 
     def max_epochs(self):
         """The trainer's epoch limit (a run's log line says when a run reached it), None where there is none."""

@@ -80,7 +80,7 @@ class MinibatchJob(CellJob):
 
     def build(self):
         tr = self.cfg.trainer
-        return build_sampled(self.cfg.model, self.data, self.sg, tr.embed_dim, tr.input_dropout).to(self.device)
+        return build_sampled(self.model_spec, self.data, self.sg, tr.embed_dim, tr.input_dropout).to(self.device)
 
     def counted(self, model):
         first = self.num_parameters is None
