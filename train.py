@@ -43,13 +43,13 @@ def sweep_position(cfg: DictConfig):
     if hc.mode != RunMode.MULTIRUN:
         return None
     if cfg.get("compare"):
-        from regnn.experiments import compare
+        from regnn.experiments import compare_sweep
 
-        why = compare.skipped(cfg, Path(hc.sweep.dir))
+        why = compare_sweep.skipped(cfg, Path(hc.sweep.dir))
         if why:
             logging.getLogger("regnn").warning("skipped %s: %s", cfg.model.name, why)
             return "skipped"
-        return compare.position(cfg, Path(hc.sweep.dir))
+        return compare_sweep.position(cfg, Path(hc.sweep.dir))
     if cfg.get("tune") and hc.sweeper.get("n_trials") is not None:
         from regnn.training.progress import Position
 
@@ -78,7 +78,7 @@ def main(cfg: DictConfig) -> float:
             return float("nan")
         with in_sweep(where), timed():
             if cfg.get("compare") and cfg.compare.tune:  # experiment=compare compare.tune=true: tune, then train
-                from regnn.experiments.compare import tuned_cell
+                from regnn.experiments.compare_sweep import tuned_cell
 
                 summary = tuned_cell(cfg, out_dir, list(HydraConfig.get().overrides.task))
             else:

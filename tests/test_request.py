@@ -46,7 +46,7 @@ def test_only_the_callers_own_keys_are_left_out_of_what_is_inherited():
 
 
 def test_compare_tunes_then_trains_with_the_commands_it_always_ran(tmp_path):
-    from regnn.experiments.compare import tuned_requests
+    from regnn.experiments.compare_sweep import tuned_requests
 
     cfg = OmegaConf.create({"tune": {"trials": 7, "seeds": 2}, "runs": 10})
     (what_tune, tune), (what_best, best) = tuned_requests(cfg, tmp_path / "cell", USER)
