@@ -9,7 +9,7 @@ nothing here supplies a default.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
@@ -67,6 +67,18 @@ class ModelSpec:
         rel, arch = m.pop("relation", None), arch_name(m)
         m.pop("arch", None)
         return cls(name=str(m.pop("name")), arch=arch, options=m, relation=None if rel is None else relation_of(rel))
+
+    def for_data(self, data) -> "ModelSpec":
+        """The settings for this dataset: `residual: auto` (the attention backbones') is on where the target type
+        has no features of its own (one-hot ids), off elsewhere. Without features, a target node's own input
+        says nothing, so every layer's output is an average over neighbours; the residual map keeps each
+        node's previous layer beside that average (docs/custom_data.md, "Defaults")."""
+        if self.options.get("residual") != "auto":
+            return self
+        from regnn.data.features import is_one_hot_ids
+
+        residual = is_one_hot_ids(data.features[data.target])
+        return replace(self, options={**self.options, "residual": residual})
 
     def kwargs(self) -> dict:
         """Keyword arguments of the model's prepare and build steps."""

@@ -209,6 +209,9 @@ def _validate_model(cfg: DictConfig, backbones) -> None:
     number(cfg, "model.dropout", lo=0, hi=1, hi_open=True)
     if "heads" in m:
         number(cfg, "model.heads", lo=1, hi=MAX_HEADS, integer=True)
+    if "residual" in m:  # auto: the attention backbones' only (regnn.spec.ModelSpec.for_data)
+        v, auto = m.residual, "backbone" in m
+        check(isinstance(v, bool) or (auto and v == "auto"), "model.residual", v, f"use true, false{' or auto' * auto}")
     if "relation" in m:
         number(cfg, "model.relation.scale", lo=0, lo_open=True, hi=MAX_SCALE)
         for k in ("edge_embeddings", "self_loop_embeddings"):

@@ -37,6 +37,16 @@ def one_hot_ids(n: int) -> torch.Tensor:
     return torch.sparse_coo_tensor(idx, torch.ones(n), (n, n), check_invariants=False).coalesce()
 
 
+def is_one_hot_ids(x: torch.Tensor) -> bool:
+    """Whether x is the identity one_hot_ids gives a type without features of its own: its nodes are then
+    told apart by their ids alone."""
+    if not x.is_sparse or x.dim() != 2 or x.shape[0] != x.shape[1] or x._nnz() != x.shape[0]:
+        return False
+    x = x.coalesce()
+    ids = torch.arange(x.shape[0])
+    return bool((x.indices() == ids).all() and (x.values() == 1).all())
+
+
 def select_features(raw: dict, num_nodes: dict[str, int], target: str, feats_type: str) -> dict[str, torch.Tensor]:
     """raw: node type -> array/tensor or None (no features); returns float32 tensors for every node type."""
     feats_type = canonical_feats_type(feats_type)

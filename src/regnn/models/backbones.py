@@ -115,6 +115,7 @@ def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, attn
     output), on every layer but the first, as REGAT passes it; the paper's runs leave it off."""
     if num_layers < 2:
         raise ValueError(f"the released attention stack needs num_layers >= 2, got {num_layers}")
+    _check_residual(options.residual)
     convs = [
         conv(
             hidden if i == 0 else hidden * heads,
@@ -136,6 +137,11 @@ def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, attn
     )
 
 
+def _check_residual(residual) -> None:
+    if not isinstance(residual, bool):  # "auto" is settled by the dataset first (regnn.spec.ModelSpec.for_data)
+        raise ValueError(f"residual must be true or false here, got {residual!r}")
+
+
 def gat(
     hidden: int,
     num_classes: int,
@@ -153,6 +159,7 @@ def gat(
     optional LayerNorm, activation), then a linear output layer. residual: every layer but the first adds a
     linear map of its input (the released layer's residual)."""
     _check_layout(layout)
+    _check_residual(residual)
     if layout == "stack":
         convs = [
             NormAct(

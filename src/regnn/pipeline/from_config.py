@@ -13,9 +13,11 @@ from regnn.spec import DataSpec, ModelSpec, user_errors
 from regnn.training.device import select_device
 
 
-def spec_of(model: ModelSpec | DictConfig) -> ModelSpec:
-    """The model's settings (regnn.spec.ModelSpec): a job reads them once per cell and passes them on."""
-    return model if isinstance(model, ModelSpec) else ModelSpec.from_config(model)
+def spec_of(model: ModelSpec | DictConfig, data=None) -> ModelSpec:
+    """The model's settings (regnn.spec.ModelSpec): a job reads them once per cell and passes them on. data: the
+    dataset they are for, which settles those that depend on it (ModelSpec.for_data)."""
+    spec = model if isinstance(model, ModelSpec) else ModelSpec.from_config(model)
+    return spec if data is None else spec.for_data(data)
 
 
 def model_kwargs(model: ModelSpec | DictConfig) -> dict:
@@ -35,13 +37,13 @@ def arch_of(model: ModelSpec | DictConfig):
 
 def prepare_inputs(model: ModelSpec | DictConfig, data, device):
     """The model's inputs (its graph structures) on the device, once per job."""
-    spec = spec_of(model)
+    spec = spec_of(model, data)
     with user_errors():
         return arch_of(spec).prepare(data, device, **spec.kwargs())
 
 
 def build_model(model: ModelSpec | DictConfig, data, inputs):
-    spec = spec_of(model)
+    spec = spec_of(model, data)
     with user_errors():
         return arch_of(spec).build(inputs, data.in_dims, data.num_classes, **spec.kwargs())
 
@@ -49,7 +51,7 @@ def build_model(model: ModelSpec | DictConfig, data, inputs):
 def build_sampled(model: ModelSpec | DictConfig, data, graph, embed_dim: int | None, input_dropout: str = "projected"):
     """The mini-batch trainer's model on the sampler's graph (ARCHS[arch].sampled); embed_dim and input_dropout:
     the trainer's (conf/trainer/minibatch.yaml)."""
-    spec = spec_of(model)
+    spec = spec_of(model, data)
     with user_errors():
         return arch_of(spec).sampled(
             graph,

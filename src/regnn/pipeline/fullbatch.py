@@ -46,7 +46,8 @@ class DeviceGraph:
         t0 = time.perf_counter() if t0 is None else t0
         self.data = data = load_data(cfg.dataset) if data is None else data
         self.load_s = time.perf_counter() - t0
-        self.model_spec = spec_of(cfg.model if model_spec is None else model_spec)  # every run's model is built from it
+        # read once, for this dataset: every run's model is built from it
+        self.model_spec = spec_of(cfg.model if model_spec is None else model_spec, data)
         self.inputs = prepare_inputs(self.model_spec, data, device)
         self.feats = {t: x.to(device) for t, x in data.features.items()}
         self.labels = data.labels.to(device)
