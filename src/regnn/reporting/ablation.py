@@ -8,8 +8,8 @@ from __future__ import annotations
 import pandas as pd
 
 from regnn.reporting.cells import as_pool, metric
-from regnn.reporting.collect import fmt, write_table
-from regnn.reporting.common import cli, label, signed
+from regnn.reporting.collect import write_table
+from regnn.reporting.common import beside_paper, cli, label
 from regnn.reporting.paper import reported
 
 ORDERS = [["gcn", "gcn_s", "gcn_e", "re_gcn"], ["gat", "gat_s", "gat_e", "re_gat"]]
@@ -58,12 +58,8 @@ def render(source, out, datasets):
             "runs": df.runs,
             "ET emb": df.edge_emb.map({True: "✓", False: ""}),
             "SL emb": df.self_loop_emb.map({True: "✓", False: ""}),
-            "Macro-F1 (ours)": [fmt(a, b) for a, b in zip(df.macro_f1_mean, df.macro_f1_std)],
-            "Macro (paper)": [fmt(v) for v in df.paper_macro_f1],
-            "Δ Macro": [signed(v) for v in df.diff_macro_f1],
-            "Micro-F1 (ours)": [fmt(a, b) for a, b in zip(df.micro_f1_mean, df.micro_f1_std)],
-            "Micro (paper)": [fmt(v) for v in df.paper_micro_f1],
-            "Δ Micro": [signed(v) for v in df.diff_micro_f1],
+            **beside_paper(df, "macro_f1", "Macro-F1 (ours)", "Macro (paper)", "Δ Macro"),
+            **beside_paper(df, "micro_f1", "Micro-F1 (ours)", "Micro (paper)", "Δ Micro"),
         }
     )
     write_table(

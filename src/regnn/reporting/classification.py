@@ -9,8 +9,8 @@ import pandas as pd
 
 from regnn.catalog import PAPER_DATASETS
 from regnn.reporting.cells import as_pool
-from regnn.reporting.collect import fmt, write_table
-from regnn.reporting.common import cli, label, signed
+from regnn.reporting.collect import write_table
+from regnn.reporting.common import beside_paper, cli, label
 from regnn.reporting.paper import reported
 
 MODELS = ["gcn", "gat", "re_gcn", "re_gat"]
@@ -48,12 +48,8 @@ def render_frame(df: pd.DataFrame) -> pd.DataFrame:
                 label(m) + (f" ({p})" if isinstance(p, str) else "") for m, p in zip(df["model"], df["metapath"])
             ],
             "runs": df["runs"],
-            "Macro-F1 (ours)": [fmt(a, b) for a, b in zip(df["macro_f1_mean"], df["macro_f1_std"])],
-            "Macro-F1 (paper)": [fmt(a, b) for a, b in zip(df["paper_macro_f1"], df["paper_macro_f1_std"])],
-            "Δ Macro": [signed(d) for d in df["diff_macro_f1"]],
-            "Micro-F1 (ours)": [fmt(a, b) for a, b in zip(df["micro_f1_mean"], df["micro_f1_std"])],
-            "Micro-F1 (paper)": [fmt(a, b) for a, b in zip(df["paper_micro_f1"], df["paper_micro_f1_std"])],
-            "Δ Micro": [signed(d) for d in df["diff_micro_f1"]],
+            **beside_paper(df, "macro_f1", "Macro-F1 (ours)", "Macro-F1 (paper)", "Δ Macro", paper_std=True),
+            **beside_paper(df, "micro_f1", "Micro-F1 (ours)", "Micro-F1 (paper)", "Δ Micro", paper_std=True),
         }
     )
 

@@ -10,8 +10,8 @@ import pandas as pd
 
 from regnn.catalog import PAPER_DATASETS
 from regnn.reporting.cells import as_pool, metric
-from regnn.reporting.collect import fmt, write_table
-from regnn.reporting.common import cli, label, signed
+from regnn.reporting.collect import write_table
+from regnn.reporting.common import beside_paper, cli, label
 from regnn.reporting.paper import reported
 
 N_INIT = 10  # the clustering.n_init of conf/train.yaml (a test pins the two together)
@@ -47,12 +47,8 @@ def render(source, out, datasets):
         {
             "dataset": df.dataset.str.upper(),
             "model": [label(m) + (" †" if o else "") for m, o in zip(df.model, one_start)],
-            "NMI (ours)": [fmt(a, b) for a, b in zip(df.nmi_mean, df.nmi_std)],
-            "NMI (paper)": [fmt(v) for v in df.paper_nmi],
-            "Δ NMI": [signed(v) for v in df.diff_nmi],
-            "ARI (ours)": [fmt(a, b) for a, b in zip(df.ari_mean, df.ari_std)],
-            "ARI (paper)": [fmt(v) for v in df.paper_ari],
-            "Δ ARI": [signed(v) for v in df.diff_ari],
+            **beside_paper(df, "nmi", "NMI (ours)", "NMI (paper)", "Δ NMI"),
+            **beside_paper(df, "ari", "ARI (ours)", "ARI (paper)", "Δ ARI"),
         }
     )
     write_table(

@@ -9,6 +9,7 @@ from pathlib import Path
 from regnn import catalog
 from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CELLS, CellPool, MissingCells
+from regnn.reporting.collect import fmt
 
 # the models outside the relation group; regnn.catalog names the others (RE-GCN, GCN-S, ...)
 LABELS = {
@@ -33,6 +34,17 @@ def label(model: str) -> str:
 
 def signed(d) -> str:
     return "–" if d is None or d != d else f"{d:+.2f}"
+
+
+def beside_paper(df, metric: str, ours: str, paper: str, delta: str, paper_std: bool = False) -> dict:
+    """Three columns of a table: ours (<metric>_mean ± <metric>_std), the paper's (paper_<metric>, ± its std where
+    the paper gives one) and the difference (diff_<metric>), under the names given."""
+    stds = df[f"paper_{metric}_std"] if paper_std else [None] * len(df)
+    return {
+        ours: [fmt(a, b) for a, b in zip(df[f"{metric}_mean"], df[f"{metric}_std"])],
+        paper: [fmt(a, b) for a, b in zip(df[f"paper_{metric}"], stds)],
+        delta: [signed(d) for d in df[f"diff_{metric}"]],
+    }
 
 
 def cli(doc: str, render, datasets: list[str]) -> int:
