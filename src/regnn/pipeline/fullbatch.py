@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.evaluation.clustering import cluster_scores
 from regnn.pipeline.from_config import build_model, load_data, prepare_inputs, spec_of
-from regnn.pipeline.job import CellJob
+from regnn.pipeline.job import RUN_KEYS, CellJob
 from regnn.pipeline.place import Placement, placement
 from regnn.runs.executor import plan_workers, run_in_workers
 from regnn.runs.store import CellStore
@@ -22,18 +22,7 @@ from regnn.training.trainers import trainer_for
 
 log = logging.getLogger("regnn")
 
-SUMMARY_KEYS = (
-    "test_micro_f1",
-    "test_macro_f1",
-    "val_micro_f1",
-    "val_macro_f1",
-    "best_epoch",
-    "epochs",
-    "train_time_s",
-    "epoch_time_s",
-    "nmi",
-    "ari",
-)
+SUMMARY_KEYS = (*RUN_KEYS, "nmi", "ari")  # and the clustering scores
 
 
 class DeviceGraph:
