@@ -1,9 +1,9 @@
 """The run spec: a composed config read once into frozen, typed settings that the layers below take as arguments
 (the dataset loader's, the model's with its relation settings as one value, the trainer's).
 
-Each layer owns the type of its settings (the relation weights' `regnn.core.relation.Relation`, ...); this module is
-the one place that knows which config key fills which field. The values themselves live in the YAML files only:
-nothing here supplies a default.
+Each layer owns the type of its settings (the relation weights' `regnn.core.relation.Relation`, ...); this module
+knows which key of the model, dataset and trainer blocks fills which field (regnn.runs.jobspec does the same for
+how the runs are run). The values themselves live in the YAML files only: nothing here supplies a default.
 """
 
 from __future__ import annotations
