@@ -114,6 +114,7 @@ def test_an_appended_model_key_is_refused_at_validation(model):
         ("model.hidden=abc", "model.hidden='abc' is not valid: must be an integer"),
         ("dataset.feats_type=all", "dataset.feats_type='all' is not valid"),
         ("device=tpu", "device='tpu' is not valid"),
+        ("model=re_gat model.attn_init=ones", "model.attn_init='ones' is not valid: use one of ['xavier', 'zeros']"),
         ("workers=0", "workers=0 is not valid: use auto or a whole number from 1 to 1024"),
         ("workers=many", "workers='many' is not valid"),
         ("workers=2 logger=csv", "workers=2 is not valid: the csv logger follows one process"),

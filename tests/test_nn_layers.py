@@ -176,3 +176,40 @@ def test_a_prepared_graph_and_a_layer_without_weights_of_its_own_are_used_as_doc
         own.relations.edge.copy_(alpha[:2] / 100)
         own.relations.self_loop.copy_(alpha[2:] / 100)
     torch.testing.assert_close(bare(x, graph, alpha=alpha), own(x, ei, et, nt))
+
+
+@pytest.mark.parametrize("layer", [REGATConv, REGATv2Conv])
+def test_zero_started_attention_is_the_mean_over_in_edges_and_then_learns(layer):
+    """attn_init=zeros: a new layer (every relation weight equal) attends uniformly, so each node's output is the
+    mean of its in-neighbours' messages and its own (the typed self-loop); every other parameter is drawn as
+    with xavier, and the attention vectors get a gradient."""
+    from regnn.nn.attention import AttentionOptions
+
+    data, edge_index, edge_type, node_type = case(3)
+    rg = build_relation_graph(data)
+    R, T = rg.num_edge_relations, len(rg.ntypes)
+    torch.manual_seed(0)
+    xavier = layer(5, 4, R, T, heads=2).double()
+    torch.manual_seed(0)
+    zeros = layer(5, 4, R, T, heads=2, options=AttentionOptions(attn_init="zeros")).double()
+    assert "attn_init=zeros" in repr(zeros)
+    attention = [n for n, _ in zeros.named_parameters() if n.startswith("attn")]
+    for (name, a), (_, b) in zip(zeros.named_parameters(), xavier.named_parameters()):
+        assert torch.equal(a, torch.zeros_like(a)) if name in attention else torch.equal(a, b), name
+    x = torch.randn(rg.num_nodes, 5, dtype=torch.float64)
+    out = zeros(x, edge_index, edge_type, node_type)
+    # messages: W x (GAT), W_s x (GATv2); their mean over the in-edges without the given self-edges, plus the self-loop
+    msg = (zeros.fc(x) if layer is REGATConv else zeros.fc_src(x)).view(-1, 2, 4)
+    keep = edge_index[0] != edge_index[1]
+    src = torch.cat([edge_index[0, keep], torch.arange(rg.num_nodes)])
+    dst = torch.cat([edge_index[1, keep], torch.arange(rg.num_nodes)])
+    total = torch.zeros_like(msg).index_add_(0, dst, msg[src])
+    count = torch.zeros(rg.num_nodes, dtype=torch.float64).index_add_(
+        0, dst, torch.ones(dst.numel(), dtype=torch.float64)
+    )
+    want = total / count.view(-1, 1, 1)
+    if getattr(zeros, "bias", None) is not None:
+        want = want + zeros.bias
+    torch.testing.assert_close(out, want.flatten(1), rtol=1e-12, atol=1e-12)
+    out.pow(2).sum().backward()
+    assert all(p.grad.abs().sum() > 0 for n, p in zeros.named_parameters() if n in attention)

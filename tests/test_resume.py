@@ -99,6 +99,12 @@ def test_cells_written_before_the_stopping_options_resume_as_the_defaults():
     assert computation(old_hgt) == computation(hgt)
     hgb = OmegaConf.to_container(cfg("dataset=synthetic", "model=hgt", "model.variant=hgb"), resolve=True)
     assert computation(hgb) != computation(old_hgt)
+    # RE-GAT cells written before model.attn_init existed started the attention as xavier does
+    gat = OmegaConf.to_container(cfg("dataset=dblp", "model=re_gat"), resolve=True)
+    old_gat = {**gat, "model": {k: v for k, v in gat["model"].items() if k != "attn_init"}}
+    assert computation(old_gat) == computation(gat)
+    zeros = OmegaConf.to_container(cfg("dataset=dblp", "model=re_gat", "model.attn_init=zeros"), resolve=True)
+    assert computation(zeros) != computation(old_gat)
 
 
 def test_cells_clustered_before_n_init_existed_differ_from_the_ten_start_default():

@@ -17,6 +17,7 @@ SAMPLING_MODES = ("deterministic", "parallel")  # trainer.sampling of trainer=mi
 # where the first layer's dropout applies (trainer.input_dropout of trainer=minibatch): see
 # regnn.models.sampled.SampledREGNN
 INPUT_DROPOUT = ("projected", "features")
+ATTN_INITS = ("xavier", "zeros")  # model.attn_init of the attention backbones (regnn.nn.attention)
 
 # dataset.feats_type (regnn.data.features):
 # raw: every type its own features (one-hot ids where a type has none)   [authors' feats_type 0]

@@ -32,10 +32,19 @@ BUILDER_ARGS = ("hidden", "num_classes", "num_layers")  # given by REGNN, not by
 # backbone -> builder_keys(regnn.models.backbones.BACKBONES[backbone]), in the builder's order
 BACKBONE_KEYS = {
     "gcn": ("activation", "norm", "layout", "layer_norm"),
-    "gat": ("heads", "activation", "attn_dropout", "attn_negative_slope", "residual", "layout", "layer_norm"),
+    "gat": (
+        "heads",
+        "activation",
+        "attn_dropout",
+        "attn_negative_slope",
+        "attn_init",
+        "residual",
+        "layout",
+        "layer_norm",
+    ),
     "sage": ("activation",),
     "gin": ("activation", "mlp_dropout"),
-    "gatv2": ("heads", "activation", "attn_dropout", "attn_negative_slope", "residual", "layout"),
+    "gatv2": ("heads", "activation", "attn_dropout", "attn_negative_slope", "attn_init", "residual", "layout"),
     "mixhop": ("activation", "powers"),
     "mlp": ("activation",),
     "appnp": ("activation", "steps", "teleport", "norm"),

@@ -15,6 +15,7 @@ import regnn.schema  # noqa: F401  (also registers the model schemas and names i
 from regnn.catalog import ARCH_DEFAULT, arch_name
 from regnn.errors import DataError
 from regnn.names import (
+    ATTN_INITS,
     FEATS_TYPES,
     LR_SCHEDULES,
     MONITORS,
@@ -209,6 +210,8 @@ def _validate_model(cfg: DictConfig, backbones) -> None:
     number(cfg, "model.dropout", lo=0, hi=1, hi_open=True)
     if "heads" in m:
         number(cfg, "model.heads", lo=1, hi=MAX_HEADS, integer=True)
+    if "attn_init" in m:
+        check(m.attn_init in ATTN_INITS, "model.attn_init", m.attn_init, f"use one of {list(ATTN_INITS)}")
     if "residual" in m:  # auto: the attention backbones' only (regnn.spec.ModelSpec.for_data)
         v, auto = m.residual, "backbone" in m
         check(isinstance(v, bool) or (auto and v == "auto"), "model.residual", v, f"use true, false{' or auto' * auto}")

@@ -150,6 +150,7 @@ def gat(
     activation: str = "elu",
     attn_dropout: float = 0.6,
     attn_negative_slope: float = 0.01,
+    attn_init: str = "xavier",
     residual: bool = False,
     layout: str = "authors",
     layer_norm: bool = False,
@@ -168,7 +169,9 @@ def gat(
                     hidden,
                     heads=heads,
                     attn_dropout=attn_dropout,
-                    options=AttentionOptions(False, attn_negative_slope, residual=residual and i > 0),
+                    options=AttentionOptions(
+                        False, attn_negative_slope, residual=residual and i > 0, attn_init=attn_init
+                    ),
                 ),
                 hidden * heads,
                 layer_norm,
@@ -177,7 +180,7 @@ def gat(
             for i in range(num_layers)
         ]
         return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
-    options = AttentionOptions(False, attn_negative_slope, activation, residual)
+    options = AttentionOptions(False, attn_negative_slope, activation, residual, attn_init=attn_init)
     return _released_attention_stack(REGATConv, hidden, num_classes, num_layers, heads, attn_dropout, options)
 
 
@@ -189,13 +192,14 @@ def gatv2(
     activation: str = "elu",
     attn_dropout: float = 0.6,
     attn_negative_slope: float = 0.01,
+    attn_init: str = "xavier",
     residual: bool = False,
     layout: str = "authors",
 ) -> Stack:
     """The authors' released stack with GATv2 layers (their REGAT with use_gatv2=True)."""
     if layout != "authors":
         raise ValueError(f"gatv2 has only the authors' layout, got layout={layout!r}")
-    options = AttentionOptions(None, attn_negative_slope, activation, residual)
+    options = AttentionOptions(None, attn_negative_slope, activation, residual, attn_init=attn_init)
     return _released_attention_stack(REGATv2Conv, hidden, num_classes, num_layers, heads, attn_dropout, options)
 
 

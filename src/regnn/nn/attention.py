@@ -16,6 +16,7 @@ from torch import nn
 from regnn.core.adjacency import Adjacency, at_least_fp32
 from regnn.core.attention_ops import aggregate_heads, attend, gat_attention, head_scores, v2_scores, weigh
 from regnn.core.dropout import HashDropout
+from regnn.names import ATTN_INITS
 from regnn.nn.layer import NEGATIVE_SLOPE, RELayer
 from regnn.nn.propagation import ACTIVATIONS
 
@@ -30,6 +31,8 @@ class AttentionOptions:
     residual: bool = False  # add a linear map of the input (the released layer's residual)
     weight: bool = True  # False: no W, the input split into heads (in_channels = heads * out_channels), as the
     # last attention layer of the released stack
+    attn_init: str = "xavier"  # the attention vectors' start: xavier (the authors') | zeros (a new layer's
+    # attention is then the softmax of its relation weights alone: a relation-weighted mean)
 
 
 class _Heads(RELayer):
@@ -55,6 +58,9 @@ class _Heads(RELayer):
                 f"an attention layer without W splits its input into heads: in_channels ({in_channels}) "
                 f"must be heads * out_channels ({heads} * {out_channels})"
             )
+        if options.attn_init not in ATTN_INITS:
+            raise ValueError(f"attn_init must be one of {list(ATTN_INITS)}, got {options.attn_init!r}")
+        self.attn_init = options.attn_init
         self.in_channels, self.out_channels, self.heads, self.concat = in_channels, out_channels, heads, concat
         self.attn_dropout = HashDropout(attn_dropout)  # on (E, heads): torch 2.15's CPU mask draw is ~10x torch 2.2's
         self.negative_slope = options.negative_slope
@@ -70,7 +76,15 @@ class _Heads(RELayer):
         return out.flatten(1) if self.concat else out.mean(1)
 
     def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, heads={self.heads}, concat={self.concat}"
+        init = f", attn_init={self.attn_init}" if self.attn_init != "xavier" else ""
+        return f"{super().extra_repr()}, heads={self.heads}, concat={self.concat}{init}"
+
+    def _start_attention(self, *vectors: nn.Parameter) -> None:
+        """attn_init=zeros: the attention vectors (drawn first, so that every other parameter is drawn as with
+        xavier) start at 0."""
+        if self.attn_init == "zeros":
+            for v in vectors:
+                nn.init.zeros_(v)
 
 
 class REGATConv(_Heads):
@@ -108,10 +122,11 @@ class REGATConv(_Heads):
         inits = [self.attn_l, self.attn_r] + [m.weight for m in (self.fc, self.res_fc) if m is not None]
         for p in inits:
             nn.init.xavier_normal_(p, gain=gain)
+        self._start_attention(self.attn_l, self.attn_r)
 
     def reset_parameters(self) -> None:
-        """W, the attention vectors and the residual map xavier-normal (ReLU gain), b 0 and every relation
-        weight 1, as a new layer starts."""
+        """W, the attention vectors and the residual map xavier-normal (ReLU gain; the attention vectors 0 with
+        attn_init=zeros), b 0 and every relation weight 1, as a new layer starts."""
         self._init()
         if self.bias is not None:
             nn.init.zeros_(self.bias)
@@ -181,6 +196,7 @@ class REGATv2Conv(_Heads):
                 nn.init.xavier_normal_(lin.weight, gain=gain)
                 nn.init.zeros_(lin.bias)
         nn.init.xavier_normal_(self.attn, gain=gain)
+        self._start_attention(self.attn)
         self._reset_relations()
 
     def propagate(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None, rows=None):
