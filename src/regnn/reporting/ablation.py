@@ -9,8 +9,7 @@ import pandas as pd
 
 from regnn.reporting.cells import as_pool, metric
 from regnn.reporting.collect import write_table
-from regnn.reporting.common import beside_paper, cli, label
-from regnn.reporting.paper import reported
+from regnn.reporting.common import beside_paper, cli, label, with_paper
 
 ORDERS = [["gcn", "gcn_s", "gcn_e", "re_gcn"], ["gat", "gat_s", "gat_e", "re_gat"]]
 
@@ -41,14 +40,7 @@ def render(source, out, datasets):
                 et, sl = _switches(m)
                 row = {"dataset": d, "model": m, "runs": c["runs"], "edge_emb": et, "self_loop_emb": sl}
                 for k in ("macro_f1", "micro_f1"):
-                    mean, std = metric(c, f"test_{k}")
-                    paper, _ = reported("ablation", d, m, k)
-                    row |= {
-                        f"{k}_mean": mean,
-                        f"{k}_std": std,
-                        f"paper_{k}": paper,
-                        f"diff_{k}": None if paper is None else mean - paper,
-                    }
+                    row |= with_paper("ablation", d, m, k, *metric(c, f"test_{k}"))
                 rows.append(row)
     df = pd.DataFrame(rows)
     md = pd.DataFrame(

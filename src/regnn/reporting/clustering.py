@@ -11,8 +11,7 @@ import pandas as pd
 from regnn.catalog import PAPER_DATASETS
 from regnn.reporting.cells import as_pool, metric
 from regnn.reporting.collect import write_table
-from regnn.reporting.common import beside_paper, cli, label
-from regnn.reporting.paper import reported
+from regnn.reporting.common import beside_paper, cli, label, with_paper
 
 N_INIT = 10  # the clustering.n_init of conf/train.yaml (a test pins the two together)
 MODELS = ["metapath2vec", "han", "magnn", "rgcn", "simple_hgn", "rhgnn", "gcn", "re_gcn"]
@@ -32,14 +31,7 @@ def render(source, out, datasets):
         for k in ("nmi", "ari"):
             if k not in c["metrics"]:
                 raise SystemExit(f"{c['dir']} has no clustering scores: train it with clustering.enabled=true")
-            mean, std = metric(c, k)
-            paper, _ = reported("clustering", c["dataset"], c["model"], k)
-            row |= {
-                f"{k}_mean": mean,
-                f"{k}_std": std,
-                f"paper_{k}": paper,
-                f"diff_{k}": None if paper is None else mean - paper,
-            }
+            row |= with_paper("clustering", c["dataset"], c["model"], k, *metric(c, k))
         rows.append(row)
     df = pd.DataFrame(rows)
     one_start = df.kmeans_starts != N_INIT

@@ -10,6 +10,7 @@ from regnn import catalog
 from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CELLS, CellPool, MissingCells
 from regnn.reporting.collect import fmt
+from regnn.reporting.paper import reported
 
 # the models outside the relation group; regnn.catalog names the others (RE-GCN, GCN-S, ...)
 LABELS = {
@@ -34,6 +35,14 @@ def label(model: str) -> str:
 
 def signed(d) -> str:
     return "–" if d is None or d != d else f"{d:+.2f}"
+
+
+def with_paper(table: str, dataset: str, model: str, key: str, mean: float, std: float) -> dict:
+    """A row's <key>_mean and _std, the paper's number (paper_<key>, from its `table`) and ours minus it (diff_<key>,
+    None where the paper gives none)."""
+    paper, _ = reported(table, dataset, model, key)
+    diff = None if paper is None else mean - paper
+    return {f"{key}_mean": mean, f"{key}_std": std, f"paper_{key}": paper, f"diff_{key}": diff}
 
 
 def beside_paper(df, metric: str, ours: str, paper: str, delta: str, paper_std: bool = False) -> dict:
