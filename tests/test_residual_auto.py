@@ -14,6 +14,7 @@ from regnn.data.synthetic import BowGraph, IdGraph
 from regnn.errors import ConfigError
 from regnn.models import BACKBONES
 from regnn.models.backbones import gat
+from regnn.models.stack import StackShape
 from regnn.spec import ModelSpec
 
 SMALL_IDS = dict(num_movies=120, num_directors=20, num_actors=200, num_keywords=60, seed=0)
@@ -66,4 +67,4 @@ def test_a_residual_other_than_true_false_or_auto_is_refused(overrides, message)
 
 def test_a_builder_refuses_an_unsettled_auto():
     with pytest.raises(ValueError, match="residual must be true or false here, got 'auto'"):
-        gat(hidden=8, num_classes=3, num_layers=3, residual="auto")
+        gat(StackShape(8, 3, 3), residual="auto")

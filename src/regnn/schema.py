@@ -28,7 +28,7 @@ from regnn import catalog
 # model.relation's keys: the fields of regnn.core.relation.Relation
 RELATION_KEYS = ("edge_embeddings", "self_loop_embeddings", "scale", "negative_slope")
 MODEL_KEYS = ("name", "backbone", "hidden", "num_layers", "dropout", "double_dropout")  # REGNN's own
-BUILDER_ARGS = ("hidden", "num_classes", "num_layers")  # given by REGNN, not by the config
+BUILDER_ARGS = ("shape",)  # given by REGNN (hidden, num_classes, num_layers), not by the config
 # backbone -> builder_keys(regnn.models.backbones.BACKBONES[backbone]), in the builder's order
 BACKBONE_KEYS = {
     "gcn": ("activation", "norm", "layout", "layer_norm"),

@@ -16,7 +16,7 @@ from typing import Callable
 from torch import nn
 
 from regnn.models.dense_backbones import appnp, mlp
-from regnn.models.stack import Stack
+from regnn.models.stack import Stack, StackShape
 from regnn.nn import REGATConv, REGATv2Conv, REGCNConv, REGINConv, REMixHopConv, RESAGEConv
 from regnn.nn.attention import AttentionOptions
 from regnn.nn.propagation import ACTIVATIONS
@@ -81,9 +81,7 @@ def _authors_layout(layer, hidden: int, num_classes: int, num_layers: int, activ
 
 
 def gcn(
-    hidden: int,
-    num_classes: int,
-    num_layers: int,
+    shape: StackShape,
     activation: str = "elu",
     norm: str = "both",
     layout: str = "authors",
@@ -91,6 +89,7 @@ def gcn(
 ) -> Stack:
     """layout="authors" (the authors' RE-GCN, see _authors_layout); layout="stack" (mini-batch training):
     num_layers GCN layers, each with W, bias, optional LayerNorm and the activation, then a linear output layer."""
+    hidden, num_classes, num_layers = shape
     _check_layout(layout)
     if layout == "stack":
         convs = [
@@ -102,7 +101,8 @@ def gcn(
     )
 
 
-def sage(hidden: int, num_classes: int, num_layers: int, activation: str = "elu") -> Stack:
+def sage(shape: StackShape, activation: str = "elu") -> Stack:
+    hidden, num_classes, num_layers = shape
     return _authors_layout(RESAGEConv, hidden, num_classes, num_layers, activation)
 
 
@@ -143,9 +143,7 @@ def _check_residual(residual) -> None:
 
 
 def gat(
-    hidden: int,
-    num_classes: int,
-    num_layers: int,
+    shape: StackShape,
     heads: int = 4,
     activation: str = "elu",
     attn_dropout: float = 0.6,
@@ -159,6 +157,7 @@ def gat(
     training, one layer per sampled hop): num_layers GAT layers of `heads` x `hidden` units (concatenated,
     optional LayerNorm, activation), then a linear output layer. residual: every layer but the first adds a
     linear map of its input (the released layer's residual)."""
+    hidden, num_classes, num_layers = shape
     _check_layout(layout)
     _check_residual(residual)
     if layout == "stack":
@@ -185,9 +184,7 @@ def gat(
 
 
 def gatv2(
-    hidden: int,
-    num_classes: int,
-    num_layers: int,
+    shape: StackShape,
     heads: int = 4,
     activation: str = "elu",
     attn_dropout: float = 0.6,
@@ -197,6 +194,7 @@ def gatv2(
     layout: str = "authors",
 ) -> Stack:
     """The authors' released stack with GATv2 layers (their REGAT with use_gatv2=True)."""
+    hidden, num_classes, num_layers = shape
     if layout != "authors":
         raise ValueError(f"gatv2 has only the authors' layout, got layout={layout!r}")
     options = AttentionOptions(None, attn_negative_slope, activation, residual, attn_init=attn_init)
@@ -215,21 +213,23 @@ class DropoutLinear(nn.Module):
         return self.lin(self.dropout(h))
 
 
-def gin(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", mlp_dropout: float = 0.6) -> Stack:
+def gin(shape: StackShape, activation: str = "elu", mlp_dropout: float = 0.6) -> Stack:
     """The authors' released REGIN (model/REGIN.py at 2e297ef): layers 0..L-2 each the weighted mean over the
     in-edges, dropout, a linear layer without bias and the activation; layer L-1 the weighted mean alone; then
     dropout and a linear layer without bias output the classes (see REGINConv). Its only dropout is
     `mlp_dropout`, inside the layers and before the output (the model's layer-input dropout stays 0)."""
+    hidden, num_classes, num_layers = shape
     convs = [REGINConv(hidden, hidden, activation=activation, mlp_dropout=mlp_dropout) for _ in range(num_layers - 1)]
     convs.append(REGINConv(hidden, hidden, activation="none", weight=False))
     return Stack(convs, [1] * num_layers, DropoutLinear(hidden, num_classes, mlp_dropout))
 
 
-def mixhop(hidden: int, num_classes: int, num_layers: int, activation: str = "elu", powers=(0, 1, 2)) -> Stack:
+def mixhop(shape: StackShape, activation: str = "elu", powers=(0, 1, 2)) -> Stack:
     """The authors' released REMixHop (model/REMixHop.py at 2e297ef): num_layers MixHop layers (each: hidden units
     per power, concatenated; see REMixHopConv), then a linear output layer without bias. Its dropout (the model's
     rate): none on the projected input, two masks before layer 1 (the first layer's own dropout after its
     activation, then the model's), one before each later layer, none before the output layer."""
+    hidden, num_classes, num_layers = shape
     width = hidden * len(powers)
     convs = [
         REMixHopConv(hidden if i == 0 else width, hidden, powers=tuple(powers), activation=activation)

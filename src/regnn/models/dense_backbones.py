@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from regnn.models.stack import Stack
+from regnn.models.stack import Stack, StackShape
 from regnn.nn import REGCNConv
 from regnn.nn.propagation import ACTIVATIONS
 
@@ -23,10 +23,11 @@ class Dense(nn.Module):
         return self.activation(h) if self.activation else h
 
 
-def mlp(hidden: int, num_classes: int, num_layers: int, activation: str = "elu") -> Stack:
+def mlp(shape: StackShape, activation: str = "elu") -> Stack:
     """No message passing (model=mlp): after the per-type input projection, num_layers dense layers with the
     activation on each node's own features, then a linear output layer. The features-only baseline a graph model
     has to beat."""
+    hidden, num_classes, num_layers = shape
     return Stack(
         [Dense(hidden, hidden, activation) for _ in range(num_layers)], [1] * num_layers, nn.Linear(hidden, num_classes)
     )
@@ -53,9 +54,7 @@ class APPNPPropagation(nn.Module):
 
 
 def appnp(
-    hidden: int,
-    num_classes: int,
-    num_layers: int,
+    shape: StackShape,
     activation: str = "elu",
     steps: int = 10,
     teleport: float = 0.1,
@@ -63,6 +62,7 @@ def appnp(
 ) -> Stack:
     """num_layers dense layers predict from each node's own features, `steps` propagation steps with one set of
     relation weights spread the predictions, a linear layer outputs the classes."""
+    hidden, num_classes, num_layers = shape
     convs = [Dense(hidden, hidden, activation) for _ in range(num_layers)] + [
         APPNPPropagation(hidden, steps, teleport, norm)
     ]

@@ -15,6 +15,7 @@ from regnn.core.dropout import HashDropout
 from regnn.core.receptive import cached_plan
 from regnn.core.relation import Relation, RelationWeights
 from regnn.models.backbones import BACKBONES
+from regnn.models.stack import StackShape
 from regnn.nn.projection import TypeProjection
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ class REGNN(nn.Module):
         self.relation_names = list(relation_types.relation_names)
         num_edge_relations = relation_types.num_edge_relations
         self.proj = TypeProjection(in_dims, hidden)
-        stack = BACKBONES[backbone](hidden=hidden, num_classes=num_classes, num_layers=num_layers, **backbone_kwargs)
+        stack = BACKBONES[backbone](StackShape(hidden, num_classes, num_layers), **backbone_kwargs)
         self.convs = nn.ModuleList(stack.convs)  # one per call: a layer called twice is held twice
         self.head = stack.head
         self.relation_of = stack.relation_of or list(range(len(stack.convs)))

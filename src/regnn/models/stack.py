@@ -4,6 +4,7 @@ output layer and the dropout placement."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from torch import nn
 
@@ -17,3 +18,11 @@ class Stack:
     # per call, how many dropout masks (of the model's rate) its input gets; None: the model's placement
     # (one before every call, or two before calls 1.. with double_dropout)
     dropout_masks: list[int] | None = None
+
+
+class StackShape(NamedTuple):
+    """What every backbone builder is given by the model beside its config keys."""
+
+    hidden: int  # units of a hidden layer (per head for the attention stacks)
+    num_classes: int
+    num_layers: int

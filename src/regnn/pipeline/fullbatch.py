@@ -12,7 +12,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from regnn.evaluation.clustering import cluster_scores
 from regnn.pipeline.from_config import build_model, load_data, prepare_inputs, spec_of
-from regnn.pipeline.job import RUN_KEYS, CellJob
+from regnn.pipeline.job import CellJob
+from regnn.training.trainer import RUN_KEYS
 from regnn.pipeline.place import Placement, placement
 from regnn.runs.executor import plan_workers, run_in_workers
 from regnn.runs.store import CellStore

@@ -42,23 +42,10 @@ def log_data(data, seconds: float) -> None:
     )
 
 
-# what every trainer's run reports, averaged by the cell's summary
-RUN_KEYS = (
-    "test_micro_f1",
-    "test_macro_f1",
-    "val_micro_f1",
-    "val_macro_f1",
-    "best_epoch",
-    "epochs",
-    "train_time_s",
-    "epoch_time_s",
-)
-
-
 class CellJob:
     """The runs of one cell. A subclass sets `summary_keys` and gives prepare(), build(), fit() and describe()."""
 
-    summary_keys: tuple[str, ...] = ()  # the per-run metrics the summary averages (RUN_KEYS and the trainer's own)
+    summary_keys: tuple[str, ...] = ()  # the per-run metrics the summary averages (training.trainer.RUN_KEYS, ...)
     score = ("test_micro_f1", "test Micro-F1")  # a kept run's log line
     trainer: str | None = None  # the summary's trainer name (None: full batch, the default)
 

@@ -13,7 +13,8 @@ import torch
 
 from regnn.config import whole_graph_degrees
 from regnn.pipeline.from_config import build_sampled, load_data
-from regnn.pipeline.job import RUN_KEYS, CellJob
+from regnn.pipeline.job import CellJob
+from regnn.training.trainer import RUN_KEYS
 from regnn.pipeline.place import Placement
 from regnn.runs.store import CellStore, failed_note
 from regnn.runtime.perf import peak_rss_gb

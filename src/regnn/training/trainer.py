@@ -21,6 +21,19 @@ from regnn.training.options import FullBatchOptions
 log = logging.getLogger("regnn")
 
 
+# what a run of every trainer reports (its record, from RunResult), which a cell's summary averages
+RUN_KEYS = (
+    "test_micro_f1",
+    "test_macro_f1",
+    "val_micro_f1",
+    "val_macro_f1",
+    "best_epoch",
+    "epochs",
+    "train_time_s",
+    "epoch_time_s",
+)
+
+
 @dataclass
 class RunResult:
     seed: int
