@@ -65,14 +65,16 @@ def test_custom_defaults_apply_to_gat_backbones_only_on_custom_graphs():
         dblp = compose("train", overrides=["dataset=dblp", "model=re_gat"])
         counts = compose("train", overrides=["dataset=counts", "model=re_gat"])
     assert (custom.model.dropout, custom.model.attn_dropout) == (0.2, 0.2)
-    # 64 units a layer as RE-GCN's, RE-GCN's custom learning rate and lambda; the residual for plain GAT only
+    # 64 units a layer as RE-GCN's, RE-GCN's custom learning rate and lambda; the residual for plain GAT, for RE-GAT
+    # where the target has no features (auto); RE-GAT's attention starts at 0, plain GAT's as the authors' does
     assert (custom.model.heads, custom.model.hidden, custom.optimizer.lr, custom.model.relation.scale) == (
         8,
         8,
         5e-3,
         20,
     )
-    assert (custom.model.residual, plain.model.residual, plain.model.heads) == (False, True, 8)
+    assert (custom.model.residual, plain.model.residual, plain.model.heads) == ("auto", True, 8)
+    assert (custom.model.attn_init, plain.model.attn_init, dblp.model.attn_init) == ("zeros", "xavier", "xavier")
     assert (dblp.model.dropout, dblp.model.attn_dropout, dblp.model.heads) == (0.6, 0.6, 8)  # DBLP's own settings
     assert (dblp.model.hidden, dblp.optimizer.lr, dblp.model.relation.scale, dblp.model.residual) == (
         64,
