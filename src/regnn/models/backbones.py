@@ -115,7 +115,6 @@ def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, attn
     output), on every layer but the first, as REGAT passes it; the paper's runs leave it off."""
     if num_layers < 2:
         raise ValueError(f"the released attention stack needs num_layers >= 2, got {num_layers}")
-    _check_residual(options.residual)
     convs = [
         conv(
             hidden if i == 0 else hidden * heads,
@@ -137,11 +136,6 @@ def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, attn
     )
 
 
-def _check_residual(residual) -> None:
-    if not isinstance(residual, bool):  # "auto" is settled by the dataset first (regnn.spec.ModelSpec.for_data)
-        raise ValueError(f"residual must be true or false here, got {residual!r}")
-
-
 def gat(
     shape: StackShape,
     heads: int = 4,
@@ -159,7 +153,7 @@ def gat(
     linear map of its input (the released layer's residual)."""
     hidden, num_classes, num_layers = shape
     _check_layout(layout)
-    _check_residual(residual)
+    options = AttentionOptions(False, attn_negative_slope, activation, residual, attn_init=attn_init)
     if layout == "stack":
         convs = [
             NormAct(
@@ -168,9 +162,7 @@ def gat(
                     hidden,
                     heads=heads,
                     attn_dropout=attn_dropout,
-                    options=AttentionOptions(
-                        False, attn_negative_slope, residual=residual and i > 0, attn_init=attn_init
-                    ),
+                    options=replace(options, activation="none", residual=residual and i > 0),  # NormAct activates
                 ),
                 hidden * heads,
                 layer_norm,
@@ -179,7 +171,6 @@ def gat(
             for i in range(num_layers)
         ]
         return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
-    options = AttentionOptions(False, attn_negative_slope, activation, residual, attn_init=attn_init)
     return _released_attention_stack(REGATConv, hidden, num_classes, num_layers, heads, attn_dropout, options)
 
 

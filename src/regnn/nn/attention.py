@@ -34,6 +34,14 @@ class AttentionOptions:
     attn_init: str = "xavier"  # the attention vectors' start: xavier (the authors') | zeros (a new layer's
     # attention is then the softmax of its relation weights alone: a relation-weighted mean)
 
+    def __post_init__(self) -> None:
+        if not isinstance(
+            self.residual, bool
+        ):  # a config's "auto" is settled by the dataset first (ModelSpec.for_data)
+            raise ValueError(f"residual must be true or false here, got {self.residual!r}")
+        if self.attn_init not in ATTN_INITS:
+            raise ValueError(f"attn_init must be one of {list(ATTN_INITS)}, got {self.attn_init!r}")
+
 
 class _Heads(RELayer):
     """What the attention layers share: their arguments (REGATConv's), heads of out_channels concatenated or
@@ -58,8 +66,6 @@ class _Heads(RELayer):
                 f"an attention layer without W splits its input into heads: in_channels ({in_channels}) "
                 f"must be heads * out_channels ({heads} * {out_channels})"
             )
-        if options.attn_init not in ATTN_INITS:
-            raise ValueError(f"attn_init must be one of {list(ATTN_INITS)}, got {options.attn_init!r}")
         self.attn_init = options.attn_init
         self.in_channels, self.out_channels, self.heads, self.concat = in_channels, out_channels, heads, concat
         self.attn_dropout = HashDropout(attn_dropout)  # on (E, heads): torch 2.15's CPU mask draw is ~10x torch 2.2's
