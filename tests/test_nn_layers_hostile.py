@@ -33,7 +33,7 @@ class Twin:
 
     def __call__(self, x, ei, et, nt):
         layer = self.layer
-        heads = {"heads": layer.heads} if hasattr(layer, "heads") else {}
+        heads = {"heads": layer.heads} if isinstance(layer, (REGATConv, REGATv2Conv)) else {}
         fresh = type(layer)(C, layer.out_channels, R, T, **heads).to(x.dtype)
         fresh.load_state_dict(layer.state_dict())
         return fresh(x, ei.clone(), et.clone(), nt.clone())

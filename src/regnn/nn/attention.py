@@ -44,37 +44,31 @@ class AttentionOptions:
 
 
 class _Heads(RELayer):
-    """What the attention layers share: their arguments (REGATConv's), heads of out_channels concatenated or
-    averaged, and the check of a layer without W. A subclass builds its parameters in `_build`."""
+    """What the attention layers share: their options (REGATConv's), heads of out_channels concatenated or
+    averaged, and the check of a layer without W. A subclass builds its parameters in `_parameters_of`."""
 
-    def __init__(
+    def _build(
         self,
-        in_channels: int,
-        out_channels: int,
-        num_relations: int | None = None,
-        num_node_types: int | None = None,
+        *,
         heads: int = 1,
         concat: bool = True,
         attn_dropout: float = 0.0,
-        scale: float = 100.0,
-        learn: str = "both",
         options: AttentionOptions = AttentionOptions(),
-    ):
-        super().__init__()
+    ) -> None:
+        in_channels, out_channels = self.in_channels, self.out_channels
         if not options.weight and in_channels != heads * out_channels:
             raise ValueError(
                 f"an attention layer without W splits its input into heads: in_channels ({in_channels}) "
                 f"must be heads * out_channels ({heads} * {out_channels})"
             )
         self.attn_init = options.attn_init
-        self.in_channels, self.out_channels, self.heads, self.concat = in_channels, out_channels, heads, concat
+        self.heads, self.concat = heads, concat
         self.attn_dropout = HashDropout(attn_dropout)  # on (E, heads): torch 2.15's CPU mask draw is ~10x torch 2.2's
         self.negative_slope = options.negative_slope
         self.activation = ACTIVATIONS[options.activation]
-        self._build(options)
-        self._own_relations(num_relations, num_node_types, heads, scale, learn)
+        self._parameters_of(options)
 
-    def _build(self, options: AttentionOptions) -> None:
+    def _parameters_of(self, options: AttentionOptions) -> None:
         raise NotImplementedError
 
     def _output(self, out: torch.Tensor) -> torch.Tensor:
@@ -114,7 +108,7 @@ class REGATConv(_Heads):
             (AttentionOptions).
     """
 
-    def _build(self, options: AttentionOptions) -> None:
+    def _parameters_of(self, options: AttentionOptions) -> None:
         heads, out_channels = self.heads, self.out_channels
         self.fc = nn.Linear(self.in_channels, heads * out_channels, bias=False) if options.weight else None
         self.attn_l = nn.Parameter(torch.empty(1, heads, out_channels))
@@ -183,7 +177,7 @@ class REGATv2Conv(_Heads):
     identity, as the last attention layer of the authors' stack). Arguments as REGATConv's; no bias beside the
     linear maps' (the released layer has none)."""
 
-    def _build(self, options: AttentionOptions) -> None:
+    def _parameters_of(self, options: AttentionOptions) -> None:
         if options.bias is not None:
             raise ValueError("GATv2 has no bias of its own (its linear maps have theirs): leave options.bias None")
         width = self.heads * self.out_channels

@@ -27,18 +27,46 @@ LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 class RELayer(nn.Module):
-    """Base of the RE layers: subclasses set in_channels and out_channels, build their parameters, call
-    `_own_relations` last, and implement `propagate(adj, x, alpha, rows)`."""
+    """Base of the RE layers, and their one constructor: `Layer(in_channels, out_channels, num_relations,
+    num_node_types, scale=, learn=, **options)`. A subclass builds its parameters from its own keyword options in
+    `_build(**options)` (setting `heads` where it has several) and implements `propagate(adj, x, alpha, rows)`.
+
+    Args:
+        in_channels, out_channels: feature sizes.
+        num_relations, num_node_types: the relation weights the layer learns, one per relation (edge type) and
+            one per node type's self-loop; without them it has none (it is called on a prepared graph, with the
+            caller's weights as alpha or every weight 1).
+        scale: the weights are tau(scale * w) (the authors' R, 100).
+        learn: which weights are learned: "both" (RE-GNN), "edges" or "self" (the ablations), "none" (every
+            weight 1: the plain layer).
+    """
 
     num_relations: int | None = None
     num_node_types: int | None = None
     learn: str = "none"
+    heads: int = 1  # relation weights per relation (one per attention head)
     takes_rows = False  # propagate computes only the rows given (regnn.core.receptive), else every row
 
-    def __init__(self):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        num_relations: int | None = None,
+        num_node_types: int | None = None,
+        *,
+        scale: float = 100.0,
+        learn: str = "both",
+        **options,
+    ):
         super().__init__()
         self.relations: RelationWeights | None = None
         self._graph = GraphCache()  # not state: neither in state_dict nor in a copy of the layer
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self._build(**options)
+        self._own_relations(num_relations, num_node_types, self.heads, scale, learn)
+
+    def _build(self) -> None:
+        """The subclass's parameters, from its keyword options (a layer with none has nothing to build)."""
 
     @property
     def fixed_width(self) -> bool:

@@ -41,9 +41,9 @@ class _Weighted(RELayer):
     """What GCN and the released GraphSAGE share after their aggregation: an optional W (xavier-uniform) and bias
     (zero-initialised), then the activation; weight=False: a pure propagation step, with neither."""
 
-    def _weight_bias(self, in_channels: int, out_channels: int, weight: bool, bias: bool, activation: str) -> None:
+    def _build(self, *, bias: bool = True, weight: bool = True, activation: str = "none") -> None:
+        in_channels, out_channels = self.in_channels, self.out_channels
         _dims(in_channels, out_channels, weight)
-        self.in_channels, self.out_channels = in_channels, out_channels
         self.weight = nn.Parameter(torch.empty(in_channels, out_channels)) if weight else None
         self.bias = nn.Parameter(torch.zeros(out_channels)) if (bias and weight) else None
         self.activation = ACTIVATIONS[activation]
@@ -85,6 +85,7 @@ class REGCNConv(_Weighted):
         in_channels, out_channels: feature sizes.
         num_relations: relation types (edge_type ids); num_node_types: node types (node_type ids). Both None: no
             relation weights of its own (regnn.nn.layer).
+        The others are keyword-only.
         norm: "both" (as above), "right" (:math:`\hat{\mathbf{D}}^{-1} \mathbf{A}_\alpha`) or "none".
         bias: add a learnable bias. scale: :math:`\lambda` (the paper's default 100).
         learn: which weights are learnt, the others staying 1: "both" (RE-GCN), "edges" (GCN-E), "self" (GCN-S)
@@ -97,26 +98,11 @@ class REGCNConv(_Weighted):
     takes_factors = True  # forward takes a ProjectAfterHop for x
     takes_rows = True
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        num_relations: int | None = None,
-        num_node_types: int | None = None,
-        norm: str = "both",
-        bias: bool = True,
-        scale: float = 100.0,
-        learn: str = "both",
-        *,
-        weight: bool = True,
-        activation: str = "none",
-    ):
-        super().__init__()
+    def _build(self, *, norm: str = "both", **options) -> None:
         if norm not in ("both", "right", "none"):
             raise ValueError(f"norm must be both, right or none, got {norm!r}")
         self.norm = norm
-        self._weight_bias(in_channels, out_channels, weight, bias, activation)
-        self._own_relations(num_relations, num_node_types, 1, scale, learn)
+        super()._build(**options)
 
     @property
     def prepare_norm(self) -> str:
@@ -158,25 +144,8 @@ class RESAGEConv(_Weighted):
     weight=False: sum_{u->v} w_e h_u / d_u + h_v with no W and no bias, the propagation-only first and last layers
     of the authors' layout. The released layer also allocates a `weight_root` that its forward never reads; it is
     not built here. On a sampled block the source degrees are the whole graph's (Adjacency.source_degree).
-    Arguments as REGCNConv's.
+    Arguments as REGCNConv's, without norm.
     """
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        num_relations: int | None = None,
-        num_node_types: int | None = None,
-        bias: bool = True,
-        scale: float = 100.0,
-        learn: str = "both",
-        *,
-        weight: bool = True,
-        activation: str = "none",
-    ):
-        super().__init__()
-        self._weight_bias(in_channels, out_channels, weight, bias, activation)
-        self._own_relations(num_relations, num_node_types, 1, scale, learn)
 
     def propagate(self, adj: Adjacency, h: torch.Tensor, alpha: torch.Tensor | None = None, rows=None):
         alpha = None if alpha is None else alpha[:, :1].to(h.dtype)
@@ -194,28 +163,14 @@ class REGINConv(RELayer):
     mean D^-1 A_w h over the in-edges (D the relation-weighted in-degree, clamped at 1; the typed self-loops
     stand in for GIN's (1 + eps) h_v, whose eps term the authors commented out), then the "MLP" the authors run:
     dropout and one linear layer without bias (their first linear is built but commented out of forward), then
-    the activation. weight=False: the weighted mean alone, as the stack's last layer. Arguments as REGCNConv's."""
+    the activation. weight=False: the weighted mean alone, as the stack's last layer. Arguments in_channels to
+    learn as REGCNConv's; then activation, mlp_dropout (the dropout before the linear layer) and weight."""
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        num_relations: int | None = None,
-        num_node_types: int | None = None,
-        scale: float = 100.0,
-        learn: str = "both",
-        *,
-        activation: str = "elu",
-        mlp_dropout: float = 0.0,
-        weight: bool = True,
-    ):
-        super().__init__()
-        _dims(in_channels, out_channels, weight)
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.lin = nn.Linear(in_channels, out_channels, bias=False) if weight else None
+    def _build(self, *, activation: str = "elu", mlp_dropout: float = 0.0, weight: bool = True) -> None:
+        _dims(self.in_channels, self.out_channels, weight)
+        self.lin = nn.Linear(self.in_channels, self.out_channels, bias=False) if weight else None
         self.dropout = nn.Dropout(mlp_dropout)
         self.activation = ACTIVATIONS[activation]
-        self._own_relations(num_relations, num_node_types, 1, scale, learn)
 
     def reset_parameters(self) -> None:
         if self.lin is not None:
@@ -242,26 +197,13 @@ class REMixHopConv(RELayer):
     W_j (S A S)^j h, A the unweighted adjacency (self-loops included) and S = D_w^-1/2, D_w the relation-weighted
     in-degree clamped at 1: the relation weights enter the normalisation only. Then the activation. The
     released layer's dropout after the activation is the model's (the mixhop stack's dropout placement).
-    Output: (N, len(powers) * out_channels). Arguments as REGCNConv's."""
+    Output: (N, len(powers) * out_channels). Arguments in_channels to learn as REGCNConv's; then powers and
+    activation."""
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        num_relations: int | None = None,
-        num_node_types: int | None = None,
-        powers: tuple[int, ...] = (0, 1, 2),
-        scale: float = 100.0,
-        learn: str = "both",
-        *,
-        activation: str = "elu",
-    ):
-        super().__init__()
-        self.in_channels, self.out_channels = in_channels, out_channels
+    def _build(self, *, powers: tuple[int, ...] = (0, 1, 2), activation: str = "elu") -> None:
         self.powers = tuple(sorted(powers))
-        self.lins = nn.ModuleList(nn.Linear(in_channels, out_channels, bias=False) for _ in self.powers)
+        self.lins = nn.ModuleList(nn.Linear(self.in_channels, self.out_channels, bias=False) for _ in self.powers)
         self.activation = ACTIVATIONS[activation]
-        self._own_relations(num_relations, num_node_types, 1, scale, learn)
 
     def reset_parameters(self) -> None:
         for lin in self.lins:
