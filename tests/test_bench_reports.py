@@ -6,6 +6,8 @@ import importlib.util
 import json
 import sys
 
+import pytest
+
 from conftest import REPO
 
 
@@ -155,3 +157,22 @@ def test_the_blas_rows_check_fails_where_a_product_of_fewest_rows_differs(tmp_pa
     monkeypatch.setattr(mod, "differing_rows", lambda *a, **k: [1, 2, mod.FEWEST_ROWS - 1])
     assert mod.main(["--threads", "1", "--widths", "8", "--out", str(out)]) == 0
     assert "every differing count is below it" in out.with_suffix(".md").read_text()
+
+
+def test_the_authors_trace_reads_their_runs_and_sets_them_beside_ours(tmp_path):
+    """scripts/reference/authors_trace.py reads the committed log of the authors' RE-GATv2 on DBLP: run 0 finished
+    (its test line), run 1 was cut off after 5 epochs and stays out of the mean; the table pairs run k with ours."""
+    trace = _module("authors_trace", "reference")
+    runs = trace.parse((REPO / "results/reference_logs/authors_regatv2_dblp.log").read_text())
+    assert [(r["run"], r["finished"], r["epochs"]) for r in runs] == [(0, True, 51), (1, False, 5)]
+    assert runs[0]["test_micro_f1"] == 30.03 and runs[0]["best_epoch"] == 0
+    out = tmp_path / "cmp"
+    ours = REPO / "results/cells/dblp_re_gatv2.json"
+    args = [str(REPO / "results/reference_logs/authors_regatv2_dblp.log"), "--ours", str(ours), "--out", str(out)]
+    assert trace.main(args) == 0
+    summary = json.loads(out.with_suffix(".json").read_text())
+    assert summary["finished_runs"] == 1 and summary["test_micro_f1"] == [30.03, 0.0]
+    rows = [r for r in out.with_suffix(".md").read_text().splitlines() if r.startswith("| 1 |")]
+    assert rows and "unfinished" in rows[0]
+    with pytest.raises(SystemExit, match="exists"):
+        trace.main(args)
