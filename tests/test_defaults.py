@@ -75,6 +75,7 @@ def test_custom_defaults_apply_to_gat_backbones_only_on_custom_graphs():
     )
     assert (custom.model.residual, plain.model.residual, plain.model.heads) == ("auto", True, 8)
     assert (custom.model.attn_init, plain.model.attn_init, dblp.model.attn_init) == ("zeros", "xavier", "xavier")
+    assert (custom.model.input_width, plain.model.input_width, dblp.model.input_width) == ("auto", "head", "head")
     assert (dblp.model.dropout, dblp.model.attn_dropout, dblp.model.heads) == (0.6, 0.6, 8)  # DBLP's own settings
     assert (dblp.model.hidden, dblp.optimizer.lr, dblp.model.relation.scale, dblp.model.residual) == (
         64,

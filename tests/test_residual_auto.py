@@ -1,5 +1,6 @@
-"""`model.residual: auto` (RE-GAT's dataset=custom default): on where the target type has no features of its own,
-off elsewhere; settled from the dataset before a model is built, refused where it cannot be."""
+"""`model.residual: auto` and `model.input_width: auto` (RE-GAT's dataset=custom defaults): on (a layer-wide input)
+where the target type has no features of its own, off (one head's width) elsewhere; settled from the dataset before a
+model is built, refused where it cannot be."""
 
 import re
 
@@ -41,16 +42,43 @@ def test_auto_is_on_exactly_where_the_target_has_no_features(graph, expected):
     assert fixed.for_data(data) is fixed
 
 
-def test_a_custom_graph_without_features_gets_re_gat_with_the_residual(tmp_path):
+@pytest.mark.parametrize(
+    "graph, expected", [(IdGraph(**SMALL_IDS), "layer"), (BowGraph(num_papers=80, seed=0), "head")]
+)
+def test_auto_input_width_is_a_layers_exactly_where_the_target_has_no_features(graph, expected):
+    spec = ModelSpec(name="re_gat", arch="regnn", options={"backbone": "gat", "residual": False, "input_width": "auto"})
+    settled = spec.for_data(graph.build())
+    assert settled.options["input_width"] == expected and settled.options["residual"] is False
+
+
+def test_a_custom_graph_without_features_gets_re_gat_with_the_residual_and_wide_inputs(tmp_path):
     from regnn.pipeline.fullbatch import DeviceGraph
 
     for name, graph in (("ids", IdGraph(**SMALL_IDS)), ("bow", BowGraph(num_papers=80, seed=0))):
         path = save_npz(graph.build(), tmp_path / name)
         c = cfg("dataset=custom", f"dataset.path={path}", "model=re_gat")
-        assert c.model.residual == "auto"
+        assert (c.model.residual, c.model.input_width) == ("auto", "auto")
         model = DeviceGraph(c, "cpu").model()
         residual = [getattr(conv, "res_fc", None) is not None for conv in model.convs]
         assert any(residual) is (name == "ids"), (name, residual)
+        width = c.model.hidden * (c.model.heads if name == "ids" else 1)
+        assert {lin.out_features for lin in model.proj.lins.values()} == {width}
+        assert model.convs[0].in_channels == width
+
+
+@pytest.mark.parametrize("backbone", ["gat", "gatv2"])
+def test_a_layer_wide_input_projects_every_type_to_heads_times_hidden_and_trains(backbone):
+    from regnn.pipeline import arch_of, build_model, model_kwargs
+
+    data = IdGraph(**SMALL_IDS).build()
+    c = cfg("dataset=dblp", f"model=re_{backbone}", "model.hidden=4", "model.heads=3", "model.input_width=layer")
+    inputs = arch_of(c.model).prepare(data, "cpu", **model_kwargs(c.model))
+    model = build_model(c.model, data, inputs)
+    assert {lin.out_features for lin in model.proj.lins.values()} == {12} and model.convs[0].in_channels == 12
+    logits, _ = model(inputs, data.features)
+    assert logits.shape == (data.labels.shape[0], data.num_classes)
+    logits.square().sum().backward()
+    assert all(lin.weight.grad is not None for lin in model.proj.lins.values())
 
 
 @pytest.mark.parametrize(
@@ -58,6 +86,7 @@ def test_a_custom_graph_without_features_gets_re_gat_with_the_residual(tmp_path)
     [
         (["model=re_gat", "model.residual=yes"], "model.residual='yes' is not valid: use true, false or auto"),
         (["model=simple_hgn", "model.residual=auto"], "model.residual='auto' is not valid: use true, false"),
+        (["model=re_gat", "model.input_width=wide"], "model.input_width='wide' is not valid: use head, layer or auto"),
     ],
 )
 def test_a_residual_other_than_true_false_or_auto_is_refused(overrides, message):
@@ -68,3 +97,5 @@ def test_a_residual_other_than_true_false_or_auto_is_refused(overrides, message)
 def test_a_builder_refuses_an_unsettled_auto():
     with pytest.raises(ValueError, match="residual must be true or false here, got 'auto'"):
         gat(StackShape(8, 3, 3), residual="auto")
+    with pytest.raises(ValueError, match=re.escape("input_width must be one of ['head', 'layer'], got 'auto'")):
+        gat(StackShape(8, 3, 3), input_width="auto")

@@ -105,6 +105,11 @@ def test_cells_written_before_the_stopping_options_resume_as_the_defaults():
     assert computation(old_gat) == computation(gat)
     zeros = OmegaConf.to_container(cfg("dataset=dblp", "model=re_gat", "model.attn_init=zeros"), resolve=True)
     assert computation(zeros) != computation(old_gat)
+    # ... and before model.input_width existed projected their inputs to one head's width
+    older_gat = {**old_gat, "model": {k: v for k, v in old_gat["model"].items() if k != "input_width"}}
+    assert computation(older_gat) == computation(gat)
+    wide = OmegaConf.to_container(cfg("dataset=dblp", "model=re_gat", "model.input_width=layer"), resolve=True)
+    assert computation(wide) != computation(older_gat)
 
 
 def test_cells_clustered_before_n_init_existed_differ_from_the_ten_start_default():

@@ -18,6 +18,9 @@ SAMPLING_MODES = ("deterministic", "parallel")  # trainer.sampling of trainer=mi
 # regnn.models.sampled.SampledREGNN
 INPUT_DROPOUT = ("projected", "features")
 ATTN_INITS = ("xavier", "zeros")  # model.attn_init of the attention backbones (regnn.nn.attention)
+# model.input_width of GAT: each node type is projected to one head's width (hidden, the authors') or to a layer's
+# (heads x hidden), the width of the first attention layer's input (regnn.models.backbones.projected_width)
+INPUT_WIDTHS = ("head", "layer")
 
 # dataset.feats_type (regnn.data.features):
 # raw: every type its own features (one-hot ids where a type has none)   [authors' feats_type 0]

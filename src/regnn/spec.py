@@ -41,6 +41,10 @@ def relation_of(block: Mapping) -> Relation:
     )
 
 
+# keys whose `auto` is settled by the dataset: (the value where the target has no features, the value elsewhere)
+AUTO_ON_IDS = {"residual": (True, False), "input_width": ("layer", "head")}
+
+
 @dataclass(frozen=True)
 class DataSpec:
     name: str
@@ -69,16 +73,18 @@ class ModelSpec:
         return cls(name=str(m.pop("name")), arch=arch, options=m, relation=None if rel is None else relation_of(rel))
 
     def for_data(self, data) -> "ModelSpec":
-        """The settings for this dataset: `residual: auto` (the attention backbones') is on where the target type
-        has no features of its own (one-hot ids), off elsewhere. Without features, a target node's own input
-        says nothing, so every layer's output is an average over neighbours; the residual map keeps each
-        node's previous layer beside that average (docs/custom_data.md, "Defaults")."""
-        if self.options.get("residual") != "auto":
+        """The settings for this dataset: `auto` (GAT's residual and input width) is on where the target type has
+        no features of its own (one-hot ids), off elsewhere. Without features, a target node's own input says
+        nothing, so every layer's output is an average over neighbours: the residual map keeps each node's previous
+        layer beside that average, and ids projected to a layer's width (heads x hidden) instead of one head's
+        give the first layer embeddings as wide as its output (docs/custom_data.md, "Defaults")."""
+        auto = [k for k in AUTO_ON_IDS if self.options.get(k) == "auto"]
+        if not auto:
             return self
         from regnn.data.features import is_one_hot_ids
 
-        residual = is_one_hot_ids(data.features[data.target])
-        return replace(self, options={**self.options, "residual": residual})
+        ids = is_one_hot_ids(data.features[data.target])
+        return replace(self, options={**self.options, **{k: AUTO_ON_IDS[k][not ids] for k in auto}})
 
     def kwargs(self) -> dict:
         """Keyword arguments of the model's prepare and build steps."""

@@ -16,6 +16,7 @@ from regnn.catalog import ARCH_DEFAULT, arch_name
 from regnn.errors import DataError
 from regnn.names import (
     ATTN_INITS,
+    INPUT_WIDTHS,
     FEATS_TYPES,
     LR_SCHEDULES,
     MONITORS,
@@ -215,6 +216,8 @@ def _validate_model(cfg: DictConfig, backbones) -> None:
     if "residual" in m:  # auto: the attention backbones' only (regnn.spec.ModelSpec.for_data)
         v, auto = m.residual, "backbone" in m
         check(isinstance(v, bool) or (auto and v == "auto"), "model.residual", v, f"use true, false{' or auto' * auto}")
+    if "input_width" in m:
+        check(m.input_width in (*INPUT_WIDTHS, "auto"), "model.input_width", m.input_width, "use head, layer or auto")
     if "relation" in m:
         number(cfg, "model.relation.scale", lo=0, lo_open=True, hi=MAX_SCALE)
         for k in ("edge_embeddings", "self_loop_embeddings"):

@@ -17,6 +17,7 @@ from torch import nn
 
 from regnn.models.dense_backbones import appnp, mlp
 from regnn.models.stack import Stack, StackShape
+from regnn.names import INPUT_WIDTHS
 from regnn.nn import REGATConv, REGATv2Conv, REGCNConv, REGINConv, REMixHopConv, RESAGEConv
 from regnn.nn.attention import AttentionOptions
 from regnn.nn.propagation import ACTIVATIONS
@@ -106,18 +107,28 @@ def sage(shape: StackShape, activation: str = "elu") -> Stack:
     return _authors_layout(RESAGEConv, hidden, num_classes, num_layers, activation)
 
 
-def _released_attention_stack(conv, hidden, num_classes, num_layers, heads, attn_dropout, options) -> Stack:
+def projected_width(hidden: int, heads: int = 1, input_width: str = "head") -> int:
+    """The width each node type's input is projected to, which the first layer takes: one head's (hidden, the
+    authors') or a whole layer's (heads x hidden: one-hot ids then get embeddings as wide as the layers)."""
+    if input_width not in INPUT_WIDTHS:
+        raise ValueError(f"input_width must be one of {list(INPUT_WIDTHS)}, got {input_width!r}")
+    return hidden * heads if input_width == "layer" else hidden
+
+
+def _released_attention_stack(conv, shape: StackShape, first, heads, attn_dropout, options) -> Stack:
     """The authors' released REGAT stack (model/REGAT.py at 2e297ef), for GAT and GATv2 layers alike: layer 0
     and layers 1..L-2 with W, `heads` heads concatenated and the activation; the last layer without W
     (attention over the previous layer's heads x hidden features) and without activation, called twice (once
     as the loop's last layer, once as the "output projection"); a Linear over the concatenated heads outputs.
     options.residual: the released layers' residual argument (a linear map of a layer's input added to its
-    output), on every layer but the first, as REGAT passes it; the paper's runs leave it off."""
+    output), on every layer but the first, as REGAT passes it; the paper's runs leave it off. first: the width of
+    layer 0's input (projected_width)."""
+    hidden, num_classes, num_layers = shape
     if num_layers < 2:
         raise ValueError(f"the released attention stack needs num_layers >= 2, got {num_layers}")
     convs = [
         conv(
-            hidden if i == 0 else hidden * heads,
+            first if i == 0 else hidden * heads,
             hidden,
             heads=heads,
             attn_dropout=attn_dropout,
@@ -144,21 +155,24 @@ def gat(
     attn_negative_slope: float = 0.01,
     attn_init: str = "xavier",
     residual: bool = False,
+    input_width: str = "head",
     layout: str = "authors",
     layer_norm: bool = False,
 ) -> Stack:
     """layout="authors": the authors' released stack (see _released_attention_stack); layout="stack" (mini-batch
     training, one layer per sampled hop): num_layers GAT layers of `heads` x `hidden` units (concatenated,
     optional LayerNorm, activation), then a linear output layer. residual: every layer but the first adds a
-    linear map of its input (the released layer's residual)."""
+    linear map of its input (the released layer's residual). input_width: what the first layer takes, each node
+    type projected to one head's width or a layer's (projected_width; REGNN projects to the same)."""
     hidden, num_classes, num_layers = shape
     _check_layout(layout)
+    first = projected_width(hidden, heads, input_width)
     options = AttentionOptions(False, attn_negative_slope, activation, residual, attn_init=attn_init)
     if layout == "stack":
         convs = [
             NormAct(
                 REGATConv(
-                    hidden if i == 0 else hidden * heads,
+                    first if i == 0 else hidden * heads,
                     hidden,
                     heads=heads,
                     attn_dropout=attn_dropout,
@@ -171,7 +185,7 @@ def gat(
             for i in range(num_layers)
         ]
         return Stack(convs, [heads] * num_layers, nn.Linear(hidden * heads, num_classes))
-    return _released_attention_stack(REGATConv, hidden, num_classes, num_layers, heads, attn_dropout, options)
+    return _released_attention_stack(REGATConv, shape, first, heads, attn_dropout, options)
 
 
 def gatv2(
@@ -182,14 +196,15 @@ def gatv2(
     attn_negative_slope: float = 0.01,
     attn_init: str = "xavier",
     residual: bool = False,
+    input_width: str = "head",
     layout: str = "authors",
 ) -> Stack:
-    """The authors' released stack with GATv2 layers (their REGAT with use_gatv2=True)."""
-    hidden, num_classes, num_layers = shape
+    """The authors' released stack with GATv2 layers (their REGAT with use_gatv2=True); input_width as GAT's."""
     if layout != "authors":
         raise ValueError(f"gatv2 has only the authors' layout, got layout={layout!r}")
     options = AttentionOptions(None, attn_negative_slope, activation, residual, attn_init=attn_init)
-    return _released_attention_stack(REGATv2Conv, hidden, num_classes, num_layers, heads, attn_dropout, options)
+    first = projected_width(shape.hidden, heads, input_width)
+    return _released_attention_stack(REGATv2Conv, shape, first, heads, attn_dropout, options)
 
 
 class DropoutLinear(nn.Module):

@@ -14,7 +14,7 @@ from regnn.core.backend import Backend
 from regnn.core.dropout import HashDropout
 from regnn.core.receptive import cached_plan
 from regnn.core.relation import Relation, RelationWeights
-from regnn.models.backbones import BACKBONES
+from regnn.models.backbones import BACKBONES, projected_width
 from regnn.models.stack import StackShape
 from regnn.nn.projection import TypeProjection
 
@@ -73,7 +73,8 @@ class REGNN(nn.Module):
             raise ValueError(f"unknown backbone {backbone!r}; known: {sorted(BACKBONES)}")
         self.relation_names = list(relation_types.relation_names)
         num_edge_relations = relation_types.num_edge_relations
-        self.proj = TypeProjection(in_dims, hidden)
+        width = projected_width(hidden, backbone_kwargs.get("heads", 1), backbone_kwargs.get("input_width", "head"))
+        self.proj = TypeProjection(in_dims, width)  # the first layer's input width (model.input_width)
         stack = BACKBONES[backbone](StackShape(hidden, num_classes, num_layers), **backbone_kwargs)
         self.convs = nn.ModuleList(stack.convs)  # one per call: a layer called twice is held twice
         self.head = stack.head

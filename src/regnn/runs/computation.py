@@ -54,8 +54,9 @@ def computation(config: dict) -> dict:
         c["clustering"] = {**c["clustering"], "n_init": 1}  # configs before the option clustered with one start
     if isinstance(c["model"], dict) and c["model"].get("variant", "dgl") == "dgl" and c["model"].get("arch") == "hgt":
         c["model"] = {k: v for k, v in c["model"].items() if k != "variant"}  # DGL's HGTConv: before the option
-    if isinstance(c["model"], dict) and c["model"].get("attn_init", "xavier") == "xavier":
-        c["model"] = {k: v for k, v in c["model"].items() if k != "attn_init"}  # the authors' start: before the option
+    for key, before in (("attn_init", "xavier"), ("input_width", "head")):  # the authors' ways: before the options
+        if isinstance(c["model"], dict) and c["model"].get(key, before) == before:
+            c["model"] = {k: v for k, v in c["model"].items() if k != key}
     if isinstance(c["model"], dict) and c["model"].get("metapath_select_runs", 0) is None:
         c["model"] = {k: v for k, v in c["model"].items() if k != "metapath_select_runs"}  # unset = before it existed
     return c
