@@ -29,32 +29,24 @@ from regnn import catalog
 RELATION_KEYS = ("edge_embeddings", "self_loop_embeddings", "scale", "negative_slope")
 MODEL_KEYS = ("name", "backbone", "hidden", "num_layers", "dropout", "double_dropout")  # REGNN's own
 BUILDER_ARGS = ("shape",)  # given by REGNN (hidden, num_classes, num_layers), not by the config
+# GAT's and GATv2's builders' keys (GAT's stack layout adds its LayerNorm)
+GAT_KEYS = (
+    "heads",
+    "activation",
+    "attn_dropout",
+    "attn_negative_slope",
+    "attn_init",
+    "residual",
+    "input_width",
+    "layout",
+)
 # backbone -> builder_keys(regnn.models.backbones.BACKBONES[backbone]), in the builder's order
 BACKBONE_KEYS = {
     "gcn": ("activation", "norm", "layout", "layer_norm"),
-    "gat": (
-        "heads",
-        "activation",
-        "attn_dropout",
-        "attn_negative_slope",
-        "attn_init",
-        "residual",
-        "input_width",
-        "layout",
-        "layer_norm",
-    ),
+    "gat": (*GAT_KEYS, "layer_norm"),
     "sage": ("activation",),
     "gin": ("activation", "mlp_dropout"),
-    "gatv2": (
-        "heads",
-        "activation",
-        "attn_dropout",
-        "attn_negative_slope",
-        "attn_init",
-        "residual",
-        "input_width",
-        "layout",
-    ),
+    "gatv2": GAT_KEYS,
     "mixhop": ("activation", "powers"),
     "mlp": ("activation",),
     "appnp": ("activation", "steps", "teleport", "norm"),

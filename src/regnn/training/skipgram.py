@@ -82,15 +82,7 @@ def fit(
         metrics[f"{s}_loss"] = F.cross_entropy(logits[i].log_softmax(-1).clamp(min=-1e4), y[i]).item()
     for row in history:  # the classifier's validation scores, one classifier: the same for every pass
         row |= {"val_micro_f1": metrics["val_micro_f1"], "val_macro_f1": metrics["val_macro_f1"]}
-    return RunResult(
-        seed=seed,
-        best_epoch=loop.best_epoch,
-        epochs=len(history),
-        metrics=metrics,
-        history=history,
-        train_time_s=train_time,
-        embeddings=emb,
-    )
+    return RunResult.of(loop, seed, history, metrics, train_time, embeddings=emb)
 
 
 def _fit_classifier(model, emb: torch.Tensor, y: torch.Tensor, train: torch.Tensor, c: float, seed: int) -> None:

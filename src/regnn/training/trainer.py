@@ -46,6 +46,12 @@ class RunResult:
     embeddings: torch.Tensor | None = None  # the model's representations of every target node (clustering, t-SNE)
     train_loss_blowup: dict | None = None  # regnn.training.divergence.TrainLossBlowup's report, where it fired
 
+    @classmethod
+    def of(cls, loop, seed: int, history: list[dict], metrics: dict, train_time_s: float, **rest) -> "RunResult":
+        """A run that `loop` trained: its best epoch is the loop's, its epochs the rows of its history."""
+        best, epochs = loop.best_epoch, len(history)
+        return cls(seed, best, epochs, metrics, history, train_time_s=train_time_s, **rest)
+
 
 def make_optimizer(params, name: str = "adam", lr: float = 1e-3, weight_decay: float = 0.0, momentum: float = 0.0):
     """foreach: all parameters updated by one multi-tensor op per step of the rule (torch's default on CUDA; on
@@ -213,14 +219,13 @@ def train_run(
         progress.close()
     loop.restore()
     metrics, emb = _scores(model, inputs, feats, labels, splits, options.precision)
-    return RunResult(
-        seed=seed,
-        best_epoch=loop.best_epoch,
-        epochs=len(history),
-        metrics=metrics,
-        history=history,
+    return RunResult.of(
+        loop,
+        seed,
+        history,
+        metrics,
+        train_time,
         relation_weights=getattr(model, "relation_weights", list)(),
-        train_time_s=train_time,
         train_loss_blowup=loop.blowup.report,
         embeddings=emb.detach().cpu() if emb is not None else None,
     )
