@@ -139,3 +139,30 @@ def test_an_edge_less_graph_and_a_layer_of_self_loops_only():
     ei, et = torch.empty(2, 0, dtype=torch.long), torch.empty(0, dtype=torch.long)
     assert layer(x, ei, et, nt).shape == (4, 3)
     assert layer(x, torch.arange(4).repeat(2, 1), torch.zeros(4, dtype=torch.long), nt).shape == (4, 3)
+
+
+@pytest.mark.parametrize("cls", [REGCNConv, REGATConv])
+@pytest.mark.parametrize("edit", ["data", "data=", "in_place"])
+def test_the_callers_relation_weights_edited_between_calls_are_read_again(cls, edit):
+    """A caller who keeps its own relation weights and hands them as alpha= on a graph prepared once gets each
+    call's answer for the values alpha holds at that call, whichever way they were changed since the last call:
+    an edit through .data bumps no version counter."""
+    from regnn.nn import typed_adjacency
+
+    g = torch.Generator().manual_seed(3)
+    ei, et, nt = graph(40, 160, g)
+    adj = typed_adjacency(ei, et, nt, R)
+    layer = (cls(C, 2, heads=2) if cls is REGATConv else cls(C, 3)).double()
+    x = torch.randn(40, C, generator=g, dtype=torch.float64)
+    heads = 2 if cls is REGATConv else 1
+    alpha = torch.rand(R + T, heads, generator=g, dtype=torch.float64) + 0.5
+    layer(x, adj, alpha=alpha)
+    new = torch.rand(R + T, heads, generator=g, dtype=torch.float64) + 0.5
+    if edit == "data":
+        alpha.data.copy_(new)
+    elif edit == "data=":  # as torch.nn.utils.vector_to_parameters does
+        alpha.data = new.clone()
+    else:
+        alpha.copy_(new)
+    fresh = layer(x, typed_adjacency(ei, et, nt, R), alpha=new.clone())
+    assert torch.equal(layer(x, adj, alpha=alpha), fresh)

@@ -108,11 +108,11 @@ class Normalisation:
     def weighted_values(self, alpha: torch.Tensor, norm: str) -> tuple:
         """Edge weights w, normalised edge values a_v w_e b_u, edge scales a_v b_u, and the node scales a, b
         with their derivatives in the degree, for relation weights alpha (num_relations, 1): the torch path's.
-        Those given to prepare() are found by identity."""
+        Those given to prepare() are found by identity; others are computed for this call only (a caller's own
+        tensor may be edited through .data before its next call, which no version counter shows)."""
         hit = self.alphas.find(alpha, ("values", norm))
         if hit is None:
             hit = self.alphas.compute(alpha, ("values", norm), lambda al: self._weighted_values_of(al, norm))
-            self.alphas.remember(alpha, ("values", norm), hit)
         return hit
 
     def _weighted_values_of(self, alpha: torch.Tensor, norm: str) -> tuple:
@@ -124,13 +124,13 @@ class Normalisation:
     def node_scales(self, alpha: torch.Tensor, norm: str, kernels) -> tuple:
         """For relation weights alpha (num_relations, 1), the fused kernels' inputs: alpha as a vector, the
         destination and source scales a, b (ones where the norm has none) and ka = (da/ddeg) / a, kb likewise.
-        Those given to prepare() are found by identity."""
+        Those given to prepare() are found by identity; others are computed for this call only, as in
+        weighted_values."""
         hit = self.alphas.find(alpha, ("scales", norm))
         if hit is None:
             hit = self.alphas.compute(
                 alpha, ("scales", norm), lambda al: self._node_scales_of(al.t(), norm, kernels)[0]
             )
-            self.alphas.remember(alpha, ("scales", norm), hit)
         return hit
 
     def prepare(self, alphas: torch.Tensor | list[torch.Tensor], norm: str, key=None) -> None:
