@@ -164,18 +164,14 @@ class CellJob:
         return {s: int(len(i)) for s, i in self.splits_of(0).items()} | {"folds": self.spec.folds}
 
     def report(self, summary: dict) -> None:
+        """One log line for the cell: its runs, its scores (scores_line) and where they are."""
+        runs = f"{summary['finished_runs']} runs{failed_note(summary)}"
+        log.info("%s (%s): %s -> %s", self.label, runs, self.scores_line(summary), self.store.dir)
+
+    def scores_line(self, summary: dict) -> str:
         m = summary["metrics"]
-        log.info(
-            "%s (%d runs%s): Macro-F1 %.2f ± %.2f | Micro-F1 %.2f ± %.2f  -> %s",
-            self.label,
-            summary["finished_runs"],
-            failed_note(summary),
-            m["test_macro_f1"]["mean"],
-            m["test_macro_f1"]["std"],
-            m["test_micro_f1"]["mean"],
-            m["test_micro_f1"]["std"],
-            self.store.dir,
-        )
+        macro, micro = m["test_macro_f1"], m["test_micro_f1"]
+        return f"Macro-F1 {macro['mean']:.2f} ± {macro['std']:.2f} | Micro-F1 {micro['mean']:.2f} ± {micro['std']:.2f} "
 
     def close(self) -> None:
         pass

@@ -16,7 +16,7 @@ from regnn.pipeline.from_config import build_sampled, load_data
 from regnn.pipeline.job import CellJob
 from regnn.training.trainer import RUN_KEYS
 from regnn.pipeline.place import Placement
-from regnn.runs.store import CellStore, failed_note
+from regnn.runs.store import CellStore
 from regnn.runtime.perf import peak_rss_gb
 from regnn.spec import user_errors
 from regnn.training.loop import Hooks
@@ -141,19 +141,10 @@ class MinibatchJob(CellJob):
     def more_facts(self) -> dict:
         return {"extra": {"load_time_s": self.load_s}}
 
-    def report(self, summary: dict) -> None:
-        m = summary["metrics"]
-        log.info(
-            "%s (%d runs%s): test accuracy %.2f ± %.2f, %.0f seeds/s, peak memory %.2f GB -> %s",
-            self.label,
-            summary["finished_runs"],
-            failed_note(summary),
-            m["test_acc"]["mean"],
-            m["test_acc"]["std"],
-            m["seeds_per_s"]["mean"],
-            summary["peak_rss_gb"],
-            self.store.dir,
-        )
+    def scores_line(self, summary: dict) -> str:
+        acc, speed, memory = summary["metrics"]["test_acc"], summary["metrics"]["seeds_per_s"], summary["peak_rss_gb"]
+        speed_and_memory = f"{speed['mean']:.0f} seeds/s, peak memory {memory:.2f} GB"
+        return f"test accuracy {acc['mean']:.2f} ± {acc['std']:.2f}, {speed_and_memory}"
 
     def close(self) -> None:
         self.dist.close()
