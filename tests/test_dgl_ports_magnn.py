@@ -16,6 +16,7 @@ from regnn.core.adjacency import Adjacency
 from regnn.core.backend import TORCH, choose_backend
 from regnn.data.hetero import HeteroGraph
 from regnn.models.baselines.spectral import canonical_basis
+from regnn.models.stack import StackShape
 
 # the graphs of the fixtures (tests/make_dgl_fixtures.py: RHGNN_*, MAGNN_*), rebuilt from their edge arrays
 RHGNN_COUNTS = {"a": 6, "b": 5, "c": 4, "d": 3}
@@ -116,18 +117,9 @@ def test_rhgnn_model_matches_dgl(kernels_env, float64):
     inputs = RelationGraphs.build(SimpleNamespace(graph=hetero(fx, RHGNN_RELATIONS, RHGNN_COUNTS), target="a"))
     assert inputs.source_key["b->c"] is None and not inputs.into("d")  # the fallbacks are covered
     feats = {t: leaf(fx[f"x_{t}"]) for t in RHGNN_COUNTS}
-    model = RHGNN(
-        inputs,
-        in_dims={t: x.shape[1] for t, x in feats.items()},
-        num_classes=3,
-        hidden=4,
-        heads=2,
-        relation_dim=3,
-        num_layers=2,
-        dropout=0.5,
-        residual=True,
-        norm=True,
-    ).eval()
+    in_dims = {t: x.shape[1] for t, x in feats.items()}
+    model = RHGNN(inputs, in_dims, StackShape(4, 3, 2), heads=2, relation_dim=3, dropout=0.5, residual=True, norm=True)
+    model = model.eval()
     params = load_params(model, fx)
     logits, z = model(inputs, feats, embed=True)
     assert_close(logits, fx["logits"], "logits")
@@ -178,11 +170,14 @@ def test_magnn_ac_model_matches_dgl(kernels_env, float64):
         {t: x.shape[1] for t, x in feats.items()},
         3,
         hidden=4,
+        num_layers=1,
         heads=2,
         attn_vec_dim=5,
         dropout=0.3,
         emb_dim=6,
         feats_drop_rate=0.4,
+        loss_lambda=0.5,
+        encoder="rotate",
     )
     for m in model.modules():  # as in the fixture: torch's dropout masks differ between torch versions
         if isinstance(m, torch.nn.Dropout):

@@ -23,6 +23,7 @@ from regnn.models.baselines.metapath2vec import (
     negative_distribution,
     relation_csr,
 )
+from regnn.models.stack import StackShape
 
 BACKENDS = [TORCH] + [b for b in [choose_backend("cpu")] if b.kernels is not None]
 HAN_METAPATHS = {
@@ -117,15 +118,7 @@ def _han_data():
 def _han():
     torch.manual_seed(0)
     return HAN(
-        in_dim=5,
-        target="author",
-        num_classes=3,
-        metapath_names=list(HAN_METAPATHS),
-        hidden=3,
-        heads=2,
-        num_layers=2,
-        dropout=0.6,
-        semantic_dim=4,
+        "author", 5, StackShape(3, 3, 2), metapath_names=list(HAN_METAPATHS), heads=2, dropout=0.6, semantic_dim=4
     )
 
 

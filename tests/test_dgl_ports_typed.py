@@ -128,9 +128,13 @@ def test_baseline_models_start_from_dgls_weights_and_give_its_logits(name, backe
     tg = typed_graph(fx, backend)
     assert torch.equal(tg.target_nodes, fx["target"])
     if name == "rgcn_model":
-        model = built(lambda: RGCN.from_inputs(tg, DIMS, 3, hidden=8, num_layers=2, dropout=0.5))
+        model = built(lambda: RGCN.from_inputs(tg, DIMS, 3, hidden=8, num_layers=2, dropout=0.5, num_bases=None))
     else:
-        model = built(lambda: HGT.from_inputs(tg, DIMS, 3, hidden=8, heads=2, num_layers=2, dropout=0.2, use_norm=True))
+        model = built(
+            lambda: HGT.from_inputs(
+                tg, DIMS, 3, hidden=8, heads=2, num_layers=2, dropout=0.2, use_norm=True, variant="dgl"
+            )
+        )
     check_initial_weights(model, fx)
     model = model.double().eval()
     load_params(model, fx, "init.")

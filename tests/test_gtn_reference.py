@@ -17,6 +17,7 @@ import torch
 from regnn.data.synthetic import make_synthetic
 from regnn.models.baselines.gtn import GTN
 from regnn.models.baselines.inputs import SelfLoopGraph
+from regnn.models.stack import StackShape
 
 
 def relation_matrices(data):
@@ -75,12 +76,11 @@ def test_gtn_matches_the_released_model(num_layers, channels, scale):
     inputs = SelfLoopGraph.build(data)
     in_dims = {t: x.shape[1] for t, x in data.features.items()}
     model = GTN(
-        in_dims=in_dims,
-        num_classes=3,
+        in_dims,
+        StackShape(6, 3, num_layers),
         relation_names=inputs.relation_names,
-        hidden=6,
         num_channels=channels,
-        num_layers=num_layers,
+        dropout=0.0,
         select_lr_scale=scale,
     ).double()
     with torch.no_grad():  # selections far from uniform, a non-zero bias: every term matters
@@ -109,6 +109,7 @@ def test_gtn_matches_the_released_model(num_layers, channels, scale):
 
 
 def test_selections_start_near_uniform_as_gtn_draws_them():
-    g = GTN(in_dims={"a": 3}, num_classes=2, relation_names=["r", "self"], num_layers=2, select_lr_scale=100)
+    shape = StackShape(hidden=64, num_classes=2, num_layers=2)
+    g = GTN({"a": 3}, shape, relation_names=["r", "self"], num_channels=2, dropout=0.0, select_lr_scale=100)
     logits = g.select_lr_scale * g.select.detach()
     assert logits.abs().max() < 0.1 and logits.std() > 0  # N(0, 0.01^2) logits, not one constant

@@ -69,10 +69,10 @@ SCRIPT = textwrap.dedent("""
     from regnn.data.hetero import HeteroGraph
     hg = HeteroGraph({("a", "ab", "b"): (src[:4], dst[:4] - 4), ("b", "ba", "a"): (src[4:8] - 4, dst[4:8])},
                      {"a": 4, "b": 3})
-    for arch, extra in (("rgcn", {}), ("hgt", {"heads": 2})):
+    for arch, extra in (("rgcn", {"num_bases": None}), ("hgt", {"heads": 2, "use_norm": False, "variant": "dgl"})):
         inputs = ARCHS[arch].prepare(SimpleNamespace(graph=hg, target="a"))
         torch.manual_seed(0)
-        m = ARCHS[arch].build(inputs, {"a": 5, "b": 2}, 3, hidden=8, **extra)
+        m = ARCHS[arch].build(inputs, {"a": 5, "b": 2}, 3, hidden=8, num_layers=2, dropout=0.5, **extra)
         logits, _ = m(inputs, feats)
         assert logits.shape == (4, 3) and torch.isfinite(logits).all()
         logits.logsumexp(1).sum().backward()

@@ -25,6 +25,7 @@ from conftest import real_dataset_dir
 from regnn.data import load_dataset
 from regnn.data.synthetic import make_synthetic
 from regnn.models.baselines.rhgnn import RHGNN, RelationGraphs
+from regnn.models.stack import StackShape
 
 REPO = os.environ.get("REGNN_RHGNN_REPO")
 pytestmark = pytest.mark.skipif(not REPO, reason="set REGNN_RHGNN_REPO to a checkout of yule-BUAA/R-HGNN")
@@ -56,12 +57,10 @@ def both_models(ds, *, layers: int, residual: bool, pairing: str):
     ours = (
         RHGNN(
             inputs,
-            in_dims=ds.in_dims,
-            num_classes=ds.num_classes,
-            hidden=hidden,
+            ds.in_dims,
+            StackShape(hidden, ds.num_classes, layers),
             heads=heads,
             relation_dim=rel,
-            num_layers=layers,
             dropout=0.5,
             residual=residual,
             norm=False,

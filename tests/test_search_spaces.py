@@ -83,8 +83,9 @@ def test_one_smoke_trial_of_each_baseline_space_trains(model, tmp_path):
 @pytest.mark.parametrize("bases, decomposed", [(None, False), (0, False), (2, True), (6, False), (40, False)])
 def test_rgcn_bases_at_or_above_the_relation_count_decompose_nothing(bases, decomposed):
     from regnn.models.baselines.rgcn import RGCN
+    from regnn.models.stack import StackShape
 
-    m = RGCN(in_dims={"a": 4, "b": 3}, num_classes=3, num_relations=6, hidden=8, num_bases=bases)
+    m = RGCN({"a": 4, "b": 3}, StackShape(8, 3, 2), num_relations=6, dropout=0.5, num_bases=bases)
     assert all(hasattr(c.linear_r, "coeff") == decomposed for c in m.convs)
     with pytest.raises(ValueError, match="num_bases must be >= 0"):
-        RGCN(in_dims={"a": 4}, num_classes=3, num_relations=6, num_bases=-1)
+        RGCN({"a": 4}, StackShape(64, 3, 2), num_relations=6, dropout=0.5, num_bases=-1)

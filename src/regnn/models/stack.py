@@ -21,7 +21,8 @@ class Stack:
 
 
 class StackShape(NamedTuple):
-    """What every backbone builder is given by the model beside its config keys."""
+    """What every backbone builder and every heterogeneous baseline is built from besides its own config keys: the
+    config's hidden width and layer count, and the dataset's number of classes."""
 
     hidden: int  # units of a hidden layer (per head for the attention stacks)
     num_classes: int

@@ -20,8 +20,8 @@ class WalkPass:
 
     def __init__(self, model):
         o = model.fit_options
-        self.model, self.sg, self.batch_size = model, model.skipgram, int(o["batch_size"])
-        self.opt = torch.optim.SparseAdam(list(self.sg.parameters()), lr=o["lr"])
+        self.model, self.sg, self.batch_size = model, model.skipgram, int(o.batch_size)
+        self.opt = torch.optim.SparseAdam(list(self.sg.parameters()), lr=o.lr)
         self.starts = torch.arange(model.target_ids.numel())
 
     def __call__(self, epoch: int) -> dict:
@@ -48,7 +48,7 @@ def fit(
     `walks_per_node` skip-gram passes through the epoch loop without early stopping, then sklearn's
     LogisticRegression on the training nodes; the scores of every split, as train_run reports them."""
     o = model.fit_options
-    walks_per_node = int(o["walks_per_node"])
+    walks_per_node = int(o.walks_per_node)
 
     def report(row, best_epoch):
         if progress:
@@ -58,7 +58,7 @@ def fit(
         model,
         StopRule(walks_per_node, 0, ()),
         int(labels.max()) + 1 if labels.numel() else 2,
-        o["lr"],
+        o.lr,
         check_losses=False,
         on_epoch=on_epoch,
         report=report,
@@ -70,7 +70,7 @@ def fit(
     with torch.no_grad():
         emb = model.embeddings().detach().cpu()
     y = labels.cpu()
-    _fit_classifier(model, emb, y, splits["train"].cpu(), o["classifier_c"], seed)
+    _fit_classifier(model, emb, y, splits["train"].cpu(), o.classifier_c, seed)
     train_time = time.perf_counter() - t0
     model.eval()
     with torch.no_grad():

@@ -27,6 +27,7 @@ from torch import nn
 
 from regnn.core.adjacency import Adjacency
 from regnn.models.baselines.inputs import SelfLoopGraph
+from regnn.models.stack import StackShape
 from regnn.nn.projection import TypeProjection
 
 
@@ -50,17 +51,16 @@ def composite_propagate(adj: Adjacency, edge_weights: list[torch.Tensor], y: tor
 class GTN(nn.Module):
     def __init__(
         self,
-        *,
         in_dims: dict[str, int],
-        num_classes: int,
+        shape: StackShape,
+        *,
         relation_names: list[str],
-        hidden: int = 64,
-        num_channels: int = 2,
-        num_layers: int = 2,
-        dropout: float = 0.0,
-        select_lr_scale: float = 1.0,
+        num_channels: int,
+        dropout: float,
+        select_lr_scale: float,
     ):
         super().__init__()
+        hidden, num_classes, num_layers = shape
         if num_layers < 1 or num_channels < 1:
             raise ValueError(f"num_layers and num_channels must be >= 1, got {num_layers} and {num_channels}")
         self.relation_names = list(relation_names)  # the candidates: relations, then the identity
@@ -81,8 +81,9 @@ class GTN(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     @classmethod
-    def from_inputs(cls, inputs: SelfLoopGraph, in_dims, num_classes, **kwargs) -> "GTN":
-        return cls(in_dims=in_dims, num_classes=num_classes, relation_names=inputs.relation_names, **kwargs)
+    def from_inputs(cls, inputs: SelfLoopGraph, in_dims, num_classes, hidden, num_layers, **kwargs) -> "GTN":
+        shape = StackShape(hidden, num_classes, num_layers)
+        return cls(in_dims, shape, relation_names=inputs.relation_names, **kwargs)
 
     def selections(self) -> torch.Tensor:
         """(steps, channels, candidates) soft weights of the relations (and identity, last) per step."""

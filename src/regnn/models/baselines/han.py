@@ -16,6 +16,7 @@ from torch import nn
 from regnn.core.adjacency import Adjacency
 from regnn.core.attention_ops import aggregate_heads, head_scores
 from regnn.models.baselines.metapath import metapath_graphs
+from regnn.models.stack import StackShape
 from regnn.nn.projection import TypeProjection
 
 
@@ -89,18 +90,18 @@ class SemanticAttention(nn.Module):
 class HAN(nn.Module):
     def __init__(
         self,
-        *,
-        in_dim: int,
         target: str,
-        num_classes: int,
+        in_dim: int,
+        shape: StackShape,
+        *,
         metapath_names: list[str],
-        hidden: int = 8,
-        heads: int = 8,
-        num_layers: int = 1,
-        dropout: float = 0.6,
-        semantic_dim: int = 128,
+        heads: int,
+        dropout: float,
+        semantic_dim: int,
     ):
+        """target: the node type classified, in_dim: its feature width; hidden: units per head."""
         super().__init__()
+        hidden, num_classes, num_layers = shape
         if not metapath_names:
             raise ValueError("HAN needs at least one meta-path")
         self.target, self.metapath_names = target, list(metapath_names)
@@ -120,14 +121,11 @@ class HAN(nn.Module):
         self._beta: list[torch.Tensor] = []
 
     @classmethod
-    def from_inputs(cls, inputs: MetapathGraphs, in_dims, num_classes, metapaths=None, **kwargs) -> "HAN":
-        return cls(
-            in_dim=in_dims[inputs.target],
-            target=inputs.target,
-            num_classes=num_classes,
-            metapath_names=list(inputs.graphs),
-            **kwargs,
-        )
+    def from_inputs(
+        cls, inputs: MetapathGraphs, in_dims, num_classes, hidden, num_layers, metapaths=None, **kwargs
+    ) -> "HAN":
+        shape = StackShape(hidden, num_classes, num_layers)
+        return cls(inputs.target, in_dims[inputs.target], shape, metapath_names=list(inputs.graphs), **kwargs)
 
     def forward(self, inputs: MetapathGraphs, feats: dict[str, torch.Tensor], embed: bool = False):
         h = self.proj(feats, [self.target])

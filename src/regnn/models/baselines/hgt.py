@@ -19,24 +19,24 @@ from torch import nn
 
 from regnn.models.baselines.inputs import TypedGraph
 from regnn.models.baselines.typed_layers import HGBHGTLayer, HGTConv
+from regnn.models.stack import StackShape
 from regnn.nn.projection import TypeProjection
 
 
 class HGT(nn.Module):
     def __init__(
         self,
-        *,
         in_dims: dict[str, int],
-        num_classes: int,
+        shape: StackShape,
+        *,
         num_relations: int,
-        hidden: int = 64,
-        heads: int = 8,
-        num_layers: int = 2,
-        dropout: float = 0.2,
-        use_norm: bool = False,
-        variant: str = "dgl",
+        heads: int,
+        dropout: float,
+        use_norm: bool,
+        variant: str,
     ):
         super().__init__()
+        hidden, num_classes, num_layers = shape
         if hidden % heads:
             raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads}): the heads split it")
         if variant not in ("dgl", "hgb"):
@@ -57,13 +57,9 @@ class HGT(nn.Module):
         self.head = nn.Linear(hidden, num_classes)
 
     @classmethod
-    def from_inputs(cls, inputs: TypedGraph, in_dims, num_classes, **kwargs) -> "HGT":
-        return cls(
-            in_dims={t: in_dims[t] for t in inputs.ntypes},
-            num_classes=num_classes,
-            num_relations=len(inputs.relation_names),
-            **kwargs,
-        )
+    def from_inputs(cls, inputs: TypedGraph, in_dims, num_classes, hidden, num_layers, **kwargs) -> "HGT":
+        shape = StackShape(hidden, num_classes, num_layers)
+        return cls({t: in_dims[t] for t in inputs.ntypes}, shape, num_relations=len(inputs.relation_names), **kwargs)
 
     def forward(self, inputs: TypedGraph, feats: dict[str, torch.Tensor], embed: bool = False):
         dgl = self.variant == "dgl"

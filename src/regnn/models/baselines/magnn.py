@@ -33,6 +33,7 @@ from regnn.data.hetero import HeteroGraph
 from regnn.models.baselines.han import SemanticAttention
 from regnn.models.baselines.metapath import check_metapath
 from regnn.models.baselines.metapath_instances import metapath_instances
+from regnn.models.stack import StackShape
 from regnn.nn.projection import TypeProjection
 
 
@@ -180,19 +181,18 @@ class IntraMetapathAttention(nn.Module):
 class MAGNN(nn.Module):
     def __init__(
         self,
-        *,
         in_dims: dict[str, int],
-        num_classes: int,
+        shape: StackShape,
+        *,
         instances: MetapathInstances,
-        hidden: int = 64,
-        heads: int = 8,
-        num_layers: int = 1,
-        attn_vec_dim: int = 128,
-        dropout: float = 0.5,
-        encoder: str = "rotate",
+        heads: int,
+        attn_vec_dim: int,
+        dropout: float,
+        encoder: str,
     ):
         """instances: the meta-path instances the model reads (their target type, meta-paths and rotations)."""
         super().__init__()
+        hidden, num_classes, num_layers = shape
         if num_layers != 1:
             raise ValueError(f"MAGNN is built with one layer centred on the target type, got num_layers={num_layers}")
         if encoder != "rotate":
@@ -214,17 +214,15 @@ class MAGNN(nn.Module):
         inputs: MetapathInstances,
         in_dims,
         num_classes,
+        hidden,
+        num_layers,
         metapaths=None,
         max_instances=None,
         sample_seed=None,
         **kwargs,
     ) -> "MAGNN":
-        return cls(
-            in_dims={t: in_dims[t] for t in inputs.projected_types()},
-            num_classes=num_classes,
-            instances=inputs,
-            **kwargs,
-        )
+        shape = StackShape(hidden, num_classes, num_layers)
+        return cls({t: in_dims[t] for t in inputs.projected_types()}, shape, instances=inputs, **kwargs)
 
     def project(self, inputs, feats: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Hidden vectors of every node type on a meta-path (before feature dropout)."""

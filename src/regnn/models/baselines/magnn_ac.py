@@ -234,13 +234,12 @@ class AttributeCompletion(nn.Module):
 
 
 class MAGNNAC(MAGNN):
-    def __init__(self, *, emb_dim: int = 64, feats_drop_rate: float = 0.3, loss_lambda: float = 0.5, **kwargs):
-        super().__init__(**kwargs)
+    def __init__(self, in_dims, shape, *, emb_dim: int, feats_drop_rate: float, loss_lambda: float, **kwargs):
+        """kwargs: MAGNN's (heads, attn_vec_dim, dropout, ...): the completion attention takes the same."""
+        super().__init__(in_dims, shape, **kwargs)
         if not 0 <= feats_drop_rate < 1:
             raise ValueError(f"feats_drop_rate must be in [0, 1), got {feats_drop_rate}")
-        self.complete = AttributeCompletion(
-            emb_dim, kwargs.get("attn_vec_dim", 128), kwargs.get("heads", 8), kwargs.get("dropout", 0.5)
-        )
+        self.complete = AttributeCompletion(emb_dim, kwargs["attn_vec_dim"], kwargs["heads"], kwargs["dropout"])
         self.feats_drop_rate, self.loss_lambda = feats_drop_rate, loss_lambda
         self._aux: torch.Tensor | None = None
 

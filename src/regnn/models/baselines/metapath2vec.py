@@ -176,28 +176,23 @@ class SkipGram(nn.Module):
         return torch.mean(-F.logsigmoid(score) - F.logsigmoid(-neg_score).sum(1))
 
 
+@dataclass(frozen=True)
+class WalkFit:
+    """How Metapath2Vec is fitted (regnn.training.skipgram): skip-gram passes, walks per batch, SparseAdam's
+    learning rate, then the inverse regularisation of the logistic-regression classifier."""
+
+    walks_per_node: int
+    batch_size: int
+    lr: float
+    classifier_c: float
+
+
 class Metapath2Vec(nn.Module):
-    def __init__(
-        self,
-        *,
-        inputs: WalkInputs,
-        num_classes: int,
-        hidden: int = 128,
-        window: int = 7,
-        negatives: int = 5,
-        walks_per_node: int = 40,
-        batch_size: int = 32,
-        lr: float = 0.025,
-        classifier_c: float = 1.0,
-    ):
+    def __init__(self, inputs: WalkInputs, num_classes: int, *, hidden: int, window: int, negatives: int, **fit):
+        """fit: WalkFit's fields."""
         super().__init__()
         self.target = inputs.target
-        self.fit_options = {
-            "walks_per_node": walks_per_node,
-            "batch_size": batch_size,
-            "lr": lr,
-            "classifier_c": classifier_c,
-        }
+        self.fit_options = WalkFit(**fit)
         self.skipgram = SkipGram(inputs, window, hidden, negatives)
         target_ids = self.skipgram.offsets[inputs.target] + torch.arange(inputs.num_nodes[inputs.target])
         self.register_buffer("target_ids", target_ids, persistent=False)
@@ -216,7 +211,7 @@ class Metapath2Vec(nn.Module):
         dropout=None,
         **kwargs,
     ) -> "Metapath2Vec":
-        return cls(inputs=inputs, num_classes=num_classes, **kwargs)
+        return cls(inputs, num_classes, **kwargs)
 
     def embeddings(self) -> torch.Tensor:
         return self.skipgram.node_embed.weight[self.target_ids]

@@ -19,22 +19,22 @@ from torch import nn
 
 from regnn.models.baselines.inputs import TypedGraph
 from regnn.models.baselines.typed_layers import RelGraphConv
+from regnn.models.stack import StackShape
 from regnn.nn.projection import TypeProjection
 
 
 class RGCN(nn.Module):
     def __init__(
         self,
-        *,
         in_dims: dict[str, int],
-        num_classes: int,
+        shape: StackShape,
+        *,
         num_relations: int,
-        hidden: int = 64,
-        num_layers: int = 2,
-        dropout: float = 0.5,
-        num_bases: int | None = None,
+        dropout: float,
+        num_bases: int | None,
     ):
         super().__init__()
+        hidden, num_classes, num_layers = shape
         if num_layers < 1:
             raise ValueError(f"num_layers must be >= 1, got {num_layers}")
         if num_bases is not None and num_bases < 0:
@@ -50,8 +50,9 @@ class RGCN(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     @classmethod
-    def from_inputs(cls, inputs: TypedGraph, in_dims, num_classes, **kwargs) -> "RGCN":
-        return cls(in_dims=in_dims, num_classes=num_classes, num_relations=len(inputs.relation_names), **kwargs)
+    def from_inputs(cls, inputs: TypedGraph, in_dims, num_classes, hidden, num_layers, **kwargs) -> "RGCN":
+        shape = StackShape(hidden, num_classes, num_layers)
+        return cls(in_dims, shape, num_relations=len(inputs.relation_names), **kwargs)
 
     def forward(self, inputs: TypedGraph, feats: dict[str, torch.Tensor], embed: bool = False):
         h = self.proj(feats, inputs.ntypes)

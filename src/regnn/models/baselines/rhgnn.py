@@ -31,6 +31,7 @@ from torch import nn
 
 from regnn.core.adjacency import Adjacency
 from regnn.core.attention_ops import aggregate_heads
+from regnn.models.stack import StackShape
 from regnn.nn.projection import TypeProjection
 
 
@@ -203,18 +204,18 @@ class RHGNN(nn.Module):
     def __init__(
         self,
         inputs: RelationGraphs,
-        *,
         in_dims: dict[str, int],
-        num_classes: int,
-        hidden: int = 16,
-        heads: int = 8,
-        relation_dim: int = 8,
-        num_layers: int = 2,
-        dropout: float = 0.5,
-        residual: bool = True,
-        norm: bool = True,
+        shape: StackShape,
+        *,
+        heads: int,
+        relation_dim: int,
+        dropout: float,
+        residual: bool,
+        norm: bool,
     ):
+        """hidden: units per head."""
         super().__init__()
+        hidden, num_classes, num_layers = shape
         if num_layers < 1:
             raise ValueError(f"num_layers must be >= 1, got {num_layers}")
         self.target = inputs.target
@@ -236,8 +237,8 @@ class RHGNN(nn.Module):
         self._beta: torch.Tensor | None = None
 
     @classmethod
-    def from_inputs(cls, inputs: RelationGraphs, in_dims, num_classes, **kwargs) -> "RHGNN":
-        return cls(inputs, in_dims=in_dims, num_classes=num_classes, **kwargs)
+    def from_inputs(cls, inputs: RelationGraphs, in_dims, num_classes, hidden, num_layers, **kwargs) -> "RHGNN":
+        return cls(inputs, in_dims, StackShape(hidden, num_classes, num_layers), **kwargs)
 
     def forward(self, inputs: RelationGraphs, feats: dict[str, torch.Tensor], embed: bool = False):
         base = {t: self.proj.project(t, feats[t]) for t in inputs.ntypes}

@@ -20,6 +20,7 @@ from torch import nn
 from regnn.core.adjacency import Adjacency
 from regnn.core.attention_ops import aggregate_heads, head_scores
 from regnn.models.baselines.inputs import SelfLoopGraph
+from regnn.models.stack import StackShape
 from regnn.nn.projection import TypeProjection
 
 
@@ -77,19 +78,18 @@ class EdgeTypeGATConv(nn.Module):
 class SimpleHGN(nn.Module):
     def __init__(
         self,
-        *,
         in_dims: dict[str, int],
-        num_classes: int,
+        shape: StackShape,
+        *,
         num_etypes: int,
-        hidden: int = 64,
-        heads: int = 8,
-        num_layers: int = 3,
-        dropout: float = 0.5,
-        residual: bool = True,
+        heads: int,
+        dropout: float,
+        residual: bool,
         **attention,
     ):
         """attention: EdgeTypeGATConv's edge_dim, attn_dropout, negative_slope and beta, the same in every layer."""
         super().__init__()
+        hidden, num_classes, num_layers = shape
         if num_layers < 1:
             raise ValueError(f"num_layers must be >= 1 (hidden layers before the output layer), got {num_layers}")
         self.proj = TypeProjection(in_dims, hidden)
@@ -102,8 +102,8 @@ class SimpleHGN(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     @classmethod
-    def from_inputs(cls, inputs: SelfLoopGraph, in_dims, num_classes, **kwargs) -> "SimpleHGN":
-        return cls(in_dims=in_dims, num_classes=num_classes, num_etypes=inputs.num_relations, **kwargs)
+    def from_inputs(cls, inputs: SelfLoopGraph, in_dims, num_classes, hidden, num_layers, **kwargs) -> "SimpleHGN":
+        return cls(in_dims, StackShape(hidden, num_classes, num_layers), num_etypes=inputs.num_relations, **kwargs)
 
     def forward(self, inputs: SelfLoopGraph, feats: dict[str, torch.Tensor], embed: bool = False):
         h = self.proj(feats, inputs.ntypes)
