@@ -138,6 +138,18 @@ def test_the_id_graph_has_no_features_and_few_labels():
     assert torch.equal(shape.build().splits["train"], data.splits["train"])  # a seed gives one graph
 
 
+def test_the_id_graph_can_hold_one_large_class():
+    from regnn.data.synthetic import IdGraph
+
+    shape = IdGraph(num_movies=3000, num_directors=40, num_actors=900, num_keywords=200, largest_class=0.56)
+    shares = torch.bincount(shape.build().labels, minlength=3) / 3000
+    assert abs(shares[0] - 0.56) < 0.03 and abs(shares[1] - 0.22) < 0.03 and abs(shares[2] - 0.22) < 0.03
+    even = torch.bincount(IdGraph(num_movies=3000, num_directors=40, num_actors=900, num_keywords=200).build().labels)
+    assert (even / 3000 - 1 / 3).abs().max() < 0.03  # 0: the classes as before
+    with pytest.raises(ValueError, match="largest_class"):
+        IdGraph(largest_class=1.0).build()
+
+
 def test_the_bag_of_words_graph_takes_its_split_shares():
     from regnn.data.synthetic import BowGraph
 

@@ -238,7 +238,8 @@ class IdGraph:
 
     Each movie has one director, `actor_degree` actors and `keyword_degree` keywords, each of its own class with
     probability `homophily` (node i of a type belongs to class i % num_classes), else random. Few labelled
-    movies (`train_share`) and a small validation set (`val_share`).
+    movies (`train_share`) and a small validation set (`val_share`). `largest_class`: the share of movies in class
+    0, the others sharing the rest equally (0: every class equally likely).
     """
 
     num_movies: int = 2000
@@ -252,12 +253,19 @@ class IdGraph:
     director_homophily: float = 0.6
     train_share: float = 0.08
     val_share: float = 0.04
+    largest_class: float = 0.0
     seed: int = 0
 
     def build(self) -> HeteroDataset:
         s = self
         rng = np.random.default_rng(s.seed)
-        y = rng.integers(0, s.num_classes, s.num_movies)
+        if not 0 <= s.largest_class < 1:
+            raise ValueError(f"largest_class is a share in [0, 1), got {s.largest_class}")
+        if s.largest_class:
+            rest = (1 - s.largest_class) / (s.num_classes - 1)
+            y = rng.choice(s.num_classes, s.num_movies, p=[s.largest_class] + [rest] * (s.num_classes - 1))
+        else:
+            y = rng.integers(0, s.num_classes, s.num_movies)
         sizes = {"movie": s.num_movies, "director": s.num_directors, "actor": s.num_actors, "keyword": s.num_keywords}
         links = {
             "director": homophilous_links(rng, y, 1, s.director_homophily, s.num_directors, s.num_classes),
