@@ -212,10 +212,16 @@ def test_unlabelled_nodes_get_predictions_and_so_do_new_nodes_once_the_graph_gro
 
     shutil.copytree(graph, grown)
     edit_npz(grown, grow)
-    second = predict(f"run={cell}", f"dataset_path={grown}", f"hydra.run.dir={tmp_path / 'p2'}")
+    refused = predict(f"run={cell}", f"dataset_path={grown}", f"hydra.run.dir={tmp_path / 'p2'}")
+    assert refused.returncode == 2 and "50 new customer nodes; 10 new shop nodes" in refused.stderr
+    assert "changed_graph=true" in refused.stderr and not (tmp_path / "p2").exists()
+    second = predict(f"run={cell}", f"dataset_path={grown}", "changed_graph=true", f"hydra.run.dir={tmp_path / 'p2'}")
     assert second.returncode == 0, second.stderr[-3000:]
+    assert "customer nodes: 50 new, 0 removed" in second.stderr
     after = pd.read_csv(tmp_path / "p2" / "predictions.csv")
     assert len(after) == len(before) + 50 and set(after.split[len(before) :]) == {"unlabelled"}
+    assert after.new_node.tolist() == [False] * len(before) + [True] * 50
+    assert json.loads((tmp_path / "p2" / "scores.json").read_text())["graph"]["new"] == {"customer": 50, "shop": 10}
     old = after.iloc[: len(before)]
     assert (old.predicted.values == before.predicted.values).all()
     probs = [c for c in before.columns if c.startswith("p_")]

@@ -81,9 +81,7 @@ class ModelSpec:
         auto = [k for k in AUTO_ON_IDS if self.options.get(k) == "auto"]
         if not auto:
             return self
-        from regnn.data.features import is_one_hot_ids
-
-        ids = is_one_hot_ids(data.features[data.target])
+        ids = data.is_id_only(data.target)
         return replace(self, options={**self.options, **{k: AUTO_ON_IDS[k][not ids] for k in auto}})
 
     def kwargs(self) -> dict:

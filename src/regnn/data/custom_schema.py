@@ -65,13 +65,24 @@ def _classes(meta: dict, where: str) -> None:
         raise DataError(f"{where}: classes must be a list of distinct class names, got {quote(classes)} ({DOC})")
 
 
+def check_reverse(value, where) -> None:
+    """reverse: add | keep | {relation: its reverse}: the pairs of relations the graph already holds as each
+    other's reverse, every other relation reversed as with add."""
+    if isinstance(value, dict) and value and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return
+    if value not in ("add", "keep"):
+        raise DataError(
+            f"{where}: reverse={quote(value)}; use add (reverse every relation), keep (the graph holds both "
+            "directions of every relation) or {relation: its reverse, ...} (pairs the graph holds; the others added)"
+        )
+
+
 def _check_tables_or_pyg(meta: dict, fmt: str, where: str) -> None:
     _unknown(meta, TABLES_KEYS if fmt == "tables" else PYG_KEYS, where, "key")
     for k in ("name", "graph", "target"):
         _text(meta, k, where)
     _whole(meta, "num_classes", where, 1)
-    if meta.get("reverse", "add") not in ("add", "keep"):
-        raise DataError(f"{where}: reverse={quote(meta['reverse'])}; use add (reverse every relation) or keep")
+    check_reverse(meta.get("reverse", "add"), where)
     _classes(meta, where)
 
 
@@ -82,8 +93,7 @@ def _check_dgl_or_npz(meta: dict, fmt: str, where: str) -> None:
         _text(meta, k, where)
     _whole(meta, "graph_index", where, 0)
     _whole(meta, "num_classes", where, 1)
-    if meta.get("reverse", "add") not in ("add", "keep"):
-        raise DataError(f"{where}: reverse={quote(meta['reverse'])}; use add (reverse every relation) or keep")
+    check_reverse(meta.get("reverse", "add"), where)
     _classes(meta, where)
     splits = meta.get("splits")
     if splits is not None:

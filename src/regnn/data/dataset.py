@@ -48,6 +48,19 @@ class HeteroDataset:
     unlabelled: torch.Tensor | None = None  # target nodes without a label (stored as class 0, never scored)
     # what dataset.feature_norm fitted per node type (regnn.data.scaling): a saved model applies the same
     feature_scaling: dict[str, dict] = field(default_factory=dict)
+    # the names of each type's feature columns, in order (tables): a saved model binds its inputs by them
+    feature_names: dict[str, list[str]] | None = None
+    # the types without features of their own (one learned input vector per node), where a graph bound to a
+    # trained model's record says so (regnn.data.graph_record); None: those whose features are one-hot ids
+    id_only_types: frozenset | None = None
+
+    def is_id_only(self, ntype: str) -> bool:
+        """Whether ntype has no features of its own: its nodes are told apart by their ids alone."""
+        if self.id_only_types is not None:
+            return ntype in self.id_only_types
+        from regnn.data.features import is_one_hot_ids
+
+        return is_one_hot_ids(self.features[ntype])
 
     def __post_init__(self) -> None:
         self.validate()

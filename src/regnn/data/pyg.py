@@ -103,7 +103,7 @@ def from_pyg_dict(
     d: dict,
     target: str,
     name: str = "custom",
-    reverse: str = "add",
+    reverse: str | dict = "add",
     num_classes: int | None = None,
     feats_type: str = "raw",
     where: str = "HeteroData",
@@ -224,5 +224,5 @@ def load_pyg(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDatas
     if not meta.get("target"):
         raise DataError(f"{where}: key 'target' is missing (the labelled node type); {DOC}")
     return from_pyg_dict(
-        d, str(meta["target"]), name, str(meta.get("reverse", "add")), meta.get("num_classes"), feats_type, str(gfile)
+        d, str(meta["target"]), name, meta.get("reverse", "add"), meta.get("num_classes"), feats_type, str(gfile)
     )

@@ -41,7 +41,7 @@ from regnn.data.user_graph import UserGraph, to_dataset
 from regnn.errors import DataError, quote
 
 NODE_KEYS = ("file", "id", "label", "split", "features")
-EDGE_KEYS = ("file", "source", "target", "columns")
+EDGE_KEYS = ("file", "source", "target", "columns", "ignore")
 SPARSE_BELOW = 0.1  # share of non-zero entries under which a feature matrix is kept sparse
 
 
@@ -131,6 +131,17 @@ class NodeTable:
             )
         return pos
 
+    def feature_columns(self, target: bool) -> list[str] | None:
+        """The names of the feature columns, in order (None: one list column, or none)."""
+        spec = self.entry.get("features")
+        if isinstance(spec, str):
+            return None
+        skip = {self.id_col} | (
+            {self.entry.get("label", "label"), self.entry.get("split", "split")} if target else set()
+        )
+        cols = list(spec) if isinstance(spec, list) else [c for c in self.table.data.column_names if c not in skip]
+        return cols or None
+
     def features(self, target: bool) -> np.ndarray | None:
         spec = self.entry.get("features")
         if isinstance(spec, str):  # one list column holding each node's vector
@@ -194,15 +205,43 @@ def _relation(rel: str, e: dict, nodes: dict[str, NodeTable], where: Path):
         if end not in nodes:
             raise DataError(f"{where}: edges.{rel}: node type {end!r} has no node table (types: {list(nodes)})")
     table = read_table(path)
-    have = table.data.column_names
-    cols = list(e.get("columns") or have[:2])
-    if len(cols) != 2 or any(c not in have for c in cols):
-        raise DataError(f"{path} needs two id columns, source then target (or columns: [src, dst]); it has {have}")
+    cols = _edge_columns(rel, e, table.data.column_names, path)
     if not len(table):
         raise DataError(f"{path} holds no edges; drop relation {rel!r} or fill its table")
     src = nodes[ends[0]].positions(table, cols[0], "source")
     dst = nodes[ends[1]].positions(table, cols[1], "target")
     return (ends[0], rel, ends[1]), (torch.from_numpy(src), torch.from_numpy(dst))
+
+
+def _edge_columns(rel: str, e: dict, have: list[str], path: Path) -> list[str]:
+    """The source and target id columns of an edge table, by name: `columns: [source, target]`, else the columns
+    named after the source and target node types, else (two columns only: `source, target`, or neither named
+    after the other end's type) the two in order. Any other column is refused unless listed in `ignore:` (regnn
+    reads no edge attributes)."""
+    src, dst = e["source"], e["target"]
+    if e.get("columns") is not None:
+        cols = e["columns"]
+        if not (isinstance(cols, list) and len(cols) == 2 and all(c in have for c in cols)):
+            raise DataError(f"{path}: columns: {quote(cols)} must name two of its columns ({have}), source then target")
+    elif src != dst and src in have and dst in have:
+        cols = [src, dst]
+    elif len(have) == 2 and (have == ["source", "target"] or not (src != dst and (have[0] == dst or have[1] == src))):
+        cols = list(have)
+    else:
+        raise DataError(
+            f"{path}: cannot tell which of its columns {have} hold the {src} (source) and {dst} (target) ids of "
+            f"relation {rel}; name them with columns: [<source column>, <target column>] in edges.{rel}"
+        )
+    ignore = e.get("ignore") or []
+    if not isinstance(ignore, list) or any(c not in have for c in ignore):
+        raise DataError(f"{path}: ignore: {quote(ignore)} must list columns of the table ({have})")
+    extra = [c for c in have if c not in cols and c not in ignore]
+    if extra:
+        raise DataError(
+            f"{path}: column(s) {extra} beside the id columns {cols}; regnn reads no edge attributes: drop them, or "
+            f"list them in edges.{rel} as ignore: {extra}"
+        )
+    return list(cols)
 
 
 def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
@@ -228,11 +267,12 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDa
         labels,
         tgt.splits(),
         {t: n.features(t == target) for t, n in nodes.items()},
-        reverse=str(meta.get("reverse", "add")),
+        reverse=meta.get("reverse", "add"),
         num_classes=meta.get("num_classes", len(names) or None),
         classes=names,
         num_nodes=counts,
         node_ids={t: n.ids.to_numpy(zero_copy_only=False).astype(str) for t, n in nodes.items()},
+        feature_names={t: c for t, n in nodes.items() if (c := n.feature_columns(t == target))},
         every_class_in_train=True,
     )
     return to_dataset(read, name, feats_type)

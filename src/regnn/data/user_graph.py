@@ -13,7 +13,7 @@ import torch
 from regnn.data.array_checks import class_count, unlabelled_outside_splits
 from regnn.data.custom_schema import DOC
 from regnn.data.dataset import HeteroDataset
-from regnn.data.features import select_features
+from regnn.data.features import canonical_feats_type, select_features
 from regnn.data.hetero import HeteroGraph
 from regnn.errors import DataError
 
@@ -29,7 +29,7 @@ class UserGraph:
     labels: torch.Tensor  # class id per target node; -1: unlabelled, outside the splits
     splits: dict[str, torch.Tensor]
     features: dict  # node type -> features as stored, None (or absent): none
-    reverse: str = "add"  # add: every relation also reversed; keep: the graph holds both directions
+    reverse: str | dict = "add"  # add | keep | {relation: its reverse} (unique_relations)
     num_classes: int | None = None  # declared; None: the largest label + 1
     classes: list | None = None  # declared class names, by class id
     node_ids: dict | None = None  # node type -> the user's ids, by local id
@@ -37,6 +37,7 @@ class UserGraph:
     # node type -> count in the reader's order, the order of the features and so of the model's input layers and
     # their initialisation (a seed's numbers depend on it); None: the graph's order
     num_nodes: dict[str, int] | None = None
+    feature_names: dict[str, list[str]] | None = None  # node type -> its feature columns' names (tables)
 
     @classmethod
     def described(cls, meta: dict, where: Path, source: Path, graph, target, labels, splits, features, num_nodes=None):
@@ -49,7 +50,7 @@ class UserGraph:
             labels,
             splits,
             features,
-            reverse=str(meta.get("reverse", "add")),
+            reverse=meta.get("reverse", "add"),
             num_classes=meta.get("num_classes"),
             classes=meta.get("classes"),
             num_nodes=num_nodes,
@@ -82,6 +83,12 @@ def to_dataset(g: UserGraph, name: str, feats_type: str) -> HeteroDataset:
         unlabelled=unlabelled,
         class_names=[str(c) for c in g.classes] if g.classes else None,
         node_ids=g.node_ids,
+        feature_names={
+            t: c
+            for t, c in (g.feature_names or {}).items()
+            if t == g.target or canonical_feats_type(feats_type) == "raw"
+        }
+        or None,
     )
 
 
@@ -104,33 +111,69 @@ def need(meta: dict, key: str, where: Path, what: str):
     return meta[key]
 
 
-def unique_relations(g: HeteroGraph, reverse: str, where: Path) -> HeteroGraph:
-    """Every relation direction its own uniquely named edge type (names repeated across types get src-/->dst)."""
-    if reverse not in ("add", "keep"):
-        raise DataError(f"{where}: reverse={reverse!r}; use add (reverse every relation) or keep")
-    if reverse == "add":
-        _refuse_held_reverses(g, where)
+def unique_relations(g: HeteroGraph, reverse, where: Path) -> HeteroGraph:
+    """Every relation direction its own uniquely named edge type (names repeated across types get src-/->dst).
+    reverse: add (every relation
+    reversed as rev_<name>), keep (the graph holds both directions) or {relation: its reverse} (those pairs are
+    held; every other relation is reversed as with add)."""
+    pairs = _reverse_pairs(g, reverse, where)
+    held = set(pairs) | set(pairs.values())
     names = [e for _, e, _ in g.canonical_etypes]
-    data = {}
+    data, taken = {}, {}
     for s, e, t in g.canonical_etypes:
         e2 = e if names.count(e) == 1 else f"{s}-{e}->{t}"
         u, v = g.edges(etype=(s, e, t))
-        data[(s, e2, t)] = (u, v)
-        if reverse == "add":
-            data[(t, f"rev_{e2}", s)] = (v, u)
-    out = [e for _, e, _ in data]
-    if len(set(out)) != len(out):
-        raise DataError(
-            f"{where}: relation names repeat after adding reverses ({sorted(out)}); rename relations "
-            "or set reverse: keep if the graph already holds both directions"
-        )
+        out = [((s, e2, t), (u, v), f"relation {e} ({s}->{t})")]
+        if reverse != "keep" and e not in held:
+            out.append(((t, f"rev_{e2}", s), (v, u), f"the reverse of {e} ({t}->{s})"))
+        for key, edges, what in out:
+            if key[1] in taken:
+                raise DataError(
+                    f"{where}: {what} and {taken[key[1]]} are both named {key[1]}; rename one (regnn names the "
+                    f"reverse of each relation rev_<name>), or where one is the other's reverse say so with "
+                    f"reverse: {{{key[1].removeprefix('rev_')}: {key[1]}}}"
+                )
+            taken[key[1]], data[key] = what, edges
     return HeteroGraph(data, {t: g.num_nodes(t) for t in g.ntypes})
 
 
-def _refuse_held_reverses(g: HeteroGraph, where: Path) -> None:
-    """DataError where a relation already is another's reverse (the same edges, each turned round; a relation
-    may be its own): reverse: add would give the graph a second copy of those edges."""
+def _reverse_pairs(g: HeteroGraph, reverse, where: Path) -> dict[str, str]:
+    """The pairs of relations declared each other's reverse ({} for add and keep), checked; with add, every
+    undeclared pair the graph holds is refused, all named at once."""
+    if isinstance(reverse, dict):
+        names = {e for _, e, _ in g.canonical_etypes}
+        for a, b in reverse.items():
+            for r in (a, b):
+                if r not in names:
+                    raise DataError(
+                        f"{where}: reverse names relation {r!r}, which the graph lacks (relations: {sorted(names)})"
+                    )
+        pairs = dict(reverse)
+    elif reverse in ("add", "keep"):
+        pairs = {}
+    else:
+        raise DataError(
+            f"{where}: reverse={reverse!r}; use add (reverse every relation), keep, or {{relation: its reverse}}"
+        )
+    if reverse != "keep":
+        declared = set(pairs) | set(pairs.values())
+        found = [f for f in _held_reverses(g) if f[0] not in declared and f[1] not in declared]
+        if found:
+            listed = ", ".join(f"{a}: {b}" for a, b, _ in found)
+            raise DataError(
+                f"{where}: relations {'; '.join(w for _, _, w in found)} are each other's reverse, so the graph "
+                "already holds both directions, which reverse: add would add again; declare such pairs with "
+                f"reverse: {{{listed}}} (every other relation is still reversed), or set reverse: keep where the "
+                "graph holds both directions of every relation"
+            )
+    return pairs
+
+
+def _held_reverses(g: HeteroGraph) -> list[tuple[str, str, str]]:
+    """The pairs of relations that are each other's reverse (the same edges, each turned round; a relation may be
+    its own)."""
     edges = {c: g.edges(etype=c) for c in g.canonical_etypes}
+    found = []
     for i, (s, e, t) in enumerate(g.canonical_etypes):
         u, v = edges[(s, e, t)]
         for s2, e2, t2 in g.canonical_etypes[i:]:
@@ -139,11 +182,8 @@ def _refuse_held_reverses(g: HeteroGraph, where: Path) -> None:
                 continue
             n = max(g.num_nodes(s), g.num_nodes(t))
             if torch.equal(torch.sort(u * n + v).values, torch.sort(v2 * n + u2).values):
-                raise DataError(
-                    f"{where}: relations {e} ({s}->{t}) and {e2} ({s2}->{t2}) are each other's reverse, so the "
-                    "graph already holds both directions; reverse: add (the default) would add them again: set "
-                    "reverse: keep"
-                )
+                found.append((e, e2, f"{e} ({s}->{t}) and {e2} ({s2}->{t2})"))
+    return found
 
 
 def user_dataset(gfile: Path, **fields) -> HeteroDataset:

@@ -29,6 +29,7 @@ from regnn.paths import REPO_ROOT
 
 PREDICT_OPTIONS = (
     *("ensemble", "embeddings", "dataset_path", "inference", "check_scores", "allow_missing", "device", "explain"),
+    "changed_graph",
 )
 
 
@@ -39,6 +40,11 @@ class Trained:
         unknown = sorted(set(options) - set(PREDICT_OPTIONS) - {"threads"})
         if unknown:
             raise TypeError(f"unknown option(s) {unknown}; predict takes {list(PREDICT_OPTIONS)}")
+        from regnn.pipeline.predict_guard import BOOL_KEYS
+
+        for k in BOOL_KEYS:
+            if k in options and not isinstance(options[k], bool):
+                raise TypeError(f"{k}={options[k]!r} must be True or False (a string such as 'false' would be true)")
         self.summary, self.run_dir, self.config = summary, Path(run_dir), config
         self.options, self._done = options, None
 

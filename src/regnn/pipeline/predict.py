@@ -22,6 +22,7 @@ from regnn.names import SPLITS
 from regnn.errors import ConfigError, DataError
 from regnn.evaluation.metrics import split_scores
 from regnn.data.dataset import empty_splits_allowed
+from regnn.data.graph_record import Aligned, align
 from regnn.data.scaling import apply_feature_norm
 from regnn.pipeline import predict_guard as guard
 from regnn.pipeline.from_config import device_of, load_data
@@ -88,27 +89,46 @@ def _best(recs: list[tuple[Path, dict]]) -> tuple[Path, dict]:
     return max(recs, key=lambda dr: (dr[1]["val_micro_f1"], -dr[1]["run"]))
 
 
-def graph_as_trained(cfg: DictConfig, run_dir: Path):
-    """The graph, its features scaled with the statistics the run trained with (dataset.feature_norm: fitted on
-    the training graph and saved beside the model, never refitted on this one)."""
+def graph_as_trained(cfg: DictConfig, run_dir: Path) -> Bound:
+    """The graph bound to the model of run_dir by name (regnn.data.graph_record: nodes by id in the trained order,
+    classes by name, feature columns by name), its features scaled with the statistics the run trained with
+    (dataset.feature_norm: fitted on the training graph and saved beside the model, never refitted on this one),
+    and what differs from the graph the run trained on."""
     meta = checkpoint.load_meta(run_dir)
     fitted = checkpoint.load_scaling(run_dir, meta)
+    record = checkpoint.load_record(run_dir, meta)
+    aligned = None
     with empty_splits_allowed():  # predictions are for unlabelled nodes: a graph may have none labelled
         if fitted is None:  # a model saved without its scaling: the configured scaling, fitted on this graph
             data = load_data(cfg.dataset)
         else:
-            data = apply_feature_norm(
-                load_data(OmegaConf.merge(cfg.dataset, {"feature_norm": None})), "none", fitted=fitted
-            )
+            data = load_data(OmegaConf.merge(cfg.dataset, {"feature_norm": None}))
+            if record is not None:
+                aligned = align(data, record, scale=lambda d: apply_feature_norm(d, "none", fitted=fitted))
+            if aligned is None:
+                data = apply_feature_norm(data, "none", fitted=fitted)
+            else:
+                data = aligned.data
     no_label = data.unlabelled is not None and bool(data.unlabelled.all())
     if no_label and data.num_classes < int(meta["schema"]["num_classes"]):  # its labels cannot tell: the model's
         data.num_classes = int(meta["schema"]["num_classes"])
-    return data
+    return Bound(data, aligned)
 
 
-def predictions_frame(data, probs: torch.Tensor, shares: tuple | None = None) -> pd.DataFrame:
+@dataclass
+class Bound:
+    """A graph bound to a trained model (aligned: None for a model saved before runs kept their graph record, or
+    a graph of another schema, which the schema check then names)."""
+
+    data: object
+    aligned: Aligned | None
+
+
+def predictions_frame(data, probs: torch.Tensor, shares: tuple | None = None, aligned=None) -> pd.DataFrame:
     """One row per target node: its id (the user's own where the data has one, else its position), split, label
-    and predicted class (by name where the classes have names, -1 / empty: unlabelled) and the probabilities."""
+    and predicted class (by name where the classes have names, -1 / empty: unlabelled), the probabilities, and
+    where the graph is bound to the model's record whether the model never saw the node (new_node) and how many
+    of its in-neighbours it never saw (new_neighbours)."""
     pred = probs.argmax(1).numpy()
     labels = data.known_labels()
     ids = embeddings.user_ids(data)
@@ -121,6 +141,8 @@ def predictions_frame(data, probs: torch.Tensor, shares: tuple | None = None) ->
         df["label"], df["predicted"] = np.where(labels >= 0, labels, -1), pred
     for c in range(probs.shape[1]):
         df[f"p_{names[c] if names else c}"] = probs[:, c].numpy()
+    if aligned is not None:
+        df["new_node"], df["new_neighbours"] = aligned.new_node, aligned.new_neighbours
     if shares is not None:  # explain=true: why each node got its class, by the relations into its type
         rels, values = shares
         ends = relation_ends(data.graph)
@@ -176,8 +198,10 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
     """The chosen runs' predictions; the scores are compared with each run's own where the graph is the one it
     trained on."""
     device, why = device_of(cfg.device)
-    log.info("predict: loading the graph of %s (%s)", chosen.cell, tcfg.dataset.name)
-    job = DeviceGraph(tcfg, device, data=graph_as_trained(tcfg, chosen.runs[0]))
+    where = cfg.get("dataset_path") or f"the graph of {chosen.cell}"
+    log.info("predict: loading %s (%s)", where, tcfg.dataset.name)
+    bound = graph_as_trained(tcfg, chosen.runs[0])
+    job = DeviceGraph(tcfg, device, data=bound.data)
     data = job.data
     log.info(
         "predict: %s of %s on %s (%d %s nodes), device %s",
@@ -188,7 +212,8 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
         data.target,
         why,
     )
-    skip = guard.why_not_compared(cfg, tcfg, checkpoint.load_meta(chosen.runs[0]))
+    graph = guard.graph_changes(cfg, bound.aligned, chosen.runs[0])
+    skip = guard.why_not_compared(cfg, tcfg, checkpoint.load_meta(chosen.runs[0]), bound.aligned)
     if skip:
         log.info("predict: the scores are not compared with the runs' recorded ones: %s", skip)
     probs, per_run, emb, weights, shares = None, {}, None, {}, None
@@ -207,11 +232,12 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
         p = logits.softmax(1)
         probs = p if probs is None else probs + p
     probs = probs / len(chosen.runs)
-    result = {"runs": per_run, "chosen": chosen.why}
+    result = {"runs": per_run, "chosen": chosen.why, **({"graph": graph} if graph else {})}
     if len(chosen.runs) > 1:
         result["ensemble"] = scores(data, probs.log())
         _log_scores(f"ensemble of {len(chosen.runs)} runs", result["ensemble"])
-    return Predicted(result, data, probs, emb, weights, chosen, tcfg, job, None if shares is None else (rels, shares))
+    shares = None if shares is None else (rels, shares)
+    return Predicted(result, data, probs, emb, weights, chosen, tcfg, job, shares, bound.aligned)
 
 
 @dataclass
@@ -227,6 +253,7 @@ class Predicted:
     tcfg: DictConfig  # the config the runs trained with
     job: DeviceGraph  # the graph on its device, which loaded_model builds models for
     shares: tuple | None = None  # explain=true: (relation names, (nodes, relations) shares): node_shares.py
+    aligned: Aligned | None = None  # the graph bound to the model's record: what changed, which nodes are new
 
 
 def predicted(cfg: DictConfig) -> Predicted:
@@ -250,7 +277,7 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     with guard.held(out_dir):
         p = predicted(cfg)
         io_safe.write_text(
-            out_dir / "predictions.csv", predictions_frame(p.data, p.probs, p.shares).to_csv(index=False)
+            out_dir / "predictions.csv", predictions_frame(p.data, p.probs, p.shares, p.aligned).to_csv(index=False)
         )
         if cfg.get("embeddings") and p.emb is not None:
             embeddings.write(out_dir / "embeddings.npz", p.data, p.emb)

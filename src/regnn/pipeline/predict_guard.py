@@ -26,20 +26,32 @@ KNOWN_KEYS = {
     "check_scores",
     "allow_missing",
     "explain",
+    "changed_graph",
     "paths",
 }
+BOOL_KEYS = ("ensemble", "embeddings", "check_scores", "allow_missing", "explain", "changed_graph")
 SCORE_TOLERANCE = 1e-6  # the recorded and recomputed Micro-F1 of the same weights on the same graph agree to this
-CHECKED_SCORES = ("val_micro_f1", "test_micro_f1")
+CHECKED_SCORES = ("train_micro_f1", "val_micro_f1", "test_micro_f1")
 
 
 def refuse_unknown_keys(cfg: DictConfig) -> None:
     extra = sorted(set(cfg.keys()) - KNOWN_KEYS)
+    refuse_non_booleans(cfg)
     if extra:
         raise ConfigError(
             f"predict.py takes no {', '.join(extra)} (given with +{extra[0]}=...): the model, the dataset and "
             "every training setting come from the run's config.yaml; for a custom graph of the same schema use "
             f"dataset_path=; known keys: {', '.join(sorted(KNOWN_KEYS - {'paths'}))}"
         )
+
+
+def refuse_non_booleans(cfg) -> None:
+    """A yes/no option given as anything but true or false ("false", "no", 0 from Python) is refused: a string
+    would otherwise count as true."""
+    for k in BOOL_KEYS:
+        v = cfg.get(k)
+        if v is not None and not isinstance(v, bool):
+            raise ConfigError(f"{k}={v!r} must be true or false (in Python: True or False, not a string)")
 
 
 def resolved(raw, what: str = "run") -> Path:
@@ -158,10 +170,39 @@ def _same_graph(tcfg: DictConfig, meta: dict) -> bool:
     return trained is not None and now == trained
 
 
-def why_not_compared(cfg: DictConfig, tcfg: DictConfig, meta: dict) -> str | None:
-    """Why the recomputed scores are not compared with the run's (None: they are). dataset_path= naming the files
-    the run trained on is compared."""
-    if cfg.get("dataset_path") is not None and not _same_graph(tcfg, meta):
+def graph_changes(cfg: DictConfig, aligned, run_dir: Path) -> dict | None:
+    """What the graph changes against the one the run trained on (None: a model without its graph record). A
+    changed graph is refused, naming what changed, unless changed_graph=true says it changed on purpose; the
+    log counts the new and removed nodes per type."""
+    if aligned is None:
+        log.warning(
+            "predict: %s was saved before runs kept their graph by name (graph.npz): its nodes and classes are "
+            "bound by position; train it again to bind them by id",
+            run_dir,
+        )
+        return None
+    ch = aligned.changes
+    for t in sorted(set(ch.new) | set(ch.removed)):
+        log.info("predict: %s nodes: %d new, %d removed", t, ch.new.get(t, 0), ch.removed.get(t, 0))
+    if not ch.same and not cfg.get("changed_graph", False):
+        raise DataError(
+            f"the graph differs from the one {run_dir} was trained on: {ch.summary()}; to predict on it as it is "
+            "pass changed_graph=true (predict.py; its scores are then not compared with the run's, and "
+            "predictions.csv marks new nodes), or train on this graph"
+        )
+    if ch.reordered and ch.same:
+        log.info("predict: the graph's rows are in another order than when it trained; bound by id, nothing changed")
+    return {"changed": not ch.same, "changed_graph": bool(cfg.get("changed_graph", False)), **ch.as_dict()}
+
+
+def why_not_compared(cfg: DictConfig, tcfg: DictConfig, meta: dict, aligned=None) -> str | None:
+    """Why the recomputed scores are not compared with the run's (None: they are). A graph that is the one the
+    run trained on (by its record; or, for a run without one, by its files) is compared."""
+    if aligned is not None and not aligned.changes.same:
+        return f"the graph changed on purpose (changed_graph=true: {aligned.changes.summary()})"
+    if aligned is not None and aligned.changes.unlabelled:
+        return f"{aligned.changes.unlabelled} target nodes it trained on are no longer labelled or in a split"
+    if aligned is None and cfg.get("dataset_path") is not None and not _same_graph(tcfg, meta):
         return "predicting on another graph (dataset_path=)"
     if not cfg.get("check_scores", True):
         return "check_scores=false"
@@ -192,9 +233,9 @@ def check_scores(run_dir: Path, got: dict, device_kind: str) -> None:
         )
         return
     raise DataError(
-        f"{run_dir}: the saved model does not reproduce the run's scores ({'; '.join(diff)}): its weights or the "
-        "graph differ from what it trained on; train it again, or pass check_scores=false for a graph that "
-        "changed on purpose"
+        f"{run_dir}: the saved model does not reproduce the run's scores ({'; '.join(diff)}) on the graph it "
+        "trained on: its files are not the ones training wrote, or the code computes otherwise than it did; "
+        "train it again"
     )
 
 

@@ -21,6 +21,7 @@ from regnn.errors import DataError
 from regnn.runs import config_files, integrity, io_safe
 
 MODEL_FILE, META_FILE, SCALING_FILE = "model.pt", "model.json", "scaling.pt"
+RECORD_FILE = "graph.npz"  # the graph by name (regnn.data.graph_record): ids, classes, labels, splits, edges
 
 
 def graph_schema(data) -> dict:
@@ -66,13 +67,19 @@ def cell_config(run_dir: Path) -> dict | None:
     return cfg if isinstance(cfg, dict) else None
 
 
-def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None = None) -> None:
-    """Writes model.pt (and scaling.pt), then model.json, which records the digest of the weights and of the cell's
-    config (its config.yaml, written before the first run). scaling: the dataset's feature_scaling record."""
+def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None = None, record=None) -> None:
+    """Writes model.pt (and scaling.pt, graph.npz), then model.json, which records the digest of the weights, of
+    the cell's config (its config.yaml, written before the first run) and of the graph record. scaling: the
+    dataset's feature_scaling record; record: the GraphRecord of the graph it trained on."""
     run_dir.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to("cpu").clone().contiguous() for k, v in model.state_dict().items()}
     write_tensors(run_dir / MODEL_FILE, state)
     meta = {**meta, "integrity": integrity.record(state, cell_config(run_dir))}
+    if record is not None:
+        tmp = run_dir / f".{RECORD_FILE}.{os.getpid()}.tmp"
+        record.save(tmp)
+        os.replace(tmp, run_dir / RECORD_FILE)
+        meta["integrity"]["graph_sha256"] = file_digest(run_dir / RECORD_FILE)
     scaling = scaling or {}
     stats = {
         f"{t}.{k}": torch.from_numpy(r[k])
@@ -84,6 +91,34 @@ def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None
         write_tensors(run_dir / SCALING_FILE, stats)
         meta["integrity"]["scaling_sha256"] = integrity.tensors_digest(stats)
     io_safe.write_json(run_dir / META_FILE, {**meta, "feature_scaling": {t: r["method"] for t, r in scaling.items()}})
+
+
+def file_digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_record(run_dir: Path, meta: dict):
+    """The GraphRecord the run saved (None for a run saved before runs kept one); DataError where the file is not
+    the one training wrote."""
+    from regnn.data.graph_record import GraphRecord
+
+    want = (meta.get("integrity") or {}).get("graph_sha256")
+    f = Path(run_dir) / RECORD_FILE
+    if want is None:
+        return None
+    if not f.is_file():
+        raise DataError(
+            f"{f} is missing: the run binds a graph's nodes and classes to its model by the ids it saved there; "
+            "copy the run folder whole, or train it again"
+        )
+    if file_digest(f) != want:
+        raise DataError(
+            f"{f} is not the file training wrote (its sha256 differs from the one model.json records); copy the "
+            "run folder again whole, or train the run again"
+        )
+    return GraphRecord.load(f)
 
 
 def load_scaling(run_dir: Path, meta: dict) -> dict | None:
