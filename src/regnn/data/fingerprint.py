@@ -5,8 +5,8 @@ another graph: another `dataset.path`, or the same path whose files were changed
 byte once; the result is cached per file by (path, size, modification time) in $REGNN_CACHE (default
 ~/.cache/regnn)/fingerprints.json, so a graph is hashed again only when a file of it changes.
 
-The files of a dataset: for `dataset=custom`, the description and every file beside it (and in its `dir:`, for the
-magnn format); for a dataset read from a folder (DBLP, ACM, IMDB, OGBN-MAG), that folder's files. Generated
+The files of a dataset: for `dataset=custom`, the description and exactly the files it names for its reader (in a
+subfolder, outside its folder or hidden alike; nothing else beside it); for a dataset read from a folder (DBLP, ACM, IMDB, OGBN-MAG), that folder's files. Generated
 graphs (synthetic, counts) have no files: their config is their identity.
 """
 
@@ -30,17 +30,40 @@ def _listed(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
 
 
+MAGNN_FILES = ("adjM.npz", "node_types.npy", "labels.npy", "train_val_test_idx.npz")
+
+
+def described_files(meta: Mapping[str, Any], desc: Path) -> list[Path]:
+    """The files a custom graph's description has its reader read (the description itself included), as named in
+    it: every node and edge table (format: tables), the graph file (npz, pyg, dgl), or the MAGNN files in its dir.
+    Files beside the description that it does not name (a README, a script) are not part of the graph."""
+    base = desc.parent
+    files = [desc]
+    fmt = meta.get("format")
+    if fmt == "tables":
+        for block in ("nodes", "edges"):
+            for entry in (meta.get(block) or {}).values():
+                f = entry.get("file") if isinstance(entry, dict) else entry
+                if isinstance(f, str) and f:
+                    files.append(base / f)
+    elif fmt == "magnn":
+        root = base / str(meta.get("dir", "."))
+        if root.is_dir():
+            files += [root / n for n in MAGNN_FILES if (root / n).exists()]
+            files += sorted(p for p in root.iterdir() if p.name.startswith("features_") and p.is_file())
+    elif isinstance(meta.get("graph"), str):
+        files.append(base / meta["graph"])
+    return [p for p in files if p.exists()]
+
+
 def data_files(dataset: Mapping[str, Any]) -> list[Path]:
-    """The files that define the dataset of this `dataset` config (resolved), or [] for a generated one."""
+    """The files that define the dataset of this `dataset` config (resolved, links followed), or [] for a
+    generated one."""
     if dataset.get("format") == "custom" and dataset.get("path"):
         from regnn.description import read_meta
 
         meta, desc = read_meta(dataset["path"])
-        files = set(_listed(desc.parent)) | {desc}
-        extra = desc.parent / str(meta.get("dir", ".")) if isinstance(meta.get("dir"), str) else None
-        if extra is not None and extra.is_dir():
-            files |= set(_listed(extra))
-        return sorted(p.resolve() for p in files)
+        return sorted({p.resolve() for p in described_files(meta, desc)})
     folder = dataset.get("dir")
     if folder and Path(folder).is_dir():
         return [p.resolve() for p in _listed(Path(folder))]

@@ -44,6 +44,16 @@ def _changed_files(old: dict, new: dict) -> list[str]:
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
+def _same_files(old: dict | None, new: dict | None) -> bool:
+    """Whether two fingerprints are of the same files. A fingerprint of an earlier regnn also hashed the files
+    beside a description that its reader never reads (a README): the same graph where every file read now is
+    one it hashed, unchanged."""
+    if (old or {}).get("digest") == (new or {}).get("digest"):
+        return True
+    a, b = (old or {}).get("files"), (new or {}).get("files")
+    return bool(a) and bool(b) and all(a.get(k) == v for k, v in b.items())
+
+
 def check(cell: Path, now: dict, stored_config: dict | None) -> None:
     """ConfigError when the cell at `cell` was trained on another graph than `now` (describe(config))."""
     stored = io_safe.read_json(cell / DATA_FILE, lambda d: isinstance(d, dict) and "fingerprint" in d)
@@ -54,7 +64,7 @@ def check(cell: Path, now: dict, stored_config: dict | None) -> None:
         if str(Path(str(old["path"])).resolve()) == now["path"]:
             return
         stored = {"graph": old.get("name"), "path": str(Path(str(old["path"])).resolve()), "fingerprint": None}
-    same_files = (stored.get("fingerprint") or {}).get("digest") == (now.get("fingerprint") or {}).get("digest")
+    same_files = _same_files(stored.get("fingerprint"), now.get("fingerprint"))
     if same_files and (stored.get("fingerprint") is not None or stored.get("path") == now["path"]):
         return
     changed = _changed_files(stored, now)
