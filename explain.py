@@ -33,12 +33,13 @@ def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     from regnn.pipeline.explain import explain, group_of
-    from regnn.pipeline.predict_guard import held, refuse_output_inside
+    from regnn.pipeline.predict_guard import held, refuse_inside_a_cell, refuse_output_inside
     from regnn.reporting.explain import write
 
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         refuse_output_inside(out_dir, cfg.run, "explain")
+        refuse_inside_a_cell(out_dir, "hydra.run.dir", "explain")
         with held(out_dir):
             e = explain(cfg)
             written = write(e, out_dir, f"Relations of {trained_name(e.cell)} ({e.cell.name})", group_of(e))

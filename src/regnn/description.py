@@ -45,12 +45,51 @@ def read_meta(path: str | Path | None) -> tuple[dict, Path]:
     if (why := not_a_file(p)) is not None:
         raise DataError(f"dataset.path={path}: " + ("no such file or folder" if why.endswith("is missing") else why))
     try:
-        meta = json.loads(p.read_text()) if p.suffix == ".json" else yaml.safe_load(p.read_text())
+        text = p.read_text()
+        meta = json.loads(text, object_pairs_hook=_unique_pairs) if p.suffix == ".json" else _yaml_unique(text)
+    except _Repeated as e:
+        raise DataError(f"{p}: key {e.key!r} is given twice{e.where}; give each key once") from None
     except (ValueError, yaml.YAMLError) as e:
         raise DataError(f"{p} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}") from e
     if not isinstance(meta, dict):
         raise DataError(f"{p} must hold a mapping of keys (format, ...), not {type(meta).__name__}; {DOC}")
     return meta, p
+
+
+class _Repeated(Exception):
+    def __init__(self, key, where: str = ""):
+        super().__init__(key)
+        self.key, self.where = key, where
+
+
+def _unique_pairs(pairs):
+    seen = {}
+    for k, v in pairs:
+        if k in seen:
+            raise _Repeated(k)
+        seen[k] = v
+    return seen
+
+
+def _yaml_unique(text: str):
+    """yaml.safe_load, refusing a key given twice in one mapping (PyYAML would keep the last silently)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        keys = set()
+        for k, _ in node.value:
+            key = loader.construct_object(k, deep=deep)
+            if isinstance(key, (str, int, float, bool)) and key in keys:
+                raise _Repeated(key, f" (line {k.start_mark.line + 1})")
+            if isinstance(key, (str, int, float, bool)):
+                keys.add(key)
+        return loader.construct_mapping(node, deep=deep)
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return yaml.load(text, Loader=Loader)  # noqa: S506  (a SafeLoader subclass: no arbitrary objects)
 
 
 def graph_name(dataset: Mapping[str, Any]) -> str:

@@ -10,6 +10,7 @@ mirror never leaves a bad file behind, and an existing file that differs is repo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import shutil
@@ -92,6 +93,30 @@ def fetch(
             f"data mirror {mirror} does not exist; set REGNN_DATA_MIRROR to the folder holding "
             "DBLP/ ACM/ IMDB/ (CI: ../shared/datasets)"
         )
+    Path(dest).mkdir(parents=True, exist_ok=True)
+    with _held(Path(dest) / ".fetch.lock", log):
+        return _fetch_all(dest, sums, mirror, url, force, log)
+
+
+@contextlib.contextmanager
+def _held(lock: Path, log):
+    """One fetch into a folder at a time: a second (make setup in one terminal, make data in another) waits for
+    the first, then finds the files there and verified."""
+    import fcntl
+
+    with open(lock, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"data: another fetch into {lock.parent} is running; waiting for it")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _fetch_all(dest, sums, mirror, url, force, log) -> list[str]:
     problems, copied = [], 0
     for name, digest in sums.items():
         out = Path(dest) / name
@@ -105,7 +130,7 @@ def fetch(
                 )
                 continue
         out.parent.mkdir(parents=True, exist_ok=True)
-        part = out.with_name(out.name + ".part")
+        part = out.with_name(f"{out.name}.{os.getpid()}.part")
         try:
             _source(name, mirror, url)(part)
             got = sha256(part)

@@ -6,8 +6,9 @@ byte once; the result is cached per file by (path, size, modification time) in $
 ~/.cache/regnn)/fingerprints.json, so a graph is hashed again only when a file of it changes.
 
 The files of a dataset: for `dataset=custom`, the description and exactly the files it names for its reader (in a
-subfolder, outside its folder or hidden alike; nothing else beside it); for a dataset read from a folder (DBLP, ACM, IMDB, OGBN-MAG), that folder's files. Generated
-graphs (synthetic, counts) have no files: their config is their identity.
+subfolder, outside its folder or hidden alike; nothing else beside it); for a dataset read from a folder (DBLP,
+ACM, IMDB, OGBN-MAG), that folder's files. Generated graphs (synthetic, counts) have no files: their config is
+their identity.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from regnn.data.custom_schema import DOC
@@ -77,7 +78,14 @@ class Table:
         if pa.types.is_floating(t):
             col = pc.if_else(pc.is_nan(col), pa.scalar(None, t), col)  # NaN: an empty cell, as pandas writes one
             v = pc.drop_null(col).to_numpy()
-            if ((v % 1 == 0) & (abs(v) < 2**63)).all():
+            whole = v % 1 == 0
+            if (whole & (abs(v) >= 2**53)).any():  # past 2^53 a float need not be the integer that was written
+                i = int(np.flatnonzero(whole & (abs(v) >= 2**53))[0])
+                raise DataError(
+                    f"{self.path}: column {quote(name)} ({what}) holds the float {float(v[i])!r}, past 2^53, where a float "
+                    "cannot tell one integer from the next; write the column as integers or as text"
+                )
+            if whole.all():
                 col, t = col.cast(pa.int64()), pa.int64()
         if not any(f(t) for f in (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer)):
             if not (pa.types.is_floating(t) or pa.types.is_boolean(t)):

@@ -33,7 +33,9 @@ def typed_adjacency(
     src, dst = torch.cat([src[keep], ids]), torch.cat([dst[keep], ids])
     rel = torch.cat([edge_type.long()[keep], num_relations + node_type.long()])
     order = torch.argsort(dst * n + src)
-    return Adjacency.from_edges(src[order], dst[order], rel[order], n, backend=backend)
+    adj = Adjacency.from_edges(src[order], dst[order], rel[order], n, backend=backend)
+    adj.num_relations = int(num_relations)  # a layer of another relation count would read its self-loops wrong
+    return adj
 
 
 def _integral(t) -> bool:

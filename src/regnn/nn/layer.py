@@ -95,6 +95,13 @@ class RELayer(nn.Module):
         if isinstance(edge_index, Adjacency):
             if edge_type is not None or node_type is not None:
                 raise ValueError("a prepared graph carries its relations: pass neither edge_type nor node_type")
+            built_for = getattr(edge_index, "num_relations", None)
+            if built_for is not None and self.num_relations is not None and built_for != self.num_relations:
+                raise ValueError(
+                    f"the prepared graph was built for {built_for} relations (typed_adjacency(..., num_relations="
+                    f"{built_for})) but this layer has {self.num_relations}: its self-loops would take other "
+                    "relations' weights; build the graph with the layer's num_relations"
+                )
             return edge_index
         if self.num_relations is None:
             raise ValueError(

@@ -133,9 +133,18 @@ def compose(overrides=()):
     from hydra import initialize_config_dir
 
     import regnn.config  # noqa: F401  (the resolvers conf/ uses)
+    from regnn.errors import ConfigError
 
+    if isinstance(overrides, (str, bytes)):
+        raise TypeError(f"overrides must be a list of strings, as on the command line: [{overrides!r}], not a string")
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3", job_name="train"):
-        return hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
+        try:
+            return hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
+        except Exception as e:  # noqa: BLE001  (Hydra's composition and override errors, several lines each)
+            if type(e).__module__.split(".")[0] not in ("hydra", "omegaconf"):
+                raise
+            first = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
+            raise ConfigError(f"{first} (overrides {list(overrides)}; docs/configuration.md lists the keys)") from None
 
 
 def run(overrides=(), run_dir: str | Path | None = None) -> Trained:

@@ -26,7 +26,7 @@ from regnn.errors import ConfigError
 from regnn.evaluation.importance import rank_agreement, summarise
 from regnn.pipeline.from_config import prepare_inputs
 from regnn.pipeline.predict import Predicted, predicted, scores, weight_frame
-from regnn.pipeline.predict_guard import run_record
+from regnn.pipeline.predict_guard import refuse_inside_a_cell, run_record
 from regnn.runs import io_safe
 from regnn.pipeline.trained_model import loaded_model
 from regnn.training.trainer import autocast
@@ -53,6 +53,13 @@ def group_name(group: tuple[str, ...]) -> str:
 
 def weight_rows(p: Predicted) -> pd.DataFrame:
     """One row per run, layer and relation: the learned weight (the mean over heads where a layer has several)."""
+    rel = (p.tcfg.model.get("relation") or {}) if "relation" in p.tcfg.model else {}
+    if rel and not rel.get("edge_embeddings", True):
+        raise ConfigError(
+            f"{p.chosen.cell}: {p.tcfg.model.name} learns no relation weights (model.relation.edge_embeddings="
+            "false: every edge weighs 1), so explain has none to show; explain an RE model's cell (re_gcn, re_gat, "
+            "...), or compare the plain and RE cells' scores"
+        )
     rows = weight_frame(p)
     rows["layer"] += 1
     rows["weight"] = [sum(w) / len(w) if isinstance(w, list) else w for w in rows.weight]
@@ -73,7 +80,10 @@ def masked_rows(p: Predicted, groups: list[tuple[str, ...]], inference: str) -> 
     for run_dir in p.chosen.runs:
         model, sg = loaded_model(job, p.tcfg, run_dir, inference)
         if sg is not None:
-            raise ConfigError(f"{run_dir} computes layer by layer (inference=minibatch); explain masks full-batch only")
+            raise ConfigError(
+                f"{run_dir} computes layer by layer (a mini-batch run); explain masks full-batch only: pass "
+                "inference=fullbatch (the same model on the whole graph at once)"
+            )
         base = scores(job.data, _logits(model, job.inputs, job, p.tcfg))
         for g, inputs in variants.items():
             masked = scores(job.data, _logits(model, inputs, job, p.tcfg))
@@ -91,7 +101,12 @@ def _logits(model, inputs, job, tcfg) -> torch.Tensor:
 def retrain_rows(p: Predicted, groups, root: Path, train) -> tuple[pd.DataFrame, list[Path]]:
     """One row per seed and relation group: the drop of each score (the cell's run minus the run of the same seed
     trained without the group); `train(cfg, out_dir)` trains (and resumes) each group's cell."""
-    base = io_safe.read_json(p.chosen.cell / "results.json", io_safe.is_cell_summary, set_aside=False) or {}
+    base = io_safe.read_json(p.chosen.cell / "results.json", io_safe.is_cell_summary, set_aside=False)
+    if base is None:
+        raise ConfigError(
+            f"{p.chosen.cell} has no results.json of a finished cell: the retrained drops are measured against "
+            "its runs' recorded scores; let its training finish (resume=true), then explain it"
+        )
     by_seed = {r["seed"]: r for r in base.get("per_run", []) if "failed" not in r}
     rows, cells = [], []
     for k, g in enumerate(groups, 1):
@@ -154,6 +169,12 @@ def explain(cfg: DictConfig, train=None) -> Explained:
     per_run = {"weights": weights, "masked": masked_rows(p, groups, str(cfg.get("inference", "auto")))}
     cells: list[Path] = []
     if cfg.ablation == "retrain":
+        refuse_inside_a_cell(cfg.retrain_dir, "retrain_dir", "explain")
+        if len(groups) < 2:
+            raise ConfigError(
+                f"{p.chosen.cell}'s graph has one relation group ({group_name(groups[0])}): retrained without it, "
+                "no relation would be left to learn from; the retrained ablation needs two groups or more"
+            )
         if train is None:
             from regnn.pipeline import train
         per_run["retrain"], cells = retrain_rows(p, groups, Path(cfg.retrain_dir), train)

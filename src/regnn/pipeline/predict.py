@@ -58,7 +58,10 @@ def choose_runs(path: Path, ensemble: bool, allow_missing: bool = False) -> Chos
             f"run={path} is neither a cell folder (config.yaml, runs/) nor a run folder (runs/run_XX); "
             "give one that train.py wrote"
         )
-    recs = [(d, r) for d in sorted((path / "runs").glob("run_*")) if _finished(r := guard.run_record(d))]
+    folders = sorted(d for d in (path / "runs").glob("run_*") if d.is_dir())
+    recs = [(d, r) for d in folders if _finished(r := guard.run_record(d))]
+    for d, r in recs:
+        guard.check_place(d, r)
     missing = guard.missing_models(recs if ensemble else recs and [_best(recs)])
     if missing and not allow_missing:
         raise DataError(
@@ -70,15 +73,38 @@ def choose_runs(path: Path, ensemble: bool, allow_missing: bool = False) -> Chos
         )
     recs = [(d, r) for d, r in recs if (d / checkpoint.MODEL_FILE).exists()]
     if not recs:
+        unreadable = [d.name for d in folders if (d / "results.json").exists() and guard.run_record(d) is None]
         raise DataError(
-            f"{path} holds no finished run with a saved model (runs/run_XX/model.pt); train it with "
+            f"{path}: the results.json of {', '.join(unreadable)} cannot be read (damaged or truncated), so no run "
+            "is known to have finished; copy the cell again whole, or train it again with resume=true"
+            if unreadable
+            else f"{path} holds no finished run with a saved model (runs/run_XX/model.pt); train it with "
             "save_model=true (the default)"
         )
+    note = _partial(path, folders, [d for d, _ in recs])
     if ensemble:
-        return Chosen(path, [d for d, _ in recs], f"the ensemble of its {len(recs)} runs")
+        return Chosen(path, [d for d, _ in recs], f"the ensemble of its {len(recs)} runs{note}")
     d, rec = _best(recs)
-    why = f"{d.name}, run {rec['run'] + 1} of the cell (best validation Micro-F1 {rec['val_micro_f1']:.2f})"
+    why = f"{d.name}, run {rec['run'] + 1} of the cell (best validation Micro-F1 {rec['val_micro_f1']:.2f}{note})"
     return Chosen(path, [d], why)
+
+
+def _partial(cell: Path, folders: list[Path], used: list[Path]) -> str:
+    """Words for a choice made among fewer runs than the cell was to train (a cell still training, or runs
+    deleted or unreadable), logged as a warning; "" where every run of the cell is there."""
+    try:
+        planned = int(OmegaConf.load(cell / "config.yaml").get("runs") or 0)
+    except Exception:  # noqa: BLE001  (the config is checked, in one line, right after)
+        planned = 0
+    expected = [f"run_{k:02d}" for k in range(planned)]
+    left = [n for n in expected if n not in {d.name for d in used}]
+    if not left:
+        return ""
+    summary = (cell / "results.json").is_file()
+    why = "unreadable or without a model" if summary else "still training, or stopped before they finished"
+    note = f"; {len(used)} of the cell's {planned} runs: {', '.join(left)} {why}"
+    log.warning("predict: %s: using %s%s", cell, ", ".join(d.name for d in used), note)
+    return note
 
 
 def _finished(rec) -> bool:
@@ -274,6 +300,7 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     while it writes; returns the scores. The run is only read."""
     guard.refuse_unknown_keys(cfg)
     guard.refuse_output_inside(out_dir, cfg.run)
+    guard.refuse_inside_a_cell(out_dir, "hydra.run.dir", "predict")
     with guard.held(out_dir):
         p = predicted(cfg)
         io_safe.write_text(

@@ -87,6 +87,26 @@ def refuse_output_inside(out_dir, run, tool: str = "predict") -> None:
         )
 
 
+def enclosing_cell(path: Path) -> Path | None:
+    """The cell folder (config.yaml and runs/, or results.json) that path is or lies in, None where there is
+    none."""
+    for p in (path, *path.parents):
+        if (p / "config.yaml").is_file() and ((p / "runs").is_dir() or (p / "results.json").is_file()):
+            return p
+    return None
+
+
+def refuse_inside_a_cell(out_dir, key: str, tool: str) -> None:
+    """ConfigError when an output folder is a trained cell or lies inside one: its files would be taken for the
+    cell's (runs list would list them as cells of the graph)."""
+    cell = enclosing_cell(resolved(out_dir, key))
+    if cell is not None:
+        raise ConfigError(
+            f"{key}={out_dir} lies inside the trained cell {cell}; {tool}.py never writes into a cell: choose a "
+            "folder outside it (leave the key out for the default)"
+        )
+
+
 def argv_refusal(argv: list[str], tool: str = "predict") -> str | None:
     """The refusal of an output folder inside the run, read from the command line before Hydra writes into that
     folder (its .hydra/ and log); None when it is elsewhere or not given there."""
@@ -237,6 +257,24 @@ def check_scores(run_dir: Path, got: dict, device_kind: str) -> None:
         "trained on: its files are not the ones training wrote, or the code computes otherwise than it did; "
         "train it again"
     )
+
+
+def check_place(run_dir: Path, rec: dict) -> None:
+    """DataError when a run folder holds another run's files: runs/run_XX's results.json and model.json must both
+    say run XX, with one seed."""
+    try:
+        index = int(run_dir.name.removeprefix("run_"))
+    except ValueError:
+        return
+    meta = io_safe.read_json(run_dir / checkpoint.META_FILE, lambda d: isinstance(d, dict), set_aside=False) or {}
+    said = [(f, r.get("run"), r.get("seed")) for f, r in (("results.json", rec), (checkpoint.META_FILE, meta)) if r]
+    for f, run, seed in said:
+        if run != index or seed != rec.get("seed"):
+            raise DataError(
+                f"{run_dir / f} is of run {run} (seed {seed}), not of the folder's run {index} (seed "
+                f"{rec.get('seed')}): the folder holds another run's files; put each run's files back in its "
+                "own folder, or train the cell again"
+            )
 
 
 def missing_models(runs: list[tuple[Path, dict]]) -> list[Path]:

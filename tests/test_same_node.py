@@ -1,0 +1,347 @@
+"""Same node, same answer: a trained model meets a graph by name (regnn.data.graph_record), never by row position.
+
+A small tables graph (papers with two features and classes a/b/c; authors and terms without features, so each has
+one learned input vector per node) is trained once; then its tables are reordered, relabelled, edited, grown and
+moved, and predict, explain and the fingerprint must each say the same thing for the same node and name every
+change in the user's terms.
+"""
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+from omegaconf import OmegaConf
+
+from conftest import cfg
+from regnn.errors import ConfigError, DataError
+
+
+def write_graph(root, seed=0, n=120, na=40, nt=30):
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    y = rng.integers(0, 3, n)
+    split = rng.choice(["train", "val", "test"], n, p=[0.5, 0.25, 0.25])
+    pd.DataFrame(
+        {"id": [f"p{i}" for i in range(n)], "f0": rng.normal(size=n) + y, "f1": rng.normal(size=n)}
+        | {"label": np.array(list("abc"))[y], "split": split}
+    ).to_csv(root / "papers.csv", index=False)
+    pd.DataFrame({"id": [f"a{i}" for i in range(na)]}).to_csv(root / "authors.csv", index=False)
+    pd.DataFrame({"id": [f"t{i}" for i in range(nt)]}).to_csv(root / "terms.csv", index=False)
+    group = rng.integers(0, 3, na)  # authors write papers of their group's class, mostly
+    writes = {
+        (f"a{a}", f"p{i}")
+        for i in range(n)
+        for a in rng.choice(np.flatnonzero(group == y[i]) if rng.random() < 0.8 else np.arange(na), 2, replace=False)
+    }
+    pd.DataFrame(sorted(writes), columns=["author", "paper"]).to_csv(root / "writes.csv", index=False)
+    has = [(f"p{i}", f"t{t}") for i in range(n) for t in rng.choice(nt, 2, replace=False)]
+    pd.DataFrame(has, columns=["paper", "term"]).to_csv(root / "has.csv", index=False)
+    meta = {
+        "format": "tables",
+        "target": "paper",
+        "nodes": {"paper": {"file": "papers.csv"}, "author": {"file": "authors.csv"}, "term": {"file": "terms.csv"}},
+        "edges": {
+            "writes": {"file": "writes.csv", "source": "author", "target": "paper"},
+            "has": {"file": "has.csv", "source": "paper", "target": "term"},
+        },
+    }
+    (root / "dataset.yaml").write_text(yaml.safe_dump(meta))
+    return root
+
+
+def train(out, graph, *overrides):
+    import regnn.pipeline as pipeline
+
+    pipeline.train(
+        cfg(
+            "dataset=custom",
+            f"dataset.path={graph}",
+            "model=re_gcn",
+            "runs=2",
+            "trainer.max_epochs=25",
+            "threads=1",
+            *overrides,
+        ),
+        out,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("same_node")
+    graph = write_graph(root / "graph")
+    return graph, train(root / "cell", graph)
+
+
+def pcfg(run, **kw):
+    base = {"run": str(run), "ensemble": True, "embeddings": False, "dataset_path": None, "inference": "auto"}
+    return OmegaConf.create({**base, "device": "cpu", "threads": 1, "check_scores": True, "allow_missing": False, **kw})
+
+
+def predictions(run, out, **kw):
+    from regnn.pipeline.predict import predict
+
+    result = predict(pcfg(run, **kw), out)
+    return pd.read_csv(out / "predictions.csv").set_index("node"), result
+
+
+def copy(graph, to, change=None):
+    shutil.copytree(graph, to)
+    if change is not None:
+        change(to)
+    return to
+
+
+def edit(folder, name, fn):
+    df = pd.read_csv(folder / name, dtype=str, keep_default_na=False)
+    fn(df).to_csv(folder / name, index=False)
+
+
+def shuffled(folder):
+    for f in ("authors.csv", "terms.csv", "papers.csv"):
+        edit(folder, f, lambda d: d.sample(frac=1, random_state=3))
+
+
+def test_the_same_graph_with_its_rows_reordered_predicts_identically(trained, tmp_path):
+    graph, cell = trained
+    before, _ = predictions(cell, tmp_path / "p1")
+    other = copy(graph, tmp_path / "shuffled", shuffled)
+    after, result = predictions(cell, tmp_path / "p2", dataset_path=str(other))
+    after = after.loc[before.index]
+    probs = [c for c in before.columns if c.startswith("p_")]
+    assert np.abs(after[probs].values - before[probs].values).max() == 0
+    assert (after.predicted == before.predicted).all() and not after.new_node.any()
+    assert result["graph"]["reordered"] and not result["graph"]["changed"]  # and the scores were compared
+
+
+def test_a_renamed_class_is_refused_naming_it(trained, tmp_path):
+    graph, cell = trained
+    renamed = copy(graph, tmp_path / "renamed", lambda f: edit(f, "papers.csv", lambda d: d.replace({"c": "d"})))
+    with pytest.raises(DataError, match="class 'd' is not one the model was trained on \\(a, b, c\\)"):
+        predictions(cell, tmp_path / "p", dataset_path=str(renamed))
+
+
+def test_classes_are_bound_by_name_when_one_is_absent(trained, tmp_path):
+    """Without any paper of class a, the reader numbers b and c as 0 and 1; the model's b and c are 1 and 2."""
+    graph, cell = trained
+
+    def unlabel_a(f):
+        edit(
+            f, "papers.csv", lambda d: d.assign(split=d.split.where(d.label != "a", ""), label=d.label.replace("a", ""))
+        )
+
+    fewer = copy(graph, tmp_path / "fewer", unlabel_a)
+    got, result = predictions(cell, tmp_path / "p", dataset_path=str(fewer))
+    base, _ = predictions(cell, tmp_path / "base")
+    labelled = got.label.notna()
+    assert set(got.label[labelled]) == {"b", "c"} and (got.label[labelled] == base.label[labelled]).all()
+    assert list(got.columns[3:6]) == ["p_a", "p_b", "p_c"] and (got.predicted == base.predicted).all()
+    assert result["graph"]["unlabelled"] > 0 and not result["graph"]["changed"]
+
+
+def test_a_changed_label_split_edge_or_feature_is_named_wherever_it_lies(trained, tmp_path):
+    graph, cell = trained
+
+    def flip_train_labels(d):
+        rows = d.index[d.split == "train"][:3]
+        d.loc[rows, "label"] = d.loc[rows, "label"].map({"a": "b", "b": "c", "c": "a"})
+        return d
+
+    def move_two(d):
+        rows = d.index[d.split == "val"][:2]
+        d.loc[rows, "split"] = "test"
+        return d
+
+    def nudge(d):
+        d.loc[0, "f1"] = str(float(d.f1[0]) + 1)
+        return d
+
+    cases = {
+        "labels of 3 known nodes changed (3 train)": lambda f: edit(f, "papers.csv", flip_train_labels),
+        "2 known nodes moved to another split": lambda f: edit(f, "papers.csv", move_two),
+        "features of 1 known paper nodes changed": lambda f: edit(f, "papers.csv", nudge),
+        "edges of writes: 240 then, 239 now": lambda f: edit(f, "writes.csv", lambda d: d.iloc[1:]),
+    }
+    for k, (words, change) in enumerate(cases.items()):
+        changed = copy(graph, tmp_path / f"g{k}", change)
+        with pytest.raises(DataError, match="differs from the one .* was trained on: .*" + re.escape(words)):
+            predictions(cell, tmp_path / f"p{k}", dataset_path=str(changed))
+    # in place, in a subfolder and hidden: the cell's own graph edited after training; explain names it too
+    moved = copy(graph, tmp_path / "moved")
+    cell2 = train(tmp_path / "cell2", moved, "runs=1")
+    (moved / "sub").mkdir()
+    shutil.move(moved / "terms.csv", moved / "sub" / ".terms.csv")
+    meta = yaml.safe_load((moved / "dataset.yaml").read_text())
+    meta["nodes"]["term"]["file"] = "sub/.terms.csv"
+    (moved / "dataset.yaml").write_text(yaml.safe_dump(meta))
+    (moved / "README.md").write_text("notes")
+    predictions(cell2, tmp_path / "same")  # the same graph, moved and described anew: nothing changed
+    edit(moved / "sub", ".terms.csv", lambda d: pd.concat([d, pd.DataFrame({"id": ["t_new"]})]))
+    with pytest.raises(DataError, match="1 new term nodes"):
+        predictions(cell2, tmp_path / "p_new")
+    import regnn
+
+    with pytest.raises(DataError, match="1 new term nodes"):
+        regnn.explain(cell2)
+
+
+def test_a_graph_that_grew_is_predicted_on_purpose_with_its_new_nodes_marked(trained, tmp_path):
+    graph, cell = trained
+
+    def grow(f):
+        edit(f, "authors.csv", lambda d: pd.concat([d, pd.DataFrame({"id": ["a_new1", "a_new2"]})]))
+        new_paper = pd.DataFrame({"id": ["p_new"], "f0": ["1.0"], "f1": ["0.0"], "label": [""], "split": [""]})
+        edit(f, "papers.csv", lambda d: pd.concat([d, new_paper]))
+        more = pd.DataFrame({"author": ["a_new1", "a_new2", "a1"], "paper": ["p_new"] * 3})
+        edit(f, "writes.csv", lambda d: pd.concat([d, more]))
+
+    grown = copy(graph, tmp_path / "grown", grow)
+    with pytest.raises(DataError, match="2 new author nodes; 1 new paper nodes; edges of writes: 240 then, 243 now"):
+        predictions(cell, tmp_path / "p", dataset_path=str(grown))
+    got, result = predictions(cell, tmp_path / "p2", dataset_path=str(grown), changed_graph=True)
+    base, _ = predictions(cell, tmp_path / "base")
+    assert got.loc["p_new"].new_node and got.loc["p_new"].new_neighbours == 2
+    assert not got.drop("p_new").new_node.any() and result["graph"]["changed_graph"]
+    near = set(pd.read_csv(graph / "writes.csv").query("author == 'a1'").paper)  # a1 also wrote the new paper
+    far = base.index.difference(sorted(near))
+    assert (got.loc[far].predicted == base.loc[far].predicted).all()
+    assert result["graph"]["new"] == {"author": 2, "paper": 1}
+
+
+def test_a_model_json_in_another_run_folder_and_a_partial_ensemble_are_named(trained, tmp_path, caplog):
+    _, cell = trained
+    c = tmp_path / "cell"
+    shutil.copytree(cell, c)
+    shutil.rmtree(c / "runs" / "run_01")
+    with caplog.at_level("WARNING", logger="regnn"):
+        _, result = predictions(c, tmp_path / "p")
+    assert "1 of the cell's 2 runs: run_01" in result["chosen"] and "run_01" in caplog.text
+    shutil.copytree(c / "runs" / "run_00", c / "runs" / "run_01")
+    with pytest.raises(DataError, match="run_01/results.json is of run 0 \\(seed 0\\), not of the folder's run 1"):
+        predictions(c, tmp_path / "p2")
+
+
+def test_yes_no_options_refuse_strings_and_outputs_never_land_in_a_cell(trained, tmp_path):
+    import regnn
+
+    _, cell = trained
+    for bad in ("false", "no", "0"):
+        with pytest.raises(TypeError, match=f"ensemble={bad!r} must be True or False"):
+            regnn.predict(cell, ensemble=bad)
+    with pytest.raises(ConfigError, match="check_scores='false' must be true or false"):
+        predictions(cell, tmp_path / "p", check_scores="false")
+    with pytest.raises(ConfigError, match="lies inside the trained cell"):
+        regnn.explain(cell, ablation="retrain", retrain_dir=cell / "ablation")
+    assert not (cell / "ablation").exists()
+
+
+def test_explain_refuses_a_model_without_relation_weights(tmp_path):
+    import regnn
+
+    graph = write_graph(tmp_path / "g")
+    cell = train(tmp_path / "gcn", graph, "model=gcn", "runs=1", "trainer.max_epochs=3")
+    with pytest.raises(ConfigError, match="learns no relation weights"):
+        regnn.explain(cell)
+
+
+def test_relation_names_reverses_and_edge_columns_are_read_by_name(tmp_path):
+    from regnn.data.custom import load_custom
+
+    graph = write_graph(tmp_path / "g")
+    meta = yaml.safe_load((graph / "dataset.yaml").read_text())
+    # a user relation named as regnn names a reverse: refused, not merged
+    edit(graph, "writes.csv", lambda d: d)
+    shutil.copy(graph / "writes.csv", graph / "authored.csv")
+    edit(graph, "authored.csv", lambda d: d[["paper", "author"]].iloc[5:])  # another relation, not the reverse
+    meta["edges"]["rev_writes"] = {"file": "authored.csv", "source": "paper", "target": "author"}
+    (graph / "dataset.yaml").write_text(yaml.safe_dump(meta))
+    with pytest.raises(
+        DataError, match="relation rev_writes .* and the reverse of writes .* are both named rev_writes"
+    ):
+        load_custom(graph)
+    # declared as writes' reverse: kept as the user's, every other relation still reversed
+    meta["reverse"] = {"writes": "rev_writes"}
+    (graph / "dataset.yaml").write_text(yaml.safe_dump(meta))
+    d = load_custom(graph)
+    assert sorted(d.graph.etypes) == ["has", "rev_has", "rev_writes", "writes"]
+    assert d.graph.num_edges(("paper", "rev_writes", "author")) == 235  # the user's edges, as given
+    # both pairs held and undeclared: both named at once, with advice that keeps the other reverses
+    shutil.copy(graph / "has.csv", graph / "in_paper.csv")
+    edit(graph, "in_paper.csv", lambda d: d[["term", "paper"]])
+    meta["edges"]["in_paper"] = {"file": "in_paper.csv", "source": "term", "target": "paper"}
+    shutil.copy(graph / "writes.csv", graph / "authored.csv")
+    edit(graph, "authored.csv", lambda d: d[["paper", "author"]])  # now writes' reverse exactly
+    meta["reverse"] = "add"
+    meta["edges"]["authored"] = meta["edges"].pop("rev_writes")
+    (graph / "dataset.yaml").write_text(yaml.safe_dump(meta))
+    with pytest.raises(DataError, match="writes .* and authored .*; has .* and in_paper .* are each other's") as e:
+        load_custom(graph)
+    assert "reverse: {writes: authored, has: in_paper}" in str(e.value)
+    # an edge table whose header names its columns the other way round is read by name; a third column refused
+    g2 = write_graph(tmp_path / "g2")
+    edit(g2, "writes.csv", lambda d: d[["paper", "author"]])
+    by_name = load_custom(g2)
+    base = load_custom(write_graph(tmp_path / "g3"))
+    assert torch.equal(
+        torch.sort(by_name.graph.edges(etype="writes")[0]).values,
+        torch.sort(base.graph.edges(etype="writes")[0]).values,
+    )
+    edit(g2, "writes.csv", lambda d: d.assign(weight="1"))
+    with pytest.raises(DataError, match="column\\(s\\) \\['weight'\\] beside the id columns"):
+        load_custom(g2)
+    meta2 = yaml.safe_load((g2 / "dataset.yaml").read_text())
+    meta2["edges"]["writes"]["ignore"] = ["weight"]
+    (g2 / "dataset.yaml").write_text(yaml.safe_dump(meta2))
+    assert load_custom(g2).graph.num_edges(("author", "writes", "paper")) == base.graph.num_edges(
+        ("author", "writes", "paper")
+    )
+
+
+def test_a_key_given_twice_and_a_float_id_past_2_53_are_refused(tmp_path):
+    from regnn.data.custom import load_custom
+
+    graph = write_graph(tmp_path / "g")
+    text = (graph / "dataset.yaml").read_text()
+    (graph / "dataset.yaml").write_text(text + "target: author\n")
+    with pytest.raises(DataError, match="key 'target' is given twice"):
+        load_custom(graph)
+    (graph / "dataset.yaml").unlink()
+    meta = yaml.safe_load(text)
+    (graph / "dataset.json").write_text(
+        json.dumps(meta).replace('"target": "paper"', '"target": "paper", "target": "x"')
+    )
+    with pytest.raises(DataError, match="key 'target' is given twice"):
+        load_custom(graph)
+    (graph / "dataset.json").write_text(json.dumps(meta))
+    pd.DataFrame({"id": [1e20, 2.0]}).to_parquet(graph / "terms.parquet")
+    meta["nodes"]["term"]["file"] = "terms.parquet"
+    (graph / "dataset.json").write_text(json.dumps(meta))
+    with pytest.raises(DataError, match="holds the float 1e\\+20, past 2\\^53"):
+        load_custom(graph)
+
+
+def test_a_prepared_graph_of_another_relation_count_is_refused():
+    from regnn.nn import REGCNConv, typed_adjacency
+
+    ei = torch.tensor([[0, 1, 2], [1, 2, 0]])
+    et, nt = torch.tensor([0, 1, 2]), torch.tensor([0, 1, 0])
+    conv = REGCNConv(8, 4, num_relations=4, num_node_types=2)
+    with pytest.raises(ValueError, match="built for 3 relations .* but this layer has 4"):
+        conv(torch.randn(3, 8), typed_adjacency(ei, et, nt, 3))
+    conv(torch.randn(3, 8), typed_adjacency(ei, et, nt, 4))
+
+
+def test_the_python_api_refuses_a_string_of_overrides_and_unknown_keys_in_one_line():
+    import regnn
+
+    with pytest.raises(TypeError, match="a list of strings"):
+        regnn.run("dataset=dblp")
+    with pytest.raises(ConfigError) as e:
+        regnn.run(["no_such_key=1"])
+    assert "\n" not in str(e.value) and "no_such_key" in str(e.value)
