@@ -82,8 +82,8 @@ class Table:
             if (whole & (abs(v) >= 2**53)).any():  # past 2^53 a float need not be the integer that was written
                 i = int(np.flatnonzero(whole & (abs(v) >= 2**53))[0])
                 raise DataError(
-                    f"{self.path}: column {quote(name)} ({what}) holds the float {float(v[i])!r}, past 2^53, where a float "
-                    "cannot tell one integer from the next; write the column as integers or as text"
+                    f"{self.path}: column {quote(name)} ({what}) holds the float {float(v[i])!r}, past 2^53, where a "
+                    "float cannot tell one integer from the next; write the column as integers or as text"
                 )
             if whole.all():
                 col, t = col.cast(pa.int64()), pa.int64()
