@@ -345,3 +345,61 @@ def test_the_python_api_refuses_a_string_of_overrides_and_unknown_keys_in_one_li
     with pytest.raises(ConfigError) as e:
         regnn.run(["no_such_key=1"])
     assert "\n" not in str(e.value) and "no_such_key" in str(e.value)
+
+
+def pyg_dict(d, perm=None):
+    """The graph as HeteroData.to_dict() holds it (node_id on every type, the forward relations only), its nodes in
+    the order perm[type] gives (identity by default): written without PyG."""
+    g, out = d.graph, {"_global_store": {}}
+    perm = perm or {t: np.arange(g.num_nodes(t)) for t in g.ntypes}
+    inv = {t: np.argsort(p) for t, p in perm.items()}
+    for t in g.ntypes:
+        store = {"node_id": [str(x) for x in np.asarray(d.node_ids[t])[perm[t]]]}
+        if t == d.target:
+            store["x"] = d.features[t][torch.from_numpy(perm[t])]
+            store["y"] = torch.from_numpy(d.known_labels()[perm[t]])
+            for s in ("train", "val", "test"):
+                m = torch.zeros(g.num_nodes(t), dtype=torch.bool)
+                m[torch.from_numpy(inv[t][d.splits[s].numpy()])] = True
+                store[f"{s}_mask"] = m
+            store["class_names"] = list(d.class_names)
+        else:
+            store["num_nodes"] = g.num_nodes(t)
+        out[t] = store
+    for s, r, t in g.canonical_etypes:
+        if not r.startswith("rev_"):
+            u, v = (x.numpy() for x in g.edges(etype=(s, r, t)))
+            out[(s, r, t)] = {"edge_index": torch.from_numpy(np.stack([inv[s][u], inv[t][v]]))}
+    return out
+
+
+def test_a_pyg_graph_with_its_node_rows_reordered_predicts_identically(tmp_path):
+    from regnn.data.custom import load_custom
+
+    d = load_custom(write_graph(tmp_path / "tables"))
+    rng = np.random.default_rng(5)
+    folders = {}
+    for name, perm in (("pyg", None), ("shuffled", {t: rng.permutation(d.graph.num_nodes(t)) for t in d.graph.ntypes})):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        torch.save(pyg_dict(d, perm), folders[name] / "graph.pt")
+        (folders[name] / "dataset.yaml").write_text(yaml.safe_dump({"format": "pyg", "target": "paper"}))
+    cell = train(tmp_path / "cell", folders["pyg"], "runs=1")
+    before, _ = predictions(cell, tmp_path / "p1")
+    after, result = predictions(cell, tmp_path / "p2", dataset_path=str(folders["shuffled"]))
+    probs = [c for c in before.columns if c.startswith("p_")]
+    assert np.abs(after.loc[before.index, probs].values - before[probs].values).max() == 0
+    assert result["graph"]["reordered"] and not result["graph"]["changed"]
+
+
+def test_resuming_a_cell_on_a_graph_whose_labels_changed_names_the_change(tmp_path):
+    graph = write_graph(tmp_path / "g")
+    cell = train(tmp_path / "cell", graph, "runs=1", "trainer.max_epochs=3")
+
+    def flip_first(d):
+        d.loc[0, "label"] = {"a": "b", "b": "c", "c": "a"}[d.label[0]]
+        return d
+
+    edit(graph, "papers.csv", flip_first)
+    with pytest.raises(ConfigError, match=r"\(papers.csv differ\): labels of 1 known nodes changed \(1 "):
+        train(cell, graph, "runs=2", "trainer.max_epochs=3", "resume=true")

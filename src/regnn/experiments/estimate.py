@@ -44,7 +44,7 @@ def same_cell(cfg: DictConfig, cell: Path) -> None:
     config = OmegaConf.to_container(cfg, resolve=True)
     if not cfg.compare.get("tune"):  # a tuned cell trains with its tune's best setting, not the composed one
         check_same_computation(config, cell)
-    identity.check(cell, identity.describe(config), stored)
+    identity.check(cell, identity.describe(config), stored, config)
 
 
 def finished(cell: Path) -> bool:

@@ -239,6 +239,14 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
         why,
     )
     graph = guard.graph_changes(cfg, bound.aligned, chosen.runs[0])
+    embedded = (tcfg.get("trainer") or {}).get("embed_dim")
+    grown = [t for t in (bound.aligned.changes.new if bound.aligned else {}) if data.is_id_only(t)]
+    if embedded and grown:
+        raise DataError(
+            f"{chosen.cell} learnt a sparse embedding per {grown[0]} node (trainer.embed_dim), and the graph has "
+            f"{bound.aligned.changes.new[grown[0]]} new ones it has none for; predict on the graph it trained on, "
+            "or train on this one"
+        )
     skip = guard.why_not_compared(cfg, tcfg, checkpoint.load_meta(chosen.runs[0]), bound.aligned)
     if skip:
         log.info("predict: the scores are not compared with the runs' recorded ones: %s", skip)

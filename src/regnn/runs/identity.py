@@ -54,8 +54,9 @@ def _same_files(old: dict | None, new: dict | None) -> bool:
     return bool(a) and bool(b) and all(a.get(k) == v for k, v in b.items())
 
 
-def check(cell: Path, now: dict, stored_config: dict | None) -> None:
-    """ConfigError when the cell at `cell` was trained on another graph than `now` (describe(config))."""
+def check(cell: Path, now: dict, stored_config: dict | None, config: dict | None = None) -> None:
+    """ConfigError when the cell at `cell` was trained on another graph than `now` (describe(config)), naming the
+    files that differ and (config given) what changed in the graph."""
     stored = io_safe.read_json(cell / DATA_FILE, lambda d: isinstance(d, dict) and "fingerprint" in d)
     if stored is None:  # a cell from before data.json: only a custom graph's stored path can tell
         old = (stored_config or {}).get("dataset") or {}
@@ -73,8 +74,36 @@ def check(cell: Path, now: dict, stored_config: dict | None) -> None:
         if changed and stored.get("path") == now["path"]
         else ""
     )
+    change = _what_changed(cell, config) if config is not None and stored.get("path") == now["path"] else ""
     raise ConfigError(
         f"{cell} holds results trained on another graph ({_label(stored)}) than this one "
-        f"({_label(now)}){what}; choose another folder (hydra.run.dir=..., or hydra.sweep.dir=... "
-        "for a sweep) or move that one away"
+        f"({_label(now)}){what}{f': {change}' if change else ''}; choose another folder (hydra.run.dir=..., or "
+        "hydra.sweep.dir=... for a sweep) or move that one away"
     )
+
+
+def _what_changed(cell: Path, config: dict) -> str:
+    """What the graph of `config` changes against the one the cell's runs trained on, in the user's terms (nodes,
+    labels, splits, edges, features; regnn.data.graph_record), or "" where no run kept its graph record or the
+    graph cannot be read."""
+    from regnn.data import load_dataset
+    from regnn.data.dataset import empty_splits_allowed
+    from regnn.data.graph_record import align
+    from regnn.data.scaling import apply_feature_norm
+    from regnn.errors import RegnnError
+    from regnn.runs import checkpoint
+
+    runs = [d for d in sorted((cell / "runs").glob("run_*")) if (d / checkpoint.RECORD_FILE).is_file()]
+    if not runs:
+        return ""
+    try:
+        meta = checkpoint.load_meta(runs[0])
+        record, fitted = checkpoint.load_record(runs[0], meta), checkpoint.load_scaling(runs[0], meta)
+        ds = {k: v for k, v in config["dataset"].items() if k not in ("name", "display_name", "metapaths")}
+        with empty_splits_allowed():
+            data = load_dataset(str(config["dataset"]["name"]), **{**ds, "feature_norm": None})
+        scale = None if fitted is None else (lambda d: apply_feature_norm(d, "none", fitted=fitted))
+        aligned = None if record is None else align(data, record, scale=scale)
+    except (RegnnError, OSError, ValueError, KeyError):
+        return ""
+    return "" if aligned is None or aligned.changes.same else aligned.changes.summary()

@@ -1,7 +1,8 @@
 """Past cells as a table: `python -m regnn.runs list` and `python -m regnn.runs best` (regnn.runs.__main__).
 
 A cell is any folder under the root (default outputs/) holding a finished results.json; its graph is the name its
-data.json records (a custom description's `name:`, else its folder's), its date the summary's finished_at. Only
+data.json records (a custom description's `name:`, else its folder's; "<graph> without <relations>" for a cell
+trained without some, as explain's retrained ablation trains them), its date the summary's finished_at. Only
 reads: a file that cannot be read is skipped and counted, never renamed or rewritten.
 """
 
@@ -45,10 +46,11 @@ def cells(root: Path) -> tuple[list[Cell], int]:
             continue
         data = _read(f.parent / "data.json") or {}
         m = r["metrics"]
+        dropped = _dropped(f.parent)  # explain's retrained cells: the graph without a relation group
         found.append(
             Cell(
                 folder=f.parent,
-                graph=str(data.get("graph") or r.get("dataset")),
+                graph=str(data.get("graph") or r.get("dataset")) + (f" without {'+'.join(dropped)}" if dropped else ""),
                 model=str(r.get("model")),
                 finished=str(r.get("finished_at", "")),
                 runs=int(r["runs"]),
@@ -57,6 +59,18 @@ def cells(root: Path) -> tuple[list[Cell], int]:
             )
         )
     return sorted(found, key=lambda c: (c.finished, str(c.folder))), unreadable
+
+
+def _dropped(cell: Path) -> list[str]:
+    """The relations the cell's graph was trained without (dataset.drop_relations: explain's retrained ablation)."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load((cell / "config.yaml").read_text())
+        drop = ((cfg or {}).get("dataset") or {}).get("drop_relations") or []
+    except (OSError, yaml.YAMLError, AttributeError):
+        return []
+    return [str(x) for x in drop] if isinstance(drop, list) else []
 
 
 def best(found: list[Cell]) -> dict[str, Cell]:

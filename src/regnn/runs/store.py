@@ -165,7 +165,7 @@ class CellStore:
         return self._graph
 
     def _same_graph(self) -> None:
-        identity.check(self.dir, self.graph(), stored_config(self.dir))
+        identity.check(self.dir, self.graph(), stored_config(self.dir), self.config)
 
     def _finished(self) -> dict | None:
         stored = io_safe.read_json(self.results, io_safe.is_cell_summary)
