@@ -67,17 +67,19 @@ def cell_config(run_dir: Path) -> dict | None:
     return cfg if isinstance(cfg, dict) else None
 
 
-def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None = None, record=None) -> None:
+def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None = None, graph=None) -> None:
     """Writes model.pt (and scaling.pt, graph.npz), then model.json, which records the digest of the weights, of
     the cell's config (its config.yaml, written before the first run) and of the graph record. scaling: the
-    dataset's feature_scaling record; record: the GraphRecord of the graph it trained on."""
+    dataset's feature_scaling record; graph: the dataset it trained on (its GraphRecord is saved)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to("cpu").clone().contiguous() for k, v in model.state_dict().items()}
     write_tensors(run_dir / MODEL_FILE, state)
     meta = {**meta, "integrity": integrity.record(state, cell_config(run_dir))}
-    if record is not None:
+    if graph is not None:
+        from regnn.data.graph_record import GraphRecord
+
         tmp = run_dir / f".{RECORD_FILE}.{os.getpid()}.tmp"
-        record.save(tmp)
+        GraphRecord.once(graph).save(tmp)
         os.replace(tmp, run_dir / RECORD_FILE)
         meta["integrity"]["graph_sha256"] = file_digest(run_dir / RECORD_FILE)
     scaling = scaling or {}

@@ -88,7 +88,7 @@ def _what_changed(cell: Path, config: dict) -> str:
     graph cannot be read."""
     from regnn.data import load_dataset
     from regnn.data.dataset import empty_splits_allowed
-    from regnn.data.graph_record import align
+    from regnn.data.graph_binding import align
     from regnn.data.scaling import apply_feature_norm
     from regnn.errors import RegnnError
     from regnn.runs import checkpoint

@@ -246,21 +246,13 @@ class CellStore:
                     "torch": torch.__version__,
                 },
                 scaling=data.feature_scaling,
-                record=self.record(data),
+                graph=data,
             )
         io_safe.write_text(run_dir / "history.csv", pd.DataFrame(result.history).to_csv(index=False))
         if save_embeddings and result.embeddings is not None:
             embeddings.write(run_dir / "embeddings.npz", data, result.embeddings)
         # results.json last (and whole): its presence marks a finished run (reused_run)
         io_safe.write_json(run_dir / "results.json", {**rec, "relation_weights": result.relation_weights})
-
-    def record(self, data):
-        """The GraphRecord of the graph the runs train on (regnn.data.graph_record), made once per graph."""
-        from regnn.data.graph_record import GraphRecord
-
-        if getattr(self, "_record", (None, None))[0] is not data:
-            self._record = (data, GraphRecord.of(data))
-        return self._record[1]
 
     # -- the cell's summary -------------------------------------------------------------------------------
     def summary(self, records: list[dict], keys, t0: float, facts: JobFacts) -> dict:
