@@ -202,7 +202,10 @@ def test_a_graph_that_grew_is_predicted_on_purpose_with_its_new_nodes_marked(tra
         edit(f, "writes.csv", lambda d: pd.concat([d, more]))
 
     grown = copy(graph, tmp_path / "grown", grow)
-    with pytest.raises(DataError, match="2 new author nodes; 1 new paper nodes; edges of writes: 240 then, 243 now"):
+    with pytest.raises(
+        DataError,
+        match=r"2 new author nodes \('a_new1', 'a_new2'\); 1 new paper nodes \('p_new'\); edges of writes: 240 then, 243",
+    ):
         predictions(cell, tmp_path / "p", dataset_path=str(grown))
     got, result = predictions(cell, tmp_path / "p2", dataset_path=str(grown), changed_graph=True)
     base, _ = predictions(cell, tmp_path / "base")
@@ -403,3 +406,44 @@ def test_resuming_a_cell_on_a_graph_whose_labels_changed_names_the_change(tmp_pa
     edit(graph, "papers.csv", flip_first)
     with pytest.raises(ConfigError, match=r"\(papers.csv differ\): labels of 1 known nodes changed \(1 "):
         train(cell, graph, "runs=2", "trainer.max_epochs=3", "resume=true")
+
+
+def test_an_edit_that_keeps_size_and_modification_time_is_still_seen_and_a_reorder_is_named_as_such(tmp_path):
+    import os
+
+    graph = write_graph(tmp_path / "g")
+    cell = train(tmp_path / "cell", graph, "runs=1", "trainer.max_epochs=3")
+    f = graph / "papers.csv"
+    st = f.stat()
+    text = f.read_text()
+    row = next(line for line in text.splitlines() if line.endswith(",a,val"))
+    f.write_text(text.replace(row, row[: -len("a,val")] + "b,val", 1))  # same size
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same modification time (as tar or rsync -t leave it)
+    with pytest.raises(ConfigError, match="labels of 1 known nodes changed"):
+        train(cell, graph, "runs=2", "trainer.max_epochs=3", "resume=true")
+    f.write_text(text)
+    shuffled(graph)
+    with pytest.raises(ConfigError, match="papers.csv.* differ\\): the same graph with its rows in another order"):
+        train(cell, graph, "runs=2", "trainer.max_epochs=3", "resume=true")
+
+
+def test_labelled_nodes_outside_the_splits_are_named_so_and_a_file_is_not_a_run(trained, tmp_path):
+    graph, cell = trained
+
+    def label_outside(f):
+        edit(
+            f,
+            "papers.csv",
+            lambda d: pd.concat(
+                [d, pd.DataFrame({"id": ["p_x"], "f0": ["0"], "f1": ["0"]} | {"label": ["a"], "split": [""]})]
+            ),
+        )
+        edit(f, "has.csv", lambda d: pd.concat([d, pd.DataFrame({"paper": ["p_x"], "term": ["t1"]})]))
+
+    grown = copy(graph, tmp_path / "g", label_outside)
+    got, _ = predictions(cell, tmp_path / "p", dataset_path=str(grown), changed_graph=True)
+    assert got.loc["p_x"].split == "outside" and got.loc["p_x"].label == "a" and got.loc["p_x"].new_node
+    with pytest.raises(ConfigError, match="is a file; give the run folder"):
+        predictions(cell / "runs" / "run_00" / "model.pt", tmp_path / "p2")
+    with pytest.raises(DataError, match=r"1 new paper nodes \('p_x'\)"):
+        predictions(cell, tmp_path / "p3", dataset_path=str(grown))

@@ -2,7 +2,7 @@
 
 A cell's identity (regnn.runs.store) includes this, so that a resumed sweep never reuses a cell trained on
 another graph: another `dataset.path`, or the same path whose files were changed in place. Hashing reads every
-byte once; the result is cached per file by (path, size, modification time) in $REGNN_CACHE (default
+byte once; the result is cached per file by (path, size, modification and change times, inode) in $REGNN_CACHE (default
 ~/.cache/regnn)/fingerprints.json, so a graph is hashed again only when a file of it changes.
 
 The files of a dataset: for `dataset=custom`, the description and exactly the files it names for its reader (in a
@@ -94,7 +94,9 @@ def fingerprint(dataset: Mapping[str, Any]) -> dict | None:
     entries, changed = {}, False
     for p in files:
         st = p.stat()
-        key, stamp = str(p), [st.st_size, st.st_mtime_ns]
+        # the change time too: a write that keeps the size and restores the modification time (touch -r, tar, rsync
+        # -t) still changes it, so the cached digest is never taken for an edited file
+        key, stamp = str(p), [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
         if not isinstance(cache.get(key), dict) or cache[key].get("stamp") != stamp:
             cache[key], changed = {"stamp": stamp, "sha256": _sha256(p)}, True
         entries[str(p.relative_to(root))] = f"{st.st_size}:{cache[key]['sha256']}"

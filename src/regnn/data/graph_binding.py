@@ -94,14 +94,20 @@ def _by_column_name(data, rec: GraphRecord) -> None:
         have = list((data.feature_names or {}).get(t) or [])
         if have == want or t in rec.id_only:
             continue
+        if not have:
+            raise DataError(
+                f"the model's {t} features are the named columns {ascii(want)} of a tables graph, and this graph "
+                "names none (npz, PyG and DGL features have no column names): predict on a tables graph with "
+                "those columns"
+            )
         gone, extra = [c for c in want if c not in have], [c for c in have if c not in want]
         if gone or extra:
             raise DataError(
-                f"the {t} features were the columns {want} when the model trained; now "
-                + (f"{gone} are missing" if gone else "")
+                f"the {t} features were the columns {ascii(want)} when the model trained; now "
+                + (f"{ascii(gone)} are missing" if gone else "")
                 + (" and " if gone and extra else "")
-                + (f"{extra} are new" if extra else "")
-                + f"; give the {t} table those columns (or features: {want} in its description)"
+                + (f"{ascii(extra)} are new" if extra else "")
+                + f"; give the {t} table those columns (or features: {ascii(want)} in its description)"
             )
         x = data.features[t]
         order = torch.tensor([have.index(c) for c in want])
@@ -201,8 +207,14 @@ def _changes(data, rec: GraphRecord, trained: dict, perm: dict) -> Changes:
         removed = rec.counts[t] - (len(pos) - new)
         if new:
             ch.new[t] = new
+            ids = (data.node_ids or {}).get(t)
+            if ids is not None:
+                ch.examples[f"new {t}"] = [ascii(str(i)) for i in np.asarray(ids)[pos < 0][:3]]
         if removed:
             ch.removed[t] = removed
+            if rec.is_known_by_id(t):
+                gone = np.setdiff1d(np.arange(rec.counts[t]), pos[pos >= 0])[:3]
+                ch.examples[f"removed {t}"] = [ascii(str(i)) for i in rec.ids[t][gone]]
         if (pos >= 0).all() and not np.array_equal(perm[t], np.arange(len(perm[t]))):
             ch.reordered = True
     tp = trained[data.target]
@@ -214,6 +226,7 @@ def _changes(data, rec: GraphRecord, trained: dict, perm: dict) -> Changes:
     for c in np.unique(then_split[moved]):
         ch.labels[names[int(c)]] = int((moved & (then_split == c)).sum())
     ch.splits = int(((now_split != then_split) & (now_split > 0)).sum())
+    ch.labelled = int(((now_labels >= 0) & (then_labels < 0)).sum())
     ch.unlabelled = int((((now_labels < 0) & (then_labels >= 0)) | ((now_split == 0) & (then_split > 0))).sum())
     g = data.graph
     for s, e, d in g.canonical_etypes:

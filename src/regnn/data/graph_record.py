@@ -168,14 +168,20 @@ class Changes:
     reordered: bool = False  # the same nodes in another row order (not a change: bound by id)
     # known target nodes that lost their label or split (not a change of the model's inputs: nothing to score)
     unlabelled: int = 0
+    labelled: int = 0  # known target nodes in no split that gained a label (not a change of the inputs either)
+    examples: dict[str, list[str]] = field(default_factory=dict)  # "new <type>" / "removed <type>" -> a few ids
 
     @property
     def same(self) -> bool:
         return not (self.new or self.removed or self.labels or self.splits or self.edges or self.features)
 
     def lines(self) -> list[str]:
-        out = [f"{n} new {t} nodes" for t, n in self.new.items()]
-        out += [f"{n} {t} nodes removed" for t, n in self.removed.items()]
+        def e(key: str) -> str:
+            ids = self.examples.get(key)
+            return f" ({', '.join(ids)}{', ...' if ids and len(ids) == 3 else ''})" if ids else ""
+
+        out = [f"{n} new {t} nodes{e('new ' + t)}" for t, n in self.new.items()]
+        out += [f"{n} {t} nodes removed{e('removed ' + t)}" for t, n in self.removed.items()]
         out += [
             f"labels of {sum(self.labels.values())} known nodes changed ("
             + ", ".join(f"{n} {s}" for s, n in self.labels.items())

@@ -33,6 +33,35 @@ def summarise(per_run: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*by, "mean", "low", "high", "runs"])
 
 
+def verdict(low: float, high: float, threshold: float) -> str:
+    """Three-way, by the 95% interval of a drop: "matters" (its low end above the threshold), "free" (its high end
+    at most the threshold) or "cannot tell" (it spans the threshold, or there is no interval: one run)."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "cannot tell"
+    if low > threshold:
+        return "matters"
+    return "free" if high <= threshold else "cannot tell"
+
+
+def runs_to_tell(values, threshold: float) -> int | None:
+    """About how many runs would put the 95% interval of the mean of `values` on one side of the threshold (the
+    runs' spread as measured, the mean as measured); None where the mean sits on the threshold or there is no
+    spread to scale."""
+    a = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if a.size < 2 or a.std(ddof=1) == 0 or a.mean() == threshold:
+        return None
+    n = int(np.ceil((1.96 * a.std(ddof=1) / abs(a.mean() - threshold)) ** 2)) + 1
+    return max(n, a.size + 1)
+
+
+def agreement_verdict(low: float, high: float) -> str:
+    """Whether two rankings agree, by the interval of Spearman's rho: "agree" (above 0), "disagree" (below 0) or
+    "cannot tell" (it spans 0, or there is none)."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "cannot tell"
+    return "agree" if low > 0 else "disagree" if high < 0 else "cannot tell"
+
+
 def rank_agreement(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
     """Spearman's rho between two per-run scores of the same items (columns: the items, rows: the runs, each
     frame indexed by run), on their means over the runs, with a percentile bootstrap interval that resamples the

@@ -29,6 +29,7 @@ from regnn.pipeline.predict import Predicted, predicted, scores, weight_frame
 from regnn.pipeline.predict_guard import refuse_inside_a_cell, run_record
 from regnn.runs import io_safe
 from regnn.pipeline.trained_model import loaded_model
+from regnn.training.progress import clock
 from regnn.training.trainer import autocast
 
 log = logging.getLogger("regnn")
@@ -61,7 +62,6 @@ def weight_rows(p: Predicted) -> pd.DataFrame:
             "...), or compare the plain and RE cells' scores"
         )
     rows = weight_frame(p)
-    rows["layer"] += 1
     rows["weight"] = [sum(w) / len(w) if isinstance(w, list) else w for w in rows.weight]
     if rows.empty:
         raise ConfigError(
@@ -108,15 +108,33 @@ def retrain_rows(p: Predicted, groups, root: Path, train) -> tuple[pd.DataFrame,
             "its runs' recorded scores; let its training finish (resume=true), then explain it"
         )
     by_seed = {r["seed"]: r for r in base.get("per_run", []) if "failed" not in r}
+    todo = [g for g in groups if not (root / _cell_name(g) / "results.json").is_file()]
+    if todo and base.get("wall_time_s"):  # each retrained cell trains as long as the cell did, about
+        log.info(
+            "explain: retraining %d of %d groups, %d runs each: about %s (the cell trained in %s)",
+            len(todo),
+            len(groups),
+            len(by_seed),
+            clock(len(todo) * float(base["wall_time_s"])),
+            clock(float(base["wall_time_s"])),
+        )
     rows, cells = [], []
     for k, g in enumerate(groups, 1):
         cfg = p.tcfg.copy()
         with open_dict(cfg):
             cfg.dataset.drop_relations = list(g)
             cfg.resume, cfg.save_embeddings = True, False
-        out = root / ("drop_" + "_".join(n.replace("->", "-").replace("/", "-") for n in g))
+        out = root / _cell_name(g)
         log.info("explain: retraining without %s (%d of %d) in %s", group_name(g), k, len(groups), out)
-        summary = train(cfg, out)
+        try:
+            summary = train(cfg, out)
+        except ConfigError as e:
+            if "holds results trained on another graph" not in str(e):
+                raise
+            raise ConfigError(
+                f"{str(e).split('; choose another folder')[0]}; give explain another retrain_dir=<folder>, or "
+                f"move {root} away"
+            ) from None
         cells.append(out)
         for r in summary["per_run"]:
             if "failed" in r or r["seed"] not in by_seed:
@@ -126,6 +144,10 @@ def retrain_rows(p: Predicted, groups, root: Path, train) -> tuple[pd.DataFrame,
                 for s in SCORES
             ]
     return pd.DataFrame(rows), cells
+
+
+def _cell_name(group: tuple[str, ...]) -> str:
+    return "drop_" + "_".join(n.replace("->", "-").replace("/", "-") for n in group)
 
 
 def agreement(weights: pd.DataFrame, drops: pd.DataFrame, groups, kind: str) -> list[dict]:

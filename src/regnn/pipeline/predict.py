@@ -110,15 +110,15 @@ def run_shares(job, tcfg, run_dir) -> tuple[list[str], torch.Tensor]:
 
 
 def weight_frame(p: Predicted) -> pd.DataFrame:
-    """One row per run, layer (from 0) and relation (self:<type>: a node type's self-loop), its source and
-    destination node types (a user's relation `buys` names neither), and the learned weight (a list where the
-    layer has several heads)."""
+    """One row per run, layer (from 1, as explain's weights.csv and the paper's Figure 7) and relation
+    (self:<type>: a node type's self-loop), its source and destination node types (a user's relation `buys` names
+    neither), and the learned weight (a list where the layer has several heads)."""
     ends = relation_ends(p.data.graph)
     rows = [
         {"run": run, "layer": layer, "relation": rel, "source": ends.get(rel, (None, None))[0]}
         | {"destination": ends.get(rel, (None, None))[1], "weight": w}
         for run, layers in p.weights.items()
-        for layer, weights in enumerate(layers or [])
+        for layer, weights in enumerate(layers or [], start=1)
         for rel, w in weights.items()
     ]
     return pd.DataFrame(rows, columns=["run", "layer", "relation", "source", "destination", "weight"])

@@ -163,6 +163,11 @@ def trained_config(cell: Path, dataset_path: str | None) -> DictConfig:
                 f"{cfg.dataset.name}, read from its own folder"
             )
         cfg.dataset.path = str(Path(dataset_path).resolve())
+    elif cfg.dataset.get("format") == "custom" and not Path(str(cfg.dataset.get("path"))).exists():
+        raise DataError(
+            f"the graph {cell} trained on is no longer at {cfg.dataset.path}; where it moved, give its new place "
+            "with dataset_path=<folder>"
+        )
     return cfg
 
 
@@ -209,6 +214,13 @@ def graph_changes(cfg: DictConfig, aligned, run_dir: Path) -> dict | None:
             f"the graph differs from the one {run_dir} was trained on: {ch.summary()}; to predict on it as it is "
             "pass changed_graph=true (predict.py; its scores are then not compared with the run's, and "
             "predictions.csv marks new nodes), or train on this graph"
+        )
+    if ch.labelled or ch.unlabelled:
+        log.info(
+            "predict: of the target nodes the run trained on, %d gained a label and %d lost their label or split "
+            "(not a change of the model's inputs; labelled nodes outside the splits are split 'outside')",
+            ch.labelled,
+            ch.unlabelled,
         )
     if ch.reordered and ch.same:
         log.info("predict: the graph's rows are in another order than when it trained; bound by id, nothing changed")

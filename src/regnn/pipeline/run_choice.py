@@ -29,6 +29,8 @@ def choose_runs(path: Path, ensemble: bool, allow_missing: bool = False) -> Chos
     every finished run with ensemble=true. A chosen run without its model.pt is refused, naming it, unless
     allow_missing (then: the best run that has one, or the ensemble of those that have one)."""
     path = guard.resolved(path)
+    if path.is_file():
+        raise ConfigError(f"run={path} is a file; give the run folder that holds it ({path.parent}) or its cell")
     if (path / checkpoint.META_FILE).exists() or path.parent.name == "runs":
         return Chosen(path.parent.parent, [path], path.name)
     summary = io_safe.read_json(path / "results.json", io_safe.is_cell_summary, set_aside=False) or {}

@@ -11,11 +11,12 @@ import numpy as np
 import pandas as pd
 
 from regnn.description import relation_label
-from regnn.evaluation.importance import interval
+from regnn.evaluation.importance import agreement_verdict, interval, runs_to_tell, verdict
 from regnn.runs import io_safe
 
 KINDS = {"masked": "masked at inference", "retrain": "retrained without it"}
 FREE_POINTS = 1.0  # a removal whose validation Micro-F1 cost is at most this, at the top of its interval, is free
+RECOMMENDED_RUNS = 10  # docs/explain.md: fewer runs give intervals too wide to tell most groups apart
 
 
 def group_table(e, groups: dict[str, tuple[str, ...]]) -> pd.DataFrame:
@@ -53,8 +54,13 @@ def _fmt(m, lo, hi, digits=2) -> str:
 
 def markdown(e, table: pd.DataFrame, title: str, epoch_times: dict) -> str:
     kinds = [k for k in KINDS if f"{k}_val_drop" in table]
-    head = ["relation (with its reverse)", "weight", *(f"{KINDS[k]}: val / test drop" for k in kinds)]
-    lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    head = [
+        "relation (with its reverse)",
+        "mean weight (layers, directions)",
+        *(f"{KINDS[k]}: val / test drop" for k in kinds),
+    ]
+    lines = [f"# {title}", "", *headline(e, table, kinds), ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in table.iterrows():
         cells = [r.group, _fmt(r.weight, r.weight_low, r.weight_high, 3)]
         for k in kinds:
@@ -66,32 +72,90 @@ def markdown(e, table: pd.DataFrame, title: str, epoch_times: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def headline(e, table: pd.DataFrame, kinds: list[str]) -> list[str]:
+    """The report's first lines: what was measured to be true. The retrained ablation where it exists (else the
+    masked one, said to be an upper bound), each group's three-way verdict, whether any group is free, and what
+    the weights are worth beside it."""
+    runs = e.per_run["weights"].run.nunique()
+    kind = "retrain" if "retrain" in kinds else "masked"
+    out = []
+    if runs < RECOMMENDED_RUNS:
+        out.append(
+            f"**{runs} runs**, fewer than the {RECOMMENDED_RUNS} the docs recommend: the intervals are wide, and "
+            "a verdict that cannot be told from these runs says so.\n"
+        )
+    out.append(
+        "**Which relations matter**, retrained without each group on the same seeds (paired by seed): measured, "
+        "the answer to trust. A group matters where its whole 95% interval of validation Micro-F1 lost is above "
+        f"{FREE_POINTS:g} point, is free where the whole interval is at most {FREE_POINTS:g} point:"
+        if kind == "retrain"
+        else "**Which relations matter, masked only**: each group cut out of the trained models at inference. That "
+        "is an upper bound on what a group costs, not its cost (a model trained without a relation learns to do "
+        "without it); `ablation=retrain` measures the cost. A group matters where its whole 95% interval of "
+        f"validation Micro-F1 lost is above {FREE_POINTS:g} point, may be free where it is at most "
+        f"{FREE_POINTS:g} point:"
+    )
+    drops = e.per_run[kind]
+    verdicts = {}
+    for _, r in table.iterrows():
+        lo, hi = r[f"{kind}_val_drop_low"], r[f"{kind}_val_drop_high"]
+        verdicts[r.group] = v = verdict(lo, hi, FREE_POINTS)
+        words = {"matters": "matters", "free": "free" if kind == "retrain" else "may be free (retrain to confirm)"}
+        say = words.get(v, "cannot tell from these runs")
+        if v == "cannot tell":
+            vals = drops[(drops.group == r.group) & (drops.score == "val_micro_f1")]["drop"].to_numpy()
+            need = runs_to_tell(vals, FREE_POINTS)
+            say += f" (about {need} runs would tell)" if need else ""
+        drop = _fmt(r[f"{kind}_val_drop"], lo, hi)
+        out.append(f"- {r.group}: **{say}**: {drop} points of validation Micro-F1 lost")
+    if "free" not in verdicts.values():
+        out.append("- No group is free: none costs at most 1 point at the top of its interval.")
+    out.append("")
+    out.append(weights_line(e, table, kind))
+    return out
+
+
+def weights_line(e, table: pd.DataFrame, kind: str) -> str:
+    """What the learned weights say beside the ablation: whether their ranking of the groups agrees with it, by
+    the interval of Spearman's rho, and which group each puts first."""
+    row = e.agreement[(e.agreement.kind == kind) & (e.agreement.score == "val_micro_f1")]
+    by_weight = table.sort_values("weight", ascending=False).group.iloc[0] if len(table) else None
+    by_drop = table.sort_values(f"{kind}_val_drop", ascending=False).group.iloc[0] if len(table) else None
+    tops = (
+        f" The weights put {by_weight} first, the ablation {by_drop}."
+        if by_weight != by_drop
+        else f" Both put {by_drop} first."
+    )
+    if row.empty or math.isnan(row.rho.iloc[0]):
+        return (
+            "**The weights** cannot be ranked against the ablation (fewer than 3 relation groups, or a constant "
+            f"ranking); a weight is a learned scale, not a cost.{tops}"
+        )
+    a = row.iloc[0]
+    rho = _fmt(a.rho, a.low, a.high)
+    v = agreement_verdict(a.low, a.high)
+    if v == "disagree":
+        return (
+            f"**The weights disagree with this ablation** (Spearman's rho {rho}): read the ablation, not the "
+            f"weights.{tops}"
+        )
+    if v == "agree":
+        return f"**The weights rank the groups as this ablation does** (Spearman's rho {rho}).{tops}"
+    return (
+        f"**Whether the weights rank the groups as this ablation does cannot be told from these runs** "
+        f"(Spearman's rho {rho}, an interval that spans 0): read the ablation, not the weights.{tops}"
+    )
+
+
 def notes(e, table: pd.DataFrame, kinds: list[str], epoch_times: dict) -> list[str]:
     runs = e.per_run["weights"].run.nunique()
     out = [
-        f"- Means over the cell's {runs} runs (seeds), with 95% t-intervals. A group's weight is the mean of its "
-        "relations' learned weights over the layers (per layer: weights.csv, explain.png). A drop is the Micro-F1 "
-        "(points) lost when the relations are removed: masked at inference in the trained runs, or retrained "
-        "without them on the same seeds (paired by seed).",
+        f"- Means over the cell's {runs} runs (seeds), with 95% t-intervals. A group's mean weight is the mean of "
+        "its relations' learned weights over the layers and both directions (per layer: weights.csv, "
+        "explain.png): a learned scale of the messages, not a cost. A drop is the Micro-F1 (points) lost when the "
+        "relations are removed: masked at inference in the trained runs (an upper bound), or retrained without "
+        "them on the same seeds (paired by seed).",
     ]
-    for _, a in e.agreement.iterrows():
-        if a.score != "val_micro_f1":
-            continue
-        rho = (
-            "n/a (fewer than 3 relation groups, or a constant ranking)"
-            if math.isnan(a.rho)
-            else _fmt(a.rho, a.low, a.high)
-        )
-        verdict = ""
-        if not math.isnan(a.low):
-            verdict = (
-                ": the weights rank the relations as this ablation does"
-                if a.low > 0
-                else ": the weights do not rank the relations as this ablation does; read the ablation, not the weights"
-            )
-        out.append(
-            f"- Agreement of the weights with the ablation {KINDS[a.kind]} (validation): Spearman's rho {rho}{verdict}."
-        )
     kind = "retrain" if "retrain" in kinds else "masked"
     free = free_groups(table, kind)
     if free:
@@ -99,12 +163,10 @@ def notes(e, table: pd.DataFrame, kinds: list[str], epoch_times: dict) -> list[s
             f"{g} {epoch_times[g][1]:.4f} s (the cell: {epoch_times[g][0]:.4f} s)" for g in free if g in epoch_times
         ]
         out.append(
-            f"- Costs nothing within the interval ({KINDS[kind]}: at most {FREE_POINTS:g} point of validation "
-            f"Micro-F1 at the top of its 95% interval): {', '.join(free)}. "
-            f"Train without one with 'dataset.drop_relations=[\"{free[0].split(' + ')[0]}\"]' (its reverse goes "
-            "with it)"
+            f"- To train without a free group: 'dataset.drop_relations=[\"{free[0].split(' + ')[0]}\"]' (its "
+            "reverse goes with it)"
             + (f"; seconds per epoch without it: {', '.join(saved)}." if saved else ".")
-            + ("" if kind == "retrain" else " (masking only: ablation=retrain checks it by training without them)")
+            + ("" if kind == "retrain" else " Masking only: ablation=retrain checks it by training without them.")
         )
     return out
 

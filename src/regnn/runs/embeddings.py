@@ -1,5 +1,6 @@
 """embeddings.npz: the representation of every target node (the layer before the classifier), with its position,
-the user's id where the data has one, its label (-1: unlabelled) and its split (train/val/test/unlabelled).
+the user's id where the data has one, its label (-1: unlabelled) and its split (train/val/test, outside: labelled
+in no split, unlabelled).
 
 Written by a run with save_embeddings=true and by predict.py with embeddings=true; read by the t-SNE figure and
 re-clustering, which use the test nodes as the paper does. Files that hold the test nodes alone (no `split`
@@ -17,8 +18,8 @@ from regnn.names import SPLITS
 
 
 def split_names(data) -> np.ndarray:
-    """The split of every target node by name: train, val, test or unlabelled."""
-    names = np.full(data.graph.num_nodes(data.target), "unlabelled", dtype=object)
+    """The split of every target node by name: train, val, test, outside (labelled, in no split) or unlabelled."""
+    names = np.where(data.known_labels() >= 0, "outside", "unlabelled").astype(object)
     for s in SPLITS:
         names[data.splits[s].numpy()] = s
     return names.astype(str)

@@ -106,4 +106,8 @@ def _what_changed(cell: Path, config: dict) -> str:
         aligned = None if record is None else align(data, record, scale=scale)
     except (RegnnError, OSError, ValueError, KeyError):
         return ""
-    return "" if aligned is None or aligned.changes.same else aligned.changes.summary()
+    if aligned is None:
+        return ""
+    if aligned.changes.same:
+        return "the same graph with its rows in another order" if aligned.changes.reordered else ""
+    return aligned.changes.summary()
