@@ -4,6 +4,7 @@ rankings; dataset.drop_relations; the planted graphs whose answer is known."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,7 @@ from conftest import REPO, run_train
 from regnn.data.planted import make_planted, planted_names
 from regnn.data.pruning import drop_relations, relation_groups, reverse_of, without
 from regnn.errors import DataError
-from regnn.evaluation.importance import auroc, interval, rank_agreement, top_k_hit
+from regnn.evaluation.importance import auroc, interval, rank_agreement, summarise, top_k_hit
 
 CELL = ["dataset=planted", "model=re_gcn", "runs=2", "trainer.max_epochs=40", "threads=1", "workers=1"]
 
@@ -206,3 +207,55 @@ def test_a_missing_run_or_a_bad_ablation_is_one_line_and_leaves_no_folder(tmp_pa
         )
     bad = _explain(f"run={cell}", "ablation=foo", f"hydra.run.dir={tmp_path / 'x'}")
     assert bad.returncode == 2 and "ablation='foo': use masked" in bad.stderr and not (tmp_path / "x").exists()
+
+
+def explained(drops: dict[str, list[float]], rho: tuple[float, float, float], kind: str = "retrain"):
+    """An Explained of three runs whose retrained (or masked) validation drops per group are `drops`, and whose
+    weights' agreement with it is rho (value, low, high): the report's input without training anything."""
+    from regnn.pipeline.explain import Explained
+
+    runs = [f"run_{k:02d}" for k in range(len(next(iter(drops.values()))))]
+    weights = pd.DataFrame(
+        [
+            {"run": r, "layer": 1, "relation": g, "source": "a", "destination": "b", "weight": 1.0 + i}
+            for i, g in enumerate(drops)
+            for r in runs
+        ]
+    )
+    per = pd.DataFrame(
+        [
+            {"run": r, "group": g, "score": s, "drop": v}
+            for g, vals in drops.items()
+            for r, v in zip(runs, vals)
+            for s in ("val_micro_f1", "test_micro_f1")
+        ]
+    )
+    ablation = summarise(per, ["group", "score"], "drop").assign(kind=kind)
+    agreement = pd.DataFrame([{"kind": kind, "score": "val_micro_f1", "rho": rho[0], "low": rho[1], "high": rho[2]}])
+    return Explained(
+        [(g,) for g in drops], weights, ablation, agreement, {"weights": weights, kind: per}, Path("c"), []
+    )
+
+
+def test_the_report_leads_with_three_way_verdicts_and_says_what_the_weights_are_worth():
+    from regnn.evaluation.importance import agreement_verdict, runs_to_tell, verdict
+    from regnn.reporting.explain import group_table, markdown
+
+    assert verdict(1.5, 3.0, 1.0) == "matters" and verdict(-0.2, 0.8, 1.0) == "free"
+    assert verdict(0.2, 3.0, 1.0) == "cannot tell" and verdict(float("nan"), float("nan"), 1.0) == "cannot tell"
+    assert agreement_verdict(0.1, 0.9) == "agree" and agreement_verdict(-0.9, -0.2) == "disagree"
+    assert agreement_verdict(-0.5, 1.0) == "cannot tell"
+    assert runs_to_tell([2.0, 3.0, 2.5], 1.0) == 4 and runs_to_tell([0.0, 4.0, 2.0], 1.0) > 3
+    drops = {"a": [5.0, 6.0, 5.5], "b": [0.1, 0.2, 0.0], "c": [0.0, 3.0, 1.5]}
+    e = explained(drops, (0.5, -0.5, 1.0))
+    head = markdown(e, group_table(e, {g: (g,) for g in drops}), "t", {}).split("| relation")[0]
+    assert "**3 runs**, fewer than the 10" in head
+    assert (
+        "- a: **matters**" in head and "- b: **free**" in head and "- c: **cannot tell from these runs (about" in head
+    )
+    assert "cannot be told from these runs** (Spearman's rho 0.50 [-0.50, 1.00]" in head
+    assert "The weights put c first, the ablation a" in head and "No group is free" not in head
+    e = explained({"a": [5.0, 6.0, 5.5], "c": [3.0, 4.0, 3.5], "d": [2.0, 2.5, 3.0]}, (-1.0, -1.0, -0.5), "masked")
+    head = markdown(e, group_table(e, {g: (g,) for g in "acd"}), "t", {}).split("| relation")[0]
+    assert "masked only**" in head and "an upper bound" in head and "No group is free" in head
+    assert "**The weights disagree with this ablation**" in head

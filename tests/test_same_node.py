@@ -214,6 +214,10 @@ def test_a_graph_that_grew_is_predicted_on_purpose_with_its_new_nodes_marked(tra
     near = set(pd.read_csv(graph / "writes.csv").query("author == 'a1'").paper)  # a1 also wrote the new paper
     far = base.index.difference(sorted(near))
     assert (got.loc[far].predicted == base.loc[far].predicted).all()
+    assert got.new_in_reach[sorted(near) + ["p_new"]].all()  # a1's papers rest on the new paper (two hops)
+    probs = [c for c in base.columns if c.startswith("p_")]
+    moved = (got.loc[base.index, probs] - base[probs]).abs().max(axis=1) > 0
+    assert moved.any() and got.new_in_reach[moved[moved].index].all()  # every prediction that moved rests on a new node
     assert result["graph"]["new"] == {"author": 2, "paper": 1}
 
 

@@ -31,6 +31,8 @@ class Aligned:
     changes: Changes
     new_node: np.ndarray  # per target node (aligned order): the model never saw it
     new_neighbours: np.ndarray  # per target node: its in-neighbours (every relation) the model never saw
+    new_by_type: dict = None  # node type -> which of its nodes (aligned order) the model never saw
+    in_reach: np.ndarray | None = None  # per target node: a new node lies in its receptive field (predict sets it)
 
 
 def _order(rec: GraphRecord, t: str, ids: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -193,7 +195,7 @@ def align(data, rec: GraphRecord, scale=None):
         if d == tgt:
             u, v = (a.numpy() for a in graph.edges(etype=(s, _, d)))
             np.add.at(new_neighbours, v, (trained[s][u] < 0).astype(np.int64))
-    return Aligned(out, changes, new_node, new_neighbours)
+    return Aligned(out, changes, new_node, new_neighbours, {t: p < 0 for t, p in trained.items()})
 
 
 def _num_classes(rec: GraphRecord) -> int:
@@ -262,3 +264,18 @@ def _changes(data, rec: GraphRecord, trained: dict, perm: dict) -> Changes:
         if diff:
             ch.features[t] = diff
     return ch
+
+
+def within_reach(graph, seeds: dict[str, np.ndarray], hops: int) -> dict[str, np.ndarray]:
+    """Per node type, the nodes that some seed node reaches along at most `hops` edges (messages flow from an
+    edge's source to its destination): the nodes whose `hops`-layer receptive field holds a seed."""
+    reached = {t: np.asarray(seeds.get(t, np.zeros(graph.num_nodes(t), bool)), bool).copy() for t in graph.ntypes}
+    edges = {c: tuple(x.numpy() for x in graph.edges(etype=c)) for c in graph.canonical_etypes}
+    for _ in range(hops):
+        step = {t: r.copy() for t, r in reached.items()}
+        for (s, _, d), (u, v) in edges.items():
+            step[d][v[reached[s][u]]] = True
+        if all(np.array_equal(step[t], reached[t]) for t in reached):
+            break
+        reached = step
+    return reached

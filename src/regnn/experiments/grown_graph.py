@@ -6,8 +6,8 @@ For DBLP, ACM and IMDB (written as a user's graph, format: pyg, with an id per n
 - target: 20% of the test target nodes with their edges; the model trained without them predicts the full graph
   (predict.py's changed_graph=true) and is scored on them ("new nodes"), and on the test nodes it knew;
 - id-only: 20% of a type without features of its own (DBLP's venues, ACM's authors, IMDB's directors made
-  id-only), each new one given the type's mean learned vector; scored on the test nodes that have a new neighbour,
-  and on every test node.
+  id-only), each new one given the type's mean learned vector; scored on the test nodes whose receptive field (the
+  model's layers, in hops) holds a new node, and on the others.
 
 Beside each: the model trained on the full graph (the same settings, dataset=custom's defaults), scored on the
 same nodes ("retrained") and on every test node ("transductive"). Test Micro-F1, mean ± std over the runs.
@@ -150,8 +150,8 @@ def study(name: str, runs: int, work: Path) -> list[dict]:
         if scenario == "target":
             new = set(d.node_ids[ntype][out])
             groups = {"new": sorted(new), "known": sorted(test - new)}
-        else:  # the test nodes with a neighbour the model never saw
-            with_new = set(preds[0].index[preds[0].new_neighbours > 0]) & test
+        else:  # the test nodes whose receptive field holds a node the model never saw
+            with_new = set(preds[0].index[preds[0].new_in_reach]) & test
             groups = {"new": sorted(with_new), "known": sorted(test - with_new)}
         for what, nodes in groups.items():
             scores = {
@@ -181,8 +181,8 @@ def report(rows: list[dict]) -> str:
         what = {
             ("target", "new"): "the held-out nodes",
             ("target", "known"): "the other test nodes",
-            ("id-only", "new"): "with a held-out neighbour",
-            ("id-only", "known"): "without one",
+            ("id-only", "new"): "a held-out node in reach",
+            ("id-only", "known"): "none in reach",
         }[(r["scenario"], r["nodes"])]
         lines.append(
             f"| {r['dataset']} | {r['held out']} | {what} | {r['count']} | {r['inductive_mean']:.2f} ± "

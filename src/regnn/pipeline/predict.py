@@ -22,7 +22,7 @@ from regnn.names import SPLITS
 from regnn.errors import DataError
 from regnn.evaluation.metrics import split_scores
 from regnn.data.dataset import empty_splits_allowed
-from regnn.data.graph_binding import Aligned, align
+from regnn.data.graph_binding import Aligned, align, within_reach
 from regnn.data.scaling import apply_feature_norm
 from regnn.pipeline import predict_guard as guard
 from regnn.pipeline.run_choice import Chosen, choose_runs
@@ -91,6 +91,8 @@ def predictions_frame(data, probs: torch.Tensor, shares: tuple | None = None, al
         df[f"p_{names[c] if names else c}"] = probs[:, c].numpy()
     if aligned is not None:
         df["new_node"], df["new_neighbours"] = aligned.new_node, aligned.new_neighbours
+        if aligned.in_reach is not None:
+            df["new_in_reach"] = aligned.in_reach
     if shares is not None:  # explain=true: why each node got its class, by the relations into its type
         rels, values = shares
         ends = relation_ends(data.graph)
@@ -161,6 +163,9 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
         why,
     )
     graph = guard.graph_changes(cfg, bound.aligned, chosen.runs[0])
+    if bound.aligned is not None and tcfg.model.get("num_layers"):  # the hops a prediction rests on
+        hops = int(tcfg.model.num_layers) * max([1, *(int(p) for p in tcfg.model.get("powers") or [])])
+        bound.aligned.in_reach = within_reach(data.graph, bound.aligned.new_by_type, hops)[data.target]
     embedded = (tcfg.get("trainer") or {}).get("embed_dim")
     grown = [t for t in (bound.aligned.changes.new if bound.aligned else {}) if data.is_id_only(t)]
     if embedded and grown:
