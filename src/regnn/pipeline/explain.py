@@ -12,25 +12,22 @@ and how far the weights' ranking of the relations agrees with each ablation's (S
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from regnn.data.pruning import relation_groups, without
+from regnn.data.pruning import relation_groups
 from regnn.errors import ConfigError
 from regnn.evaluation.importance import rank_agreement, summarise
-from regnn.pipeline.from_config import prepare_inputs
+from regnn.pipeline.node_reasons import group_name, logits, masked_inputs
 from regnn.pipeline.predict import Predicted, predicted, scores, weight_frame
 from regnn.pipeline.predict_guard import refuse_inside_a_cell, run_record
 from regnn.runs import io_safe
 from regnn.pipeline.trained_model import loaded_model
 from regnn.training.progress import clock
-from regnn.training.trainer import autocast
 
 log = logging.getLogger("regnn")
 ABLATIONS = ("masked", "retrain")
@@ -46,10 +43,6 @@ class Explained:
     per_run: dict  # the per-run tables the summaries come from: weights, masked, retrain
     cell: Path
     retrain_cells: list[Path]
-
-
-def group_name(group: tuple[str, ...]) -> str:
-    return " + ".join(group)
 
 
 def weight_rows(p: Predicted) -> pd.DataFrame:
@@ -73,10 +66,7 @@ def weight_rows(p: Predicted) -> pd.DataFrame:
 def masked_rows(p: Predicted, groups: list[tuple[str, ...]], inference: str) -> pd.DataFrame:
     """One row per run and relation group: the drop of each score when the group's edges are emptied."""
     job, rows = p.job, []
-    variants = {}
-    for g in groups:  # each group's graph: its relations kept as relations without edges (ids unchanged)
-        data = dataclasses.replace(job.data, graph=without(job.data.graph, g, keep_slots=True))
-        variants[g] = prepare_inputs(p.tcfg.model, data, job.device)
+    variants = masked_inputs(job, p.tcfg, groups)
     for run_dir in p.chosen.runs:
         model, sg = loaded_model(job, p.tcfg, run_dir, inference)
         if sg is not None:
@@ -84,18 +74,13 @@ def masked_rows(p: Predicted, groups: list[tuple[str, ...]], inference: str) -> 
                 f"{run_dir} computes layer by layer (a mini-batch run); explain masks full-batch only: pass "
                 "inference=fullbatch (the same model on the whole graph at once)"
             )
-        base = scores(job.data, _logits(model, job.inputs, job, p.tcfg))
+        base = scores(job.data, logits(model, job.inputs, job, p.tcfg))
         for g, inputs in variants.items():
-            masked = scores(job.data, _logits(model, inputs, job, p.tcfg))
+            masked = scores(job.data, logits(model, inputs, job, p.tcfg))
             rows += [
                 {"run": run_dir.name, "group": group_name(g), "score": s, "drop": base[s] - masked[s]} for s in SCORES
             ]
     return pd.DataFrame(rows)
-
-
-def _logits(model, inputs, job, tcfg) -> torch.Tensor:
-    with torch.no_grad(), autocast(str(tcfg.get("precision", "fp32")), job.labels.device):
-        return model(inputs, job.feats)[0].float().cpu()
 
 
 def retrain_rows(p: Predicted, groups, root: Path, train) -> tuple[pd.DataFrame, list[Path]]:

@@ -3,9 +3,9 @@
 In a GCN-style layer (regnn.nn.REGCNConv: RE-GCN and the GCN family) a node's aggregate is a sum over its
 in-edges of (relation weight x normalisation x the neighbour's message), a self-loop being the relation
 `self:<type>`. Split by relation, the sum is exact: the parts add up to the aggregate. A relation's share is the
-norm of its part over the sum of every part's norm, so a node's shares are non-negative and sum to 1. The top
-relation is the edge relation (self-loops aside) with the largest share. Other layers (attention, GIN, SAGE)
-aggregate otherwise, and are refused.
+norm of its part over the sum of every part's norm, so a node's shares are non-negative and sum to 1: how much of
+a node's neighbourhood each relation is, not why it got its class (regnn.pipeline.node_reasons says that). Other
+layers (attention, GIN, SAGE) aggregate otherwise and get no shares.
 """
 
 from __future__ import annotations
@@ -46,10 +46,3 @@ def node_shares(model, inputs, feats) -> torch.Tensor:
     total = parts.sum(1, keepdim=True)
     shares = torch.where(total > 0, parts / total.clamp(min=torch.finfo(parts.dtype).tiny), 0.0)
     return shares[inputs.target_nodes].cpu()
-
-
-def top_edge_relation(shares: torch.Tensor, names: list[str]) -> list[str]:
-    """Per node: the edge relation (self-loops aside) with the largest share."""
-    edge = [i for i, n in enumerate(names) if not n.startswith("self:")]
-    best = shares[:, edge].argmax(1)
-    return [names[edge[i]] for i in best.tolist()]

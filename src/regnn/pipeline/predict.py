@@ -29,7 +29,7 @@ from regnn.pipeline.run_choice import Chosen, choose_runs
 from regnn.pipeline.from_config import device_of, load_data
 from regnn.pipeline.fullbatch import DeviceGraph
 from regnn.data.relation_graph import relation_ends
-from regnn.pipeline.node_shares import top_edge_relation
+from regnn.pipeline.node_reasons import Reasons, explain_columns, gcn_style, reasons
 from regnn.pipeline.trained_model import loaded_model, model_logits
 from regnn.runs import checkpoint, embeddings, io_safe
 from regnn.training.progress import clock
@@ -72,7 +72,7 @@ class Bound:
     aligned: Aligned | None
 
 
-def predictions_frame(data, probs: torch.Tensor, shares: tuple | None = None, aligned=None) -> pd.DataFrame:
+def predictions_frame(data, probs: torch.Tensor, shares=None, aligned=None, reasons=None) -> pd.DataFrame:
     """One row per target node: its id (the user's own where the data has one, else its position), split, label
     and predicted class (by name where the classes have names, -1 / empty: unlabelled), the probabilities, and
     where the graph is bound to the model's record whether the model never saw the node (new_node) and how many
@@ -93,13 +93,8 @@ def predictions_frame(data, probs: torch.Tensor, shares: tuple | None = None, al
         df["new_node"], df["new_neighbours"] = aligned.new_node, aligned.new_neighbours
         if aligned.in_reach is not None:
             df["new_in_reach"] = aligned.in_reach
-    if shares is not None:  # explain=true: why each node got its class, by the relations into its type
-        rels, values = shares
-        ends = relation_ends(data.graph)
-        into = [j for j, r in enumerate(rels) if ends.get(r, (None, None))[1] == data.target]
-        df["top_relation"] = top_edge_relation(values[:, into], [rels[j] for j in into])
-        for j in into:
-            df[f"share_{rels[j]}"] = values[:, j].numpy()
+    if shares is not None or reasons is not None:  # explain=true: why each node got its class
+        explain_columns(df, data, shares, reasons)
     return df
 
 
@@ -181,7 +176,7 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
     t0, n = time.monotonic(), len(chosen.runs)
     for k, run_dir in enumerate(chosen.runs, 1):
         logits, emb, weights[run_dir.name] = model_logits(job, tcfg, run_dir, str(cfg.get("inference", "auto")))
-        if cfg.get("explain"):  # each relation's share of the last layer's aggregate, the mean over the runs
+        if cfg.get("explain") and gcn_style(job, tcfg, run_dir):  # neighbour shares: a GCN-style last layer's
             rels, s = run_shares(job, tcfg, run_dir)
             shares = s / n if shares is None else shares + s / n
         per_run[run_dir.name] = scores(data, logits)
@@ -198,7 +193,8 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
         result["ensemble"] = scores(data, probs.log())
         _log_scores(f"ensemble of {len(chosen.runs)} runs", result["ensemble"])
     shares = None if shares is None else (rels, shares)
-    return Predicted(result, data, probs, emb, weights, chosen, tcfg, job, shares, bound.aligned)
+    why = reasons(job, tcfg, chosen.runs, str(cfg.get("inference", "auto"))) if cfg.get("explain") else None
+    return Predicted(result, data, probs, emb, weights, chosen, tcfg, job, shares, bound.aligned, why)
 
 
 @dataclass
@@ -215,6 +211,7 @@ class Predicted:
     job: DeviceGraph  # the graph on its device, which loaded_model builds models for
     shares: tuple | None = None  # explain=true: (relation names, (nodes, relations) shares): node_shares.py
     aligned: Aligned | None = None  # the graph bound to the model's record: what changed, which nodes are new
+    reasons: Reasons | None = None  # explain=true: each relation group's counterfactual effect per node
 
 
 def predicted(cfg: DictConfig) -> Predicted:
@@ -239,7 +236,8 @@ def predict(cfg: DictConfig, out_dir: Path) -> dict:
     with guard.held(out_dir):
         p = predicted(cfg)
         io_safe.write_text(
-            out_dir / "predictions.csv", predictions_frame(p.data, p.probs, p.shares, p.aligned).to_csv(index=False)
+            out_dir / "predictions.csv",
+            predictions_frame(p.data, p.probs, p.shares, p.aligned, p.reasons).to_csv(index=False),
         )
         if cfg.get("embeddings") and p.emb is not None:
             embeddings.write(out_dir / "embeddings.npz", p.data, p.emb)
