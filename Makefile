@@ -105,6 +105,10 @@ explain-planted: setup ## relation weights vs masked and retrained ablation on g
 grown-graph: setup ## predictions for a graph that grew: DBLP/ACM/IMDB with 20% of the test targets (or of an id-only type) held out, predicted without retraining beside retrained (RE-GCN, 10 runs per cell; resumed) -> results/grown_graph.{csv,md}
 	$(PY) -m regnn.experiments.grown_graph
 
+.PHONY: node-reasons
+node-reasons: setup ## per-node reasons checked: fidelity on DBLP/ACM/IMDB and a node-level planted ground truth for every backbone (3 runs per cell; resumed) -> results/node_reasons.{csv,md}
+	$(PY) -m regnn.experiments.node_reasons_study
+
 .PHONY: explain-cells
 explain-cells: setup ## explain.py on the Table 2 RE-GCN cells and ACM's RE-GAT (trained where missing): masked, and DBLP RE-GCN retrained (resumed) -> results/explain/
 	$(PY) train.py -m experiment=base_cells dataset=dblp,acm,imdb model=re_gcn

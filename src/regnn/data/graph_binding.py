@@ -230,29 +230,7 @@ def _changes(data, rec: GraphRecord, trained: dict, perm: dict) -> Changes:
     ch.splits = int(((now_split != then_split) & (now_split > 0)).sum())
     ch.labelled = int(((now_labels >= 0) & (then_labels < 0)).sum())
     ch.unlabelled = int((((now_labels < 0) & (then_labels >= 0)) | ((now_split == 0) & (then_split > 0))).sum())
-    g = data.graph
-    for s, e, d in g.canonical_etypes:
-        then = rec.relations.get(e)
-        if then is None:
-            continue
-        u, v = (a.numpy() for a in g.edges(etype=(s, e, d)))
-        old = (trained[s][u] >= 0) & (trained[d][v] >= 0)
-        n_new = int((~old).sum())
-        if not ch.removed.get(s) and not ch.removed.get(d):
-            same = _edge_digest(trained[s][u[old]], trained[d][v[old]], rec.counts[d]) == then["digest"]
-        else:
-            same = int(old.sum()) == then["edges"] and n_new == 0
-        if not same or n_new:
-            parts = [f"{then['edges']} then, {len(u)} now"]
-            if n_new:
-                parts.append(f"{n_new} touch new nodes")
-            if not same:
-                parts.append(
-                    "edges among known nodes changed"
-                    if not ch.removed.get(s) and not ch.removed.get(d)
-                    else "nodes were removed"
-                )
-            ch.edges[e] = ", ".join(parts)
+    _edge_changes(ch, data.graph, rec, trained)
     for t, then in rec.rows.items():
         if t not in data.features:
             continue
@@ -279,3 +257,30 @@ def within_reach(graph, seeds: dict[str, np.ndarray], hops: int) -> dict[str, np
             break
         reached = step
     return reached
+
+
+def _edge_changes(ch: Changes, g, rec: GraphRecord, trained: dict) -> None:
+    """Per relation: the edges then and now, how many touch new nodes, and whether those among known nodes
+    changed (where no node of its ends was removed; else only the counts can tell)."""
+    for s, e, d in g.canonical_etypes:
+        then = rec.relations.get(e)
+        if then is None:
+            continue
+        u, v = (a.numpy() for a in g.edges(etype=(s, e, d)))
+        old = (trained[s][u] >= 0) & (trained[d][v] >= 0)
+        n_new = int((~old).sum())
+        if not ch.removed.get(s) and not ch.removed.get(d):
+            same = _edge_digest(trained[s][u[old]], trained[d][v[old]], rec.counts[d]) == then["digest"]
+        else:
+            same = int(old.sum()) == then["edges"] and n_new == 0
+        if not same or n_new:
+            parts = [f"{then['edges']} then, {len(u)} now"]
+            if n_new:
+                parts.append(f"{n_new} touch new nodes")
+            if not same:
+                parts.append(
+                    "edges among known nodes changed"
+                    if not ch.removed.get(s) and not ch.removed.get(d)
+                    else "nodes were removed"
+                )
+            ch.edges[e] = ", ".join(parts)

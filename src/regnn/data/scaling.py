@@ -156,8 +156,8 @@ def apply_feature_norm(data, feature_norm="none", fitted: dict | None = None):
             data.features[t], data.feature_scaling[t] = scale_matrix(x, method, (fitted or {}).get(t))
     for t, x in data.features.items():
         stats = scale_stats(x)
-        # with a trained model's statistics the scaling is the model's, not the user's to change: no advice
-        if _far(stats) and fitted is None:
+        # a type the trained model standardised is scaled as it trained: advising to scale it again is wrong
+        if _far(stats) and (fitted is None or fitted.get(t, {}).get("method", "none") == "none"):
             biggest, row_sum, _ = stats
             log.warning(
                 "%s: features of %r reach |x| = %.4g (row sums up to %.4g), far outside the usual scale; "

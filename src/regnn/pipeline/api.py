@@ -70,7 +70,7 @@ class Trained:
         from regnn.pipeline.predict import predictions_frame
 
         p = self._predicted()
-        return predictions_frame(p.data, p.probs, p.shares, p.aligned).set_index("node")
+        return predictions_frame(p.data, p.probs, p.shares, p.aligned, p.reasons).set_index("node")
 
     def embeddings(self):
         """Every target node's representation (a DataFrame indexed as predictions()), None for models without."""
