@@ -30,7 +30,7 @@ import torch
 import yaml
 
 from regnn.paths import REPO_ROOT
-from regnn.runs.io_safe import write_text
+from regnn.reporting.common import write_study
 
 HELD_OUT = 0.2
 ID_ONLY = {"dblp": "venue", "acm": "author", "imdb": "director"}  # the id-only type held out per dataset
@@ -210,10 +210,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S")
     rows = [r for name in a.datasets for r in study(name, a.runs, Path(a.work))]
-    out = Path(a.out)
-    write_text(out.with_suffix(".csv"), pd.DataFrame(rows).to_csv(index=False))
-    write_text(out.with_suffix(".md"), report(rows))
-    print(report(rows))
+    write_study(a.out, rows, report(rows))
     return 0
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from regnn.paths import REPO_ROOT
-from regnn.runs.io_safe import write_text
+from regnn.reporting.common import write_study
 
 BACKBONES = ("gcn", "gat", "gin", "sage", "mixhop")
 # a graph whose items each read their class from one of four relations, learnt well enough to judge the reasons
@@ -157,11 +157,8 @@ def main(argv=None) -> int:
         df = trained([*PLANTED, f"model=re_{b}", *EXTRA.get(b, [])], work / f"planted_re_{b}", a.runs)
         planted.append({"model": f"re_{b}", **planted_truth(df)})
         log.info("node_reasons: %s", planted[-1])
-    out = Path(a.out)
     rows = [{"check": "fidelity", **r} for r in real] + [{"check": "planted", **r} for r in planted]
-    write_text(out.with_suffix(".csv"), pd.DataFrame(rows).to_csv(index=False))
-    write_text(out.with_suffix(".md"), report(real, planted, a.runs))
-    print(report(real, planted, a.runs))
+    write_study(a.out, rows, report(real, planted, a.runs))
     return 0
 
 

@@ -82,3 +82,18 @@ def cli(doc: str, render, datasets: list[str]) -> int:
     for w in written:
         print(f"wrote {w}", file=sys.stderr)
     return 0
+
+
+def write_study(out, rows: list[dict], markdown: str) -> None:
+    """A study's committed output: <out>.csv (one row per dict) and <out>.md (its report), each written whole; the
+    report is printed too."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from regnn.runs.io_safe import write_text
+
+    out = Path(out)
+    write_text(out.with_suffix(".csv"), pd.DataFrame(rows).to_csv(index=False))
+    write_text(out.with_suffix(".md"), markdown)
+    print(markdown)
