@@ -451,3 +451,25 @@ def test_labelled_nodes_outside_the_splits_are_named_so_and_a_file_is_not_a_run(
         predictions(cell / "runs" / "run_00" / "model.pt", tmp_path / "p2")
     with pytest.raises(DataError, match=r"1 new paper nodes \('p_x'\)"):
         predictions(cell, tmp_path / "p3", dataset_path=str(grown))
+
+
+def test_the_fingerprint_covers_exactly_the_files_the_description_names(tmp_path, monkeypatch):
+    from regnn.data.fingerprint import fingerprint
+
+    monkeypatch.setenv("REGNN_CACHE", str(tmp_path / "cache"))
+    graph = write_graph(tmp_path / "g")
+    (tmp_path / "shared").mkdir()
+    shutil.move(graph / "terms.csv", tmp_path / "shared" / "terms.csv")  # outside the description's folder
+    shutil.move(graph / "has.csv", graph / ".has.csv")  # hidden
+    meta = yaml.safe_load((graph / "dataset.yaml").read_text())
+    meta["nodes"]["term"]["file"] = "../shared/terms.csv"
+    meta["edges"]["has"]["file"] = ".has.csv"
+    (graph / "dataset.yaml").write_text(yaml.safe_dump(meta))
+    ds = {"format": "custom", "path": str(graph)}
+    first = fingerprint(ds)
+    assert {"g/dataset.yaml", "g/.has.csv", "shared/terms.csv"} <= set(first["files"])
+    (graph / "README.md").write_text("notes")  # beside it, never read
+    (graph / "make_graph.py").write_text("print(1)")
+    assert fingerprint(ds)["digest"] == first["digest"]
+    edit(tmp_path / "shared", "terms.csv", lambda d: pd.concat([d, pd.DataFrame({"id": ["t_new"]})]))
+    assert fingerprint(ds)["digest"] != first["digest"]
