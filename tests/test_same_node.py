@@ -123,7 +123,7 @@ def test_the_same_graph_with_its_rows_reordered_predicts_identically(trained, tm
 def test_a_renamed_class_is_refused_naming_it(trained, tmp_path):
     graph, cell = trained
     renamed = copy(graph, tmp_path / "renamed", lambda f: edit(f, "papers.csv", lambda d: d.replace({"c": "d"})))
-    with pytest.raises(DataError, match="class 'd' is not one the model was trained on \\(a, b, c\\)"):
+    with pytest.raises(DataError, match=r"class 'd' is not one the model was trained on \('a', 'b', 'c'\)"):
         predictions(cell, tmp_path / "p", dataset_path=str(renamed))
 
 
@@ -473,3 +473,62 @@ def test_the_fingerprint_covers_exactly_the_files_the_description_names(tmp_path
     assert fingerprint(ds)["digest"] == first["digest"]
     edit(tmp_path / "shared", "terms.csv", lambda d: pd.concat([d, pd.DataFrame({"id": ["t_new"]})]))
     assert fingerprint(ds)["digest"] != first["digest"]
+
+
+def test_an_ensemble_of_runs_from_two_class_orders_is_refused(trained, tmp_path):
+    graph, cell = trained
+    ordered = copy(graph, tmp_path / "ordered")
+    meta = yaml.safe_load((ordered / "dataset.yaml").read_text())
+    (ordered / "dataset.yaml").write_text(yaml.safe_dump({**meta, "classes": ["c", "b", "a"]}))
+    other = train(tmp_path / "other", ordered, "runs=2")
+    mixed = tmp_path / "mixed"
+    shutil.copytree(cell, mixed)
+    shutil.rmtree(mixed / "runs" / "run_01")
+    shutil.copytree(other / "runs" / "run_01", mixed / "runs" / "run_01")
+    with pytest.raises(DataError, match="run_01 was trained on another graph than .*run_00"):
+        predictions(mixed, tmp_path / "p", check_scores=False)
+
+
+def test_descriptions_are_read_as_named_and_a_comment_is_not_a_change(trained, tmp_path):
+    import os
+
+    from regnn.data.custom import load_custom, save_npz
+
+    graph, cell = trained
+    # a description linked from another folder reads the tables beside the link, as training does
+    linked = copy(graph, tmp_path / "linked", lambda f: (f / "dataset.yaml").unlink())
+    os.symlink(graph / "dataset.yaml", linked / "dataset.yaml")
+    edit(linked, "papers.csv", lambda d: d.assign(label=d.label.replace({"a": "b"})))
+    for given in (linked, linked / "dataset.yaml"):
+        with pytest.raises(DataError, match="labels of .* known nodes changed"):
+            predictions(cell, tmp_path / f"p{len(str(given))}", dataset_path=str(given))
+    # two descriptions in one folder: which one is meant is not guessed
+    two = copy(graph, tmp_path / "two")
+    (two / "dataset.json").write_text(json.dumps(yaml.safe_load((two / "dataset.yaml").read_text())))
+    with pytest.raises(DataError, match="holds dataset.yaml and dataset.json"):
+        load_custom(two)
+    # save_npz keeps an unlabelled node unlabelled, and the class names
+    d = load_custom(graph)
+    d.labels[0], d.unlabelled = 0, torch.zeros(len(d.labels), dtype=torch.bool)
+    d.unlabelled[0] = True
+    d.splits = {s: i[i != 0] for s, i in d.splits.items()}
+    back = load_custom(save_npz(d, tmp_path / "npz"))
+    assert back.known_labels()[0] == -1 and back.class_names == ["a", "b", "c"]
+    # a comment added to the description changes a file but not the graph: a resume goes on
+    g2 = copy(graph, tmp_path / "g2")
+    c2 = train(tmp_path / "c2", g2, "runs=1", "trainer.max_epochs=3")
+    (g2 / "dataset.yaml").write_text("# the shops graph, exported on Monday\n" + (g2 / "dataset.yaml").read_text())
+    train(c2, g2, "runs=2", "trainer.max_epochs=3", "resume=true")
+    assert (c2 / "runs" / "run_01" / "model.pt").is_file()
+
+
+def test_a_relative_dataset_path_means_where_training_ran(tmp_path, monkeypatch):
+    (tmp_path / "w1").mkdir()
+    (tmp_path / "w2").mkdir()
+    write_graph(tmp_path / "w1" / "g")
+    write_graph(tmp_path / "w2" / "g", seed=1)  # another graph under the same relative name
+    monkeypatch.chdir(tmp_path / "w1")
+    cell = train(tmp_path / "cell", "g", "runs=1", "trainer.max_epochs=3")
+    monkeypatch.chdir(tmp_path / "w2")
+    _, result = predictions(cell, tmp_path / "p")
+    assert "graph" in result and not result["graph"]["changed"]  # w1/g, as the cell recorded it

@@ -41,6 +41,11 @@ def read_meta(path: str | Path | None) -> tuple[dict, Path]:
         found = [p / n for n in META_NAMES if (p / n).is_file()]
         if not found:
             raise DataError(f"{p} holds none of {list(META_NAMES)}; write one describing your files ({DOC})")
+        if len(found) > 1:
+            raise DataError(
+                f"{p} holds {' and '.join(f.name for f in found)}: which describes the graph is not clear; keep one, "
+                "or give dataset.path=<that file>"
+            )
         p = found[0]
     if (why := not_a_file(p)) is not None:
         raise DataError(f"dataset.path={path}: " + ("no such file or folder" if why.endswith("is missing") else why))

@@ -175,7 +175,7 @@ def save_npz(data: HeteroDataset, folder: str | Path) -> Path:
             z[f"features:{t}"] = x.to_dense().numpy()
         else:
             z[f"num_nodes:{t}"] = np.array(g.num_nodes(t))
-    z["labels"] = data.labels.numpy()
+    z["labels"] = data.known_labels()  # -1 where a node has no label (HeteroDataset stores it as class 0)
     for split in ("train", "val", "test"):
         z[split] = data.splits[split].numpy()
     np.savez(folder / "graph.npz", **z)
@@ -185,6 +185,7 @@ def save_npz(data: HeteroDataset, folder: str | Path) -> Path:
         "target": data.target,
         "reverse": "keep",
         "num_classes": int(data.num_classes),
+        **({"classes": list(data.class_names)} if data.class_names else {}),
     }
     (folder / "dataset.yaml").write_text(yaml.safe_dump(meta))
     return folder / "dataset.yaml"

@@ -128,7 +128,8 @@ def _class_codes(data, rec: GraphRecord) -> np.ndarray:
     unknown = [data.class_names[c] for c in used if at[c] < 0]
     if unknown:
         raise DataError(
-            f"class {unknown[0]!r} is not one the model was trained on ({', '.join(rec.classes)}); classes are "
+            f"class {ascii(str(unknown[0]))} is not one the model was trained on "
+            f"({', '.join(ascii(str(c)) for c in rec.classes)}); classes are "
             "bound by name: relabel those nodes with a class it knows, leave them unlabelled, or train on this graph"
         )
     out = labels.copy()

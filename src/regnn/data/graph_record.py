@@ -151,6 +151,23 @@ class GraphRecord:
             object.__setattr__(data, "_graph_record", rec)
         return rec
 
+    def same_graph(self, other: "GraphRecord") -> bool:
+        """Whether two records are of one graph: the same nodes by id in one order, classes, labels, splits, edges
+        and feature rows (two runs of a cell share one)."""
+        eq = np.array_equal
+        return (
+            self.counts == other.counts
+            and self.classes == other.classes
+            and self.relations == other.relations
+            and self.columns == other.columns
+            and set(self.ids) == set(other.ids)
+            and all(eq(self.ids[t], other.ids[t]) for t in self.ids)
+            and set(self.rows) == set(other.rows)
+            and all(eq(self.rows[t], other.rows[t]) for t in self.rows)
+            and eq(self.labels, other.labels)
+            and eq(self.split, other.split)
+        )
+
     def is_known_by_id(self, ntype: str) -> bool:
         return ntype in self.ids
 

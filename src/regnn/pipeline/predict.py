@@ -24,6 +24,7 @@ from regnn.evaluation.metrics import split_scores
 from regnn.data.dataset import empty_splits_allowed
 from regnn.data.graph_binding import Aligned, align, within_reach
 from regnn.data.scaling import apply_feature_norm
+from regnn.pipeline import graph_check
 from regnn.pipeline import predict_guard as guard
 from regnn.pipeline.run_choice import Chosen, choose_runs
 from regnn.pipeline.from_config import device_of, load_data
@@ -157,9 +158,10 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
         data.target,
         why,
     )
-    graph = guard.graph_changes(cfg, bound.aligned, chosen.runs[0])
+    graph = graph_check.graph_changes(cfg, bound.aligned, chosen.runs[0])
     if bound.aligned is not None and tcfg.model.get("num_layers"):  # the hops a prediction rests on
-        hops = int(tcfg.model.num_layers) * max([1, *(int(p) for p in tcfg.model.get("powers") or [])])
+        # a layer reads its neighbours' degrees too (the normalisation): one hop past the layers' reach
+        hops = int(tcfg.model.num_layers) * max([1, *(int(p) for p in tcfg.model.get("powers") or [])]) + 1
         bound.aligned.in_reach = within_reach(data.graph, bound.aligned.new_by_type, hops)[data.target]
     embedded = (tcfg.get("trainer") or {}).get("embed_dim")
     grown = [t for t in (bound.aligned.changes.new if bound.aligned else {}) if data.is_id_only(t)]
@@ -169,7 +171,7 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
             f"{bound.aligned.changes.new[grown[0]]} new ones it has none for; predict on the graph it trained on, "
             "or train on this one"
         )
-    skip = guard.why_not_compared(cfg, tcfg, checkpoint.load_meta(chosen.runs[0]), bound.aligned)
+    skip = graph_check.why_not_compared(cfg, tcfg, checkpoint.load_meta(chosen.runs[0]), bound.aligned)
     if skip:
         log.info("predict: the scores are not compared with the runs' recorded ones: %s", skip)
     probs, per_run, emb, weights, shares = None, {}, None, {}, None
@@ -222,6 +224,7 @@ def predicted(cfg: DictConfig) -> Predicted:
     tcfg = guard.trained_config(chosen.cell, cfg.get("dataset_path"))
     for run_dir in chosen.runs:
         guard.check_config(chosen.cell, run_dir, tcfg, checkpoint.load_meta(run_dir))
+    graph_check.check_one_graph(chosen.runs)
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
     return _predict_runs(cfg, tcfg, chosen)

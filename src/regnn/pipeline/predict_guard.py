@@ -10,7 +10,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from regnn.errors import ConfigError, DataError, RegnnError
+from regnn.errors import ConfigError, DataError
 from regnn.runs import checkpoint, claim, identity, integrity, io_safe
 
 log = logging.getLogger("regnn")
@@ -162,12 +162,20 @@ def trained_config(cell: Path, dataset_path: str | None) -> DictConfig:
                 f"dataset_path= replaces a custom graph's files; {cell} was trained on "
                 f"{cfg.dataset.name}, read from its own folder"
             )
-        cfg.dataset.path = str(Path(dataset_path).resolve())
-    elif cfg.dataset.get("format") == "custom" and not Path(str(cfg.dataset.get("path"))).exists():
-        raise DataError(
-            f"the graph {cell} trained on is no longer at {cfg.dataset.path}; where it moved, give its new place "
-            "with dataset_path=<folder>"
-        )
+        # absolute, links not followed: the description's tables are read beside it as it is named, as in training
+        cfg.dataset.path = str(Path(dataset_path).expanduser().absolute())
+    elif cfg.dataset.get("format") == "custom":
+        # a path given relative to where training ran: the absolute one the cell recorded (data.json), never the
+        # same words read from another folder
+        trained_at = (io_safe.read_json(cell / identity.DATA_FILE, set_aside=False) or {}).get("path")
+        if not Path(str(cfg.dataset.get("path"))).is_absolute() and trained_at:
+            cfg.dataset.path = str(trained_at)
+        if not Path(str(cfg.dataset.path)).exists():
+            raise DataError(
+                f"the graph {cell} trained on is no longer at {cfg.dataset.path}; where it moved, give its new "
+                "place with predict.py's dataset_path=<folder> (explain.py reads the graph where it trained: move "
+                "it back)"
+            )
     return cfg
 
 
@@ -183,65 +191,6 @@ def check_config(cell: Path, run_dir: Path, cfg: DictConfig, meta: dict) -> None
 def run_record(run_dir: Path) -> dict | None:
     """The run's results.json, read only (a malformed one is left as it is)."""
     return io_safe.read_json(run_dir / "results.json", io_safe.is_run_record, set_aside=False)
-
-
-def _same_graph(tcfg: DictConfig, meta: dict) -> bool:
-    """Whether tcfg's graph has the files the run trained on (model.json's fingerprint)."""
-    trained = ((meta.get("graph") or {}).get("fingerprint") or {}).get("digest")
-    try:
-        now = (identity.describe(OmegaConf.to_container(tcfg, resolve=True)).get("fingerprint") or {}).get("digest")
-    except (RegnnError, OSError):
-        return False
-    return trained is not None and now == trained
-
-
-def graph_changes(cfg: DictConfig, aligned, run_dir: Path) -> dict | None:
-    """What the graph changes against the one the run trained on (None: a model without its graph record). A
-    changed graph is refused, naming what changed, unless changed_graph=true says it changed on purpose; the
-    log counts the new and removed nodes per type."""
-    if aligned is None:
-        log.warning(
-            "predict: %s was saved before runs kept their graph by name (graph.npz): its nodes and classes are "
-            "bound by position; train it again to bind them by id",
-            run_dir,
-        )
-        return None
-    ch = aligned.changes
-    for t in sorted(set(ch.new) | set(ch.removed)):
-        log.info("predict: %s nodes: %d new, %d removed", t, ch.new.get(t, 0), ch.removed.get(t, 0))
-    if not ch.same and not cfg.get("changed_graph", False):
-        raise DataError(
-            f"the graph differs from the one {run_dir} was trained on: {ch.summary()}; to predict on it as it is "
-            "pass changed_graph=true (predict.py; its scores are then not compared with the run's, and "
-            "predictions.csv marks new nodes), or train on this graph"
-        )
-    if ch.labelled or ch.unlabelled:
-        log.info(
-            "predict: of the target nodes the run trained on, %d gained a label and %d lost their label or split "
-            "(not a change of the model's inputs; labelled nodes outside the splits are split 'outside')",
-            ch.labelled,
-            ch.unlabelled,
-        )
-    if ch.reordered and ch.same:
-        log.info("predict: the graph's rows are in another order than when it trained; bound by id, nothing changed")
-    return {"changed": not ch.same, "changed_graph": bool(cfg.get("changed_graph", False)), **ch.as_dict()}
-
-
-def why_not_compared(cfg: DictConfig, tcfg: DictConfig, meta: dict, aligned=None) -> str | None:
-    """Why the recomputed scores are not compared with the run's (None: they are). A graph that is the one the
-    run trained on (by its record; or, for a run without one, by its files) is compared."""
-    if aligned is not None and not aligned.changes.same:
-        return f"the graph changed on purpose (changed_graph=true: {aligned.changes.summary()})"
-    if aligned is not None and aligned.changes.unlabelled:
-        return f"{aligned.changes.unlabelled} target nodes it trained on are no longer labelled or in a split"
-    if aligned is None and cfg.get("dataset_path") is not None and not _same_graph(tcfg, meta):
-        return "predicting on another graph (dataset_path=)"
-    if not cfg.get("check_scores", True):
-        return "check_scores=false"
-    tr = tcfg.get("trainer") or {}
-    if tr.get("name", "") == "minibatch" and tr.get("eval", "layerwise") != "layerwise":
-        return f"the run evaluated on sampled neighbours (trainer.eval={tr.get('eval')})"
-    return None
 
 
 def check_scores(run_dir: Path, got: dict, device_kind: str) -> None:

@@ -8,6 +8,7 @@ built-in dataset's (pinned by data/SHA256SUMS) is taken as it is.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from regnn.data.fingerprint import fingerprint
@@ -16,6 +17,7 @@ from regnn.errors import ConfigError
 from regnn.runs import io_safe
 
 DATA_FILE = "data.json"
+log = logging.getLogger("regnn")
 
 
 def describe(config: dict) -> dict:
@@ -74,7 +76,12 @@ def check(cell: Path, now: dict, stored_config: dict | None, config: dict | None
         if changed and stored.get("path") == now["path"]
         else ""
     )
-    change = _what_changed(cell, config) if config is not None and stored.get("path") == now["path"] else ""
+    ch = _changes(cell, config) if config is not None and stored.get("path") == now["path"] else None
+    if ch is not None and ch.same and not (ch.reordered or ch.labelled or ch.unlabelled):
+        # the files differ where the graph does not (a comment in the description): the cell's own graph
+        log.info("%s: its graph's files changed (%s) but not the graph its runs know", cell, ", ".join(changed))
+        return
+    change = "" if ch is None else ch.summary() if not ch.same else _same_words(ch)
     raise ConfigError(
         f"{cell} holds results trained on another graph ({_label(stored)}) than this one "
         f"({_label(now)}){what}{f': {change}' if change else ''}; choose another folder (hydra.run.dir=..., or "
@@ -82,10 +89,15 @@ def check(cell: Path, now: dict, stored_config: dict | None, config: dict | None
     )
 
 
-def _what_changed(cell: Path, config: dict) -> str:
-    """What the graph of `config` changes against the one the cell's runs trained on, in the user's terms (nodes,
-    labels, splits, edges, features; regnn.data.graph_record), or "" where no run kept its graph record or the
-    graph cannot be read."""
+def _same_words(ch) -> str:
+    if ch.reordered:
+        return "the same graph with its rows in another order"
+    return f"the same graph, {ch.labelled} nodes outside the splits now labelled and {ch.unlabelled} unlabelled"
+
+
+def _changes(cell: Path, config: dict):
+    """What the graph of `config` changes against the one the cell's runs trained on (regnn.data.graph_record's
+    Changes), or None where no run kept its graph record or the graph cannot be read."""
     from regnn.data import load_dataset
     from regnn.data.dataset import empty_splits_allowed
     from regnn.data.graph_binding import align
@@ -95,7 +107,7 @@ def _what_changed(cell: Path, config: dict) -> str:
 
     runs = [d for d in sorted((cell / "runs").glob("run_*")) if (d / checkpoint.RECORD_FILE).is_file()]
     if not runs:
-        return ""
+        return None
     try:
         meta = checkpoint.load_meta(runs[0])
         record, fitted = checkpoint.load_record(runs[0], meta), checkpoint.load_scaling(runs[0], meta)
@@ -105,9 +117,5 @@ def _what_changed(cell: Path, config: dict) -> str:
         scale = None if fitted is None else (lambda d: apply_feature_norm(d, "none", fitted=fitted))
         aligned = None if record is None else align(data, record, scale=scale)
     except (RegnnError, OSError, ValueError, KeyError):
-        return ""
-    if aligned is None:
-        return ""
-    if aligned.changes.same:
-        return "the same graph with its rows in another order" if aligned.changes.reordered else ""
-    return aligned.changes.summary()
+        return None
+    return None if aligned is None else aligned.changes
