@@ -532,3 +532,13 @@ def test_a_relative_dataset_path_means_where_training_ran(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path / "w2")
     _, result = predictions(cell, tmp_path / "p")
     assert "graph" in result and not result["graph"]["changed"]  # w1/g, as the cell recorded it
+
+
+@pytest.mark.parametrize("added", ["reverse: keep", "classes: [c, a, b]"])
+def test_a_description_edit_that_changes_the_relations_or_the_class_order_stops_a_resume(tmp_path, added):
+    graph = write_graph(tmp_path / "g")
+    cell = train(tmp_path / "cell", graph, "runs=1", "trainer.max_epochs=3")
+    (graph / "dataset.yaml").write_text((graph / "dataset.yaml").read_text() + added + "\n")
+    with pytest.raises(ConfigError, match="holds results trained on another graph .*dataset.yaml"):
+        train(cell, graph, "runs=2", "trainer.max_epochs=3", "resume=true")
+    assert not (cell / "runs" / "run_01").exists()

@@ -263,9 +263,14 @@ def within_reach(graph, seeds: dict[str, np.ndarray], hops: int) -> dict[str, np
 def _edge_changes(ch: Changes, g, rec: GraphRecord, trained: dict) -> None:
     """Per relation: the edges then and now, how many touch new nodes, and whether those among known nodes
     changed (where no node of its ends was removed; else only the counts can tell)."""
+    now = {e for _, e, _ in g.canonical_etypes}
+    for e in rec.relations:
+        if e not in now:
+            ch.edges[e] = "the relation is gone"
     for s, e, d in g.canonical_etypes:
         then = rec.relations.get(e)
-        if then is None:
+        if then is None or then["ends"] != [s, d]:
+            ch.edges[e] = "a relation the model never saw"
             continue
         u, v = (a.numpy() for a in g.edges(etype=(s, e, d)))
         old = (trained[s][u] >= 0) & (trained[d][v] >= 0)

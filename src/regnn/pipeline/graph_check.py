@@ -86,7 +86,8 @@ def check_one_graph(runs: list[Path]) -> None:
             first = (run, rec)
         elif not rec.same_graph(first[1]):
             raise DataError(
-                f"{run} was trained on another graph than {first[0]} (its graph.npz differs: other nodes, classes "
-                "or class order); an ensemble averages the runs' classes by position, so predict each run alone "
+                f"{run} was trained on another graph than {first[0]} (its graph.npz differs: other nodes, classes, "
+                "class order or relations); an ensemble averages the runs' classes by position, so predict each "
+                "run alone "
                 "(run=<cell>/runs/run_XX), or put the cell's own runs back"
             )
