@@ -31,7 +31,7 @@ from regnn.pipeline.from_config import device_of, load_data
 from regnn.pipeline.fullbatch import DeviceGraph
 from regnn.data.relation_graph import relation_ends
 from regnn.pipeline.node_reasons import Reasons, explain_columns, gcn_style, reasons
-from regnn.pipeline.trained_model import loaded_model, model_logits
+from regnn.pipeline.trained_model import check_fits, loaded_model, model_logits
 from regnn.runs import checkpoint, embeddings, io_safe
 from regnn.training.progress import clock
 
@@ -158,6 +158,7 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
         data.target,
         why,
     )
+    check_fits(data, chosen.runs[0], checkpoint.load_meta(chosen.runs[0]))  # another schema: named as such first
     graph = graph_check.graph_changes(cfg, bound.aligned, chosen.runs[0])
     if bound.aligned is not None and tcfg.model.get("num_layers"):  # the hops a prediction rests on
         # a layer reads its neighbours' degrees too (the normalisation): one hop past the layers' reach

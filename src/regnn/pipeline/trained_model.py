@@ -70,13 +70,19 @@ def inference_path(requested: str, trained: str, cfg: DictConfig) -> str:
     return path
 
 
+def check_fits(data, run_dir: Path, meta: dict) -> None:
+    """DataError when the graph is not of the schema the model's weights are shaped by (node types, relations,
+    feature widths, classes), naming what differs: no changed_graph=true makes such a graph fit."""
+    diff = checkpoint.schema_differences(meta["schema"], checkpoint.graph_schema(data))
+    if diff:
+        raise DataError(f"the graph does not fit the model of {run_dir}: {'; '.join(diff)}")
+
+
 def loaded_model(job: DeviceGraph, cfg: DictConfig, run_dir: Path, inference: str = "auto"):
     """(the run's model with its saved weights, in eval mode; the sampler's graph where it computes layer by layer,
     else None), whichever trainer saved it (one model, regnn.models.sampled)."""
     meta = checkpoint.load_meta(run_dir)
-    diff = checkpoint.schema_differences(meta["schema"], checkpoint.graph_schema(job.data))
-    if diff:
-        raise DataError(f"the graph does not fit the model of {run_dir}: {'; '.join(diff)}")
+    check_fits(job.data, run_dir, meta)
     trained = meta.get("trainer", "fullbatch")
     path = inference_path(inference, trained, cfg)
     if path == "fullbatch":
