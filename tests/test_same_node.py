@@ -534,11 +534,22 @@ def test_a_relative_dataset_path_means_where_training_ran(tmp_path, monkeypatch)
     assert "graph" in result and not result["graph"]["changed"]  # w1/g, as the cell recorded it
 
 
-@pytest.mark.parametrize("added", ["reverse: keep", "classes: [c, a, b]"])
-def test_a_description_edit_that_changes_the_relations_or_the_class_order_stops_a_resume(tmp_path, added):
+@pytest.mark.parametrize(
+    "change",
+    [{"reverse": "keep"}, {"classes": ["c", "a", "b"]}, {"nodes.paper.features": ["f1", "f0"]}],
+    ids=["reverse", "classes", "columns"],
+)
+def test_a_description_edit_that_changes_relations_or_the_order_of_classes_or_columns_stops_a_resume(tmp_path, change):
     graph = write_graph(tmp_path / "g")
     cell = train(tmp_path / "cell", graph, "runs=1", "trainer.max_epochs=3")
-    (graph / "dataset.yaml").write_text((graph / "dataset.yaml").read_text() + added + "\n")
+    meta = yaml.safe_load((graph / "dataset.yaml").read_text())
+    for key, value in change.items():
+        *path, last = key.split(".")
+        block = meta
+        for k in path:
+            block = block[k]
+        block[last] = value
+    (graph / "dataset.yaml").write_text(yaml.safe_dump(meta))
     with pytest.raises(ConfigError, match="holds results trained on another graph .*dataset.yaml"):
         train(cell, graph, "runs=2", "trainer.max_epochs=3", "resume=true")
     assert not (cell / "runs" / "run_01").exists()

@@ -114,8 +114,11 @@ def _changes(cell: Path, config: dict):
         ds = {k: v for k, v in config["dataset"].items() if k not in ("name", "display_name", "metapaths")}
         with empty_splits_allowed():
             data = load_dataset(str(config["dataset"]["name"]), **{**ds, "feature_norm": None})
-        if record is not None and list(data.class_names or []) != list(record.classes or []):
-            return None  # another class order: new runs would number the classes otherwise than the cell's
+        if record is not None and (
+            list(data.class_names or []) != list(record.classes or [])
+            or {t: list(c) for t, c in (data.feature_names or {}).items()} != record.columns
+        ):
+            return None  # another class or column order: new runs would read them otherwise than the cell's
         scale = None if fitted is None else (lambda d: apply_feature_norm(d, "none", fitted=fitted))
         aligned = None if record is None else align(data, record, scale=scale)
     except (RegnnError, OSError, ValueError, KeyError):
