@@ -38,7 +38,7 @@ class Aligned:
 def _order(rec: GraphRecord, t: str, ids: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(perm: the graph's positions in aligned order, trained position of each aligned node or -1 where new)."""
     if not rec.is_known_by_id(t):
-        if ids is not None and rec.counts.get(t) is not None and t in rec.counts:
+        if ids is not None:
             raise DataError(
                 f"the model knows its {t} nodes by position (the graph it trained on gave them no ids) but this "
                 f"graph gives them ids; predict on a graph of the format it trained on"

@@ -82,10 +82,8 @@ class GraphRecord:
 
     @classmethod
     def of(cls, data) -> "GraphRecord":
-        from regnn.data.features import is_one_hot_ids
-
         g = data.graph
-        id_only = sorted(t for t in g.ntypes if is_one_hot_ids(data.features[t]))
+        id_only = sorted(t for t in g.ntypes if data.is_id_only(t))
         return cls(
             counts={t: int(g.num_nodes(t)) for t in g.ntypes},
             ids={t: np.asarray(i).astype(str) for t, i in (data.node_ids or {}).items()},

@@ -132,26 +132,24 @@ class NodeTable:
         return pos
 
     def feature_columns(self, target: bool) -> list[str] | None:
-        """The names of the feature columns, in order (None: one list column, or none)."""
+        """The names of the feature columns, in order: `features:`, or every column but the id (and the target's
+        label and split); None: one list column, or none."""
         spec = self.entry.get("features")
         if isinstance(spec, str):
             return None
+        if spec is not None and not (isinstance(spec, list) and all(isinstance(c, str) for c in spec)):
+            raise DataError(f"{self.path}: features must list column names, or name one list column; got {quote(spec)}")
         skip = {self.id_col} | (
             {self.entry.get("label", "label"), self.entry.get("split", "split")} if target else set()
         )
-        cols = list(spec) if isinstance(spec, list) else [c for c in self.table.data.column_names if c not in skip]
+        cols = list(spec) if spec is not None else [c for c in self.table.data.column_names if c not in skip]
         return cols or None
 
     def features(self, target: bool) -> np.ndarray | None:
         spec = self.entry.get("features")
         if isinstance(spec, str):  # one list column holding each node's vector
             return sparse_if_mostly_zero(vectors(self.table, spec))
-        skip = {self.id_col} | (
-            {self.entry.get("label", "label"), self.entry.get("split", "split")} if target else set()
-        )
-        if spec is not None and not (isinstance(spec, list) and all(isinstance(c, str) for c in spec)):
-            raise DataError(f"{self.path}: features must list column names, or name one list column; got {quote(spec)}")
-        cols = list(spec) if spec is not None else [c for c in self.table.data.column_names if c not in skip]
+        cols = self.feature_columns(target)
         return sparse_if_mostly_zero(numbers(self.table, cols)) if cols else None
 
     def labels(self, classes) -> tuple[torch.Tensor, list[str]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from regnn.data.array_checks import class_count, unlabelled_outside_splits
-from regnn.data.custom_schema import DOC
+from regnn.data.custom_schema import DOC, check_reverse
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import canonical_feats_type, select_features
 from regnn.data.hetero import HeteroGraph
@@ -113,9 +113,8 @@ def need(meta: dict, key: str, where: Path, what: str):
 
 def unique_relations(g: HeteroGraph, reverse, where: Path) -> HeteroGraph:
     """Every relation direction its own uniquely named edge type (names repeated across types get src-/->dst).
-    reverse: add (every relation
-    reversed as rev_<name>), keep (the graph holds both directions) or {relation: its reverse} (those pairs are
-    held; every other relation is reversed as with add)."""
+    reverse: add (every relation reversed as rev_<name>), keep (the graph holds both directions) or {relation: its
+    reverse} (those pairs are held; every other relation is reversed as with add)."""
     pairs = _reverse_pairs(g, reverse, where)
     held = set(pairs) | set(pairs.values())
     names = [e for _, e, _ in g.canonical_etypes]
@@ -140,21 +139,14 @@ def unique_relations(g: HeteroGraph, reverse, where: Path) -> HeteroGraph:
 def _reverse_pairs(g: HeteroGraph, reverse, where: Path) -> dict[str, str]:
     """The pairs of relations declared each other's reverse ({} for add and keep), checked; with add, every
     undeclared pair the graph holds is refused, all named at once."""
-    if isinstance(reverse, dict):
-        names = {e for _, e, _ in g.canonical_etypes}
-        for a, b in reverse.items():
-            for r in (a, b):
-                if r not in names:
-                    raise DataError(
-                        f"{where}: reverse names relation {r!r}, which the graph lacks (relations: {sorted(names)})"
-                    )
-        pairs = dict(reverse)
-    elif reverse in ("add", "keep"):
-        pairs = {}
-    else:
-        raise DataError(
-            f"{where}: reverse={reverse!r}; use add (reverse every relation), keep, or {{relation: its reverse}}"
-        )
+    check_reverse(reverse, where)
+    pairs = dict(reverse) if isinstance(reverse, dict) else {}
+    names = {e for _, e, _ in g.canonical_etypes}
+    for r in [*pairs, *pairs.values()]:
+        if r not in names:
+            raise DataError(
+                f"{where}: reverse names relation {r!r}, which the graph lacks (relations: {sorted(names)})"
+            )
     if reverse != "keep":
         declared = set(pairs) | set(pairs.values())
         found = [f for f in _held_reverses(g) if f[0] not in declared and f[1] not in declared]

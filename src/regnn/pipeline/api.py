@@ -40,11 +40,10 @@ class Trained:
         unknown = sorted(set(options) - set(PREDICT_OPTIONS) - {"threads"})
         if unknown:
             raise TypeError(f"unknown option(s) {unknown}; predict takes {list(PREDICT_OPTIONS)}")
-        from regnn.pipeline.predict_guard import BOOL_KEYS
+        from regnn.pipeline.predict_guard import non_boolean
 
-        for k in BOOL_KEYS:
-            if k in options and not isinstance(options[k], bool):
-                raise TypeError(f"{k}={options[k]!r} must be True or False (a string such as 'false' would be true)")
+        if bad := non_boolean(options, none_ok=False):
+            raise TypeError(f"{bad} must be True or False (a string such as 'false' would be true)")
         self.summary, self.run_dir, self.config = summary, Path(run_dir), config
         self.options, self._done = options, None
 

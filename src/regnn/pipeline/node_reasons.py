@@ -77,15 +77,6 @@ def reasons(job, tcfg, run_dirs, inference: str = "auto") -> Reasons:
     return Reasons([group_name(g) for g in groups], pred, drop, flips)
 
 
-def gcn_style(job, tcfg, run_dir) -> bool:
-    """Whether the run's last layer is GCN-style (RE-GCN and the GCN family): its aggregate splits by relation
-    exactly, so each relation's share of it (regnn.pipeline.node_shares) can be shown beside the reasons."""
-    from regnn.nn import REGCNConv
-
-    model, _ = loaded_model(job, tcfg, run_dir, "fullbatch")
-    return isinstance(model.convs[-1] if hasattr(model, "convs") else None, REGCNConv)
-
-
 def explain_columns(df, data, shares, why: Reasons | None) -> None:
     """predictions.csv's explain=true columns: top_relation (the group whose removal lowers the predicted class's
     probability most), flips_without (the groups whose removal changes the predicted class), drop_<group> (the

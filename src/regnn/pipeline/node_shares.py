@@ -16,10 +16,15 @@ from regnn.errors import ConfigError
 from regnn.nn import REGCNConv
 
 
+def gcn_style(model) -> bool:
+    """Whether the model's last layer is GCN-style (RE-GCN and the GCN family): its aggregate splits by relation."""
+    return isinstance(model.convs[-1] if hasattr(model, "convs") else None, REGCNConv)
+
+
 def node_shares(model, inputs, feats) -> torch.Tensor:
     """(num target nodes, num relations) shares of every relation in the last layer's aggregate of each target."""
     conv = model.convs[-1] if hasattr(model, "convs") else None
-    if not isinstance(conv, REGCNConv):
+    if not gcn_style(model):
         what = type(conv if conv is not None else model).__name__
         raise ConfigError(
             f"explain=true splits a GCN-style last layer by relation; {what} aggregates otherwise (RE-GCN and the "

@@ -22,15 +22,14 @@ from regnn.names import SPLITS
 from regnn.errors import DataError
 from regnn.evaluation.metrics import split_scores
 from regnn.data.dataset import empty_splits_allowed
-from regnn.data.graph_binding import Aligned, align, within_reach
-from regnn.data.scaling import apply_feature_norm
+from regnn.data.graph_binding import Aligned, within_reach
 from regnn.pipeline import graph_check
 from regnn.pipeline import predict_guard as guard
 from regnn.pipeline.run_choice import Chosen, choose_runs
 from regnn.pipeline.from_config import device_of, load_data
 from regnn.pipeline.fullbatch import DeviceGraph
 from regnn.data.relation_graph import relation_ends
-from regnn.pipeline.node_reasons import Reasons, explain_columns, gcn_style, reasons
+from regnn.pipeline.node_reasons import Reasons, explain_columns, reasons
 from regnn.pipeline.trained_model import check_fits, loaded_model, model_logits
 from regnn.runs import checkpoint, embeddings, io_safe
 from regnn.training.progress import clock
@@ -44,20 +43,14 @@ def graph_as_trained(cfg: DictConfig, run_dir: Path) -> Bound:
     (dataset.feature_norm: fitted on the training graph and saved beside the model, never refitted on this one),
     and what differs from the graph the run trained on."""
     meta = checkpoint.load_meta(run_dir)
-    fitted = checkpoint.load_scaling(run_dir, meta)
-    record = checkpoint.load_record(run_dir, meta)
     aligned = None
     with empty_splits_allowed():  # predictions are for unlabelled nodes: a graph may have none labelled
-        if fitted is None:  # a model saved without its scaling: the configured scaling, fitted on this graph
+        if "feature_scaling" not in meta:  # a model saved without its scaling: the configured one, fitted here
             data = load_data(cfg.dataset)
         else:
-            data = load_data(OmegaConf.merge(cfg.dataset, {"feature_norm": None}))
-            if record is not None:
-                aligned = align(data, record, scale=lambda d: apply_feature_norm(d, "none", fitted=fitted))
-            if aligned is None:
-                data = apply_feature_norm(data, "none", fitted=fitted)
-            else:
-                data = aligned.data
+            data, aligned = checkpoint.bind(
+                run_dir, meta, load_data(OmegaConf.merge(cfg.dataset, {"feature_norm": None}))
+            )
     no_label = data.unlabelled is not None and bool(data.unlabelled.all())
     if no_label and data.num_classes < int(meta["schema"]["num_classes"]):  # its labels cannot tell: the model's
         data.num_classes = int(meta["schema"]["num_classes"])
@@ -99,12 +92,13 @@ def predictions_frame(data, probs: torch.Tensor, shares=None, aligned=None, reas
     return df
 
 
-def run_shares(job, tcfg, run_dir) -> tuple[list[str], torch.Tensor]:
-    """(relation names, each target node's share of every relation) of the run's model (node_shares)."""
-    from regnn.pipeline.node_shares import node_shares
+def run_shares(job, tcfg, run_dir) -> tuple[list[str], torch.Tensor] | None:
+    """(relation names, each target node's share of every relation) of the run's model (node_shares); None where
+    its last layer is not GCN-style, whose aggregate does not split by relation."""
+    from regnn.pipeline.node_shares import gcn_style, node_shares
 
     model, _ = loaded_model(job, tcfg, run_dir, "fullbatch")
-    return list(model.relation_names), node_shares(model, job.inputs, job.feats)
+    return (list(model.relation_names), node_shares(model, job.inputs, job.feats)) if gcn_style(model) else None
 
 
 def weight_frame(p: Predicted) -> pd.DataFrame:
@@ -179,8 +173,8 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
     t0, n = time.monotonic(), len(chosen.runs)
     for k, run_dir in enumerate(chosen.runs, 1):
         logits, emb, weights[run_dir.name] = model_logits(job, tcfg, run_dir, str(cfg.get("inference", "auto")))
-        if cfg.get("explain") and gcn_style(job, tcfg, run_dir):  # neighbour shares: a GCN-style last layer's
-            rels, s = run_shares(job, tcfg, run_dir)
+        if cfg.get("explain") and (got := run_shares(job, tcfg, run_dir)) is not None:  # neighbour shares
+            rels, s = got
             shares = s / n if shares is None else shares + s / n
         per_run[run_dir.name] = scores(data, logits)
         if not skip:

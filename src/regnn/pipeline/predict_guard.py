@@ -45,13 +45,19 @@ def refuse_unknown_keys(cfg: DictConfig) -> None:
         )
 
 
-def refuse_non_booleans(cfg) -> None:
-    """A yes/no option given as anything but true or false ("false", "no", 0 from Python) is refused: a string
-    would otherwise count as true."""
+def non_boolean(options, none_ok: bool = True) -> str | None:
+    """The first yes/no option given as anything but true or false ("false", "no", 0 from Python: a string would
+    count as true), as `key=value`; None where there is none. none_ok: a key set to None counts as not given."""
     for k in BOOL_KEYS:
-        v = cfg.get(k)
-        if v is not None and not isinstance(v, bool):
-            raise ConfigError(f"{k}={v!r} must be true or false (in Python: True or False, not a string)")
+        if k in options and not isinstance(options[k], bool) and not (none_ok and options[k] is None):
+            return f"{k}={options[k]!r}"
+    return None
+
+
+def refuse_non_booleans(cfg) -> None:
+    bad = non_boolean(cfg)
+    if bad:
+        raise ConfigError(f"{bad} must be true or false (in Python: True or False, not a string)")
 
 
 def resolved(raw, what: str = "run") -> Path:

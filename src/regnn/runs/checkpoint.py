@@ -123,6 +123,23 @@ def load_record(run_dir: Path, meta: dict):
     return GraphRecord.load(f)
 
 
+def bind(run_dir: Path, meta: dict, data):
+    """(the graph, its Aligned or None): data, read with its features as stored (feature_norm None), bound to the
+    record the run saved (regnn.data.graph_binding) and scaled with the statistics the run trained with. A run
+    saved without a record keeps data's order (None); a graph of other node types is only scaled (None)."""
+    from regnn.data.graph_binding import align
+    from regnn.data.scaling import apply_feature_norm
+
+    fitted, record = load_scaling(run_dir, meta), load_record(run_dir, meta)
+    scale = None if fitted is None else (lambda d: apply_feature_norm(d, "none", fitted=fitted))
+    aligned = None if record is None else align(data, record, scale=scale)
+    if aligned is not None:
+        return aligned.data, aligned
+    if scale is not None:
+        scale(data)
+    return data, None
+
+
 def load_scaling(run_dir: Path, meta: dict) -> dict | None:
     """The feature scaling the run trained with ({node type: {"method", "mean", "scale"}}, as
     regnn.data.scaling.apply_feature_norm takes it), or None for a model saved without that record."""

@@ -100,8 +100,6 @@ def _changes(cell: Path, config: dict):
     Changes), or None where no run kept its graph record or the graph cannot be read."""
     from regnn.data import load_dataset
     from regnn.data.dataset import empty_splits_allowed
-    from regnn.data.graph_binding import align
-    from regnn.data.scaling import apply_feature_norm
     from regnn.errors import RegnnError
     from regnn.runs import checkpoint
 
@@ -110,17 +108,16 @@ def _changes(cell: Path, config: dict):
         return None
     try:
         meta = checkpoint.load_meta(runs[0])
-        record, fitted = checkpoint.load_record(runs[0], meta), checkpoint.load_scaling(runs[0], meta)
+        record = checkpoint.load_record(runs[0], meta)
         ds = {k: v for k, v in config["dataset"].items() if k not in ("name", "display_name", "metapaths")}
         with empty_splits_allowed():
             data = load_dataset(str(config["dataset"]["name"]), **{**ds, "feature_norm": None})
-        if record is not None and (
+        if record is None or (
             list(data.class_names or []) != list(record.classes or [])
             or {t: list(c) for t, c in (data.feature_names or {}).items()} != record.columns
         ):
             return None  # another class or column order: new runs would read them otherwise than the cell's
-        scale = None if fitted is None else (lambda d: apply_feature_norm(d, "none", fitted=fitted))
-        aligned = None if record is None else align(data, record, scale=scale)
+        _, aligned = checkpoint.bind(runs[0], meta, data)
     except (RegnnError, OSError, ValueError, KeyError):
         return None
     return None if aligned is None else aligned.changes
