@@ -101,6 +101,10 @@ fig-efficiency-smoke: venv
 explain-planted: setup ## relation weights vs masked and retrained ablation on graphs with planted relations (RE-GCN, 10 seeds per setting; resumed) -> results/explain_planted/
 	$(PY) -m regnn.experiments.planted_study
 
+.PHONY: weight-study
+weight-study: setup ## which weight-derived quantity tracks the retrained ablation: DBLP/ACM/IMDB and graded/indirect planted graphs, every group retrained (RE-GCN, 10 runs per cell; resumed) -> results/weight_study/
+	$(PY) -m regnn.experiments.weight_study
+
 .PHONY: grown-graph
 grown-graph: setup ## predictions for a graph that grew: DBLP/ACM/IMDB with 20% of the test targets (or of an id-only type) held out, predicted without retraining beside retrained (RE-GCN, 10 runs per cell; resumed) -> results/grown_graph.{csv,md}
 	$(PY) -m regnn.experiments.grown_graph

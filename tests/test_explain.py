@@ -235,9 +235,20 @@ def explained(drops: dict[str, list[float]], rho: tuple[float, float, float], ki
         ]
     )
     ablation = summarise(per, ["group", "score"], "drop").assign(kind=kind)
-    agreement = pd.DataFrame([{"kind": kind, "score": "val_micro_f1", "rho": rho[0], "low": rho[1], "high": rho[2]}])
+    agreement = pd.DataFrame(
+        [
+            {
+                "quantity": "mean_weight",
+                "kind": kind,
+                "score": "val_micro_f1",
+                "rho": rho[0],
+                "low": rho[1],
+                "high": rho[2],
+            }
+        ]
+    )
     return Explained(
-        [(g,) for g in drops], weights, ablation, agreement, {"weights": weights, kind: per}, Path("c"), []
+        [(g,) for g in drops], weights, ablation, agreement, {"weights": weights, kind: per}, Path("c"), [], {}
     )
 
 
@@ -257,9 +268,54 @@ def test_the_report_leads_with_three_way_verdicts_and_says_what_the_weights_are_
     assert (
         "- a: **matters**" in head and "- b: **free**" in head and "- c: **cannot tell from these runs (about" in head
     )
-    assert "cannot be told from these runs** (Spearman's rho 0.50 [-0.50, 1.00]" in head
+    assert "as this ablation does cannot be told from these runs** (Spearman's rho 0.50 [-0.50, 1.00]" in head
+    assert "**Whether the mean weights rank the groups" in head
     assert "The weights put c first, the ablation a" in head and "No group is free" not in head
+    assert "test disagrees" not in head
+    e.per_run["retrain"].loc[
+        (e.per_run["retrain"].group == "b") & (e.per_run["retrain"].score == "test_micro_f1"), "drop"
+    ] = 2.0
+    e.ablation = summarise(e.per_run["retrain"], ["group", "score"], "drop").assign(kind="retrain")
+    head = markdown(e, group_table(e, {g: (g,) for g in drops}), "t", {}).split("| relation")[0]
+    assert "- b: **free**: 0.10 [-0.15, 0.35] points of validation Micro-F1 lost (but test loses 2.00" in head
     e = explained({"a": [5.0, 6.0, 5.5], "c": [3.0, 4.0, 3.5], "d": [2.0, 2.5, 3.0]}, (-1.0, -1.0, -0.5), "masked")
     head = markdown(e, group_table(e, {g: (g,) for g in "acd"}), "t", {}).split("| relation")[0]
-    assert "masked only**" in head and "an upper bound" in head and "No group is free" in head
-    assert "**The weights disagree with this ablation**" in head
+    assert "masked only**" in head and "is not what a group costs" in head and "No group is free" in head
+    assert "**The mean weights disagree with this ablation**" in head
+
+
+def test_the_report_names_the_quantity_the_study_found_and_says_so_when_none_tracks(monkeypatch):
+    from regnn.reporting import relation_signals
+    from regnn.reporting.explain import group_table, markdown
+
+    drops = {"a": [5.0, 6.0, 5.5], "b": [0.1, 0.2, 0.0], "c": [0.0, 3.0, 1.5]}
+    e = explained(drops, (0.5, -0.5, 1.0))
+    share = {"a": 0.6, "b": 0.1, "c": 0.3}
+    e.per_run["signals"] = pd.DataFrame(
+        [
+            {"run": f"run_{k:02d}", "group": g, "quantity": "flow_share", "value": v}
+            for g, v in share.items()
+            for k in range(3)
+        ]
+    )
+    row = {"quantity": "flow_share", "kind": "retrain", "score": "val_micro_f1", "rho": 1.0, "low": 0.5, "high": 1.0}
+    e.agreement = pd.concat([e.agreement, pd.DataFrame([row])], ignore_index=True)
+    found = {"best": "flow_share", "tracks": True, "mean_rho": 0.9, "per_graph": {"DBLP": [1.0, 0.5, 1.0]}}
+    found["ranking"] = [{"quantity": q} for q in ("flow_share", "taylor", "mean_weight")]
+    monkeypatch.setattr(relation_signals, "study", lambda: found)
+
+    def report():
+        return markdown(e, group_table(e, {g: (g,) for g in drops}), "t", {})
+
+    text = report()
+    head = text.split("| relation")[0]
+    assert "(results/weight_study/study.md, every group retrained, Spearman's rho: DBLP 1.00) is flow_share" in head
+    assert "On this cell flow_share ranks the groups as this ablation does (Spearman's rho 1.00 [0.50, 1.00])" in head
+    assert "| flow_share (tracks the retrained ablation best) | mean weight" in text and "| a | 0.600 |" in text
+    # a model whose layers do not give the best one (an attention model: no message shares) gets the next it has
+    e.per_run["signals"] = e.per_run["signals"].assign(quantity="taylor")
+    e.agreement = e.agreement.replace({"quantity": {"flow_share": "taylor"}})
+    assert "the next best it has is taylor" in report() and "On this cell taylor ranks" in report()
+    monkeypatch.setattr(relation_signals, "study", lambda: found | {"tracks": False})
+    head = report().split("| relation")[0]
+    assert "**No quantity read off the weights tracked the retrained ablation on every graph studied**" in head

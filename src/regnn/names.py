@@ -67,7 +67,7 @@ _LOADER_KEYS = {
     ),
     "planted": (
         *("num_items", "relations", "planted", "noise", "degree", "nodes_per_relation", "num_classes", "feat_dim"),
-        *("signal", "seed", "per_node"),
+        *("signal", "seed", "per_node", "shares", "through"),
     ),
     "ogb": ("name", "ogb_name", "featureless", "feature_file"),
     "custom": ("path", "name", "feats_type"),

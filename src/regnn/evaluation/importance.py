@@ -62,14 +62,15 @@ def agreement_verdict(low: float, high: float) -> str:
     return "agree" if low > 0 else "disagree" if high < 0 else "cannot tell"
 
 
-def rank_agreement(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
+def rank_agreement(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 2000, seed: int = 0, min_items: int = 3) -> dict:
     """Spearman's rho between two per-run scores of the same items (columns: the items, rows: the runs, each
     frame indexed by run), on their means over the runs, with a percentile bootstrap interval that resamples the
-    runs both share. Fewer than 3 items: no rho (NaN)."""
+    runs both share. Fewer than min_items items: no rho (NaN); with 2, rho is +1 or -1 (the two in the same order
+    or not) and its interval says how often a resample keeps that order."""
     runs = a.index.intersection(b.index)
     items = [c for c in a.columns if c in b.columns]
     out = {"items": len(items), "runs": len(runs), "rho": float("nan"), "low": float("nan"), "high": float("nan")}
-    if len(items) < 3 or len(runs) == 0:
+    if len(items) < max(min_items, 2) or len(runs) == 0:
         return out
     x, y = a.loc[runs, items].to_numpy(float), b.loc[runs, items].to_numpy(float)
     out["rho"] = _rho(x.mean(0), y.mean(0))

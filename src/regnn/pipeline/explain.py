@@ -7,7 +7,9 @@
 - retrained ablation (ablation=retrain): the cell trained again without the relation (dataset.drop_relations), on
   the same seeds, each drop paired by seed (the honest one; every retrained cell is a cell of its own under
   retrain_dir, resumed like any: a killed explain trains only what is missing);
-and how far the weights' ranking of the relations agrees with each ablation's (Spearman's rho with its interval).
+and how far each weight-derived quantity's ranking of the relations (regnn.pipeline.relation_signals: the mean
+weight, the last layer's weights into the target, message shares, the validation loss's derivatives) agrees with
+each ablation's (Spearman's rho with its interval).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from regnn.evaluation.importance import rank_agreement, summarise
 from regnn.pipeline.node_reasons import group_name, logits, masked_inputs
 from regnn.pipeline.predict import Predicted, predicted, scores, weight_frame
 from regnn.pipeline.predict_guard import refuse_inside_a_cell, run_record
+from regnn.pipeline.relation_signals import signal_rows
 from regnn.runs import io_safe
 from regnn.pipeline.trained_model import loaded_model
 from regnn.training.progress import clock
@@ -39,10 +42,11 @@ class Explained:
     groups: list  # the relation groups (each relation with its reverse)
     weights: pd.DataFrame  # layer, relation, source, destination, mean, low, high, runs
     ablation: pd.DataFrame  # kind, group, score, mean, low, high, runs (drops in points of Micro-F1)
-    agreement: pd.DataFrame  # kind, score, rho, low, high, items, runs
-    per_run: dict  # the per-run tables the summaries come from: weights, masked, retrain
+    agreement: pd.DataFrame  # quantity, kind, score, rho, low, high, items, runs
+    per_run: dict  # the per-run tables the summaries come from: weights, signals, masked, retrain
     cell: Path
     retrain_cells: list[Path]
+    seeds: dict  # seed -> the cell's run folder name (the retrained drops pair with the runs by seed)
 
 
 def weight_rows(p: Predicted) -> pd.DataFrame:
@@ -135,25 +139,19 @@ def _cell_name(group: tuple[str, ...]) -> str:
     return "drop_" + "_".join(n.replace("->", "-").replace("/", "-") for n in group)
 
 
-def agreement(weights: pd.DataFrame, drops: pd.DataFrame, groups, kind: str) -> list[dict]:
-    """rho between the weights' ranking of the relation groups (a group's weight: its relations' mean over the
-    layers) and the ablation's, per score, over the runs both have (the masked runs by name; the retrained by
-    seed, which the weights pair with through the cell's runs)."""
-    member = {rel: group_name(g) for g in groups for rel in g}
-    w = weights[weights.relation.isin(member)].assign(group=lambda d: d.relation.map(member))
-    w = w.pivot_table(index="run", columns="group", values="weight", aggfunc="mean")
+def agreement(signals: pd.DataFrame, drops: pd.DataFrame, kind: str, seeds: dict, min_items: int = 3) -> list[dict]:
+    """rho between each weight-derived quantity's ranking of the relation groups (regnn.pipeline.relation_signals)
+    and the ablation's, per score, over the runs both have (the masked runs by name; the retrained by seed, which
+    the quantities pair with through the cell's runs: seeds, seed -> run)."""
     out = []
-    for s in SCORES:
-        d = drops[drops.score == s].pivot_table(index="run", columns="group", values="drop", aggfunc="mean")
-        if kind == "retrain":  # the weights of the cell's run of the same seed
-            d.index = [_run_of_seed(weights, r) for r in d.index]
-        out.append({"kind": kind, "score": s, **rank_agreement(w, d)})
+    for q, rows in signals.groupby("quantity", sort=False):
+        w = rows.pivot_table(index="run", columns="group", values="value", aggfunc="mean")
+        for s in SCORES:
+            d = drops[drops.score == s].pivot_table(index="run", columns="group", values="drop", aggfunc="mean")
+            if kind == "retrain":  # the quantities of the cell's run of the same seed
+                d.index = [seeds.get(int(r.removeprefix("seed_"))) for r in d.index]
+            out.append({"quantity": q, "kind": kind, "score": s, **rank_agreement(w, d, min_items=min_items)})
     return out
-
-
-def _run_of_seed(weights: pd.DataFrame, seed_label: str) -> str | None:
-    seeds = weights.attrs.get("seeds", {})
-    return seeds.get(int(seed_label.removeprefix("seed_")))
 
 
 def explain(cfg: DictConfig, train=None) -> Explained:
@@ -168,12 +166,13 @@ def explain(cfg: DictConfig, train=None) -> Explained:
         )
     )
     weights = weight_rows(p)
-    weights.attrs["seeds"] = _seeds(p)
     groups = relation_groups(p.data.graph)
     log.info(
         "explain: %d runs, %d relation groups: %s", len(p.chosen.runs), len(groups), ", ".join(map(group_name, groups))
     )
-    per_run = {"weights": weights, "masked": masked_rows(p, groups, str(cfg.get("inference", "auto")))}
+    inference = str(cfg.get("inference", "auto"))
+    per_run = {"weights": weights, "masked": masked_rows(p, groups, inference)}
+    per_run["signals"] = signal_rows(p, groups, weights, inference)
     cells: list[Path] = []
     if cfg.ablation == "retrain":
         refuse_inside_a_cell(cfg.retrain_dir, "retrain_dir", "explain")
@@ -189,8 +188,9 @@ def explain(cfg: DictConfig, train=None) -> Explained:
     ablation = pd.concat(
         [summarise(per_run[k], ["group", "score"], "drop").assign(kind=k) for k in ABLATIONS if k in per_run]
     )
-    agree = [row for k in ABLATIONS if k in per_run for row in agreement(weights, per_run[k], groups, k)]
-    return Explained(groups, w, ablation, pd.DataFrame(agree), per_run, p.chosen.cell, cells)
+    seeds = _seeds(p)
+    agree = [row for k in ABLATIONS if k in per_run for row in agreement(per_run["signals"], per_run[k], k, seeds)]
+    return Explained(groups, w, ablation, pd.DataFrame(agree), per_run, p.chosen.cell, cells, seeds)
 
 
 def group_of(e: Explained) -> dict[str, tuple[str, ...]]:

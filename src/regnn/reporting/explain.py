@@ -12,6 +12,7 @@ import pandas as pd
 
 from regnn.description import relation_label
 from regnn.evaluation.importance import agreement_verdict, interval, runs_to_tell, verdict
+from regnn.reporting.relation_signals import _on_cell, masked_sizes, means, study_lines, tracked
 from regnn.runs import io_safe
 
 KINDS = {"masked": "masked at inference", "retrain": "retrained without it"}
@@ -32,7 +33,12 @@ def group_table(e, groups: dict[str, tuple[str, ...]]) -> pd.DataFrame:
             k = f"{a.kind}_{a.score.replace('_micro_f1', '')}_drop"
             row |= {k: a["mean"], f"{k}_low": a.low, f"{k}_high": a.high}
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    found = means(e)
+    for q in found.columns:  # every weight-derived quantity's mean over the runs (regnn.pipeline.relation_signals)
+        if q != "mean_weight":
+            table[q] = table.group.map(found[q])
+    return table
 
 
 def free_groups(table: pd.DataFrame, kind: str) -> list[str]:
@@ -54,15 +60,18 @@ def _fmt(m, lo, hi, digits=2) -> str:
 
 def markdown(e, table: pd.DataFrame, title: str, epoch_times: dict) -> str:
     kinds = [k for k in KINDS if f"{k}_val_drop" in table]
+    q = tracked(e)
+    shown = q if q in table and q != "mean_weight" else None
     head = [
         "relation (with its reverse)",
+        *([f"{shown} (tracks the retrained ablation best)"] if shown else []),
         "mean weight (layers, directions)",
         *(f"{KINDS[k]}: val / test drop" for k in kinds),
     ]
     lines = [f"# {title}", "", *headline(e, table, kinds), ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in table.iterrows():
-        cells = [r.group, _fmt(r.weight, r.weight_low, r.weight_high, 3)]
+        cells = [r.group, *([f"{r[shown]:.3f}"] if shown else []), _fmt(r.weight, r.weight_low, r.weight_high, 3)]
         for k in kinds:
             val = _fmt(r[f"{k}_val_drop"], r[f"{k}_val_drop_low"], r[f"{k}_val_drop_high"])
             test = _fmt(r[f"{k}_test_drop"], r[f"{k}_test_drop_low"], r[f"{k}_test_drop_high"])
@@ -74,7 +83,7 @@ def markdown(e, table: pd.DataFrame, title: str, epoch_times: dict) -> str:
 
 def headline(e, table: pd.DataFrame, kinds: list[str]) -> list[str]:
     """The report's first lines: what was measured to be true. The retrained ablation where it exists (else the
-    masked one, said to be an upper bound), each group's three-way verdict, whether any group is free, and what
+    masked one, said not to be the cost), each group's three-way verdict, whether any group is free, and what
     the weights are worth beside it."""
     runs = e.per_run["weights"].run.nunique()
     kind = "retrain" if "retrain" in kinds else "masked"
@@ -90,9 +99,9 @@ def headline(e, table: pd.DataFrame, kinds: list[str]) -> list[str]:
         f"{FREE_POINTS:g} point, is free where the whole interval is at most {FREE_POINTS:g} point:"
         if kind == "retrain"
         else "**Which relations matter, masked only**: each group cut out of the trained models at inference. That "
-        "is an upper bound on what a group costs, not its cost (a model trained without a relation learns to do "
-        "without it); `ablation=retrain` measures the cost. A group matters where its whole 95% interval of "
-        f"validation Micro-F1 lost is above {FREE_POINTS:g} point, may be free where it is at most "
+        "is not what a group costs: a model trained without it learns to do without it, or to read the rest "
+        f"otherwise{masked_sizes()}; `ablation=retrain` measures the cost. A group matters where its whole 95% "
+        f"interval of validation Micro-F1 lost is above {FREE_POINTS:g} point, may be free where it is at most "
         f"{FREE_POINTS:g} point:"
     )
     drops = e.per_run[kind]
@@ -107,18 +116,20 @@ def headline(e, table: pd.DataFrame, kinds: list[str]) -> list[str]:
             need = runs_to_tell(vals, FREE_POINTS)
             say += f" (about {need} runs would tell)" if need else ""
         drop = _fmt(r[f"{kind}_val_drop"], lo, hi)
-        out.append(f"- {r.group}: **{say}**: {drop} points of validation Micro-F1 lost")
+        test = (r[f"{kind}_test_drop"], r[f"{kind}_test_drop_low"], r[f"{kind}_test_drop_high"])
+        warn = ""
+        if v == "free" and test[1] > FREE_POINTS:  # validation decides; a test that disagrees is said, not used
+            warn = f" (but test loses {_fmt(*test)}: validation decides, and here test disagrees)"
+        out.append(f"- {r.group}: **{say}**: {drop} points of validation Micro-F1 lost{warn}")
     if "free" not in verdicts.values():
         out.append("- No group is free: none costs at most 1 point at the top of its interval.")
-    out.append("")
-    out.append(weights_line(e, table, kind))
-    return out
+    return out + ["", *study_lines(e, kind), "", weights_line(e, table, kind)]
 
 
 def weights_line(e, table: pd.DataFrame, kind: str) -> str:
-    """What the learned weights say beside the ablation: whether their ranking of the groups agrees with it, by
-    the interval of Spearman's rho, and which group each puts first."""
-    row = e.agreement[(e.agreement.kind == kind) & (e.agreement.score == "val_micro_f1")]
+    """What the mean learned weights say beside the ablation: whether their ranking of the groups agrees with it,
+    by the interval of Spearman's rho, and which group each puts first."""
+    a = _on_cell(e, "mean_weight", kind)
     by_weight = table.sort_values("weight", ascending=False).group.iloc[0] if len(table) else None
     by_drop = table.sort_values(f"{kind}_val_drop", ascending=False).group.iloc[0] if len(table) else None
     tops = (
@@ -126,23 +137,22 @@ def weights_line(e, table: pd.DataFrame, kind: str) -> str:
         if by_weight != by_drop
         else f" Both put {by_drop} first."
     )
-    if row.empty or math.isnan(row.rho.iloc[0]):
+    if a is None:
         return (
-            "**The weights** cannot be ranked against the ablation (fewer than 3 relation groups, or a constant "
-            f"ranking); a weight is a learned scale, not a cost.{tops}"
+            "**The mean weights** cannot be ranked against the ablation (fewer than 3 relation groups, or a "
+            f"constant ranking); a weight is a learned scale, not a cost.{tops}"
         )
-    a = row.iloc[0]
     rho = _fmt(a.rho, a.low, a.high)
     v = agreement_verdict(a.low, a.high)
     if v == "disagree":
         return (
-            f"**The weights disagree with this ablation** (Spearman's rho {rho}): read the ablation, not the "
-            f"weights.{tops}"
+            f"**The mean weights disagree with this ablation** (Spearman's rho {rho}): read the ablation, not "
+            f"the weights.{tops}"
         )
     if v == "agree":
-        return f"**The weights rank the groups as this ablation does** (Spearman's rho {rho}).{tops}"
+        return f"**The mean weights rank the groups as this ablation does** (Spearman's rho {rho}).{tops}"
     return (
-        f"**Whether the weights rank the groups as this ablation does cannot be told from these runs** "
+        f"**Whether the mean weights rank the groups as this ablation does cannot be told from these runs** "
         f"(Spearman's rho {rho}, an interval that spans 0): read the ablation, not the weights.{tops}"
     )
 
@@ -153,8 +163,9 @@ def notes(e, table: pd.DataFrame, kinds: list[str], epoch_times: dict) -> list[s
         f"- Means over the cell's {runs} runs (seeds), with 95% t-intervals. A group's mean weight is the mean of "
         "its relations' learned weights over the layers and both directions (per layer: weights.csv, "
         "explain.png): a learned scale of the messages, not a cost. A drop is the Micro-F1 (points) lost when the "
-        "relations are removed: masked at inference in the trained runs (an upper bound), or retrained without "
-        "them on the same seeds (paired by seed).",
+        "relations are removed: masked at inference in the trained runs (not the cost), or retrained without "
+        "them on the same seeds (paired by seed). explain.csv holds every weight-derived quantity per group, "
+        "agreement.csv each one's rho with each ablation (docs/explain.md).",
     ]
     kind = "retrain" if "retrain" in kinds else "masked"
     free = free_groups(table, kind)
