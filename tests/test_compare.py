@@ -76,7 +76,11 @@ def test_each_models_cost_is_estimated_and_printed_before_any_cell_trains(smoke)
     for m, r in rows.items():  # every run to the cap: what the cell costs at most
         assert r["status"] == "pending" and r["s_per_epoch"] > 0 and (r["runs"], r["max_epochs"]) == (2, cap)
         assert r["estimate_s"] == pytest.approx(r["s_per_epoch"] * 2 * cap)
+        patience = OmegaConf.load(sweep / f"synthetic_{m}" / "config.yaml").trainer.patience
+        assert r["expected_s"] == pytest.approx(r["s_per_epoch"] * 2 * min(cap, 2 * patience))  # the stopping rule
         assert re.search(rf"^{m} +{r['s_per_epoch']:.3f} +2 +{cap} ", log, flags=re.M)
+    md = (sweep / "compare.md").read_text()  # afterwards, each estimate beside the time its cell took
+    assert "Time, estimated before training beside measured: MLP expected ~" in md and "), took " in md
     # the same command again: every cell is finished, nothing is timed
     again_rows = json.loads((sweep / "compare_estimates.json").read_text())["models"]
     assert {r["status"] for r in again_rows.values()} == {"done"}
@@ -98,19 +102,29 @@ def test_a_budget_keeps_the_cheapest_models_that_fit_and_skips_the_others():
     assert "estimated 5:00 does not fit in what is left of compare.budget=1.5 minutes (20.0s)" in rows["gat"]["reason"]
 
 
+def test_a_budget_that_fits_no_model_is_refused_naming_the_budget_the_cheapest_needs():
+    from regnn.errors import ConfigError
+    from regnn.experiments.estimate import expected_epochs, fit_budget
+
+    rows = {"gat": {"status": "pending", "expected_s": 300.0, "estimate_s": 900.0}}
+    rows["mlp"] = {"status": "pending", "expected_s": 130.0, "estimate_s": 400.0}
+    with pytest.raises(ConfigError, match=r"compare.budget=2 minutes fits no model: the cheapest, mlp, is expected "):
+        fit_budget(rows, 2)
+    with pytest.raises(ConfigError, match=r"give compare.budget=3 or more"):
+        fit_budget(rows, 2)
+    fit_budget(rows, 5)  # the expected time decides, not the cap's: mlp fits in 300 s, gat then does not
+    assert rows["mlp"]["status"] == "pending" and rows["gat"]["status"] == "skipped"
+    assert expected_epochs(200, 50) == 100 and expected_epochs(60, 50) == 60 and expected_epochs(200, 0) == 200
+
+
 @pytest.mark.onepython
-def test_a_model_over_the_budget_trains_nothing_and_is_listed_as_skipped(tmp_path):
+def test_a_budget_below_every_model_trains_nothing_and_says_what_it_needs(tmp_path):
     sweep = tmp_path / "sweep"
-    # a budget below any estimate: both skipped, whatever this machine's speed
+    # a budget below any estimate, whatever this machine's speed
     r = run_train(*SMOKE, "model=mlp,re_gcn", "compare.budget=1e-9", f"hydra.sweep.dir={sweep}", timeout=600)
     log = r.stdout + r.stderr
-    assert r.returncode == 0, log[-3000:]
-    assert log.count("does not fit in what is left of compare.budget") >= 2 and "Traceback" not in log
-    assert not list(sweep.glob("*/results.json"))  # no cell trained
-    df = pd.read_csv(sweep / "compare.csv")
-    assert df.source.tolist() == ["skipped", "skipped"]
-    md = (sweep / "compare.md").read_text()
-    assert "| MLP | skipped |" in md and "Skipped by compare.budget: RE-GCN: estimated" in md
+    assert r.returncode == 2 and "fits no model: the cheapest, " in r.stderr and "Traceback" not in log
+    assert "Launching" not in log and not list(sweep.glob("*/results.json"))  # no cell trained
     bad = run_train(*SMOKE, "compare.budget=-1", f"hydra.sweep.dir={tmp_path / 'bad'}")
     assert bad.returncode == 2 and "compare.budget=-1 is not valid" in bad.stderr and "Launching" not in bad.stderr
 
@@ -237,7 +251,7 @@ def test_a_model_whose_runs_collapsed_to_chance_is_marked_not_silently_averaged(
     assert df.collapsed.tolist() == [False, False, True, False]
     assert df.learnt_test_micro_f1["simple_hgn"] == pytest.approx((92.4 + 93.1 + 92.9) / 3)
     md = (tmp_path / "cmp.md").read_text()
-    assert "Simple-HGN (collapsed)" in md and "10, 2 at chance" in md
+    assert "Simple-HGN (collapsed)" in md and "10, 2 at chance, 1 below chance" in md
     assert "Collapsed: Simple-HGN: 2 of 10 runs at chance (test Micro-F1 within 5 of 38.00" in md
     assert "92.80 test Micro-F1 on average" in md and "Collapsed: GCN" not in md and "Collapsed: MLP" not in md
     assert "| MLP | 10 |" in md
@@ -349,3 +363,25 @@ def test_runs_cut_off_by_the_epoch_cap_are_marked_and_the_winners_lead_is_tested
     _cell(pool, "mine_re_gcn", val=80.1, test=80.0, per_run=runs([80.0, 80.3, 80.0], 50))
     assert main([*args, "--models", "mlp", "re_gcn", "re_gat"]) == 0
     assert "more than the spread of the runs" in (tmp_path / "cmp.md").read_text()
+
+
+def test_chance_is_a_line_runs_below_it_are_marked_and_a_tie_on_validation_has_no_winner(tmp_path):
+    from regnn.reporting.compare import main
+
+    pool = tmp_path / "cells"
+    below = [{"run": i, "test_micro_f1": t} for i, t in enumerate([70.0, 50.0, 71.0])]
+    _cell(pool, "mine_gcn", val=92.86, test=95.0, per_run=below, chance_test_micro_f1=55.9)
+    _cell(pool, "mine_re_gcn", val=92.86, test=93.0, chance_test_micro_f1=55.9)
+    _cell(pool, "mine_mlp", val=60.0, test=55.0, chance_test_micro_f1=55.9)
+    args = [str(pool), "--dataset", "mine", "--models", "mlp", "gcn", "re_gcn", "--out", str(tmp_path / "cmp")]
+    assert main(args) == 0
+    df = pd.read_csv(tmp_path / "cmp.csv").set_index("model")
+    assert not df.winner.any() and df.tied.tolist() == [False, True, True]
+    md = (tmp_path / "cmp.md").read_text()
+    assert "GCN (tied on validation)" in md and "(winner)" not in md and "t inf" not in md
+    assert "Tie on validation: GCN, RE-GCN share the best mean validation Micro-F1 (92.86)" in md
+    assert "their test Micro-F1 (shown, not used to pick): GCN 95.00, RE-GCN 93.00" in md
+    assert "Chance: always predicting the largest class scores 55.90 test Micro-F1" in md
+    assert "Below chance on average: MLP" in md and "Runs below chance: GCN: 1 of 10" in md
+    assert "| 10, 1 below chance |" in md
+    assert (tmp_path / "cmp.png").stat().st_size > 0

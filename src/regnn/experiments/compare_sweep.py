@@ -82,7 +82,9 @@ def position(cfg: DictConfig, sweep: Path) -> Position | None:
     if name not in rows:
         return None
     k = models.index(name)
-    after = [r.get("estimate_s") for r in list(rows.values())[k + 1 :] if r.get("status") == "pending"]
+    after = [
+        r.get("expected_s") or r.get("estimate_s") for r in list(rows.values())[k + 1 :] if r.get("status") == "pending"
+    ]
     known = [a for a in after if a is not None]
     return Position(f"model {k + 1}/{len(models)}", sum(known) if known else None)
 

@@ -2,11 +2,14 @@
 epochs, and with compare.budget the models that would not fit.
 
 A model's estimate is its median seconds per epoch (compare.estimate_epochs epochs of one run, in this process,
-written to a temporary folder) times the epoch cap times the cell's runs: what the cell costs at most, where early
-stopping ends no run before the cap. The table goes to the log and to <sweep>/compare_estimates.json (data: one
-row per model). compare.budget=<minutes> keeps the models cheapest first while their estimates fit in the budget
-and skips the others: their cells do not train (train.py reads the file), and the comparison's table lists them
-as skipped, with their estimate. Finished cells cost nothing and are never skipped.
+written to a temporary folder) times the cell's runs times its epochs: expected, twice the early-stopping patience
+(a run stops `patience` epochs after its best one; on the Table 2 cells runs took 1 to 4 times the patience, half
+of them about twice), and at most, the epoch cap. The table goes to the log and to <sweep>/compare_estimates.json
+(data: one row per model), and the comparison's table sets each beside the time its cell took.
+compare.budget=<minutes> keeps the models cheapest first while their expected times fit in the budget and skips
+the others: their cells do not train (train.py reads the file), and the comparison's table lists them as
+skipped, with their estimate. A budget that fits no model is refused, naming the budget the cheapest needs.
+Finished cells cost nothing and are never skipped.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from regnn.errors import Unsupported
+from regnn.errors import ConfigError, Unsupported
 from regnn.reporting.compare import ESTIMATES
 from regnn.runs import io_safe
 from regnn.runs.io_safe import write_text
@@ -92,15 +95,33 @@ def estimate(cfg: DictConfig, epochs: int) -> dict:
     row = {"status": "pending", "s_per_epoch": per_epoch, "runs": runs, "max_epochs": cap}
     row["timed_s"] = time.perf_counter() - t0
     row["estimate_s"] = per_epoch * runs * cap if cap else None
+    row["expected_epochs"] = expected_epochs(cap, cfg.trainer.get("patience"))
+    row["expected_s"] = per_epoch * runs * row["expected_epochs"] if row["expected_epochs"] else None
     return row
 
 
+def expected_epochs(cap: int | None, patience: int | None) -> int | None:
+    """The epochs a run is expected to train: twice its patience (its best epoch about as far in as the patience,
+    then `patience` epochs more), never more than the cap; the cap where there is no early stopping."""
+    if not patience:
+        return cap
+    return 2 * int(patience) if cap is None else min(int(cap), 2 * int(patience))
+
+
 def fit_budget(rows: dict[str, dict], budget_min: float | None) -> None:
-    """Marks the pending models that do not fit in budget_min minutes (cheapest kept first) as skipped."""
+    """Marks the pending models whose expected time does not fit in budget_min minutes (cheapest kept first) as
+    skipped; ConfigError where none fits (and some is pending), naming the budget the cheapest needs."""
     if budget_min is None:
         return
     left = float(budget_min) * 60
-    pending = sorted((r["estimate_s"] or math.inf, m) for m, r in rows.items() if r["status"] == "pending")
+    pending = sorted((_cost(r), m) for m, r in rows.items() if r["status"] == "pending")
+    if pending and pending[0][0] > left:
+        cost, m = pending[0]
+        need = "?" if math.isinf(cost) else f"{math.ceil(cost / 60)}"
+        raise ConfigError(
+            f"compare.budget={budget_min:g} minutes fits no model: the cheapest, {m}, is expected to take "
+            f"{clock(cost)}; give compare.budget={need} or more (or leave it out to train every model)"
+        )
     for cost, m in pending:
         if cost <= left:
             left -= cost
@@ -112,6 +133,10 @@ def fit_budget(rows: dict[str, dict], budget_min: float | None) -> None:
             }
 
 
+def _cost(row: dict) -> float:
+    return row.get("expected_s") or row.get("estimate_s") or math.inf
+
+
 def clock(seconds: float | None) -> str:
     from regnn.training.progress import clock as fmt
 
@@ -121,15 +146,21 @@ def clock(seconds: float | None) -> str:
 
 
 def table(rows: dict[str, dict]) -> str:
-    lines = [f"{'model':<14} {'s/epoch':>8} {'runs':>4} {'cap':>5} {'at most':>9}  status"]
+    lines = [f"{'model':<14} {'s/epoch':>8} {'runs':>4} {'cap':>5} {'expected':>9} {'at most':>9}  status"]
     for m, r in rows.items():
         per = f"{r['s_per_epoch']:.3f}" if r.get("s_per_epoch") is not None else "–"
-        cost = clock(r.get("estimate_s")) if r["status"] in ("pending", "skipped") else "–"
+        live = r["status"] in ("pending", "skipped")
+        cost = clock(r.get("estimate_s")) if live else "–"
+        exp = clock(r.get("expected_s")) if live else "–"
         status = r["status"] + (f": {r['reason']}" if r.get("reason") else "")
-        lines.append(f"{m:<14} {per:>8} {r.get('runs', '–')!s:>4} {r.get('max_epochs', '–')!s:>5} {cost:>9}  {status}")
-    total = sum(r["estimate_s"] or 0 for r in rows.values() if r["status"] == "pending")
+        cap = r.get("max_epochs", "–")
+        lines.append(f"{m:<14} {per:>8} {r.get('runs', '–')!s:>4} {cap!s:>5} {exp:>9} {cost:>9}  {status}")
+    pending = [r for r in rows.values() if r["status"] == "pending"]
+    total = sum(r.get("expected_s") or 0 for r in pending)
+    most = sum(r.get("estimate_s") or 0 for r in pending)
     lines.append(
-        f"the comparison at most ~{clock(total)} (every run to the epoch cap; early stopping ends most sooner)"
+        f"the comparison: expected ~{clock(total)} (runs stopping at twice their patience, one after another), "
+        f"at most ~{clock(most)} (every run to the epoch cap)"
     )
     return "\n".join(lines)
 

@@ -22,18 +22,18 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from regnn.catalog import PAPER_DATASETS
-from regnn.evaluation.metrics import AT_CHANCE, runs_at_chance
+from regnn.evaluation.metrics import AT_CHANCE
 from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CellPool
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import label
 from regnn.reporting.compare_notes import cap_notes, capped, lead
+from regnn.reporting.compare_honest import chance_notes, collapse, cost_notes, tie_note, tied_best
 
 MODELS = ("mlp", "gcn", "rgcn", "simple_hgn", "re_gcn", "re_gat")  # the default rows, in the table's order
 
 ESTIMATES = "compare_estimates.json"  # <sweep>/: each model's estimated cost and status (regnn.experiments.estimate)
 METRICS = ("val_micro_f1", "test_micro_f1", "val_macro_f1", "test_macro_f1")
-LEARNT = 4 * AT_CHANCE  # a run this far above the chance level learned: beside a run at chance, a collapse
 
 
 def default_archive(dataset: str, sweep: Path, tuned: bool | None = None) -> Path | None:
@@ -82,13 +82,14 @@ def with_cells_found(sweep: Path, dataset: str, models: list[str]) -> list[str]:
 
 def _row(model: str, cell: dict | None, refused: Path, estimated: dict) -> dict:
     row = {"model": model, "label": label(model), "runs": None, "source": "missing"}
-    row["estimate_s"] = estimated.get("estimate_s")
+    row["estimate_s"], row["expected_s"] = estimated.get("estimate_s"), estimated.get("expected_s")
     if cell is not None:
         row |= {"runs": cell["runs"], "source": "archive" if cell.get("archived") else "sweep"}
         for k in METRICS:
             row |= {f"{k}_mean": cell["metrics"][k]["mean"], f"{k}_std": cell["metrics"][k]["std"]}
         row["epoch_time_s"] = cell["metrics"]["epoch_time_s"]["mean"]
-        row |= _collapse(cell) | capped(cell)
+        row["wall_time_s"] = cell.get("wall_time_s")
+        row |= collapse(cell) | capped(cell)
     elif refused.is_file():
         row |= {"source": "refused", "reason": refused.read_text().strip()}
     elif estimated.get("status") == "skipped":
@@ -109,19 +110,22 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
         "epoch_time_s",
         "reason",
         "runs_at_chance",
+        "runs_below_chance",
         "chance",
         "collapsed",
         "learnt_test_micro_f1",
         "capped_runs",
         "max_epochs",
+        "wall_time_s",
     ]:
         if k not in df:
             df[k] = np.nan
     scored = df[df.val_micro_f1_mean.notna()]
-    # the first of the best on validation wins a tie (the table's order), as a search keeps its first best
-    winner = scored.model.iloc[int(np.argmax(scored.val_micro_f1_mean.to_numpy()))] if len(scored) else None
+    tied = tied_best(scored)
+    winner = tied[0] if len(tied) == 1 else None  # a tie on validation has no winner: test never breaks it
     df["winner"] = df.model == winner
-    notes = []
+    df["tied"] = df.model.isin(tied) & (len(tied) > 1)
+    notes = [tie_note(df)] if len(tied) > 1 else []
     if winner is not None:
         w = df[df.winner].iloc[0]
         notes.append(
@@ -130,8 +134,8 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
             "(population) over the runs; every model with the same trainer, splits and seeds."
         )
     note, df["lead_beyond_noise"] = lead(df, {m: cells[f"{dataset}_{m}"] for m in models if f"{dataset}_{m}" in cells})
-    notes += [note] if note else []
-    notes += cap_notes(df)
+    notes += [note] if note and winner is not None else []
+    notes += chance_notes(df) + cap_notes(df) + cost_notes(df)
     for source, what in (
         ("sweep", f"from {pool.dir}"),
         ("archive", f"from {pool.archive} (summaries of cells trained earlier)"),
@@ -154,29 +158,14 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
     return df, notes
 
 
-def _collapse(cell: dict) -> dict:
-    """The runs of a cell that scored at chance, where its summary records the chance level."""
-    chance = cell.get("chance_test_micro_f1")
-    k = runs_at_chance(cell.get("per_run", []), chance)
-    learnt = [
-        r["test_micro_f1"]
-        for r in cell.get("per_run", [])
-        if "failed" not in r and k and r["test_micro_f1"] > chance + LEARNT
-    ]
-    # collapsed: some runs at chance while others clearly learned; a model whose runs all sit near chance (some a
-    # few points above it by the luck of a small test set) learns nothing here, which its mean already says
-    return {
-        "runs_at_chance": k,
-        "chance": chance,
-        "collapsed": bool(k and learnt),
-        "learnt_test_micro_f1": float(np.mean(learnt)) if learnt else None,
-    }
-
-
-def _runs_cell(runs, source, at_chance, at_cap) -> str:
+def _runs_cell(runs, source, at_chance, below, at_cap) -> str:
     if source in ("refused", "skipped") or pd.isna(runs):
         return source if source in ("refused", "skipped") else "–"
-    marks = [f"{int(k)} {what}" for k, what in ((at_chance, "at chance"), (at_cap, "at the epoch cap")) if k and k > 0]
+    marks = [
+        f"{int(k)} {what}"
+        for k, what in ((at_chance, "at chance"), (below, "below chance"), (at_cap, "at the epoch cap"))
+        if k and k > 0
+    ]
     return ", ".join([str(int(runs)), *marks])
 
 
@@ -187,12 +176,16 @@ def render_frame(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "model": [
-                f"**{lab}** (winner)" if w else lab + (" (collapsed)" if c else "")
-                for lab, w, c in zip(df.label, df.winner, df.collapsed)
+                f"**{lab}** (winner)"
+                if w
+                else lab + (" (tied on validation)" if t else "") + (" (collapsed)" if c else "")
+                for lab, w, t, c in zip(df.label, df.winner, df.tied, df.collapsed)
             ],
             "runs": [
-                _runs_cell(r, s, k if c else 0, cap)
-                for r, s, k, c, cap in zip(df.runs, df.source, df.runs_at_chance, df.collapsed, df.capped_runs)
+                _runs_cell(r, s, k if c else 0, b, cap)
+                for r, s, k, c, b, cap in zip(
+                    df.runs, df.source, df.runs_at_chance, df.collapsed, df.runs_below_chance, df.capped_runs
+                )
             ],
             "val Micro-F1": f1("val_micro_f1"),
             "test Micro-F1": f1("test_micro_f1"),
@@ -218,6 +211,11 @@ def figure(df: pd.DataFrame, path: Path, title: str) -> None:
     ax.set_yticks(y, [f"{lab} ({s})" if s in marked else lab for lab, s in zip(df.label, df.source)])
     for tick, w in zip(ax.get_yticklabels(), df.winner):
         tick.set_fontweight("bold" if w else "normal")
+    chance = df.chance.dropna()
+    if len(chance):  # what always predicting the largest class scores on test
+        ax.axvline(
+            float(chance.iloc[0]), color="0.4", ls="--", lw=1, label=f"chance (largest class) {chance.iloc[0]:.2f}"
+        )
     ax.set_xlabel("Micro-F1 (mean ± std over runs)")
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
