@@ -216,6 +216,15 @@ def test_a_run_record_of_the_wrong_shape_is_retrained_not_reported(tmp_path):
     assert rec["seed"] == 1 and io_safe.is_run_record(rec)
 
 
+def test_a_misspelt_group_value_in_a_sweep_is_refused_with_the_closest_before_any_cell_launches(tmp_path):
+    r = run_train("-m", "dataset=synthetic", "model=gcn,re_gcnn", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert (
+        r.returncode == 2
+        and "Could not find 'model/re_gcnn' (in the sweep model=gcn,re_gcnn); did you mean 're_gcn'?" in r.stderr
+    )
+    assert "Launching" not in r.stdout + r.stderr and not (tmp_path / "sweep").exists()
+
+
 @pytest.mark.parametrize(
     "args,expect",
     [

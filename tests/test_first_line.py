@@ -39,7 +39,7 @@ def test_help_answers_without_torch():
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["dataset=dblp", "model=re_gcm"], "Could not find 'model/re_gcm'; available: appnp"),
+        (["dataset=dblp", "model=re_gcm"], "Could not find 'model/re_gcm'; did you mean 're_gcn'? available: appnp"),
         (["trainer.patiense=3"], "trainer.patiense is not a key of this config"),
         (["runs=0"], "runs=0 is not valid: must be >= 1"),
         (["optimizer.lr=-1"], "optimizer.lr=-1 is not valid: must be > 0"),

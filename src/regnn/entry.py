@@ -14,6 +14,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from regnn.paths import REPO_ROOT
+
 from regnn.runtime.interrupt import Interrupted
 
 
@@ -23,6 +25,15 @@ HYDRA_FILES = {
     "predict.log",
     "explain.log",
 }  # what Hydra writes into a run folder before our code runs
+
+
+def _did_you_mean(head: str, options: list[str]) -> str:
+    """ "did you mean 're_gcn'? " for "Could not find 'model/re_gcnn'" ("" where nothing is close)."""
+    import difflib
+
+    asked = head.split("'")[1].rsplit("/", 1)[-1] if head.count("'") >= 2 else ""
+    close = difflib.get_close_matches(asked, options, n=1, cutoff=0.6) if asked else []
+    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def _hydra_line(e: Exception) -> str | None:
@@ -36,7 +47,7 @@ def _hydra_line(e: Exception) -> str | None:
         ends = [i for i, ln in enumerate(lines) if ln.startswith("Config search path")]
         options = [ln for ln in lines[2 : ends[0] if ends else None] if not ln.startswith("Available")]
         head = lines[0].split(": ", 1)[-1] if lines else "a config option was not found"
-        return f"{head}; available: {', '.join(options)}" if options else head
+        return f"{head}; {_did_you_mean(head, options)}available: {', '.join(options)}" if options else head
     if isinstance(e, ConfigCompositionException):
         first = str(e).splitlines()[0].rstrip(".")
         cause = e.__cause__
@@ -85,11 +96,41 @@ def _look_up_groups_once() -> None:
     ConfigLoaderImpl.get_group_options = once
 
 
+def _group_options(conf: Path, group: str) -> list[str]:
+    """A config group's options: its files, and what regnn registers in Hydra's ConfigStore (the model names)."""
+    from hydra.core.config_store import ConfigStore
+
+    stored = ConfigStore.instance().repo.get(group, {})
+    names = {f.stem for f in (conf / group).glob("*.yaml")}
+    return sorted(names | {k.removesuffix(".yaml") for k, v in stored.items() if k.endswith(".yaml")})
+
+
+def unknown_sweep_value(argv: list[str], conf: Path) -> str | None:
+    """The line refusing a sweep (-m) over a config group value that does not exist (model=gcn,re_gcnn), or None:
+    Hydra would find it only when it composes that job, after the sweep has started and the jobs before it run."""
+    if not {"-m", "--multirun"} & set(argv):
+        return None
+    for arg in argv:
+        group, sep, values = arg.partition("=")
+        if not sep or not group.isidentifier() or not (conf / group).is_dir() or "(" in values:
+            continue  # a key, not a group; or a sweep function (range, glob, choice) Hydra expands itself
+        options = _group_options(conf, group)
+        for v in (v.strip() for v in values.split(",")):
+            if v and v not in options:
+                head = f"Could not find '{group}/{v}'"
+                return f"{head} (in the sweep {arg}); {_did_you_mean(head, options)}available: {', '.join(options)}"
+    return None
+
+
 def run(main) -> None:
     """Calls the @hydra.main function `main` and exits with one line where Hydra fails before regnn's code runs."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors to here instead of printing and exiting 1
     if {"--help", "-h", "--hydra-help"} & set(sys.argv[1:]):
         _look_up_groups_once()
+    refused = unknown_sweep_value(sys.argv[1:], REPO_ROOT / "conf")
+    if refused:
+        print(refused, file=sys.stderr)
+        sys.exit(2)
     try:
         main()
     except Interrupted as e:  # a local sweep stopped by a signal: each cell has said what it kept and how to resume
