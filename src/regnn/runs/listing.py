@@ -74,12 +74,24 @@ def _dropped(cell: Path) -> list[str]:
 
 
 def best(found: list[Cell]) -> dict[str, Cell]:
-    """Per graph, the cell with the highest mean validation Micro-F1 (test never decides; ties: the earlier)."""
+    """Per graph, the cell whose mean validation Micro-F1 is highest at the low end of its 95% interval (test
+    never decides; ties: the earlier): a cell of more runs is trusted over a lucky one of few, and a single run,
+    which has no interval, only where no cell has two or more."""
     out: dict[str, Cell] = {}
     for c in found:
-        if c.graph not in out or c.val[0] > out[c.graph].val[0]:
+        if c.graph not in out or _sure(c) > _sure(out[c.graph]):
             out[c.graph] = c
     return out
+
+
+def _sure(c: Cell) -> tuple[int, float]:
+    from scipy import stats
+
+    if c.runs < 2:
+        return 0, c.val[0]
+    # val[1] is the population std over the runs (the cell's summary): the sample std is sqrt(n/(n-1)) times it
+    se = c.val[1] * (c.runs / (c.runs - 1)) ** 0.5 / c.runs**0.5
+    return 1, c.val[0] - float(stats.t.ppf(0.975, c.runs - 1)) * se
 
 
 def table(found: list[Cell], root: Path) -> str:
