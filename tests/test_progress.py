@@ -51,13 +51,34 @@ def test_a_log_gets_one_line_per_interval_never_one_per_epoch(caplog):
     cell = CellProgress("acm re_gat", Plan(runs=2, max_epochs=200, patience=50), "lines", interval=30, now=t)
     run = cell.run(0)
     with caplog.at_level(logging.INFO, logger="regnn"):
-        for epoch in range(100):  # 100 epochs of 1 s: lines at 30, 60 and 90 s
+        for epoch in range(100):  # 100 epochs of 1 s: the first epoch's line (every cell shows one), then 31, 61, 91 s
             t.t += 1.0
             run.update(f"epoch {epoch} val micro-F1 90.00", epoch=epoch, best_epoch=epoch)
     lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 3
-    assert lines[0].startswith("[acm re_gat run 1/2] epoch 29 val micro-F1 90.00 (30 of 200 epochs); left ~")
-    assert "cell ~" in lines[0]
+    assert len(lines) == 4 and lines[0].startswith("[acm re_gat run 1/2] epoch 0 val micro-F1 90.00 (1 of 200 epochs)")
+    assert lines[1].startswith("[acm re_gat run 1/2] epoch 30 val micro-F1 90.00 (31 of 200 epochs); left ~")
+    assert "cell ~" in lines[1]
+
+
+def test_a_run_in_a_worker_process_shows_the_cells_time_left_and_its_place_in_the_sweep(caplog):
+    """A worker trains one run at a time: the cell's runs after this one share the workers."""
+    from regnn.training.progress import current_position, set_position
+
+    t = FakeClock()
+    set_position(Position("model 2/6", after_s=100.0))
+    try:
+        cell = CellProgress("dblp re_gcn", Plan(1, 100, None, of=10, workers=2), "lines", interval=30, now=t)
+    finally:
+        set_position(None)
+    assert current_position() is None
+    run = cell.run(3)  # run 4 of 10: 6 after it, 3 per worker
+    with caplog.at_level(logging.INFO, logger="regnn"):
+        t.t += 1.0
+        run.update("epoch 0", epoch=0)
+    line = caplog.records[-1].getMessage()
+    # 99 s left in this run; 3 more runs of about 100 s each in this worker; then 100 s of the sweep's later models
+    assert line.startswith("[dblp re_gcn run 4/10 model 2/6] epoch 0 (1 of 100 epochs); left ~1:39, cell ~6:39")
+    assert line.endswith("sweep ~8:19")
 
 
 def test_a_cell_in_a_sweep_names_its_place_and_the_sweeps_time_left(caplog):
@@ -67,13 +88,13 @@ def test_a_cell_in_a_sweep_names_its_place_and_the_sweeps_time_left(caplog):
     outside = CellProgress("shops mlp", Plan(runs=1, max_epochs=100), "lines", interval=5, now=t)
     run, plain = cell.run(0), outside.run(0)
     with caplog.at_level(logging.INFO, logger="regnn"):
-        for epoch in range(10):  # 10 epochs of 1 s: 90 s left in the run, then 600 s of the sweep's later models
+        for epoch in range(11):  # 11 epochs of 1 s (lines at 1, 6, 11 s): 89 s left, then the sweep's later 600 s
             t.t += 1.0
             run.update("val micro-F1 50.00", epoch=epoch)
             plain.update("val micro-F1 50.00", epoch=epoch)
     lines = [r.getMessage() for r in caplog.records]
-    assert lines[-2].startswith("[shops re_gat model 2/3] val micro-F1 50.00 (10 of 100 epochs); left ~1:30")
-    assert lines[-2].endswith("sweep ~11:30")  # 90 s + 600 s
+    assert lines[-2].startswith("[shops re_gat model 2/3] val micro-F1 50.00 (11 of 100 epochs); left ~1:29")
+    assert lines[-2].endswith("sweep ~11:29")  # 89 s + 600 s
     assert lines[-1].startswith("[shops mlp] ") and "sweep" not in lines[-1]  # the position ends with the block
 
 
@@ -128,7 +149,9 @@ def test_a_run_logged_to_a_file_shows_its_epochs_best_score_and_time_left(tmp_pa
     for run in (1, 2):
         mine = [ln for ln in lines if f"[re_gcn on synthetic run {run}/2] epoch" in ln]
         assert len(mine) == 4, p.stderr  # epochs 0..3
-        assert "best " in mine[-1] and "at epoch" in mine[-1] and "(4 of 4 epochs)" in mine[-1]
+        # the epoch the run keeps, named by what early stopping watches (not the best Micro-F1's epoch)
+        assert "; kept: epoch " in mine[-1] and "(best val loss), val micro-F1 " in mine[-1]
+        assert "(4 of 4 epochs)" in mine[-1]
     log = (tmp_path / "on" / "train.log").read_text()
     assert sum("left ~" in ln for ln in log.splitlines()) == 8
     p = run_train(*fast, "progress=false", "progress_interval=1e-9", f"hydra.run.dir={tmp_path / 'off'}")

@@ -102,7 +102,13 @@ class FullBatchJob(CellJob):
         """The progress of the runs this process trains (regnn.training.progress); a worker's as log lines, which
         reach the main process's log."""
         s = self.spec
-        plan = Plan(runs, self.max_epochs(), self.training.stop_rule().epochs_after_best, s.runs)
+        plan = Plan(
+            runs,
+            self.max_epochs(),
+            self.training.stop_rule().epochs_after_best,
+            s.runs,
+            getattr(self, "workers", 1) if worker else 1,
+        )
         mode = "lines" if worker and s.progress != "off" else s.progress
         return CellProgress(self.label, plan, mode, s.progress_interval_s)
 
@@ -146,7 +152,7 @@ class FullBatchJob(CellJob):
                 self.workers,
                 wt,
                 _worker_setup,
-                (self.store.config, str(self.store.dir)),
+                (self.store.config, str(self.store.dir), self.workers),
                 _worker_run,
             )
             return set(pending)
@@ -162,9 +168,10 @@ class FullBatchJob(CellJob):
 
 
 # -- one worker process of run_in_workers: the job is set up once, then trains the runs it is handed ----------
-def _worker_setup(plain_cfg: dict, out_dir: str) -> FullBatchJob:
+def _worker_setup(plain_cfg: dict, out_dir: str, workers: int = 1) -> FullBatchJob:
     store = CellStore(plain_cfg, Path(out_dir))
     job = FullBatchJob(OmegaConf.create(plain_cfg), store, placement(store.spec, worker=True), worker=True)
+    job.workers = workers  # the cell's worker processes, this one among them (its progress lines' cell time left)
     job.setup()
     return job
 

@@ -66,8 +66,14 @@ def run_in_workers(
     peak = 0.0
     # an executor, not multiprocessing.Pool: a worker that dies (killed for memory) or fails to start breaks it
     # with an error here, where a Pool would quietly replace the worker and wait for its lost run forever
+    from regnn.training.progress import current_position
+
+    where = current_position()  # the sweep cell's place (model k of n), for the workers' progress lines
     pool = ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=_worker_init, initargs=(queue, os.getpid(), threads, setup, setup_args)
+        workers,
+        mp_context=ctx,
+        initializer=_worker_init,
+        initargs=(queue, os.getpid(), threads, setup, setup_args, where),
     )
     try:
         for done in as_completed([pool.submit(_worker_run, run_one, run) for run in pending]):
@@ -109,11 +115,13 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _worker_init(queue, parent: int, threads: int, setup, setup_args: tuple) -> None:
+def _worker_init(queue, parent: int, threads: int, setup, setup_args: tuple, position=None) -> None:
     import logging.handlers
 
     from regnn.runtime import interrupt
+    from regnn.training.progress import set_position
 
+    set_position(position)
     _die_with_parent(parent)
     interrupt.install()  # a stop signal ends this worker's run at its next epoch, as in the job itself
     root = logging.getLogger()

@@ -37,6 +37,7 @@ class Plan:
     max_epochs: int | None
     patience: int | None = None
     of: int | None = None  # the cell's runs in all, where they are more than this process trains (default: runs)
+    workers: int = 1  # processes training the cell's runs side by side (this one among them)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,17 @@ class Position:
 
 
 _position: Position | None = None
+
+
+def current_position() -> Position | None:
+    """The sweep position progress lines started now would show (to hand on to worker processes)."""
+    return _position
+
+
+def set_position(position: Position | None) -> None:
+    """A worker process's position: the one of the sweep cell it trains runs for."""
+    global _position
+    _position = position
 
 
 @contextmanager
@@ -86,6 +98,7 @@ class CellProgress:
         self.mode = mode
         self.run_times: list[float] = []  # seconds of each run finished under this object
         self.started = 0
+        self.printed = False  # a log line written: every cell writes at least one, however short
         self.position = _position
 
     def run(self, index: int) -> RunProgress:
@@ -118,7 +131,11 @@ class RunProgress:
         run_left = max(last - (epoch + 1), 0) * per_epoch
         done = self.cell.run_times
         per_run = sum(done) / len(done) if done else spent + run_left
-        return run_left, run_left + self.cell.runs_after() * per_run
+        if plan.workers > 1:  # runs are numbered in the order the workers take them: those after this one are left
+            after = -(-max((plan.of or plan.runs) - (self.index + 1), 0) // plan.workers)
+        else:
+            after = self.cell.runs_after()
+        return run_left, run_left + after * per_run
 
     def update(self, text: str, epoch: int | None = None, best_epoch: int | None = None) -> None:
         mode = self.cell.mode
@@ -133,8 +150,8 @@ class RunProgress:
             eta += f", sweep ~{clock(cell_left + after)}"
         if mode == "bar":
             self._bar(text, eta, epoch)
-        elif self.cell.now() - self.last_line >= self.cell.interval:
-            self.last_line = self.cell.now()
+        elif self.cell.now() - self.last_line >= self.cell.interval or not self.cell.printed:
+            self.last_line, self.cell.printed = self.cell.now(), True
             cap = self.cell.plan.max_epochs
             log.info("%s %s (%s of %s epochs); %s", self.prefix, text, epoch + 1, cap or "?", eta)
 

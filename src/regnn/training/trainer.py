@@ -166,12 +166,14 @@ def _scores(model, inputs, feats, labels, splits, precision: str):
     return metrics, emb
 
 
-def epoch_line(row: dict, history: list[dict], best_epoch: int) -> str:
-    """An epoch's losses and validation Micro-F1, and the best epoch's, for the progress line."""
+def epoch_line(row: dict, history: list[dict], best_epoch: int, stop_on: tuple[str, ...] = ("val_loss",)) -> str:
+    """An epoch's losses and validation Micro-F1, and the epoch the run keeps (the best by what early stopping
+    watches, which need not be the best Micro-F1) with its Micro-F1, for the progress line."""
     best = history[best_epoch]["val_micro_f1"] if best_epoch < len(history) else row["val_micro_f1"]
+    by = " and ".join(s.replace("_", " ") for s in stop_on) or "the last epoch"
     return (
         f"epoch {row['epoch']:3d} train {row['train_loss']:.4f} val {row['val_loss']:.4f} "
-        f"val micro-F1 {row['val_micro_f1']:.2f}, best {best:.2f} at epoch {best_epoch}"
+        f"val micro-F1 {row['val_micro_f1']:.2f}; kept: epoch {best_epoch} (best {by}), val micro-F1 {best:.2f}"
     )
 
 
@@ -200,7 +202,8 @@ def train_run(
 
     def report(row, best_epoch):
         if progress:
-            progress.update(epoch_line(row, loop.history, max(best_epoch, 0)), row["epoch"], max(best_epoch, 0))
+            line = epoch_line(row, loop.history, max(best_epoch, 0), options.stop_rule().stop_on)
+            progress.update(line, row["epoch"], max(best_epoch, 0))
 
     loop = EpochLoop(
         model,
