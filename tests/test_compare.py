@@ -145,7 +145,8 @@ def test_a_model_the_graph_cannot_train_is_refused_in_one_line_and_the_others_go
     assert r.returncode == 0, log[-3000:]
     refused = [line for line in log.splitlines() if "] refused:" in line]  # the cell's line
     assert len(refused) == 1 and "han needs meta-paths" in refused[0] and "Traceback" not in log
-    assert re.search(r"^han +– +– +– +– +refused: han needs meta-paths", log, flags=re.M)  # the estimates' row
+    # the estimates' row: s/epoch, runs, cap, expected, at most
+    assert re.search(r"^han +– +– +– +– +– +refused: han needs meta-paths", log, flags=re.M)
     df = pd.read_csv(sweep / "compare.csv")
     assert list(df.model) == ["han", "mlp"] and list(df.source) == ["refused", "sweep"]
     assert df.winner.tolist() == [False, True]

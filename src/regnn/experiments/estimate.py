@@ -24,11 +24,12 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from regnn.errors import ConfigError, Unsupported
-from regnn.reporting.compare import ESTIMATES
+from regnn.reporting.compare import ESTIMATES, read_estimates
 from regnn.runs import io_safe
 from regnn.runs.io_safe import write_text
 
 log = logging.getLogger("regnn")
+KEPT = ("s_per_epoch", "runs", "max_epochs", "estimate_s", "expected_epochs", "expected_s")
 
 
 def cell_dir(sweep: Path, dataset: str, model: str) -> Path:
@@ -170,11 +171,12 @@ def estimate_sweep(config: DictConfig, models: list[str], compose) -> dict[str, 
     c = config.compare
     sweep, dataset = Path(config.hydra.sweep.dir), str(config.dataset.name)
     rows: dict[str, dict] = {}
+    earlier = read_estimates(sweep)  # a finished cell keeps the estimate it had, for the table's time note
     for k, m in enumerate(models):
         cell, cfg = cell_dir(sweep, dataset, m), compose(m)
         same_cell(cfg, cell)  # a cell of other settings or another graph: refused now, before anything is written
         if finished(cell):
-            rows[m] = {"status": "done"}
+            rows[m] = {k: v for k, v in earlier.get(m, {}).items() if k in KEPT} | {"status": "done"}
             continue
         log.info("compare: timing %s (%d of %d models, %d epochs)", m, k + 1, len(models), c.estimate_epochs)
         rows[m] = estimate(cfg, int(c.estimate_epochs))
