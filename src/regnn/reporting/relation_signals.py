@@ -87,7 +87,9 @@ def study_lines(e, kind: str) -> list[str]:
         )
     a = _on_cell(e, q, kind)
     if a is None:
-        return out + ["On this cell it cannot be ranked against the ablation (fewer than 3 relation groups)."]
+        return out + [
+            f"On this cell it cannot be ranked against the ablation (fewer than 3 relation groups){_tops(e, q, kind)}."
+        ]
     v = agreement_verdict(a.low, a.high)
     say = {
         "agree": "ranks the groups as this ablation does",
@@ -95,6 +97,16 @@ def study_lines(e, kind: str) -> list[str]:
         "cannot tell": "cannot be told to rank the groups as this ablation does or not (its interval spans 0)",
     }[v]
     return out + [f"On this cell {q} {say} (Spearman's rho {_rho(a)})."]
+
+
+def _tops(e, q: str, kind: str) -> str:
+    """'; it puts X first, as the ablation does' (or 'the ablation Y'), where both are known."""
+    found = means(e)
+    drops = e.ablation[(e.ablation.kind == kind) & (e.ablation.score == "val_micro_f1")].set_index("group")["mean"]
+    if q not in found or drops.empty:
+        return ""
+    mine, truth = found[q].idxmax(), drops.idxmax()
+    return f"; it puts {mine} first, " + ("as the ablation does" if mine == truth else f"the ablation {truth}")
 
 
 def masked_sizes() -> str:
