@@ -32,6 +32,10 @@ def test_help_answers_without_torch():
     assert p.returncode == 0, p.stderr[-2000:]
     groups = dict(ln.split(": ", 1) for ln in p.stdout.splitlines() if ": " in ln and not ln.startswith(" "))
     assert "re_gcn" in groups["model"].split(", ") and "dblp" in groups["dataset"].split(", ")
+    # regnn's own help: examples first, then the groups, then every key
+    out = p.stdout
+    assert out.index("Examples:") < out.index("== Configuration groups") < out.index("== Config (key=value)")
+    assert "python train.py dataset=dblp model=re_gcn" in out and "--hydra-help" in out
     imported = _imported(p.stderr)
     assert "regnn.config" in imported and "torch" not in imported
 
