@@ -42,6 +42,25 @@ def test_tables_read_back_the_graph_with_its_ids_and_class_names(tmp_path, fmt):
     assert list(got.node_ids["item"][:2]) == ["item:0", "item:1"] and got.class_names == ["0", "1", "2"]
 
 
+def test_inferred_feature_columns_are_named_with_the_key_that_chooses_them(tmp_path, caplog):
+    import logging
+
+    path = write_tables(synthetic(), tmp_path, fmt="csv")
+    with caplog.at_level(logging.INFO, logger="regnn"):
+        load_custom(path)
+    said = [r.getMessage() for r in caplog.records if "feature columns" in r.getMessage()]
+    item = next(m for m in said if "(item)" in m)
+    assert "every column but the id and the label and split" in item and "`features: [...]`" in item
+    spec = yaml.safe_load(path.read_text())
+    cols = [c for c in pd.read_csv(tmp_path / "nodes_item.csv").columns if c.startswith("f")][:2]
+    spec["nodes"]["item"]["features"] = cols  # declared: used as given, nothing to say
+    path.write_text(yaml.safe_dump(spec))
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="regnn"):
+        got = load_custom(path)
+    assert not any("(item)" in r.getMessage() for r in caplog.records) and got.features["item"].shape[1] == len(cols)
+
+
 def test_heterodata_round_trip_without_and_with_pyg(tmp_path):
     d = synthetic()
     pytest.importorskip("torch_geometric")

@@ -25,6 +25,8 @@ zeros (bag-of-words) are kept sparse.
 
 from __future__ import annotations
 
+import logging
+
 from pathlib import Path
 
 import numpy as np
@@ -150,6 +152,16 @@ class NodeTable:
         if isinstance(spec, str):  # one list column holding each node's vector
             return sparse_if_mostly_zero(vectors(self.table, spec))
         cols = self.feature_columns(target)
+        if cols and spec is None:  # inferred: say which, and how to choose them
+            shown = ", ".join(cols[:6]) + (f", ... ({len(cols)} in all)" if len(cols) > 6 else "")
+            logging.getLogger("regnn").info(
+                "data: %s (%s): feature columns %s, every column but the id%s; `features: [...]` under this table "
+                "in the description chooses them",
+                self.path.name,
+                self.ntype,
+                shown,
+                " and the label and split" if target else "",
+            )
         return sparse_if_mostly_zero(numbers(self.table, cols)) if cols else None
 
     def labels(self, classes) -> tuple[torch.Tensor, list[str]]:
