@@ -105,6 +105,10 @@ explain-planted: setup ## relation weights vs masked and retrained ablation on g
 weight-study: setup ## which weight-derived quantity tracks the retrained ablation: DBLP/ACM/IMDB and graded/indirect planted graphs, every group retrained (RE-GCN, 10 runs per cell; resumed) -> results/weight_study/
 	$(PY) -m regnn.experiments.weight_study
 
+.PHONY: pyg-side-by-side
+pyg-side-by-side: setup ## regnn's R-GCN beside the same model with PyG's RGCNConv (same start, same trainer), DBLP/ACM/IMDB, 10 seeds -> results/pyg_side_by_side.{csv,md,json}
+	$(PY) scripts/bench/pyg_side_by_side.py
+
 .PHONY: grown-graph
 grown-graph: setup ## predictions for a graph that grew: DBLP/ACM/IMDB with 20% of the test targets (or of an id-only type) held out, predicted without retraining beside retrained (RE-GCN, 10 runs per cell; resumed) -> results/grown_graph.{csv,md}
 	$(PY) -m regnn.experiments.grown_graph
