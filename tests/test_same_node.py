@@ -445,8 +445,11 @@ def test_labelled_nodes_outside_the_splits_are_named_so_and_a_file_is_not_a_run(
         edit(f, "has.csv", lambda d: pd.concat([d, pd.DataFrame({"paper": ["p_x"], "term": ["t1"]})]))
 
     grown = copy(graph, tmp_path / "g", label_outside)
-    got, _ = predictions(cell, tmp_path / "p", dataset_path=str(grown), changed_graph=True)
+    got, result = predictions(cell, tmp_path / "p", dataset_path=str(grown), changed_graph=True)
     assert got.loc["p_x"].split == "outside" and got.loc["p_x"].label == "a" and got.loc["p_x"].new_node
+    # scored apart from the splits: its one node right or wrong
+    right = 100.0 * (got.loc["p_x"].predicted == "a")
+    assert all(r["outside_micro_f1"] == right for r in result["runs"].values())
     with pytest.raises(ConfigError, match="is a file; give the run folder"):
         predictions(cell / "runs" / "run_00" / "model.pt", tmp_path / "p2")
     with pytest.raises(DataError, match=r"1 new paper nodes \('p_x'\)"):
@@ -553,3 +556,21 @@ def test_a_description_edit_that_changes_relations_or_the_order_of_classes_or_co
     with pytest.raises(ConfigError, match="holds results trained on another graph .*dataset.yaml"):
         train(cell, graph, "runs=2", "trainer.max_epochs=3", "resume=true")
     assert not (cell / "runs" / "run_01").exists()
+
+
+def test_the_training_log_names_labelled_nodes_in_no_split(caplog):
+    import dataclasses
+    import logging
+
+    from regnn.data.planted import make_planted
+    from regnn.pipeline.job import log_data
+
+    data = make_planted(num_items=60, relations=2, planted=1, nodes_per_relation=12)
+    with caplog.at_level(logging.INFO, logger="regnn"):
+        log_data(data, 0.0)
+    assert not any("in no split" in r.getMessage() for r in caplog.records)
+    splits = dict(data.splits) | {"train": data.splits["train"][2:]}  # two labelled nodes left out of every split
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="regnn"):
+        log_data(dataclasses.replace(data, splits=splits), 0.0)
+    assert any("data: 2 labelled item nodes are in no split (outside)" in r.getMessage() for r in caplog.records)
