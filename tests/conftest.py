@@ -212,3 +212,11 @@ def imdb_relation_graph():
     from regnn.models import RelationInputs
 
     return RelationInputs.build(load_dataset("imdb", dir=real_dataset_dir("IMDB"))).adj
+
+
+def trained_cell(folder: Path, *overrides: str) -> Path:
+    """A cell train.py trained into folder/cell with these overrides (a test module's shared fixture)."""
+    out = folder / "cell"
+    r = run_train(*overrides, f"hydra.run.dir={out}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import REPO, run_train
+from conftest import REPO, run_train, trained_cell
 from regnn.data.planted import make_planted, planted_names
 from regnn.data.pruning import drop_relations, relation_groups, reverse_of, without
 from regnn.errors import DataError
@@ -69,10 +69,7 @@ def test_intervals_and_rank_agreement_are_the_textbook_ones():
 
 @pytest.fixture(scope="module")
 def cell(tmp_path_factory):
-    out = tmp_path_factory.mktemp("explain") / "cell"
-    r = run_train(*CELL, f"hydra.run.dir={out}")
-    assert r.returncode == 0, r.stderr[-3000:]
-    return out
+    return trained_cell(tmp_path_factory.mktemp("explain"), *CELL)
 
 
 def _script(name, *args, timeout=600):

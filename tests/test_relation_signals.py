@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from omegaconf import OmegaConf
 
-from conftest import run_train
+from conftest import trained_cell
 from regnn.data.planted import make_planted, node_relations
 from regnn.errors import DataError
 
@@ -51,10 +51,7 @@ def test_shares_and_through_build_the_graph_they_say():
 
 @pytest.fixture(scope="module")
 def cell(tmp_path_factory):
-    out = tmp_path_factory.mktemp("signals") / "cell"
-    r = run_train(*CELL, f"hydra.run.dir={out}")
-    assert r.returncode == 0, r.stderr[-3000:]
-    return out
+    return trained_cell(tmp_path_factory.mktemp("signals"), *CELL)
 
 
 @pytest.fixture(scope="module")
