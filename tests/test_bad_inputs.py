@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 import regnn.config  # noqa: F401  (the repo_root resolver)
-from conftest import cfg, run_train
+from conftest import REPO, cfg, run_train
 from custom_data import write_magnn, write_npz
 from regnn.runs import io_safe
 from regnn.config import validate
@@ -214,6 +214,16 @@ def test_a_run_record_of_the_wrong_shape_is_retrained_not_reported(tmp_path):
     assert (out / "runs" / "run_01" / "results.json.invalid").exists()
     rec = json.loads((out / "runs" / "run_01" / "results.json").read_text())
     assert rec["seed"] == 1 and io_safe.is_run_record(rec)
+
+
+def test_the_sweep_check_leaves_to_hydra_what_it_cannot_read_itself():
+    from regnn.entry import unknown_sweep_value
+
+    conf = REPO / "conf"
+    assert "did you mean 're_gcn'?" in unknown_sweep_value(["-m", "model=gcn,re_gcnn"], conf)
+    assert unknown_sweep_value(["model=re_gcnn"], conf) is None  # no sweep: Hydra's own message
+    for fine in (["model=[gcn,re_gcn]"], ["model=null"], ["model='${x}'"], ["--config-dir", "d", "tuned=best"]):
+        assert unknown_sweep_value(["-m", "dataset=dblp", *fine], conf) is None, fine
 
 
 def test_a_misspelt_group_value_in_a_sweep_is_refused_with_the_closest_before_any_cell_launches(tmp_path):

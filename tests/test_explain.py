@@ -313,11 +313,14 @@ def test_the_report_names_the_quantity_the_study_found_and_says_so_when_none_tra
     e.per_run["signals"] = e.per_run["signals"].assign(quantity="taylor")
     e.agreement = e.agreement.replace({"quantity": {"flow_share": "taylor"}})
     assert "the next best it has is taylor" in report() and "On this cell taylor ranks" in report()
+    assert "| taylor (the study's closest this model has; it did not track on every graph) |" in report()
     # two groups: no rho, but which group the quantity and the ablation each put first
     two = explained({"a": [5.0, 6.0, 5.5], "b": [1.5, 2.0, 2.5]}, (float("nan"),) * 3)
     two.per_run["signals"] = e.per_run["signals"][e.per_run["signals"].group != "c"].replace({"a": "b", "b": "a"})
     text = markdown(two, group_table(two, {"a": ("a",), "b": ("b",)}), "t", {})
-    assert "On this cell it cannot be ranked against the ablation (fewer than 3 relation groups); it puts b" in text
+    assert (
+        "cannot be ranked against the ablation (fewer than 3 relation groups, or a constant ranking); it puts b" in text
+    )
     assert "it puts b first, the ablation a." in text
     monkeypatch.setattr(relation_signals, "study", lambda: found | {"tracks": False})
     head = report().split("| relation")[0]

@@ -67,11 +67,12 @@ def test_a_run_in_a_worker_process_shows_the_cells_time_left_and_its_place_in_th
     t = FakeClock()
     set_position(Position("model 2/6", after_s=100.0))
     try:
-        cell = CellProgress("dblp re_gcn", Plan(1, 100, None, of=10, workers=2), "lines", interval=30, now=t)
+        handed = (1, 3, 4, 5, 6, 7, 8, 9)  # runs 0 and 2 finished before a resume
+        cell = CellProgress("dblp re_gcn", Plan(1, 100, None, 10, 2, handed), "lines", interval=30, now=t)
     finally:
         set_position(None)
     assert current_position() is None
-    run = cell.run(3)  # run 4 of 10: 6 after it, 3 per worker
+    run = cell.run(3)  # run 4 of 10: 6 handed out after it, one of them in the other worker now: 5 left, 3 here
     with caplog.at_level(logging.INFO, logger="regnn"):
         t.t += 1.0
         run.update("epoch 0", epoch=0)

@@ -146,3 +146,13 @@ def _close(a, b) -> bool:
     if isinstance(a, float):
         return abs(a - b) <= 1e-3  # the tables hold 4 decimals
     return a == b
+
+
+def test_a_planted_cell_of_the_keys_before_shares_and_through_is_the_same_computation():
+    from regnn.runs.computation import computation
+
+    old = {"dataset": {"name": "planted", "relations": 4}, "model": {"name": "re_gcn"}, "trainer": {}}
+    new = {**old, "dataset": {**old["dataset"], "shares": [], "through": []}}
+    assert computation(old) == computation(new)
+    graded = {**old, "dataset": {**old["dataset"], "shares": [0.5, 0.2]}}
+    assert computation(graded) != computation(old)

@@ -110,13 +110,15 @@ def unknown_sweep_value(argv: list[str], conf: Path) -> str | None:
     Hydra would find it only when it composes that job, after the sweep has started and the jobs before it run."""
     if not {"-m", "--multirun"} & set(argv):
         return None
+    if any(a.split("=", 1)[0] in ("--config-dir", "-cd", "--config-path", "-cp", "hydra.searchpath") for a in argv):
+        return None  # groups from elsewhere: Hydra knows them, this check does not
     for arg in argv:
         group, sep, values = arg.partition("=")
-        if not sep or not group.isidentifier() or not (conf / group).is_dir() or "(" in values:
-            continue  # a key, not a group; or a sweep function (range, glob, choice) Hydra expands itself
+        if not sep or not group.isidentifier() or not (conf / group).is_dir() or any(c in values for c in "()[]$'\""):
+            continue  # a key, not a group; a sweep function, list, interpolation or quoted value Hydra reads itself
         options = _group_options(conf, group)
         for v in (v.strip() for v in values.split(",")):
-            if v and v not in options:
+            if v and v != "null" and v not in options:
                 head = f"Could not find '{group}/{v}'"
                 return f"{head} (in the sweep {arg}); {_did_you_mean(head, options)}available: {', '.join(options)}"
     return None

@@ -44,6 +44,7 @@ from regnn.errors import DataError, quote
 
 NODE_KEYS = ("file", "id", "label", "split", "features")
 EDGE_KEYS = ("file", "source", "target", "columns", "ignore")
+_SAID: set = set()  # the tables whose inferred feature columns this process has named already
 SPARSE_BELOW = 0.1  # share of non-zero entries under which a feature matrix is kept sparse
 
 
@@ -152,7 +153,8 @@ class NodeTable:
         if isinstance(spec, str):  # one list column holding each node's vector
             return sparse_if_mostly_zero(vectors(self.table, spec))
         cols = self.feature_columns(target)
-        if cols and spec is None:  # inferred: say which, and how to choose them
+        if cols and spec is None and (self.path, self.ntype) not in _SAID:  # inferred: say which, and how to choose
+            _SAID.add((self.path, self.ntype))
             shown = ", ".join(cols[:6]) + (f", ... ({len(cols)} in all)" if len(cols) > 6 else "")
             logging.getLogger("regnn").info(
                 "data: %s (%s): feature columns %s, every column but the id%s; `features: [...]` under this table "

@@ -109,7 +109,8 @@ def best(table: pd.DataFrame, groups: pd.DataFrame) -> dict:
     Beside it, the masked ablation's mean rho and how far its drops were from the retrained ones (the ratio, over
     the groups whose retrained drop is above 1 point in its whole interval)."""
     weight = table[table.quantity != "masked_drop"]
-    stats = weight.groupby("quantity").agg(mean_rho=("rho", "mean"), worst_low=("low", "min"))
+    # a graph without an interval (no rho: a constant ranking) counts as not tracked there
+    stats = weight.groupby("quantity").agg(mean_rho=("rho", "mean"), worst_low=("low", lambda v: v.min(skipna=False)))
     tracking = stats[stats.worst_low > 0]
     pick = (tracking if len(tracking) else stats).mean_rho.idxmax()
     per = weight[weight.quantity == pick].set_index("graph")

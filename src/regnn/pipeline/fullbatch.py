@@ -108,6 +108,7 @@ class FullBatchJob(CellJob):
             self.training.stop_rule().epochs_after_best,
             s.runs,
             getattr(self, "workers", 1) if worker else 1,
+            tuple(getattr(self, "pending", ())) if worker else (),
         )
         mode = "lines" if worker and s.progress != "off" else s.progress
         return CellProgress(self.label, plan, mode, s.progress_interval_s)
@@ -152,7 +153,7 @@ class FullBatchJob(CellJob):
                 self.workers,
                 wt,
                 _worker_setup,
-                (self.store.config, str(self.store.dir), self.workers),
+                (self.store.config, str(self.store.dir), self.workers, tuple(pending)),
                 _worker_run,
             )
             return set(pending)
@@ -168,10 +169,11 @@ class FullBatchJob(CellJob):
 
 
 # -- one worker process of run_in_workers: the job is set up once, then trains the runs it is handed ----------
-def _worker_setup(plain_cfg: dict, out_dir: str, workers: int = 1) -> FullBatchJob:
+def _worker_setup(plain_cfg: dict, out_dir: str, workers: int = 1, pending: tuple = ()) -> FullBatchJob:
     store = CellStore(plain_cfg, Path(out_dir))
     job = FullBatchJob(OmegaConf.create(plain_cfg), store, placement(store.spec, worker=True), worker=True)
-    job.workers = workers  # the cell's worker processes, this one among them (its progress lines' cell time left)
+    # the cell's worker processes (this one among them) and the runs they were handed: its progress lines' cell time
+    job.workers, job.pending = workers, tuple(pending)
     job.setup()
     return job
 

@@ -4,11 +4,12 @@ checked against the retrained ablation (regnn.experiments.weight_study measures 
 - mean_weight: the group's learned weights, mean over the layers and both directions (the paper's Figure 7);
 - last_into_target: the last layer's weights of the group's relations into the target type (0 for a group with
   none: it reaches the targets only through other types);
-- last_share: each relation's part of the targets' last-layer aggregate (weight x normalisation x message),
-  its norm over the sum of every part's norm, mean over the targets (GCN-style layers only);
+- last_share: each relation's part of the targets' last-layer aggregate (weight x normalisation x the layer's
+  input from each neighbour, before the layer's W), its norm over the sum of every part's norm, mean over the
+  targets (RE-GCN's REGCNConv layers only);
 - flow_share: the same share at every layer, each node's weighted by how much of the targets' aggregates flows
   from it through the later layers (so a relation that reaches the targets through another type counts;
-  GCN-style layers only);
+  REGCNConv layers only);
 - taylor: the first-order change of the validation loss if the group's weights went to 0: -sum(w * dL/dw) over
   its relations and layers (every model with relation weights);
 - gradient: sum(|dL/dw|) over its relations and layers, how sensitive the validation loss is to the group's
@@ -22,6 +23,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from regnn.models.regnn import REGNN
 from regnn.nn import REGCNConv
 
 QUANTITIES = ("mean_weight", "last_into_target", "last_share", "flow_share", "taylor", "gradient")
@@ -72,7 +74,7 @@ def share_quantities(model, inputs, feats, groups: dict[str, tuple[str, ...]]) -
     if not calls or not all(isinstance(c, REGCNConv) and not isinstance(a, list) for c, _, a, _ in calls):
         return {}
     names = list(model.relation_names)
-    targets = inputs.target_nodes
+    targets = inputs.target_nodes.cpu()  # the sums here are small: on the CPU, whatever device the model is on
     mass = torch.zeros(calls[-1][2].num_dst, dtype=torch.float64)
     mass[targets] = 1.0 / len(targets)
     flow = torch.zeros(len(names), dtype=torch.float64)
@@ -82,13 +84,14 @@ def share_quantities(model, inputs, feats, groups: dict[str, tuple[str, ...]]) -
         values = _values(conv, adj, alpha, h.dtype)
         parts = torch.stack([adj.spmm(h, values * (adj.rel == r)).norm(dim=1) for r in range(len(names))], 1)
         total = parts.sum(1, keepdim=True)
-        share = torch.where(total > 0, parts / total.clamp(min=torch.finfo(parts.dtype).tiny), 0.0).double()
+        share = torch.where(total > 0, parts / total.clamp(min=torch.finfo(parts.dtype).tiny), 0.0).double().cpu()
         if last is None:
             last = share[targets].mean(0)
         flow += (mass[: share.shape[0], None] * share).sum(0)
         # what flows into this layer's destinations came from its sources, in proportion to the edge values
         back = torch.zeros(adj.num_src, dtype=torch.float64)
-        back.index_add_(0, adj.edge_ids("src"), values.abs().double() * mass[adj.edge_ids("dst")])
+        src, dst = adj.edge_ids("src").cpu(), adj.edge_ids("dst").cpu()
+        back.index_add_(0, src, values.detach().abs().double().cpu() * mass[dst])
         mass = back / back.sum().clamp(min=torch.finfo(torch.float64).tiny)
     flow /= len(calls)
     index = {n: i for i, n in enumerate(names)}
@@ -117,8 +120,8 @@ def gradient_quantities(model, inputs, feats, labels, val, groups) -> dict[str, 
         offset = 0 if p is rw.edge else rw.num_edge_relations
         # w = LeakyReLU(scale * e) is linear on each side of 0, so w * dL/dw = e * dL/de there
         dw = g / (rw.scale * torch.where(e > 0, 1.0, rw.negative_slope))
-        per_rel_t = (e * g).double().reshape(-1, e.shape[-2], e.shape[-1]).sum((0, 2))
-        per_rel_g = dw.abs().double().reshape(-1, e.shape[-2], e.shape[-1]).sum((0, 2))
+        per_rel_t = (e * g).double().reshape(-1, e.shape[-2], e.shape[-1]).sum((0, 2)).cpu()
+        per_rel_g = dw.abs().double().reshape(-1, e.shape[-2], e.shape[-1]).sum((0, 2)).cpu()
         taylor[offset : offset + len(per_rel_t)] += per_rel_t
         slope[offset : offset + len(per_rel_g)] += per_rel_g
     model.zero_grad(set_to_none=True)
@@ -143,7 +146,9 @@ def signal_rows(p, groups: list[tuple[str, ...]], weights, inference: str):
     for run_dir in p.chosen.runs:
         found = weight_quantities(weights[weights.run == run_dir.name], named, p.data.target)
         model, sg = loaded_model(job, p.tcfg, run_dir, inference)
-        if sg is None:  # a mini-batch run is refused by the masked ablation, which runs first
+        # an RE model on the whole graph (a mini-batch run is refused by the masked ablation, which runs first);
+        # the meta-path baselines' relation weights (HAN, ...) have the mean weight only
+        if sg is None and isinstance(model, REGNN):
             found |= share_quantities(model, job.inputs, job.feats, named)
             found |= gradient_quantities(model, job.inputs, job.feats, job.labels, val, named)
         rows += [

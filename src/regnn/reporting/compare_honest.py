@@ -86,7 +86,11 @@ def collapse(cell: dict) -> dict:
     below = (
         None
         if chance is None
-        else sum(1 for r in cell.get("per_run", []) if "failed" not in r and r.get("test_micro_f1", chance) < chance)
+        else sum(  # below chance, not within AT_CHANCE of it (those are "at chance")
+            1
+            for r in cell.get("per_run", [])
+            if "failed" not in r and r.get("test_micro_f1") is not None and r["test_micro_f1"] < chance - AT_CHANCE
+        )
     )
     return {
         "runs_at_chance": k,

@@ -12,7 +12,7 @@ import pandas as pd
 
 from regnn.description import relation_label
 from regnn.evaluation.importance import agreement_verdict, interval, runs_to_tell, verdict
-from regnn.reporting.relation_signals import _on_cell, masked_sizes, means, study_lines, tracked
+from regnn.reporting.relation_signals import _on_cell, column_label, masked_sizes, means, study_lines, tracked
 from regnn.runs import io_safe
 
 KINDS = {"masked": "masked at inference", "retrain": "retrained without it"}
@@ -64,7 +64,7 @@ def markdown(e, table: pd.DataFrame, title: str, epoch_times: dict) -> str:
     shown = q if q in table and q != "mean_weight" else None
     head = [
         "relation (with its reverse)",
-        *([f"{shown} (tracks the retrained ablation best)"] if shown else []),
+        *([column_label(shown)] if shown else []),
         "mean weight (layers, directions)",
         *(f"{KINDS[k]}: val / test drop" for k in kinds),
     ]

@@ -59,6 +59,17 @@ def tracked(e) -> str | None:
     return None
 
 
+def column_label(q: str) -> str:
+    """The report table's header of the quantity `tracked` chose, saying what the study found of it."""
+    s = study() or {}
+    ranked = {r["quantity"]: r for r in s.get("ranking", [])}
+    if q == s.get("best") and s.get("tracks"):
+        return f"{q} (tracks the retrained ablation best)"
+    if ranked.get(q, {}).get("tracks"):
+        return f"{q} (tracked the retrained ablation in the study)"
+    return f"{q} (the study's closest this model has; it did not track on every graph)"
+
+
 def study_lines(e, kind: str) -> list[str]:
     """The study's verdict on the weight-derived quantities and the chosen one's agreement on this cell."""
     s = study()
@@ -82,13 +93,14 @@ def study_lines(e, kind: str) -> list[str]:
     if q != s["best"]:
         ranked = {r["quantity"]: r for r in s.get("ranking", [])}
         out.append(
-            f"This model's layers do not give it (GCN-style layers only); the next best it has is {q}"
+            f"This model's layers do not give it (RE-GCN's REGCNConv layers only); the next best it has is {q}"
             + ("." if ranked.get(q, {}).get("tracks", True) else ", which did not track it on every graph studied.")
         )
     a = _on_cell(e, q, kind)
     if a is None:
         return out + [
-            f"On this cell it cannot be ranked against the ablation (fewer than 3 relation groups){_tops(e, q, kind)}."
+            "On this cell it cannot be ranked against the ablation (fewer than 3 relation groups, or a constant "
+            f"ranking){_tops(e, q, kind)}."
         ]
     v = agreement_verdict(a.low, a.high)
     say = {

@@ -35,8 +35,9 @@ def computation(config: dict) -> dict:
     c["dataset"] = {k: v for k, v in (c["dataset"] or {}).items() if k not in ("dir", "path", "verify", "metapaths")}
     if c["dataset"].get("feature_norm", "none") == "none":  # the default computes what configs without the key did
         c["dataset"].pop("feature_norm", None)
-    if not c["dataset"].get("drop_relations", True):  # none dropped: the graph of configs without the key
-        c["dataset"].pop("drop_relations", None)
+    for key in ("drop_relations", "shares", "through"):  # empty: the graph of configs without the key
+        if not c["dataset"].get(key, True):
+            c["dataset"].pop(key, None)
     if isinstance(c["trainer"], dict):  # the defaults compute what configs without these keys did
         t = dict(c["trainer"])
         if list(t.get("stop_on", ["val_loss"])) == ["val_loss"]:

@@ -53,7 +53,7 @@ def cells(root: Path) -> tuple[list[Cell], int]:
                 graph=str(data.get("graph") or r.get("dataset")) + (f" without {'+'.join(dropped)}" if dropped else ""),
                 model=str(r.get("model")),
                 finished=str(r.get("finished_at", "")),
-                runs=int(r["runs"]),
+                runs=int(m["val_micro_f1"].get("n", r.get("finished_runs", r["runs"]))),  # the runs the mean is of
                 val=(m["val_micro_f1"]["mean"], m["val_micro_f1"]["std"]),
                 test=(m["test_micro_f1"]["mean"], m["test_micro_f1"]["std"]),
             )

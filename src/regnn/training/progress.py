@@ -38,6 +38,7 @@ class Plan:
     patience: int | None = None
     of: int | None = None  # the cell's runs in all, where they are more than this process trains (default: runs)
     workers: int = 1  # processes training the cell's runs side by side (this one among them)
+    pending: tuple[int, ...] = ()  # with workers: the runs the workers were handed, in the order they take them
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,9 @@ class RunProgress:
         run_left = max(last - (epoch + 1), 0) * per_epoch
         done = self.cell.run_times
         per_run = sum(done) / len(done) if done else spent + run_left
-        if plan.workers > 1:  # runs are numbered in the order the workers take them: those after this one are left
-            after = -(-max((plan.of or plan.runs) - (self.index + 1), 0) // plan.workers)
+        if plan.workers > 1:  # the runs handed out after this one, less those the other workers train now
+            later = sum(1 for r in plan.pending if r > self.index) - (plan.workers - 1)
+            after = -(-max(later, 0) // plan.workers)
         else:
             after = self.cell.runs_after()
         return run_left, run_left + after * per_run
