@@ -156,3 +156,16 @@ def test_a_planted_cell_of_the_keys_before_shares_and_through_is_the_same_comput
     assert computation(old) == computation(new)
     graded = {**old, "dataset": {**old["dataset"], "shares": [0.5, 0.2]}}
     assert computation(graded) != computation(old)
+
+
+def test_a_model_recorded_with_empty_shares_and_through_is_the_config_it_trained_with(tmp_path):
+    from regnn.runs import integrity
+
+    config = {"dataset": {"name": "planted", "shares": [], "through": []}, "model": {"name": "re_gcn"}, "trainer": {}}
+    # a model.json written while computation() still kept the empty keys
+    recorded = integrity.model_settings(config) | {"dataset": config["dataset"]}
+    meta = {"integrity": {"config_sha256": integrity.settings_digest(recorded), "config": recorded}}
+    integrity.check_config(tmp_path, tmp_path / "runs" / "run_00", meta, config)  # accepted
+    edited = {**config, "dataset": {**config["dataset"], "shares": [0.5]}}
+    with pytest.raises(DataError, match="dataset.shares"):
+        integrity.check_config(tmp_path, tmp_path / "runs" / "run_00", meta, edited)
