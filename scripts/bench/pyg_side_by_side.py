@@ -118,10 +118,11 @@ def markdown(df, runs: int) -> str:
         a, b = d[d.impl == "regnn"].set_index("seed"), d[d.impl == "pyg"].set_index("seed")
         gain = paired_gain(a.test_micro_f1.to_dict(), b.test_micro_f1.to_dict())
         mean, se, n = gain
+        apart = beyond_noise(gain) or beyond_noise((-mean, se, n))
         lines.append(
             f"| {ds.upper()} | {a.test_micro_f1.mean():.2f} ± {a.test_micro_f1.std(ddof=0):.2f} | "
             f"{b.test_micro_f1.mean():.2f} ± {b.test_micro_f1.std(ddof=0):.2f} | {mean:+.2f} (se {se:.2f}, "
-            f"{n} seeds) | {'yes' if beyond_noise(gain) or beyond_noise((-mean, se, n)) else 'no'} | {a.s_per_epoch.median():.3f} / "
+            f"{n} seeds) | {'yes' if apart else 'no'} | {a.s_per_epoch.median():.3f} / "
             f"{b.s_per_epoch.median():.3f} |"
         )
     lines += [
