@@ -96,17 +96,27 @@ def estimate(cfg: DictConfig, epochs: int) -> dict:
     row = {"status": "pending", "s_per_epoch": per_epoch, "runs": runs, "max_epochs": cap}
     row["timed_s"] = time.perf_counter() - t0
     row["estimate_s"] = per_epoch * runs * cap if cap else None
-    row["expected_epochs"] = expected_epochs(cap, cfg.trainer.get("patience"))
+    row["expected_epochs"] = expected_epochs(cap, _after_best(cfg, cap))
     row["expected_s"] = per_epoch * runs * row["expected_epochs"] if row["expected_epochs"] else None
     return row
 
 
-def expected_epochs(cap: int | None, patience: int | None) -> int | None:
-    """The epochs a run is expected to train: twice its patience (its best epoch about as far in as the patience,
-    then `patience` epochs more), never more than the cap; the cap where there is no early stopping."""
-    if not patience:
+def expected_epochs(cap: int | None, after_best: int | None) -> int | None:
+    """The epochs a run is expected to train: twice the epochs early stopping waits after a best one (the
+    patience: its best epoch about as far in, then that many more), never more than the cap; the cap where there is
+    no early stopping."""
+    if not after_best:
         return cap
-    return 2 * int(patience) if cap is None else min(int(cap), 2 * int(patience))
+    return 2 * int(after_best) if cap is None else min(int(cap), 2 * int(after_best))
+
+
+def _after_best(cfg: DictConfig, cap: int | None) -> int | None:
+    """The epochs early stopping waits after a best one, as the trainer's stopping rule reads the config."""
+    from regnn.spec import training_of
+
+    options = training_of(cfg)
+    rule = options.stop_rule() if cfg.trainer.name != "minibatch" else options.stop_rule(int(cap or 0))
+    return rule.epochs_after_best
 
 
 def fit_budget(rows: dict[str, dict], budget_min: float | None) -> None:

@@ -43,12 +43,8 @@ def log_data(data, seconds: float) -> None:
     )
     outside = int((data.known_labels() >= 0).sum()) - len(set().union(*(data.splits[s].tolist() for s in SPLITS)))
     if outside > 0:
-        log.info(
-            "data: %d labelled %s nodes are in no split (outside): never trained on nor used to choose; predict.py "
-            "scores them apart",
-            outside,
-            data.target,
-        )
+        what = "never trained on nor used to choose; predict.py scores them apart"
+        log.info("data: %d labelled %s nodes are in no split (outside): %s", outside, data.target, what)
 
 
 class CellJob:
