@@ -386,3 +386,25 @@ def test_chance_is_a_line_runs_below_it_are_marked_and_a_tie_on_validation_has_n
     assert "Below chance on average: MLP" in md and "Runs below chance: GCN: 1 of 10" in md
     assert "| 10, 1 below chance |" in md
     assert (tmp_path / "cmp.png").stat().st_size > 0
+
+
+def test_each_model_is_set_against_the_best_seed_by_seed_with_its_interval(tmp_path):
+    from regnn.reporting.compare import main
+
+    pool = tmp_path / "cells"
+
+    def runs(vals):
+        return [{"run": s, "seed": s, "val_micro_f1": v, "test_micro_f1": v} for s, v in enumerate(vals)]
+
+    _cell(pool, "mine_re_gcn", val=91.0, test=91.0, per_run=runs([90.0, 91.0, 92.0]))
+    _cell(pool, "mine_gcn", val=89.0, test=89.0, per_run=runs([88.0, 89.5, 89.5]))  # 2.0, 1.5, 2.5 below
+    _cell(pool, "mine_mlp", val=80.0, test=80.0)  # no per-seed scores: nothing to pair
+    args = [str(pool), "--dataset", "mine", "--models", "mlp", "gcn", "re_gcn", "--out", str(tmp_path / "cmp")]
+    assert main(args) == 0
+    df = pd.read_csv(tmp_path / "cmp.csv", keep_default_na=False).set_index("model")
+    assert df.val_vs_best["re_gcn"] == "" and df.val_vs_best["mlp"] == ""
+    assert df.val_vs_best["gcn"].startswith("-2.00 [")  # (-2.0 - 1.5 - 2.5) / 3, its t-interval below 0
+    lo, hi = (float(x) for x in df.val_vs_best["gcn"][7:-1].split(", "))
+    assert lo < hi < 0
+    md = (tmp_path / "cmp.md").read_text()
+    assert "val vs best, paired" in md and "an interval that spans 0 means these runs do not separate" in md

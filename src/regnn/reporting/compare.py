@@ -28,7 +28,15 @@ from regnn.reporting.cells import CellPool
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import label
 from regnn.reporting.compare_notes import cap_notes, capped, lead
-from regnn.reporting.compare_honest import chance_notes, collapse, cost_notes, tie_note, tied_best
+from regnn.reporting.compare_honest import (
+    PAIRED_NOTE,
+    chance_notes,
+    collapse,
+    cost_notes,
+    paired_to_best,
+    tie_note,
+    tied_best,
+)
 
 MODELS = ("mlp", "gcn", "rgcn", "simple_hgn", "re_gcn", "re_gat")  # the default rows, in the table's order
 
@@ -136,6 +144,8 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
     note, df["lead_beyond_noise"] = lead(df, {m: cells[f"{dataset}_{m}"] for m in models if f"{dataset}_{m}" in cells})
     notes += [note] if note and winner is not None else []
     notes += chance_notes(df) + cap_notes(df) + cost_notes(df)
+    df["val_vs_best"] = paired_to_best(df, {m: cells[f"{dataset}_{m}"] for m in models if f"{dataset}_{m}" in cells})
+    notes += [PAIRED_NOTE] if df.val_vs_best.astype(bool).any() else []
     for source, what in (
         ("sweep", f"from {pool.dir}"),
         ("archive", f"from {pool.archive} (summaries of cells trained earlier)"),
@@ -188,6 +198,7 @@ def render_frame(df: pd.DataFrame) -> pd.DataFrame:
                 )
             ],
             "val Micro-F1": f1("val_micro_f1"),
+            "val vs best, paired": list(df.val_vs_best),
             "test Micro-F1": f1("test_micro_f1"),
             "val Macro-F1": f1("val_macro_f1"),
             "test Macro-F1": f1("test_macro_f1"),

@@ -99,3 +99,32 @@ def collapse(cell: dict) -> dict:
         "collapsed": bool(k and learnt),
         "learnt_test_micro_f1": float(np.mean(learnt)) if learnt else None,
     }
+
+
+def paired_to_best(df: pd.DataFrame, cells: dict[str, dict]) -> list[str]:
+    """Per model: its validation Micro-F1 minus the best model's, paired by seed, mean and 95% t-interval over the
+    seeds both trained ("" for the best itself, or where no seed is shared): whether the runs separate the two."""
+    from regnn.evaluation.importance import interval
+    from regnn.reporting.compare_notes import per_seed
+
+    scored = df[df.val_micro_f1_mean.notna()]
+    if scored.empty:
+        return [""] * len(df)
+    top = scored.model.loc[scored.val_micro_f1_mean.idxmax()]
+    best = per_seed(cells.get(top, {}))
+    out = []
+    for m, mean in zip(df.model, df.val_micro_f1_mean):
+        mine = per_seed(cells.get(m, {}))
+        d = [mine[s] - best[s] for s in mine if s in best]
+        if m == top or pd.isna(mean) or not d:
+            out.append("")
+            continue
+        mid, lo, hi = interval(d)
+        out.append(f"{mid:+.2f}" + ("" if np.isnan(lo) else f" [{lo:+.2f}, {hi:+.2f}]"))
+    return out
+
+
+PAIRED_NOTE = (
+    "val vs best, paired: each model's validation Micro-F1 minus the best model's, seed by seed, mean [95% "
+    "t-interval over the seeds both trained]; an interval that spans 0 means these runs do not separate the two."
+)
