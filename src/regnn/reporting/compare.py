@@ -42,6 +42,9 @@ MODELS = ("mlp", "gcn", "rgcn", "simple_hgn", "re_gcn", "re_gat")  # the default
 
 ESTIMATES = "compare_estimates.json"  # <sweep>/: each model's estimated cost and status (regnn.experiments.estimate)
 METRICS = ("val_micro_f1", "test_micro_f1", "val_macro_f1", "test_macro_f1")
+# a row's columns that a model without scores (refused, skipped, missing) or an older summary lacks
+OPTIONAL = ("epoch_time_s", "reason", "runs_at_chance", "runs_below_chance", "chance", "collapsed")
+OPTIONAL += ("learnt_test_micro_f1", "capped_runs", "max_epochs", "wall_time_s")
 
 
 def default_archive(dataset: str, sweep: Path, tuned: bool | None = None) -> Path | None:
@@ -114,18 +117,7 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
         [_row(m, cells.get(n), pool.dir / n / "refused.txt", est.get(m, {})) for m, n in zip(models, names)]
     )
     df["collapsed"] = df.get("collapsed", pd.Series(False, index=df.index)).fillna(False).astype(bool)
-    for k in [f"{k}_{s}" for k in METRICS for s in ("mean", "std")] + [
-        "epoch_time_s",
-        "reason",
-        "runs_at_chance",
-        "runs_below_chance",
-        "chance",
-        "collapsed",
-        "learnt_test_micro_f1",
-        "capped_runs",
-        "max_epochs",
-        "wall_time_s",
-    ]:
+    for k in [f"{k}_{s}" for k in METRICS for s in ("mean", "std")] + list(OPTIONAL):
         if k not in df:
             df[k] = np.nan
     scored = df[df.val_micro_f1_mean.notna()]
@@ -141,10 +133,10 @@ def compare_frame(pool: CellPool, dataset: str, models: list[str]) -> tuple[pd.D
             "scores are shown, never used to pick. F1 at the best validation epoch of each run, mean ± std "
             "(population) over the runs; every model with the same trainer, splits and seeds."
         )
-    note, df["lead_beyond_noise"] = lead(df, {m: cells[f"{dataset}_{m}"] for m in models if f"{dataset}_{m}" in cells})
-    notes += [note] if note and winner is not None else []
-    notes += chance_notes(df) + cap_notes(df) + cost_notes(df)
-    df["val_vs_best"] = paired_to_best(df, {m: cells[f"{dataset}_{m}"] for m in models if f"{dataset}_{m}" in cells})
+    by_model = {m: cells[f"{dataset}_{m}"] for m in models if f"{dataset}_{m}" in cells}
+    note, df["lead_beyond_noise"] = lead(df, by_model)
+    df["val_vs_best"] = paired_to_best(df, by_model)
+    notes += ([note] if note and winner is not None else []) + chance_notes(df) + cap_notes(df) + cost_notes(df)
     notes += [PAIRED_NOTE] if df.val_vs_best.astype(bool).any() else []
     for source, what in (
         ("sweep", f"from {pool.dir}"),
