@@ -68,11 +68,12 @@ def predicted_cell(cell):
 def test_every_quantity_for_every_run_and_a_relation_off_the_targets_counts_only_through_the_flow(predicted_cell):
     from regnn.data.pruning import relation_groups
     from regnn.pipeline.explain import weight_rows
-    from regnn.pipeline.relation_signals import QUANTITIES, signal_rows
+    from regnn.pipeline.explain import run_rows
+    from regnn.pipeline.relation_signals import QUANTITIES
 
     p = predicted_cell
     groups = relation_groups(p.data.graph)
-    rows = signal_rows(p, groups, weight_rows(p), "auto")
+    rows = run_rows(p, groups, "auto", weight_rows(p))[1]
     assert len(rows) == 2 * len(groups) * len(QUANTITIES) and rows.value.notna().all()
     v = rows.pivot_table(index=["run", "group"], columns="quantity", values="value")
     off = v.xs(INDIRECT, level="group")

@@ -69,8 +69,16 @@ def weight_rows(p: Predicted) -> pd.DataFrame:
 
 def masked_rows(p: Predicted, groups: list[tuple[str, ...]], inference: str) -> pd.DataFrame:
     """One row per run and relation group: the drop of each score when the group's edges are emptied."""
-    job, rows = p.job, []
+    return run_rows(p, groups, inference)[0]
+
+
+def run_rows(p: Predicted, groups: list[tuple[str, ...]], inference: str, weights=None):
+    """Each run's model loaded once: (the masked drops, one row per run, group and score; with the runs' weight rows
+    given, the weight-derived quantities, one row per run, group and quantity (regnn.pipeline.relation_signals),
+    else None)."""
+    job, rows, signals = p.job, [], []
     variants = masked_inputs(job, p.tcfg, groups)
+    named = {group_name(g): tuple(g) for g in groups}
     for run_dir in p.chosen.runs:
         model, sg = loaded_model(job, p.tcfg, run_dir, inference)
         if sg is not None:
@@ -84,7 +92,10 @@ def masked_rows(p: Predicted, groups: list[tuple[str, ...]], inference: str) -> 
             rows += [
                 {"run": run_dir.name, "group": group_name(g), "score": s, "drop": base[s] - masked[s]} for s in SCORES
             ]
-    return pd.DataFrame(rows)
+        if weights is not None:
+            signals += signal_rows(p, run_dir.name, model, named, weights)
+    found = None if weights is None else pd.DataFrame(signals, columns=["run", "group", "quantity", "value"])
+    return pd.DataFrame(rows), found
 
 
 def retrain_rows(p: Predicted, groups, root: Path, train) -> tuple[pd.DataFrame, list[Path]]:
@@ -170,9 +181,8 @@ def explain(cfg: DictConfig, train=None) -> Explained:
     log.info(
         "explain: %d runs, %d relation groups: %s", len(p.chosen.runs), len(groups), ", ".join(map(group_name, groups))
     )
-    inference = str(cfg.get("inference", "auto"))
-    per_run = {"weights": weights, "masked": masked_rows(p, groups, inference)}
-    per_run["signals"] = signal_rows(p, groups, weights, inference)
+    masked, signals = run_rows(p, groups, str(cfg.get("inference", "auto")), weights)
+    per_run = {"weights": weights, "masked": masked, "signals": signals}
     cells: list[Path] = []
     if cfg.ablation == "retrain":
         refuse_inside_a_cell(cfg.retrain_dir, "retrain_dir", "explain")

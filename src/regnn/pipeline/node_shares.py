@@ -30,24 +30,40 @@ def node_shares(model, inputs, feats) -> torch.Tensor:
             f"explain=true splits a GCN-style last layer by relation; {what} aggregates otherwise (RE-GCN and the "
             "GCN family only)"
         )
-    seen = {}
+    _, h, adj, alpha = layer_calls(model, inputs, feats, [conv])[-1]
+    return relation_shares(conv, h, adj, alpha, len(model.relation_names))[inputs.target_nodes].cpu()
+
+
+def layer_calls(model, inputs, feats, convs=None) -> list[tuple]:
+    """(layer, its input h, its graph, its relation weights) of every call of `convs` (default: every layer of the
+    model) in one forward pass, in call order."""
+    seen, handles = [], []
 
     def keep(module, args, kwargs):
-        seen["h"], seen["adj"], seen["alpha"] = args[0], args[1], kwargs.get("alpha")
+        seen.append((module, args[0], args[1], kwargs.get("alpha")))
 
-    handle = conv.register_forward_pre_hook(keep, with_kwargs=True)
+    for conv in dict.fromkeys(model.convs if convs is None else convs):  # a layer called twice: hooked once
+        handles.append(conv.register_forward_pre_hook(keep, with_kwargs=True))
     try:
         with torch.no_grad():
             model(inputs, feats)
     finally:
-        handle.remove()
-    adj, h, alpha = seen["adj"], seen["h"].float(), seen["alpha"]
-    if alpha is None:
-        values = adj.normalized_values(conv.norm, h.dtype)[0]
-    else:
-        values = adj.weighted_values(alpha[:, :1].float(), conv.norm)[1]
-    num_relations = len(model.relation_names)
+        for handle in handles:
+            handle.remove()
+    return seen
+
+
+def relation_shares(conv, h, adj, alpha, num_relations: int) -> torch.Tensor:
+    """(nodes, relations): each relation's part of a GCN-style layer's aggregate of every node (relation weight x
+    normalisation x the layer's input from each neighbour), its norm over the sum of every part's norm."""
+    h, values = h.float(), edge_values(conv, adj, alpha)
     parts = torch.stack([adj.spmm(h, values * (adj.rel == r)).norm(dim=1) for r in range(num_relations)], 1)
     total = parts.sum(1, keepdim=True)
-    shares = torch.where(total > 0, parts / total.clamp(min=torch.finfo(parts.dtype).tiny), 0.0)
-    return shares[inputs.target_nodes].cpu()
+    return torch.where(total > 0, parts / total.clamp(min=torch.finfo(parts.dtype).tiny), 0.0)
+
+
+def edge_values(conv, adj, alpha) -> torch.Tensor:
+    """A GCN-style layer's normalised edge values, float32, in CSR order: relation weight x normalisation."""
+    if alpha is None:
+        return adj.normalized_values(conv.norm, torch.float32)[0]
+    return adj.weighted_values(alpha[:, :1].float(), conv.norm)[1].detach()

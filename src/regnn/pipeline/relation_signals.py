@@ -25,9 +25,9 @@ import torch.nn.functional as F
 
 from regnn.models.regnn import REGNN
 from regnn.nn import REGCNConv
+from regnn.pipeline.node_shares import edge_values, layer_calls, relation_shares
 
 QUANTITIES = ("mean_weight", "last_into_target", "last_share", "flow_share", "taylor", "gradient")
-GCN_ONLY = ("last_share", "flow_share")
 
 
 def weight_quantities(weights, groups: dict[str, tuple[str, ...]], target: str) -> dict[str, dict[str, float]]:
@@ -42,35 +42,10 @@ def weight_quantities(weights, groups: dict[str, tuple[str, ...]], target: str) 
     return out
 
 
-def _layer_inputs(model, inputs, feats) -> list[tuple]:
-    """(layer, its input h, its graph, its relation weights) of every layer call of one forward pass."""
-    seen, handles = [], []
-    for conv in model.convs:
-
-        def keep(module, args, kwargs):
-            seen.append((module, args[0], args[1], kwargs.get("alpha")))
-
-        handles.append(conv.register_forward_pre_hook(keep, with_kwargs=True))
-    try:
-        with torch.no_grad():
-            model(inputs, feats)
-    finally:
-        for h in handles:
-            h.remove()
-    return seen
-
-
-def _values(conv, adj, alpha, dtype) -> torch.Tensor:
-    """The layer's normalised edge values (CSR order): relation weight x normalisation."""
-    if alpha is None:
-        return adj.normalized_values(conv.norm, dtype)[0]
-    return adj.weighted_values(alpha[:, :1].to(dtype), conv.norm)[1]
-
-
 def share_quantities(model, inputs, feats, groups: dict[str, tuple[str, ...]]) -> dict[str, dict[str, float]]:
     """last_share and flow_share of one run (empty where a layer is not GCN-style: its aggregate does not split
     by relation)."""
-    calls = _layer_inputs(model, inputs, feats)
+    calls = layer_calls(model, inputs, feats)
     if not calls or not all(isinstance(c, REGCNConv) and not isinstance(a, list) for c, _, a, _ in calls):
         return {}
     names = list(model.relation_names)
@@ -80,18 +55,14 @@ def share_quantities(model, inputs, feats, groups: dict[str, tuple[str, ...]]) -
     flow = torch.zeros(len(names), dtype=torch.float64)
     last = None
     for conv, h, adj, alpha in reversed(calls):
-        h = h.float()
-        values = _values(conv, adj, alpha, h.dtype)
-        parts = torch.stack([adj.spmm(h, values * (adj.rel == r)).norm(dim=1) for r in range(len(names))], 1)
-        total = parts.sum(1, keepdim=True)
-        share = torch.where(total > 0, parts / total.clamp(min=torch.finfo(parts.dtype).tiny), 0.0).double().cpu()
+        share = relation_shares(conv, h, adj, alpha, len(names)).double().cpu()
         if last is None:
             last = share[targets].mean(0)
         flow += (mass[: share.shape[0], None] * share).sum(0)
         # what flows into this layer's destinations came from its sources, in proportion to the edge values
         back = torch.zeros(adj.num_src, dtype=torch.float64)
         src, dst = adj.edge_ids("src").cpu(), adj.edge_ids("dst").cpu()
-        back.index_add_(0, src, values.detach().abs().double().cpu() * mass[dst])
+        back.index_add_(0, src, edge_values(conv, adj, alpha).abs().double().cpu() * mass[dst])
         mass = back / back.sum().clamp(min=torch.finfo(torch.float64).tiny)
     flow /= len(calls)
     index = {n: i for i, n in enumerate(names)}
@@ -132,28 +103,14 @@ def gradient_quantities(model, inputs, feats, labels, val, groups) -> dict[str, 
     }
 
 
-def signal_rows(p, groups: list[tuple[str, ...]], weights, inference: str):
-    """One row per run, relation group and quantity (run, group, quantity, value) of the cell p
-    (regnn.pipeline.predict.Predicted) whose weight rows are `weights` (regnn.pipeline.explain.weight_rows)."""
-    import pandas as pd
-
-    from regnn.pipeline.node_reasons import group_name
-    from regnn.pipeline.trained_model import loaded_model
-
-    named = {group_name(g): tuple(g) for g in groups}
-    job, rows = p.job, []
-    val = p.data.splits["val"]
-    for run_dir in p.chosen.runs:
-        found = weight_quantities(weights[weights.run == run_dir.name], named, p.data.target)
-        model, sg = loaded_model(job, p.tcfg, run_dir, inference)
-        # an RE model on the whole graph (a mini-batch run is refused by the masked ablation, which runs first);
-        # the meta-path baselines' relation weights (HAN, ...) have the mean weight only
-        if sg is None and isinstance(model, REGNN):
-            found |= share_quantities(model, job.inputs, job.feats, named)
-            found |= gradient_quantities(model, job.inputs, job.feats, job.labels, val, named)
-        rows += [
-            {"run": run_dir.name, "group": g, "quantity": q, "value": v}
-            for q, values in found.items()
-            for g, v in values.items()
-        ]
-    return pd.DataFrame(rows, columns=["run", "group", "quantity", "value"])
+def signal_rows(p, run: str, model, groups: dict[str, tuple[str, ...]], weights) -> list[dict]:
+    """The rows (run, group, quantity, value) of one run of the cell p (regnn.pipeline.predict.Predicted): its
+    loaded model on the whole graph, its weight rows among `weights` (regnn.pipeline.explain.weight_rows)."""
+    job = p.job
+    found = weight_quantities(weights[weights.run == run], groups, p.data.target)
+    if isinstance(model, REGNN):  # the meta-path baselines' relation weights (HAN, ...) give the mean weight only
+        found |= share_quantities(model, job.inputs, job.feats, groups)
+        found |= gradient_quantities(model, job.inputs, job.feats, job.labels, p.data.splits["val"], groups)
+    return [
+        {"run": run, "group": g, "quantity": q, "value": v} for q, values in found.items() for g, v in values.items()
+    ]
