@@ -72,6 +72,13 @@ class HeteroDataset:
             labels[self.unlabelled.numpy()] = -1
         return labels
 
+    def outside_nodes(self) -> torch.Tensor:
+        """The labelled target nodes in no split (never trained on nor used to choose)."""
+        known = torch.from_numpy(self.known_labels() >= 0)
+        for s in ("train", "val", "test"):
+            known[self.splits[s]] = False
+        return torch.nonzero(known).flatten()
+
     def split_sizes(self) -> dict[str, int]:
         """Labelled target nodes per split (train, val, test)."""
         return {s: int(len(self.splits[s])) for s in ("train", "val", "test")}

@@ -201,6 +201,7 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     from regnn.pipeline.explain import group_of
     from regnn.reporting.explain import write
+    from regnn.reporting.relation_signals import study
 
     rows, groups, cells, out = [], [], {}, Path(a.out)
     for k, name in enumerate(a.graphs, 1):
@@ -215,6 +216,7 @@ def main(argv=None) -> int:
     write_text(out / "groups.csv", by_group.to_csv(index=False, float_format="%.4f"))
     if set(a.graphs) == set(GRAPHS):  # the report quotes the whole study only
         write_text(RESOURCE, json.dumps(pick, indent=1) + "\n")
+        study.cache_clear()  # the reports below quote the summary just written
     for name, e in cells.items():  # each graph's report, quoting the study just written
         (out / name).mkdir(exist_ok=True)
         write(e, out / name, f"Relations of {name} (RE-GCN, retrained without each group)", group_of(e))

@@ -22,7 +22,6 @@ from regnn.data.relation_graph import relation_ends
 from regnn.description import graph_name
 from regnn.runtime.loggers import make_logger
 from regnn.runtime.perf import peak_rss_gb
-from regnn.names import SPLITS
 from regnn.pipeline.place import Placement
 from regnn.spec import ModelSpec, training_of, user_errors
 from regnn.runs.resume import checkpoint_of
@@ -41,7 +40,7 @@ def log_data(data, seconds: float) -> None:
         *(data.name, g.num_nodes(), len(g.ntypes), g.num_edges(), len(g.etypes), ", ".join(g.etypes)),
         *(data.num_classes, data.target, *sizes, seconds, peak_rss_gb()),
     )
-    outside = int((data.known_labels() >= 0).sum()) - len(set().union(*(data.splits[s].tolist() for s in SPLITS)))
+    outside = len(data.outside_nodes())
     if outside > 0:
         what = "never trained on nor used to choose; predict.py scores them apart"
         log.info("data: %d labelled %s nodes are in no split (outside): %s", outside, data.target, what)

@@ -120,18 +120,10 @@ def scores(data, logits: torch.Tensor) -> dict[str, float]:
     """Micro- and Macro-F1 of every split that holds a node (a graph without labels has none: no scores), and of
     the labelled nodes in no split ("outside": never trained on nor used to choose, scored apart)."""
     splits = {s: data.splits[s] for s in SPLITS if len(data.splits[s])}
-    outside = outside_nodes(data)
+    outside = data.outside_nodes()
     if len(outside):
         splits["outside"] = outside
     return split_scores(logits, data.labels, splits)
-
-
-def outside_nodes(data) -> torch.Tensor:
-    """The labelled target nodes in no split."""
-    known = torch.from_numpy(data.known_labels() >= 0)
-    for s in SPLITS:
-        known[data.splits[s]] = False
-    return torch.nonzero(known).flatten()
 
 
 def _log_scores(name: str, sc: dict) -> None:

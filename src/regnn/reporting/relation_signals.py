@@ -5,6 +5,7 @@ weight (the number users look at first) is worth there."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from importlib import resources
@@ -23,8 +24,9 @@ NAMES = {
 }
 
 
+@functools.cache
 def study() -> dict | None:
-    """The committed study's summary, or None where it is not installed."""
+    """The committed study's summary, or None where it is not installed (read once: a report asks it often)."""
     f = resources.files("regnn").joinpath("resources/relation_signals.json")
     return json.loads(f.read_text()) if f.is_file() else None
 
@@ -35,11 +37,7 @@ def _rho(a) -> str:
 
 def _on_cell(e, quantity: str, kind: str):
     rows = e.agreement
-    if "quantity" in rows:
-        rows = rows[rows.quantity == quantity]
-    elif quantity != "mean_weight":
-        return None
-    row = rows[(rows.kind == kind) & (rows.score == "val_micro_f1")]
+    row = rows[(rows.quantity == quantity) & (rows.kind == kind) & (rows.score == "val_micro_f1")]
     return None if row.empty or math.isnan(row.rho.iloc[0]) else row.iloc[0]
 
 
