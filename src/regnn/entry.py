@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 from regnn.paths import REPO_ROOT
-
 from regnn.runtime.interrupt import Interrupted
 
 

@@ -62,6 +62,7 @@ class FullBatchJob(CellJob):
 
     summary_keys = SUMMARY_KEYS
     workers, worker_threads, peak_gb = 1, None, 0.0
+    pending: tuple[int, ...] = ()  # in a worker process: the runs the cell's workers were handed
 
     def __init__(self, cfg: DictConfig, store: CellStore, place: Placement, *, worker: bool = False):
         """worker: this job's copy in a worker process, which trains the runs it is handed (quiet)."""
@@ -107,8 +108,8 @@ class FullBatchJob(CellJob):
             self.max_epochs(),
             self.training.stop_rule().epochs_after_best,
             s.runs,
-            getattr(self, "workers", 1) if worker else 1,
-            tuple(getattr(self, "pending", ())) if worker else (),
+            self.workers if worker else 1,
+            self.pending if worker else (),
         )
         mode = "lines" if worker and s.progress != "off" else s.progress
         return CellProgress(self.label, plan, mode, s.progress_interval_s)

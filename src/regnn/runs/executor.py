@@ -59,16 +59,16 @@ def run_in_workers(
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
+    from regnn.training.progress import current_position
+
     ctx = mp.get_context("spawn")  # fresh interpreters: no OpenMP pool or DGL state inherited through fork
     queue = ctx.Queue()
     listener = logging.handlers.QueueListener(queue, _Relay())
     listener.start()
     peak = 0.0
+    where = current_position()  # the sweep cell's place (model k of n), for the workers' progress lines
     # an executor, not multiprocessing.Pool: a worker that dies (killed for memory) or fails to start breaks it
     # with an error here, where a Pool would quietly replace the worker and wait for its lost run forever
-    from regnn.training.progress import current_position
-
-    where = current_position()  # the sweep cell's place (model k of n), for the workers' progress lines
     pool = ProcessPoolExecutor(
         workers,
         mp_context=ctx,

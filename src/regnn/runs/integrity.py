@@ -136,7 +136,7 @@ def check_config(cell: Path, run_dir: Path, meta: dict, config: dict) -> None:
     recorded = integ.get("config")
     if isinstance(recorded, dict) and settings_digest(model_settings(recorded)) == settings_digest(now):
         return  # the same settings as this regnn reads them (a key recorded at its default, read now as absent)
-    keys = changed_keys(integ["config"], now) if isinstance(integ.get("config"), dict) else []
+    keys = changed_keys(recorded, now) if isinstance(recorded, dict) else []
     what = f"{', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''} differ from" if keys else "differs from"
     raise DataError(
         f"{Path(cell) / 'config.yaml'} was edited since training ({what} what {Path(run_dir) / 'model.json'} "

@@ -199,15 +199,16 @@ def train_run(
     the run continued from one where it exists.
     """
     step = FullBatchStep(model, inputs, feats, labels, splits, options)
+    rule = options.stop_rule()
 
     def report(row, best_epoch):
         if progress:
-            line = epoch_line(row, loop.history, max(best_epoch, 0), options.stop_rule().stop_on)
+            line = epoch_line(row, loop.history, max(best_epoch, 0), rule.stop_on)
             progress.update(line, row["epoch"], max(best_epoch, 0))
 
     loop = EpochLoop(
         model,
-        options.stop_rule(),
+        rule,
         int(labels.max()) + 1 if labels.numel() else 2,
         options.optimizer.get("lr"),
         on_epoch=on_epoch,
