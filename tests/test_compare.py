@@ -408,3 +408,15 @@ def test_each_model_is_set_against_the_best_seed_by_seed_with_its_interval(tmp_p
     assert lo < hi < 0
     md = (tmp_path / "cmp.md").read_text()
     assert "val vs best, paired" in md and "an interval that spans 0 means these runs do not separate" in md
+
+
+def test_cells_that_disagree_on_the_chance_level_get_no_chance_line_and_are_named(tmp_path):
+    from regnn.reporting.compare import main
+
+    pool = tmp_path / "cells"
+    _cell(pool, "mine_gcn", val=80.0, test=80.0, chance_test_micro_f1=55.9)
+    _cell(pool, "mine_re_gcn", val=90.0, test=90.0, chance_test_micro_f1=40.0)  # another test split's
+    args = [str(pool), "--dataset", "mine", "--models", "gcn", "re_gcn", "--out", str(tmp_path / "cmp")]
+    assert main(args) == 0
+    md = (tmp_path / "cmp.md").read_text()
+    assert "Chance differs between the cells (GCN 55.90, RE-GCN 40.00)" in md and "Chance: always" not in md

@@ -30,6 +30,7 @@ from regnn.reporting.common import label
 from regnn.reporting.compare_notes import cap_notes, capped, lead
 from regnn.reporting.compare_honest import (
     PAIRED_NOTE,
+    chance_level,
     chance_notes,
     collapse,
     cost_notes,
@@ -214,11 +215,9 @@ def figure(df: pd.DataFrame, path: Path, title: str) -> None:
     ax.set_yticks(y, [f"{lab} ({s})" if s in marked else lab for lab, s in zip(df.label, df.source)])
     for tick, w in zip(ax.get_yticklabels(), df.winner):
         tick.set_fontweight("bold" if w else "normal")
-    chance = df.chance.dropna()
-    if len(chance):  # what always predicting the largest class scores on test
-        ax.axvline(
-            float(chance.iloc[0]), color="0.4", ls="--", lw=1, label=f"chance (largest class) {chance.iloc[0]:.2f}"
-        )
+    chance = chance_level(df)
+    if chance is not None:  # what always predicting the largest class scores on test
+        ax.axvline(chance, color="0.4", ls="--", lw=1, label=f"chance (largest class) {chance:.2f}")
     ax.set_xlabel("Micro-F1 (mean ± std over runs)")
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)

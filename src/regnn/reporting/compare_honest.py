@@ -33,12 +33,22 @@ def tie_note(df: pd.DataFrame) -> str:
     )
 
 
+def chance_level(df: pd.DataFrame) -> float | None:
+    """The graph's chance level, which every cell that records one must agree on (None where none does, or where
+    cells disagree: then they did not score the same test nodes, and chance_notes says so)."""
+    known = {round(float(c), 9) for c in df.chance.dropna()}
+    return known.pop() if len(known) == 1 else None
+
+
 def chance_notes(df: pd.DataFrame) -> list[str]:
     """The chance line, and the models whose mean is below it or some of whose runs are."""
-    known = df.chance.dropna()
-    if known.empty:
+    chance = chance_level(df)
+    if chance is None:
+        differ = df[df.chance.notna()]
+        if differ.chance.nunique() > 1:
+            levels = ", ".join(f"{r.label} {r.chance:.2f}" for _, r in differ.iterrows())
+            return [f"Chance differs between the cells ({levels}): they did not score the same test nodes."]
         return []
-    chance = float(known.iloc[0])
     out = [
         f"Chance: always predicting the largest class scores {chance:.2f} test Micro-F1 on this graph (the dashed "
         "line in the figure); a model must beat it to have learned anything."
