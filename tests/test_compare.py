@@ -420,3 +420,51 @@ def test_cells_that_disagree_on_the_chance_level_get_no_chance_line_and_are_name
     assert main(args) == 0
     md = (tmp_path / "cmp.md").read_text()
     assert "Chance differs between the cells (GCN 55.90, RE-GCN 40.00)" in md and "Chance: always" not in md
+
+
+def test_until_separated_adds_seeds_to_the_models_close_to_the_best_until_they_separate_or_reach_the_limit(tmp_path):
+    """The models whose paired interval to the best spans 0 (and the best) are extended, twice the runs at a time;
+    a separated model and a tie (the same score on every seed) are not; the limit stops the rounds."""
+    from regnn.experiments import separate
+    from regnn.reporting.compare_notes import separation_note
+
+    # seed s's validation score per model: "near" trails the best by 0.5 with noise of 1, so 2 runs cannot tell
+    # them apart and more can; "far" is 30 below; "twin" equals the best on every seed
+    noise = [0.9, -0.8, 0.7, -0.9, 0.8, -0.7, 0.9, -0.8, 0.6, -0.6, 0.7, -0.5, 0.8, -0.9, 0.6, -0.7]
+    score = {"best": lambda s: 90.0, "near": lambda s: 89.5 + noise[s], "far": lambda s: 60.0 + noise[s]}
+    trained = []
+
+    def train_more(model, runs):
+        trained.append((model, runs))
+        per_run = [{"seed": s, "val_micro_f1": score[model](s)} for s in range(runs)]
+        (tmp_path / f"g_{model}").mkdir(exist_ok=True)
+        (tmp_path / f"g_{model}" / "results.json").write_text(json.dumps({"runs": runs, "per_run": per_run}))
+
+    for m in score:
+        train_more(m, 2)
+    trained.clear()
+    out = separate.extend(tmp_path, "g", list(score), 16, train_more)
+    assert ("far", 4) not in trained and {m for m, _ in trained} == {"best", "near"}
+    assert [r for m, r in trained if m == "near"] == [4, 8, 16][: len([m for m, _ in trained if m == "near"])]
+    assert out["unseparated"] == [] and out["runs"]["near"] in (4, 8, 16) and out["runs"]["far"] == 2
+    (tmp_path / "separation.json").write_text(json.dumps(out | {"limit": 16}))
+    assert "every model is separated from the best" in separation_note(tmp_path)[0]
+
+    trained.clear()
+    score["near"] = lambda s: 90.0 - 0.01 * (s % 2)  # a hair below on odd seeds: never separated within 4 runs
+    score["far"] = score["best"]  # a tie: no seed separates it, never extended
+    for m in score:
+        train_more(m, 2)
+    trained.clear()
+    out = separate.extend(tmp_path, "g", list(score), 4, train_more)
+    assert trained == [("best", 4), ("near", 4)] and out["unseparated"] == ["near"]
+    assert separate.unseparated({"a": {"per_run": [{"seed": 0, "val_micro_f1": 1.0}]}}) == []  # one model
+
+
+def test_until_separated_keeps_the_table_2_cells_of_the_shared_pool_at_their_runs(caplog):
+    from regnn.experiments.compare_sweep import more_seeds
+
+    cfg = _compose("experiment=compare", "dataset=dblp", "compare.until_separated=30")
+    with caplog.at_level("WARNING", logger="regnn"):
+        more_seeds(cfg, REPO / "nonexistent")
+    assert "not extended" in caplog.text

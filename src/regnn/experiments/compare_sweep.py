@@ -101,6 +101,34 @@ def _composer(config: DictConfig):
     return of
 
 
+def more_seeds(config: DictConfig, sweep: Path) -> None:
+    """compare.until_separated: the unseparated models' cells extended (regnn.experiments.separate); the outcome is
+    kept in <sweep>/separation.json for the table. Never on the shared pool's Table 2 cells."""
+    limit = config.compare.get("until_separated")
+    if not limit:
+        return
+    dataset = str(config.dataset.name)
+    if not config.compare.tune and dataset in list(config.compare.pooled):
+        log.warning("compare.until_separated: %s's cells are the Table 2 cells (10 runs each), not extended", dataset)
+        return
+    from omegaconf import open_dict
+
+    from regnn.experiments import separate
+    from regnn.pipeline import train
+    from regnn.runs.io_safe import write_text
+
+    compose = _composer(config)
+
+    def train_more(model: str, runs: int) -> None:
+        cfg = compose(model)
+        with open_dict(cfg):
+            cfg.runs, cfg.resume = runs, True
+        train(cfg, sweep / f"{dataset}_{model}")
+
+    outcome = separate.extend(sweep, dataset, sweep_models(config), int(limit), train_more)
+    write_text(sweep / separate.OUTCOME, json.dumps(outcome | {"limit": int(limit)}, indent=1) + "\n")
+
+
 class CompareCallback(Callback):
     """Prints each model's estimated time before the cells train; renders the comparison once every cell of the
     sweep has run (or been skipped or refused)."""
@@ -119,6 +147,7 @@ class CompareCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep = Path(config.hydra.sweep.dir)
         try:
+            more_seeds(config, sweep)
             written = render(
                 sweep,
                 str(config.dataset.name),

@@ -136,5 +136,6 @@ def paired_to_best(df: pd.DataFrame, cells: dict[str, dict]) -> list[str]:
 
 PAIRED_NOTE = (
     "val vs best, paired: each model's validation Micro-F1 minus the best model's, seed by seed, mean [95% "
-    "t-interval over the seeds both trained]; an interval that spans 0 means these runs do not separate the two."
+    "t-interval over the seeds both trained]; an interval that spans 0 means these runs do not separate the two "
+    "(compare.until_separated=30 adds seeds to such models until they are, or 30 runs)."
 )

@@ -4,6 +4,7 @@ both trained, as the tune's finalists are compared: regnn.evaluation.paired)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -69,3 +70,22 @@ def lead(df: pd.DataFrame, cells: dict[str, dict]) -> tuple[str | None, bool | N
         f"{required_t(n):.2f}): {verdict}.",
         beyond,
     )
+
+
+SEPARATION = "separation.json"  # <sweep>/: what compare.until_separated did (regnn.experiments.separate)
+
+
+def separation_note(sweep) -> list[str]:
+    """The table's line on the seeds compare.until_separated added (none without it)."""
+    f = Path(sweep) / SEPARATION
+    if not f.exists():
+        return []
+    outcome = json.loads(f.read_text())
+    left, limit = outcome["unseparated"], outcome["limit"]
+    did = (
+        f"seeds were added in {outcome['rounds']} round(s), up to {limit} runs"
+        if outcome["rounds"]
+        else "no seeds were needed beyond the cells' own"
+    )
+    told = f"still not separated from the best: {', '.join(left)}" if left else "every model is separated from the best"
+    return [f"compare.until_separated={limit}: {did}; {told} (val vs best, paired)."]
