@@ -75,10 +75,11 @@ def test_each_models_cost_is_estimated_and_printed_before_any_cell_trains(smoke)
     cap = OmegaConf.load(sweep / "synthetic_mlp" / "config.yaml").trainer.max_epochs
     for m, r in rows.items():  # every run to the cap: what the cell costs at most
         assert r["status"] == "pending" and r["s_per_epoch"] > 0 and (r["runs"], r["max_epochs"]) == (2, cap)
+        assert r["workers"] == 1  # the synthetic graph is too small for worker processes
         assert r["estimate_s"] == pytest.approx(r["s_per_epoch"] * 2 * cap)
         patience = OmegaConf.load(sweep / f"synthetic_{m}" / "config.yaml").trainer.patience
         assert r["expected_s"] == pytest.approx(r["s_per_epoch"] * 2 * min(cap, 2 * patience))  # the stopping rule
-        assert re.search(rf"^{m} +{r['s_per_epoch']:.3f} +2 +{cap} ", log, flags=re.M)
+        assert re.search(rf"^{m} +{r['s_per_epoch']:.3f} +2 +1 +{cap} ", log, flags=re.M)
     md = (sweep / "compare.md").read_text()  # afterwards, each estimate beside the time its cell took
     assert "Time, estimated before training beside measured: MLP expected ~" in md and "), took " in md
     # the same command again: every cell is finished, nothing is timed
@@ -146,7 +147,7 @@ def test_a_model_the_graph_cannot_train_is_refused_in_one_line_and_the_others_go
     refused = [line for line in log.splitlines() if "] refused:" in line]  # the cell's line
     assert len(refused) == 1 and "han needs meta-paths" in refused[0] and "Traceback" not in log
     # the estimates' row: s/epoch, runs, cap, expected, at most
-    assert re.search(r"^han +– +– +– +– +– +refused: han needs meta-paths", log, flags=re.M)
+    assert re.search(r"^han +– +– +– +– +– +– +refused: han needs meta-paths", log, flags=re.M)
     df = pd.read_csv(sweep / "compare.csv")
     assert list(df.model) == ["han", "mlp"] and list(df.source) == ["refused", "sweep"]
     assert df.winner.tolist() == [False, True]
@@ -468,3 +469,15 @@ def test_until_separated_keeps_the_table_2_cells_of_the_shared_pool_at_their_run
     with caplog.at_level("WARNING", logger="regnn"):
         more_seeds(cfg, REPO / "nonexistent")
     assert "not extended" in caplog.text
+
+
+def test_the_estimate_counts_runs_trained_side_by_side_in_workers_as_one_round():
+    """3 runs in 2 workers of 1 thread: two rounds of runs, each epoch timed on the thread a run will have."""
+    from regnn.experiments import estimate
+
+    cfg = _compose(*SMOKE, "workers=2", "threads=2", "runs=3")
+    assert estimate.workers_of(cfg) == (2, 1)
+    assert estimate.workers_of(_compose(*SMOKE, "workers=1", "threads=2")) == (1, 2)
+    row = estimate.estimate(cfg, 2)
+    cap = int(cfg.trainer.max_epochs)
+    assert row["workers"] == 2 and row["estimate_s"] == pytest.approx(row["s_per_epoch"] * 2 * cap)

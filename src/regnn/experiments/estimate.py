@@ -29,7 +29,7 @@ from regnn.runs import io_safe
 from regnn.runs.io_safe import write_text
 
 log = logging.getLogger("regnn")
-KEPT = ("s_per_epoch", "runs", "max_epochs", "estimate_s", "expected_epochs", "expected_s")
+KEPT = ("s_per_epoch", "runs", "workers", "max_epochs", "estimate_s", "expected_epochs", "expected_s")
 
 
 def cell_dir(sweep: Path, dataset: str, model: str) -> Path:
@@ -83,22 +83,46 @@ def seconds_per_epoch(cfg: DictConfig, epochs: int) -> float:
     return float(summary["metrics"]["epoch_time_s"]["mean"])
 
 
+def workers_of(cfg: DictConfig) -> tuple[int, int]:
+    """(worker processes, threads per run) the cell's runs will train in (regnn.runs.executor's plan)."""
+    from regnn.pipeline.from_config import device_of, load_data
+    from regnn.pipeline.place import DEFAULT_THREADS
+    from regnn.runs.executor import job_threads, plan_workers
+    from regnn.runs.jobspec import JobSpec
+
+    spec = JobSpec.from_config(cfg)
+    if str(spec.workers) != "auto" and int(spec.workers) <= 1:
+        return 1, job_threads(spec) or DEFAULT_THREADS
+    edges = load_data(cfg.dataset).graph.num_edges()
+    return plan_workers(spec, device_of(cfg.device)[0], spec.runs, job_threads(spec) or DEFAULT_THREADS, edges)
+
+
 def estimate(cfg: DictConfig, epochs: int) -> dict:
-    """One model's row: seconds per epoch and the cell's cost at most (every pending run to the cap)."""
+    """One model's row: seconds per epoch (timed with the threads each run will have), the runs side by side in
+    the workers they will train in, and the cell's cost expected and at most (every pending run to the cap)."""
     runs, cap = int(cfg.runs), cfg.trainer.get("max_epochs")
     if cfg.compare.get("tune"):  # the tune's trials train first, each tune.seeds runs (its finalists not counted)
         runs += int(cfg.tune.trials) * int(cfg.tune.seeds)
     t0 = time.perf_counter()
     try:
-        per_epoch = seconds_per_epoch(cfg, epochs)
+        workers, threads = workers_of(cfg)
+        per_epoch = seconds_per_epoch(_with_threads(cfg, threads), epochs)
     except Unsupported as e:  # refused on this graph: its cell says why when the sweep reaches it
         return {"status": "refused", "reason": str(e)}
-    row = {"status": "pending", "s_per_epoch": per_epoch, "runs": runs, "max_epochs": cap}
+    row = {"status": "pending", "s_per_epoch": per_epoch, "runs": runs, "max_epochs": cap, "workers": workers}
     row["timed_s"] = time.perf_counter() - t0
-    row["estimate_s"] = per_epoch * runs * cap if cap else None
+    rounds = math.ceil(runs / workers)  # runs train `workers` at a time
+    row["estimate_s"] = per_epoch * rounds * cap if cap else None
     row["expected_epochs"] = expected_epochs(cap, _after_best(cfg, cap))
-    row["expected_s"] = per_epoch * runs * row["expected_epochs"] if row["expected_epochs"] else None
+    row["expected_s"] = per_epoch * rounds * row["expected_epochs"] if row["expected_epochs"] else None
     return row
+
+
+def _with_threads(cfg: DictConfig, threads: int) -> DictConfig:
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.threads = threads
+    return cfg
 
 
 def expected_epochs(cap: int | None, after_best: int | None) -> int | None:
@@ -157,7 +181,9 @@ def clock(seconds: float | None) -> str:
 
 
 def table(rows: dict[str, dict]) -> str:
-    lines = [f"{'model':<14} {'s/epoch':>8} {'runs':>4} {'cap':>5} {'expected':>9} {'at most':>9}  status"]
+    lines = [
+        f"{'model':<14} {'s/epoch':>8} {'runs':>4} {'workers':>7} {'cap':>5} {'expected':>9} {'at most':>9}  status"
+    ]
     for m, r in rows.items():
         per = f"{r['s_per_epoch']:.3f}" if r.get("s_per_epoch") is not None else "–"
         live = r["status"] in ("pending", "skipped")
@@ -165,12 +191,14 @@ def table(rows: dict[str, dict]) -> str:
         exp = clock(r.get("expected_s")) if live else "–"
         status = r["status"] + (f": {r['reason']}" if r.get("reason") else "")
         cap = r.get("max_epochs", "–")
-        lines.append(f"{m:<14} {per:>8} {r.get('runs', '–')!s:>4} {cap!s:>5} {exp:>9} {cost:>9}  {status}")
+        w = r.get("workers", "–")
+        lines.append(f"{m:<14} {per:>8} {r.get('runs', '–')!s:>4} {w!s:>7} {cap!s:>5} {exp:>9} {cost:>9}  {status}")
     pending = [r for r in rows.values() if r["status"] == "pending"]
     total = sum(r.get("expected_s") or 0 for r in pending)
     most = sum(r.get("estimate_s") or 0 for r in pending)
     lines.append(
-        f"the comparison: expected ~{clock(total)} (runs stopping at twice their patience, one after another), "
+        f"the comparison: expected ~{clock(total)} (runs stopping at twice their patience, as many at a time as the "
+        "workers column says, models one after another), "
         f"at most ~{clock(most)} (every run to the epoch cap)"
     )
     return "\n".join(lines)
