@@ -70,7 +70,8 @@ def graph_of(dataset: str, model: str, extra=()):
     return DeviceGraph(cfg, torch.device("cpu"))
 
 
-def side_by_side(dataset: str, model: str, runs: int) -> list[dict]:
+def side_by_side(dataset: str, model: str, runs: int, done=lambda rows: None) -> list[dict]:
+    """done(rows): called with the cell's rows after every seed (written out, so a stopped cell keeps its seeds)."""
     from regnn.spec import training_of
     from regnn.training.seed import seed_everything
 
@@ -146,6 +147,18 @@ NOTES = [
 ]
 
 
+def write(out: Path, df) -> str:
+    """results/pyg_side_by_side.{csv,md,json} from every cell's rows; returns the markdown."""
+    order = {m: i for i, m in enumerate(MODELS)}
+    df = df.sort_values("model", key=lambda c: c.map(order), kind="stable")  # datasets as they ran
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".csv").write_text(df.to_csv(index=False, float_format="%.4f"))
+    text = markdown(df)
+    out.with_suffix(".md").write_text(text)
+    out.with_suffix(".json").write_text(json.dumps(df.to_dict("records"), indent=1))
+    return text
+
+
 def main(argv=None) -> int:
     import pandas as pd
 
@@ -163,18 +176,15 @@ def main(argv=None) -> int:
         return 2
     torch.set_num_threads(a.threads)
     out = Path(a.out)
-    df = pd.DataFrame([r for m in a.models for ds in a.datasets for r in side_by_side(ds, m, a.runs)])
-    if out.with_suffix(".csv").exists():  # the other cells' rows stay
-        old = pd.read_csv(out.with_suffix(".csv"))
-        keep = ~(old.model.isin(a.models) & old.dataset.isin(a.datasets))
-        df = pd.concat([old[keep], df], ignore_index=True)
-    order = {m: i for i, m in enumerate(MODELS)}
-    df = df.sort_values("model", key=lambda c: c.map(order), kind="stable")  # datasets as they ran
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".csv").write_text(df.to_csv(index=False, float_format="%.4f"))
-    text = markdown(df)
-    out.with_suffix(".md").write_text(text)
-    out.with_suffix(".json").write_text(json.dumps(df.to_dict("records"), indent=1))
+    old = pd.read_csv(out.with_suffix(".csv")) if out.with_suffix(".csv").exists() else None
+    if old is not None:  # the other cells' rows stay
+        old = old[~(old.model.isin(a.models) & old.dataset.isin(a.datasets))]
+    rows = []
+    for m in a.models:
+        for ds in a.datasets:
+            cell = side_by_side(ds, m, a.runs, lambda r: write(out, pd.concat([old, pd.DataFrame(rows + r)])))
+            rows += cell
+    text = write(out, pd.concat([old, pd.DataFrame(rows)]))
     print(text)
     return 0
 
