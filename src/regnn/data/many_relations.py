@@ -5,11 +5,12 @@ how they fare on imbalanced labels).
 Entities of `len(types)` types, the first ("entity") the target. Every target entity has `degree` out-links; each
 picks one of `relations` relation kinds (kind k with probability proportional to 1 / (k + 1), as relation
 frequencies in a knowledge graph are skewed) and a node of the kind's destination type (kind k: types[k %
-len(types)]). Through the `informative` kinds (spread over the frequency ranks) a link reaches a node of the
-entity's own class (node j of a type has class j mod num_classes) with probability `homophily`, else a random one;
-through every other kind always a random one. Each kind is one relation and its reverse: 2 * `relations` relation
-types. `largest_class` is the share of entities in class 0, the others sharing the rest equally; `labelled`
-entities (chosen at random) carry a label, split train/validation/test by `shares`; the rest are unlabelled.
+len(types)]). Through the `informative` kinds (spread over the frequency ranks) a link reaches, with probability
+`homophily`, a node whose id is the entity's class modulo num_classes (a latent class of the destination, which
+only the links reveal), else a random one; through every other kind always a random one. Each kind is one
+relation and its reverse: 2 * `relations` relation types. `largest_class` is the share of entities in class 0,
+the others sharing the rest equally; `labelled` entities (chosen at random) carry a label, split
+train/validation/test by `shares`; the rest are unlabelled.
 """
 
 from __future__ import annotations
