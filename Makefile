@@ -106,8 +106,12 @@ weight-study: setup ## which weight-derived quantity tracks the retrained ablati
 	$(PY) -m regnn.experiments.weight_study
 
 .PHONY: pyg-side-by-side
-pyg-side-by-side: setup ## regnn's R-GCN beside the same model with PyG's RGCNConv (same start, same trainer), DBLP/ACM/IMDB, 10 seeds -> results/pyg_side_by_side.{csv,md,json}
-	$(PY) scripts/bench/pyg_side_by_side.py
+pyg-side-by-side: setup ## regnn's R-GCN, HGT and Simple-HGN beside PyG's (RGCNConv, HGTConv, MessagePassing; same start where the weights correspond, same trainer), DBLP/ACM/IMDB, 10 seeds (ARGS="--models hgt --datasets acm --runs 5": some cells, the others' rows kept) -> results/pyg_side_by_side.{csv,md,json}
+	$(PY) scripts/bench/pyg_side_by_side.py $(ARGS)
+
+.PHONY: many-relations
+many-relations: setup ## R-GCN, HGT and Simple-HGN on a feature-less graph with 80 relation types: s/epoch against RE-GCN, and R-GCN on imbalanced labels against PyG's RGCNConv -> results/many_relations_{timing,collapse}.{csv,md}
+	$(PY) scripts/bench/many_relations.py $(ARGS)
 
 .PHONY: grown-graph
 grown-graph: setup ## predictions for a graph that grew: DBLP/ACM/IMDB with 20% of the test targets (or of an id-only type) held out, predicted without retraining beside retrained (RE-GCN, 10 runs per cell; resumed) -> results/grown_graph.{csv,md}
