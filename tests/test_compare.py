@@ -481,3 +481,23 @@ def test_the_estimate_counts_runs_trained_side_by_side_in_workers_as_one_round()
     row = estimate.estimate(cfg, 2)
     cap = int(cfg.trainer.max_epochs)
     assert row["workers"] == 2 and row["estimate_s"] == pytest.approx(row["s_per_epoch"] * 2 * cap)
+
+
+def test_the_light_protocol_gives_every_model_the_same_small_budget_in_a_folder_of_its_own_and_the_table_names_it():
+    from regnn.experiments.compare_sweep import tune_budget, tuned_requests
+    from regnn.reporting.compare_notes import protocol_note
+
+    light = _compose("experiment=compare", "dataset=counts", "compare.tune=light")
+    full = _compose("experiment=compare", "dataset=counts", "compare.tune=true")
+    assert light.hydra.sweep.dir.endswith("compare/counts_light") and full.hydra.sweep.dir.endswith("counts_tuned")
+    assert tune_budget(light) == {"trials": 8, "seeds": 1, "finalists": 2, "finalist_seeds": 3}
+    assert tune_budget(full) == {"trials": 30, "seeds": 2, "finalists": 3, "finalist_seeds": 5}
+    for cfg in (_compose("experiment=compare", "dataset=counts", "compare.tune=light", f"model={m}") for m in MODELS):
+        (_, tune), _ = tuned_requests(cfg, REPO / "nowhere", ["compare.tune=light"])
+        assert {k: tune.settings[f"tune.{k}"] for k in tune_budget(light)} == tune_budget(light)
+    for cfg, says in ((light, "light tune (compare.tune=light"), (full, "tuned (compare.tune=true)")):
+        conf = OmegaConf.to_container(cfg, resolve=False)
+        assert says in protocol_note(conf)[0] and str(tune_budget(cfg)["trials"]) in protocol_note(conf)[0]
+    untuned = OmegaConf.to_container(_compose("experiment=compare", "dataset=counts"), resolve=False)
+    assert protocol_note(untuned)[0].startswith("Protocol: every model with its defaults, untuned")
+    assert protocol_note({}) == []

@@ -34,13 +34,20 @@ log = logging.getLogger("regnn")
 OWN = ("experiment", "compare.", "tune.", "runs", "resume", "hydra.")
 
 
+def tune_budget(cfg: DictConfig) -> dict[str, int]:
+    """The tune's trials, seeds per trial, finalists and their seeds: compare.light's with compare.tune=light, else
+    the tune node's."""
+    src = cfg.compare.light if str(cfg.compare.tune) == "light" else cfg.tune
+    return {k: int(src[k]) for k in ("trials", "seeds", "finalists", "finalist_seeds")}
+
+
 def tuned_requests(cfg: DictConfig, out_dir: Path, overrides: list[str]) -> list[tuple[str, TrainRequest]]:
     """The two train.py commands of a tuned cell: the tune (out_dir/tune), then the runs with its best setting."""
     keep = kept_overrides(overrides, own=OWN)
     tune_dir = Path(out_dir) / "tune"
     tune = TrainRequest(
         keep,
-        {"tune.trials": int(cfg.tune.trials), "tune.seeds": int(cfg.tune.seeds), "tune.final_runs": 0},
+        {f"tune.{k}": v for k, v in tune_budget(cfg).items()} | {"tune.final_runs": 0},
         out_dir=tune_dir,
         experiment="tune",
         multirun=True,

@@ -101,8 +101,11 @@ def estimate(cfg: DictConfig, epochs: int) -> dict:
     """One model's row: seconds per epoch (timed with the threads each run will have), the runs side by side in
     the workers they will train in, and the cell's cost expected and at most (every pending run to the cap)."""
     runs, cap = int(cfg.runs), cfg.trainer.get("max_epochs")
-    if cfg.compare.get("tune"):  # the tune's trials train first, each tune.seeds runs (its finalists not counted)
-        runs += int(cfg.tune.trials) * int(cfg.tune.seeds)
+    if cfg.compare.get("tune"):  # the tune's trials and finalists train first
+        from regnn.experiments.compare_sweep import tune_budget
+
+        b = tune_budget(cfg)
+        runs += b["trials"] * b["seeds"] + (b["finalists"] + 1) * b["finalist_seeds"]
     t0 = time.perf_counter()
     try:
         workers, threads = workers_of(cfg)

@@ -27,7 +27,7 @@ from regnn.paths import REPO_ROOT
 from regnn.reporting.cells import CellPool
 from regnn.reporting.collect import fmt, write_table
 from regnn.reporting.common import label
-from regnn.reporting.compare_notes import cap_notes, capped, lead, separation_note
+from regnn.reporting.compare_notes import cap_notes, capped, lead, protocol_note, separation_note
 from regnn.reporting.compare_honest import (
     PAIRED_NOTE,
     chance_level,
@@ -239,7 +239,7 @@ def render(
     out = Path(out) if out is not None else sweep / "compare"
     pool = CellPool(sweep, allow_missing=True, archive=archive)
     df, notes = compare_frame(pool, dataset, models)
-    notes += separation_note(sweep)
+    notes = protocol_note(_sweep_config(sweep)) + notes + separation_note(sweep)
     title = f"Every model on {graph or dataset}"
     write_table(
         df,

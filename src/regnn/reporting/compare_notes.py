@@ -89,3 +89,24 @@ def separation_note(sweep) -> list[str]:
     )
     told = f"still not separated from the best: {', '.join(left)}" if left else "every model is separated from the best"
     return [f"compare.until_separated={limit}: {did}; {told} (val vs best, paired)."]
+
+
+def protocol_note(conf: dict) -> list[str]:
+    """Which protocol made the table (the sweep's multirun.yaml: compare.tune and its budget); none where the sweep
+    is unknown (a pool rendered on its own)."""
+    compare = conf.get("compare")
+    if not compare:
+        return []
+    tune = compare.get("tune")
+    if not tune:
+        return [
+            "Protocol: every model with its defaults, untuned (compare.tune=light or true tunes each on validation)."
+        ]
+    light = str(tune) == "light"
+    b = compare.get("light", {}) if light else conf.get("tune", {})
+    name = "light tune (compare.tune=light, the same budget for every model)" if light else "tuned (compare.tune=true)"
+    return [
+        f"Protocol: {name}: each model searched over {b.get('trials')} configurations of {b.get('seeds')} seed(s) "
+        f"on validation, its defaults among them; the best {b.get('finalists')} and the defaults trained again on "
+        f"{b.get('finalist_seeds')} new seeds and the best of those kept; then the runs above with it."
+    ]
