@@ -113,6 +113,10 @@ pyg-side-by-side: setup ## regnn's R-GCN, HGT and Simple-HGN beside PyG's (RGCNC
 many-relations: setup ## R-GCN, HGT and Simple-HGN on a feature-less graph with 80 relation types: s/epoch against RE-GCN, and R-GCN on imbalanced labels against PyG's RGCNConv -> results/many_relations_{timing,collapse}.{csv,md}
 	$(PY) scripts/bench/many_relations.py $(ARGS)
 
+.PHONY: zoo
+zoo: setup ## `dataset=custom` defaults chosen by leave-one-family-out on a zoo of generated graphs, scored on each family left out and on DBLP/ACM/IMDB read as custom graphs (10 seeds; resumed) -> results/zoo/
+	$(PY) -m regnn.experiments.zoo_defaults $(ARGS)
+
 .PHONY: grown-graph
 grown-graph: setup ## predictions for a graph that grew: DBLP/ACM/IMDB with 20% of the test targets (or of an id-only type) held out, predicted without retraining beside retrained (RE-GCN, 10 runs per cell; resumed) -> results/grown_graph.{csv,md}
 	$(PY) -m regnn.experiments.grown_graph
