@@ -19,6 +19,7 @@ import logging
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from regnn.paths import REPO_ROOT
@@ -112,6 +113,31 @@ def train_all(families: list[str], models: list[str], builtin: list[str], work: 
     return pd.DataFrame(rows), picks
 
 
+def estimate_rows(families: list[str], models: list[str], work: Path) -> list[dict]:
+    """compare's estimate (regnn.experiments.estimate: 3 timed epochs, runs in their workers, twice the patience)
+    of each model's defaults cell on each family, beside the time that cell took (selection seeds)."""
+    from regnn.experiments import estimate
+    from regnn.pipeline.api import compose
+
+    rows = []
+    for g in families:
+        for m in models:
+            out = work / "cells" / g / m / "defaults" / f"seeds_0-{SELECT_SEEDS - 1}"
+            data = ["dataset=custom", f"dataset.path={graph_path(g, work)}"]
+            cfg = compose(["experiment=compare", f"model={m}", *data, f"runs={SELECT_SEEDS}", "threads=2", "workers=2"])
+            row = estimate.estimate(cfg, 3)
+            res = json.loads((out / "results.json").read_text())
+            took, exp, per = res["wall_time_s"], row["expected_s"], res["per_run"]
+            rows.append({
+                "graph": g, "model": m, "workers": row["workers"], "expected_s": exp, "took_s": took,
+                "ratio": took / exp, "expected_epochs": row["expected_epochs"],
+                "epochs": float(np.mean([r["epochs"] for r in per])), "timed_s_per_epoch": row["s_per_epoch"],
+                "run_s_per_epoch": float(np.median([r["epoch_time_s"] for r in per])),
+            })  # fmt: skip
+            log.info("zoo: estimate %s %s: expected %.0f s, took %.0f s", g, m, row["expected_s"], took)
+    return rows
+
+
 def chosen(runs: pd.DataFrame, model: str, on: list[str]) -> str:
     """The setting with the best mean validation Micro-F1 over these families (selection seeds only)."""
     sel = runs[(runs.model == model) & runs.graph.isin(on) & (runs.seed < SELECT_SEEDS)]
@@ -131,8 +157,17 @@ def main(argv=None) -> int:
     ap.add_argument("--builtin", nargs="*", default=list(BUILTIN), choices=BUILTIN)
     ap.add_argument("--work", default=str(REPO_ROOT / "outputs" / "zoo"))
     ap.add_argument("--out", default=str(REPO_ROOT / "results" / "zoo"))
+    ap.add_argument(
+        "--estimates", action="store_true", help="only: compare's estimates beside the defaults cells' times"
+    )
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    if a.estimates:
+        rows = pd.DataFrame(estimate_rows(a.families, a.models, Path(a.work)))
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        write_text(Path(a.out) / "estimates.csv", rows.to_csv(index=False, float_format="%.2f"))
+        print(rows.to_string(index=False))
+        return 0
     runs, picks = train_all(a.families, a.models, a.builtin, Path(a.work))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
