@@ -140,3 +140,52 @@ def write_magnn(root: Path, seed=0) -> Path:
     }
     (root / "dataset.yaml").write_text(yaml.safe_dump(meta))
     return root / "dataset.yaml"
+
+
+KIND_WORDS = {"a": ["graph", "neural", "network", "embedding"], "b": ["query", "index", "database", "transaction"]}
+KIND_VENUES = {"a": ["KDD", "NeurIPS"], "b": ["VLDB", "SIGMOD"]}
+
+
+def kind_rows(n: int = 60, seed: int = 0) -> list[dict]:
+    """Papers with a column of every kind (title: text, venue: category, year: number, published: date, open:
+    boolean); the class shows in each of them, and ten authors write them."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        c = "ab"[i % 2]
+        rows.append(
+            {
+                "id": f"p{i}",
+                "label": c,
+                "split": "train" if i < 0.6 * n else "val" if i < 0.8 * n else "test",
+                "title": " ".join(rng.choice(KIND_WORDS[c], 3)) + " " + str(rng.choice(["study", "method", "system"])),
+                "venue": str(rng.choice(KIND_VENUES[c])),
+                "year": 2010 + int(rng.integers(0, 10)),
+                "published": f"20{10 + i % 10}-{1 + i % 12:02d}-{1 + i % 28:02d}",
+                "open": "true" if (c == "a") != (i % 7 == 0) else "false",
+            }
+        )
+    return rows
+
+
+def write_kind_tables(root: Path, rows: list[dict] | None = None, columns: dict | None = None) -> Path:
+    """papers.csv (the rows of kind_rows), authors.csv (a number column), writes.csv and dataset.yaml."""
+    import csv
+
+    rows = kind_rows() if rows is None else rows
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "papers.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (root / "authors.csv").write_text("id,h_index\n" + "".join(f"a{j},{j % 7}\n" for j in range(10)))
+    (root / "writes.csv").write_text("author,paper\n" + "".join(f"a{i % 10},{r['id']}\n" for i, r in enumerate(rows)))
+    paper = {"file": "papers.csv", **({"columns": columns} if columns else {})}
+    meta = {
+        "format": "tables",
+        "target": "paper",
+        "nodes": {"author": {"file": "authors.csv"}, "paper": paper},
+        "edges": {"writes": {"file": "writes.csv", "source": "author", "target": "paper"}},
+    }
+    (root / "dataset.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+    return root / "dataset.yaml"
