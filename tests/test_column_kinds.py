@@ -2,6 +2,7 @@
 declared kinds, the encoders fitted on the training nodes only and kept with the model, unseen values bucketed and
 marked, and a numbers-only table read exactly as it always was."""
 
+import json
 import logging
 
 import numpy as np
@@ -12,6 +13,8 @@ from custom_data import kind_rows, write_kind_tables
 from regnn.data.custom import load_custom
 from regnn.data.encoders import YEAR_DAYS
 from regnn.errors import DataError
+
+FAST = ["model=re_gcn", "runs=1", "trainer.max_epochs=4", "trainer.patience=4", "threads=1", "model.hidden=16"]
 
 
 def refused(path) -> str:
@@ -96,3 +99,63 @@ def test_no_encoder_statistic_comes_from_validation_or_test_nodes(tmp_path):
     assert set(db.unseen["paper"][others]) == {"title;venue;year"} and set(db.unseen["paper"][train]) == {""}
     x, names = db.features["paper"].to_dense(), db.feature_names["paper"]
     assert (x[others, names.index("venue:unseen")] == 1).all() and (x[others, names.index("title:unseen")] == 1).all()
+
+
+@pytest.fixture(scope="module")
+def cell(tmp_path_factory):
+    """A cell trained on a graph whose test nodes hold a venue and words no training node has."""
+    import regnn
+
+    root = tmp_path_factory.mktemp("kinds")
+    rows = kind_rows()
+    rows[-1] |= {"venue": "ICDE", "title": "hypergraph query study"}
+    path = write_kind_tables(root / "graph", rows)
+    out = regnn.run(["dataset=custom", f"dataset.path={path}", *FAST], run_dir=root / "cell")
+    return out, rows
+
+
+def test_a_graph_of_every_kind_trains_predicts_and_explains_with_unseen_values_marked(cell, tmp_path):
+    import regnn
+
+    out, rows = cell
+    run = out.run_dir / "runs" / "run_00"
+    assert json.loads((run / "encoders.json").read_text())["paper"]["fitted_on"] == 36
+    p = regnn.predict(out.run_dir)
+    df = p.predictions()
+    assert p.scores["test_micro_f1"] == out.summary["per_run"][0]["test_micro_f1"]  # the run's own scores
+    marks = dict(zip(df.index, df.unseen_values.fillna("")))
+    assert marks[rows[-1]["id"]] == "title;venue" and marks[rows[0]["id"]] == ""
+    assert len(regnn.explain(out.run_dir).weights)
+    # a new paper with a venue and words the training nodes never had: bucketed, marked, predicted
+    grown = [*rows, rows[0] | {"id": "new", "split": "", "label": "", "venue": "WWW", "title": "web crawling"}]
+    path = write_kind_tables(tmp_path / "grown", grown)
+    df = regnn.predict(out.run_dir, dataset_path=str(path), changed_graph=True).predictions()
+    assert df.loc["new", "unseen_values"] == "title;venue" and bool(df.loc["new", "new_node"])
+
+
+def test_encoders_json_changed_or_missing_is_refused(cell, tmp_path):
+    import shutil
+
+    import regnn
+
+    out, _ = cell
+    copy = tmp_path / "cell"
+    shutil.copytree(out.run_dir, copy)
+    f = copy / "runs" / "run_00" / "encoders.json"
+    state = json.loads(f.read_text())
+    state["paper"]["columns"][0]["name"] = "abstract"
+    f.write_text(json.dumps(state, sort_keys=True))
+    with pytest.raises(DataError, match="encoders.json is not the file training wrote"):
+        regnn.predict(copy).predictions()
+    f.unlink()
+    with pytest.raises(DataError, match="encoders.json is missing"):
+        regnn.predict(copy).predictions()
+
+
+def test_a_table_that_lost_a_column_the_model_read_is_refused(cell, tmp_path):
+    import regnn
+
+    out, rows = cell
+    path = write_kind_tables(tmp_path / "g", [{k: v for k, v in r.items() if k != "venue"} for r in rows])
+    with pytest.raises(DataError, match=r"papers.csv lacks the column\(s\) \['venue'\]"):
+        regnn.predict(out.run_dir, dataset_path=str(path), changed_graph=True).predictions()

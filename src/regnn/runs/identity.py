@@ -100,8 +100,9 @@ def _changes(cell: Path, config: dict):
     Changes), or None where no run kept its graph record or the graph cannot be read."""
     from regnn.data import load_dataset
     from regnn.data.dataset import empty_splits_allowed
+    from regnn.data.table_columns import applying
     from regnn.errors import RegnnError
-    from regnn.runs import checkpoint
+    from regnn.runs import checkpoint, column_file
 
     runs = [d for d in sorted((cell / "runs").glob("run_*")) if (d / checkpoint.RECORD_FILE).is_file()]
     if not runs:
@@ -110,7 +111,7 @@ def _changes(cell: Path, config: dict):
         meta = checkpoint.load_meta(runs[0])
         record = checkpoint.load_record(runs[0], meta)
         ds = {k: v for k, v in config["dataset"].items() if k not in ("name", "display_name", "metapaths")}
-        with empty_splits_allowed():
+        with empty_splits_allowed(), applying(column_file.load(runs[0], meta)):
             data = load_dataset(str(config["dataset"]["name"]), **{**ds, "feature_norm": None})
         if record is None or (
             list(data.class_names or []) != list(record.classes or [])
