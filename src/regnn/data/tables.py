@@ -257,15 +257,14 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str, read=None) 
     not a file (format: sql), else each entry's file is read."""
     base = where.parent
     target = meta.get("target")
-    tables = {
-        t: None if read is None else read("nodes", t, e) for t, e in _entries(meta, "nodes", NODE_KEYS, where).items()
-    }
-    nodes = {t: NodeTable(t, e, base, tables[t]) for t, e in _entries(meta, "nodes", NODE_KEYS, where).items()}
+    given = _entries(meta, "nodes", NODE_KEYS, where)
+    nodes = {t: NodeTable(t, e, base, None if read is None else read("nodes", t, e)) for t, e in given.items()}
     if target not in nodes:
         raise DataError(f"{where}: target {target!r} is not one of the node tables ({list(nodes)}); {DOC}")
+    edge_keys = EDGE_KEYS if read is None else (*EDGE_KEYS, "relation")  # sql: a foreign key's name, its column's
     edges = dict(
-        _relation(rel, e, nodes, where, None if read is None else read("edges", rel, e))
-        for rel, e in _entries(meta, "edges", EDGE_KEYS, where).items()
+        _relation(e.get("relation", rel), e, nodes, where, None if read is None else read("edges", rel, e))
+        for rel, e in _entries(meta, "edges", edge_keys, where).items()
     )
     counts = {t: len(n.ids) for t, n in nodes.items()}
     try:

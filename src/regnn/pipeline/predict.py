@@ -168,7 +168,7 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
         why,
     )
     check_fits(data, chosen.runs[0], checkpoint.load_meta(chosen.runs[0]))  # another schema: named as such first
-    graph = graph_check.graph_changes(cfg, bound.aligned, chosen.runs[0])
+    graph = graph_check.graph_changes(cfg, bound.aligned, chosen.runs[0], tcfg)
     if bound.aligned is not None and tcfg.model.get("num_layers"):  # the hops a prediction rests on
         # a layer reads its neighbours' degrees too (the normalisation): one hop past the layers' reach
         hops = int(tcfg.model.num_layers) * max([1, *(int(p) for p in tcfg.model.get("powers") or [])]) + 1
