@@ -159,3 +159,15 @@ def test_a_table_that_lost_a_column_the_model_read_is_refused(cell, tmp_path):
     path = write_kind_tables(tmp_path / "g", [{k: v for k, v in r.items() if k != "venue"} for r in rows])
     with pytest.raises(DataError, match=r"papers.csv lacks the column\(s\) \['venue'\]"):
         regnn.predict(out.run_dir, dataset_path=str(path), changed_graph=True).predictions()
+
+
+def test_a_column_empty_in_every_training_node_leaves_every_value_unseen(tmp_path):
+    rows = kind_rows()
+    for r in rows:
+        if r["split"] == "train":
+            r["venue"] = ""
+    d = load_custom(write_kind_tables(tmp_path / "g", rows, {"venue": "category"}))
+    names, x = d.feature_names["paper"], d.features["paper"].to_dense()
+    assert [n for n in names if n.startswith("venue")] == ["venue:unseen", "venue:missing"]
+    others = torch.cat([d.splits["val"], d.splits["test"]])
+    assert (x[others, names.index("venue:unseen")] == 1).all() and all("venue" in u for u in d.unseen["paper"][others])

@@ -45,8 +45,11 @@ def fit(col: Column, rows: np.ndarray) -> dict:
     elif col.kind == "category":
         from sklearn.preprocessing import OneHotEncoder
 
-        enc = OneHotEncoder(handle_unknown="ignore").fit(col.values[known].reshape(-1, 1).astype(str))
-        state["categories"] = [str(c) for c in enc.categories_[0]] if len(known) else []
+        cats = []  # no training node with a value: every value is unseen
+        if len(known):
+            enc = OneHotEncoder(handle_unknown="ignore").fit(col.values[known].reshape(-1, 1).astype(str))
+            cats = [str(c) for c in enc.categories_[0]]
+        state["categories"] = cats
     elif col.kind == "text" and col.encoding == "tfidf":
         from sklearn.feature_extraction.text import TfidfVectorizer
 
