@@ -120,10 +120,9 @@ def check_description(meta: dict, path: Path) -> str:
     )
     if fmt not in FORMATS:
         raise DataError(
-            f"{where}: format {quote(fmt)} is not known; set format: tables (CSV or parquet node and edge "
-            "tables), format: sql (a SQLite or DuckDB file), format: pyg (a PyG HeteroData saved as tensors), "
-            "format: npz (one numpy .npz of arrays), format: dgl (a dgl.save_graphs file) or format: magnn "
-            "(MAGNN-style processed files); "
+            f"{where}: format {quote(fmt)} is not known; set format: tables (CSV or parquet tables), sql (a "
+            "SQLite or DuckDB file), pyg (a saved PyG HeteroData), npz (numpy arrays), dgl (dgl.save_graphs) or "
+            "magnn (MAGNN-style files); "
             f"{did_you_mean(fmt, FORMATS)}({DOC})"
         )
     if fmt in ("tables", "sql", "pyg"):
