@@ -131,6 +131,11 @@ ROWS = ["INSERT INTO v VALUES ('v1')", "INSERT INTO p VALUES ('p1', 'a', 'train'
             {},
             "x.sqlite (table b): row 1: column 'blob' holds a bytes value",
         ),
+        (
+            [P, V, *ROWS, "INSERT INTO p VALUES (NULL, 'b', 'train', 2.0, 'v1')"],
+            {},
+            "x.sqlite (table p): row 2 has no id; every node needs one",
+        ),
         ([P, V, *ROWS], {"lable": "label"}, "unknown key 'lable'; did you mean 'label'?"),
         ([P, V, *ROWS], {"label": "v"}, "the label column 'v' is a foreign key"),
         ([P, V, *ROWS], {"tables": ["p", "q"]}, "tables names 'q', which x.sqlite lacks"),

@@ -37,7 +37,8 @@ class DbTable(Table):
 
     def where(self, i: int) -> str:
         row = int(self.rows[i]) if self.rows is not None else i + 1
-        key = f" ({self.key} {quote(self.keys[i])})" if self.key is not None and self.keys is not None else ""
+        value = None if self.keys is None else self.keys[i]
+        key = f" ({self.key} {quote(value)})" if self.key is not None and value is not None else ""
         return f"row {row}{key}"
 
 
