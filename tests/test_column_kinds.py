@@ -171,3 +171,10 @@ def test_a_column_empty_in_every_training_node_leaves_every_value_unseen(tmp_pat
     assert [n for n in names if n.startswith("venue")] == ["venue:unseen", "venue:missing"]
     others = torch.cat([d.splits["val"], d.splits["test"]])
     assert (x[others, names.index("venue:unseen")] == 1).all() and all("venue" in u for u in d.unseen["paper"][others])
+
+
+def test_a_true_false_column_reads_as_0_and_1_as_it_always_did(tmp_path):
+    rows = [{k: r[k] for k in ("id", "label", "split", "year", "open")} for r in kind_rows()]
+    d = load_custom(write_kind_tables(tmp_path / "g", rows))
+    want = torch.tensor([[float(r["year"]), float(r["open"] == "true")] for r in rows])
+    assert torch.equal(d.features["paper"], want) and d.column_encoding is None

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from regnn.data.custom_schema import DOC, did_you_mean
-from regnn.data.table_features import LEAVE_OUT, _first_failing
+from regnn.data.table_features import LEAVE_OUT, first_failing
 from regnn.data.table_reader import Table, first
 from regnn.errors import DataError, quote
 
@@ -127,7 +127,7 @@ def infer(table: Table, name: str, fit_rows: np.ndarray) -> tuple[str, str]:
         if _parses(v, to) is not None:
             return kind, ENCODINGS[kind]
         if kind != "boolean" and _share(v, to) >= 0.5:
-            i = _first_failing(v, to)
+            i = first_failing(v, to)
             what = "text" if kind == "number" else "a value that is not a date"
             raise DataError(
                 f"{table.path}: feature column {quote(name)} holds {what} ({table.where(_row_of(full, i))}: "
@@ -168,7 +168,7 @@ def read(table: Table, name: str, kind: str, encoding: str, declared: bool) -> C
         to = {"number": pa.float64(), "boolean": pa.bool_(), "date": US}[kind]
         got = _parses(present, to)
         if got is None:
-            i = _first_failing(present, to) if _is_text(present.type) else 0
+            i = first_failing(present, to) if _is_text(present.type) else 0
             raise DataError(
                 f"{table.path}: {table.where(int(keep[i]))}: feature column {quote(name)} ({kind}) holds "
                 f"{quote(present[i].as_py())}, which is not {_a(kind)}; fix the cell, or declare its kind with "

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from regnn.data import encoders
 from regnn.data.column_kinds import declared_kinds, infer, read
-from regnn.data.table_features import _finite
+from regnn.data.table_features import finite
 from regnn.data.table_reader import Table
 from regnn.errors import DataError, quote
 
@@ -71,7 +71,7 @@ def encode(table: Table, ntype: str, cols: list[str], entry: dict, fit_rows: np.
         kind, enc = declared.get(name) or infer(table, name, fit_rows)
         col = read(table, name, kind, enc, name in declared)
         if kind == "number":
-            _finite(table, f"feature column {quote(name)}", col.values)
+            finite(table, f"feature column {quote(name)}", col.values)
         states.append(encoders.fit(col, fit_rows))
         x, out = encoders.apply(col, states[-1])
         parts.append(x)
@@ -94,7 +94,7 @@ def _with_saved(table: Table, ntype: str, saved: dict) -> Encoded:
     for s in states:
         col = read(table, s["name"], s["kind"], s["encoding"], s["declared"])
         if s["kind"] == "number":
-            _finite(table, f"feature column {quote(s['name'])}", col.values)
+            finite(table, f"feature column {quote(s['name'])}", col.values)
         x, out = encoders.apply(col, s)
         parts.append(x)
         unseen.append((s["name"], out))
@@ -118,16 +118,16 @@ def _named(unseen: list, n: int) -> np.ndarray:
 
 
 def is_plain(state: dict) -> bool:
-    """Whether every column is a number read as it is, with nothing fitted that a model must keep: such a table's
-    features are its numbers, as they always were."""
-    return all(s["kind"] == "number" and not s["declared"] for s in state.get("columns") or [])
+    """Whether every column is a number (or true/false) read as it is, with nothing fitted that a model must keep:
+    such a table's features are its numbers, as they always were."""
+    return all(s["kind"] in ("number", "boolean") and not s["declared"] for s in state.get("columns") or [])
 
 
 def _say(table: Table, where: str, state: dict, declared: dict, inferred_columns: bool) -> None:
     """The summary (column, kind, how it is encoded, how many values) where something was inferred: the columns,
-    or a kind other than a number."""
+    or a kind other than a number or a boolean."""
     cols = state["columns"]
-    if not inferred_columns and all(s["kind"] == "number" or s["name"] in declared for s in cols):
+    if not inferred_columns and all(s["kind"] in ("number", "boolean") or s["name"] in declared for s in cols):
         return
     lines = [f"  {'column':<20} {'kind':<9} {'encoded as':<40} values"]
     for s in cols:

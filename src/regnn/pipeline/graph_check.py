@@ -35,7 +35,7 @@ def _changed_files(tcfg: DictConfig | None, run_dir: Path) -> str:
     except (RegnnError, OSError):
         return ""
     then = checkpoint.load_meta(run_dir).get("graph") or {}
-    files = identity._changed_files(then, now) if then.get("path") == now.get("path") else []
+    files = identity.changed_files(then, now) if then.get("path") == now.get("path") else []
     return f" ({', '.join(files[:3])}{' ...' if len(files) > 3 else ''} changed since)" if files else ""
 
 

@@ -41,7 +41,7 @@ def _label(d: dict) -> str:
     return f"{d.get('graph')} at {d.get('path')}" + (f", files {fp[:12]}" if fp else "")
 
 
-def _changed_files(old: dict, new: dict) -> list[str]:
+def changed_files(old: dict, new: dict) -> list[str]:
     a, b = (old.get("fingerprint") or {}).get("files", {}), (new.get("fingerprint") or {}).get("files", {})
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
@@ -70,7 +70,7 @@ def check(cell: Path, now: dict, stored_config: dict | None, config: dict | None
     same_files = _same_files(stored.get("fingerprint"), now.get("fingerprint"))
     if same_files and (stored.get("fingerprint") is not None or stored.get("path") == now["path"]):
         return
-    changed = _changed_files(stored, now)
+    changed = changed_files(stored, now)
     what = (
         f" ({', '.join(changed[:3])}{' ...' if len(changed) > 3 else ''} differ)"
         if changed and stored.get("path") == now["path"]
