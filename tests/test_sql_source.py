@@ -12,7 +12,7 @@ import yaml
 from custom_data import write_shop_csv, write_shop_database
 from regnn.data.custom import load_custom
 from regnn.data.fingerprint import data_files
-from regnn.errors import DataError
+from regnn.errors import DataError, RegnnError
 
 FAST = ["model=re_gcn", "runs=2", "trainer.max_epochs=4", "trainer.patience=4", "threads=1", "model.hidden=16"]
 SOURCES = ["csv", "sqlite", "duckdb"]
@@ -81,6 +81,11 @@ def test_a_database_changed_after_training_is_named_by_predict(tmp_path):
     with pytest.raises(DataError) as e:
         regnn.predict(out.run_dir).predictions()
     assert "shop.sqlite changed since" in str(e.value) and "features of 1 known paper nodes changed" in str(e.value)
+    with pytest.raises(RegnnError, match=r"trained on another graph .*shop.sqlite differ"):  # nor is it resumed
+        regnn.run(
+            ["dataset=custom", f"dataset.path={path}", *FAST[:1], "runs=1", *FAST[2:], "resume=true"],
+            run_dir=tmp_path / "c",
+        )
 
 
 def sql(tmp_path, statements, **meta) -> str:
