@@ -1,8 +1,9 @@
 """The user's own heterogeneous graph: `dataset=custom dataset.path=<file or folder>` (docs/custom_data.md).
 
 `path` is a small YAML or JSON description (or a folder holding `dataset.yaml`, `dataset.yml` or
-`dataset.json`). Relative file names in it are relative to its folder. Five formats: `tables` (CSV or parquet,
-regnn.data.tables) and `pyg` (a saved HeteroData, regnn.data.pyg), read by their own modules, and these three:
+`dataset.json`). Relative file names in it are relative to its folder. Six formats: `tables` (CSV or parquet,
+regnn.data.tables), `sql` (a SQLite or DuckDB file, regnn.data.sql_graph) and `pyg` (a saved HeteroData,
+regnn.data.pyg), read by their own modules, and these three:
 
 format: npz      one .npz file of named arrays (numpy.savez), no DGL needed:
     graph: graph.npz        # the file; its arrays:
@@ -65,6 +66,10 @@ def load_custom(path: str | Path | None = None, name: str = "custom", feats_type
         from regnn.data.tables import load_tables
 
         return load_tables(meta, desc, meta.get("name", name), feats_type or "raw")
+    if fmt == "sql":
+        from regnn.data.sql_graph import load_sql
+
+        return load_sql(meta, desc, meta.get("name", name), feats_type or "raw")
     if fmt == "pyg":
         from regnn.data.pyg import load_pyg
 

@@ -11,9 +11,10 @@ from pathlib import Path
 from regnn.description import DOC
 from regnn.errors import DataError, quote
 
-FORMATS = ("tables", "pyg", "npz", "dgl", "magnn")
+FORMATS = ("tables", "sql", "pyg", "npz", "dgl", "magnn")
 TABLES_KEYS = ("format", "name", "target", "nodes", "edges", "classes", "reverse", "num_classes")
 PYG_KEYS = ("format", "name", "graph", "target", "reverse", "num_classes")
+SQL_KEYS = (*TABLES_KEYS, "database", "label", "split", "tables", "columns")
 DGL_KEYS = (
     "format",
     "name",
@@ -78,8 +79,8 @@ def check_reverse(value, where) -> None:
 
 
 def _check_tables_or_pyg(meta: dict, fmt: str, where: str) -> None:
-    _unknown(meta, TABLES_KEYS if fmt == "tables" else PYG_KEYS, where, "key")
-    for k in ("name", "graph", "target"):
+    _unknown(meta, {"tables": TABLES_KEYS, "sql": SQL_KEYS}.get(fmt, PYG_KEYS), where, "key")
+    for k in ("name", "graph", "target", "database", "label", "split"):
         _text(meta, k, where)
     _whole(meta, "num_classes", where, 1)
     check_reverse(meta.get("reverse", "add"), where)
@@ -119,12 +120,12 @@ def check_description(meta: dict, path: Path) -> str:
     )
     if fmt not in FORMATS:
         raise DataError(
-            f"{where}: format {quote(fmt)} is not known; set format: tables (CSV or parquet node and edge "
-            "tables), format: pyg (a PyG HeteroData saved as tensors), format: npz (one numpy .npz of "
-            "arrays), format: dgl (a dgl.save_graphs file) or format: magnn (MAGNN-style processed files); "
+            f"{where}: format {quote(fmt)} is not known; set format: tables (CSV or parquet tables), sql (a "
+            "SQLite or DuckDB file), pyg (a saved PyG HeteroData), npz (numpy arrays), dgl (dgl.save_graphs) or "
+            "magnn (MAGNN-style files); "
             f"{did_you_mean(fmt, FORMATS)}({DOC})"
         )
-    if fmt in ("tables", "pyg"):
+    if fmt in ("tables", "sql", "pyg"):
         _check_tables_or_pyg(meta, fmt, where)
         return fmt
     if fmt in ("dgl", "npz"):

@@ -53,6 +53,11 @@ class HeteroDataset:
     # the types without features of their own (one learned input vector per node), where a graph bound to a
     # trained model's record says so (regnn.data.graph_record); None: those whose features are one-hot ids
     id_only_types: frozenset | None = None
+    # the encoders of each type's table columns, fitted on the training nodes (regnn.data.encoders: plain data, saved
+    # with a model and applied, never refitted, to a graph it predicts on); None: features as stored
+    column_encoding: dict[str, dict] | None = None
+    # per node type and node, the columns (";"-joined) holding a value the encoders never saw in training, or ""
+    unseen: dict[str, np.ndarray] | None = None
 
     def is_id_only(self, ntype: str) -> bool:
         """Whether ntype has no features of its own: its nodes are told apart by their ids alone."""

@@ -36,7 +36,8 @@ MAGNN_FILES = ("adjM.npz", "node_types.npy", "labels.npy", "train_val_test_idx.n
 
 def described_files(meta: Mapping[str, Any], desc: Path) -> list[Path]:
     """The files a custom graph's description has its reader read (the description itself included), as named in
-    it: every node and edge table (format: tables), the graph file (npz, pyg, dgl), or the MAGNN files in its dir.
+    it: every node and edge table (format: tables), the database file (format: sql), the graph file (npz, pyg, dgl),
+    or the MAGNN files in its dir.
     Files beside the description that it does not name (a README, a script) are not part of the graph."""
     base = desc.parent
     files = [desc]
@@ -47,6 +48,10 @@ def described_files(meta: Mapping[str, Any], desc: Path) -> list[Path]:
                 f = entry.get("file") if isinstance(entry, dict) else entry
                 if isinstance(f, str) and f:
                     files.append(base / f)
+    elif fmt == "sql" and isinstance(meta.get("database"), str):
+        # the database's content: its file, and a write-ahead log where one holds changes not yet in it
+        db = base / meta["database"]
+        files += [db, db.with_name(db.name + "-wal"), db.with_name(db.name + ".wal")]
     elif fmt == "magnn":
         root = base / str(meta.get("dir", "."))
         if root.is_dir():

@@ -162,12 +162,10 @@ def align(data, rec: GraphRecord, scale=None):
         # messages in the same order, so its numbers are the same to the last bit
         edges[(s, e, d)] = (torch.from_numpy(inv[s][u]), torch.from_numpy(inv[d][v]))
     graph = HeteroGraph(edges, {t: len(p) for t, p in perm.items()})
-    features = {}
-    for t, x in data.features.items():
-        if t in rec.id_only:
-            features[t] = _trained_inputs(trained[t], rec.counts[t], t)
-        else:
-            features[t] = _permuted_rows(x, perm[t])
+    features = {
+        t: _trained_inputs(trained[t], rec.counts[t], t) if t in rec.id_only else _permuted_rows(x, perm[t])
+        for t, x in data.features.items()
+    }
     tgt = data.target
     labels = torch.from_numpy(_class_codes(data, rec)[perm[tgt]])
     unlabelled = labels < 0
@@ -185,6 +183,8 @@ def align(data, rec: GraphRecord, scale=None):
             class_names=list(rec.classes) if rec.classes else data.class_names,
             unlabelled=unlabelled if bool(unlabelled.any()) else None,
             feature_names=data.feature_names,
+            column_encoding=data.column_encoding,
+            unseen={t: np.asarray(u)[perm[t]] for t, u in (data.unseen or {}).items()} or None,
         )
     out.id_only_types = frozenset(rec.id_only)
     if scale is not None:

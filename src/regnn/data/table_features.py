@@ -1,6 +1,7 @@
-"""Feature matrices from the columns of a node table (`format: tables`): one column per dimension, or one parquet
-list column holding each node's vector. A feature is a real, finite number; an empty cell, text, NaN or inf is
-refused naming the file, the column and the line (CSV) or row (parquet) of the first bad value."""
+"""What feature columns share (`format: tables`): a parquet list column holding each node's vector read as a
+matrix, the check that features are finite numbers in float32's range, and where a column first fails to read as a
+type. A bad value is refused naming the file, the column and the line (CSV) or row (parquet) of the first one;
+columns of every kind are read by regnn.data.column_kinds."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ F32_MAX = float(np.finfo(np.float32).max)  # regnn trains in float32: larger val
 LEAVE_OUT = "features must be numbers: encode it, or leave it out with features: [...]"
 
 
-def _first_failing(a: pa.Array, to) -> int:
+def first_failing(a: pa.Array, to) -> int:
     """The first value of a (which as a whole fails to cast) that fails to cast to type `to`: a bisection of casts."""
     lo, hi = 0, len(a)
     while hi - lo > 1:
@@ -28,47 +29,7 @@ def _first_failing(a: pa.Array, to) -> int:
     return lo
 
 
-def _text_numbers(table: Table, name: str, a: pa.Array) -> np.ndarray:
-    """A CSV column (text) as numbers: decimal numbers, or true/false throughout."""
-    try:
-        return pc.cast(a, pa.float64()).to_numpy(zero_copy_only=False)
-    except pa.ArrowInvalid:  # an empty cell, text, or true/false
-        pass
-    empty = first(pc.equal(a, ""))
-    if empty is not None:
-        raise DataError(
-            f"{table.path}: {table.where(empty)}: feature column {quote(name)} is empty; a feature needs a number "
-            "in every row (fill it, e.g. with 0 or the column mean)"
-        )
-    try:
-        return pc.cast(pc.cast(a, pa.bool_()), pa.float64()).to_numpy(zero_copy_only=False)
-    except pa.ArrowInvalid:
-        i = _first_failing(a, pa.float64())
-        raise DataError(
-            f"{table.path}: feature column {quote(name)} holds text ({table.where(i)}: {quote(a[i].as_py())}); "
-            f"{LEAVE_OUT}"
-        ) from None
-
-
-def _values(table: Table, name: str, what: str = "a feature column") -> np.ndarray:
-    """A feature column's values as float64."""
-    a = table.column(name, what).combine_chunks()
-    if pa.types.is_dictionary(a.type):
-        a = a.cast(a.type.value_type)
-    t = a.type
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return _text_numbers(table, name, a)
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-        raise DataError(f"{table.path}: feature column {quote(name)} holds {t}; {LEAVE_OUT}")
-    if a.null_count:
-        raise DataError(
-            f"{table.path}: {table.where(first(a.is_null()))}: feature column {quote(name)} is empty; a feature "
-            "needs a number in every row (fill it, e.g. with 0 or the column mean)"
-        )
-    return pc.cast(a, pa.float64()).to_numpy(zero_copy_only=False)
-
-
-def _finite(table: Table, what: str, v: np.ndarray) -> None:
+def finite(table: Table, what: str, v: np.ndarray) -> None:
     """NaN, inf and values beyond float32 refused, naming the first row holding one (v: one row per node)."""
     rows = v.reshape(len(v), -1)
     for bad, is_what in ((~np.isfinite(rows), "NaN or inf"), (np.abs(rows) > F32_MAX, "a value beyond float32")):
@@ -80,16 +41,6 @@ def _finite(table: Table, what: str, v: np.ndarray) -> None:
                 f"{table.path}: {table.where(i)}: {what} holds {is_what} ({value!r}); features must "
                 "be finite numbers in float32's range: replace it (e.g. with 0 or the column mean, or rescale)"
             )
-
-
-def numbers(table: Table, names: list) -> np.ndarray:
-    """The feature columns `names` as a float32 matrix (nodes, columns)."""
-    x = np.empty((len(table), len(names)), dtype=np.float32)
-    for j, name in enumerate(names):
-        v = _values(table, name)
-        _finite(table, f"feature column {quote(name)}", v)
-        x[:, j] = v
-    return x
 
 
 def vectors(table: Table, name: str) -> np.ndarray:
@@ -120,5 +71,5 @@ def vectors(table: Table, name: str) -> np.ndarray:
         i = int(parent[first(flat.is_null())].as_py())
         raise DataError(f"{table.path}: {table.where(i)}: {col} holds an empty value (null) in its vector")
     v = pc.cast(flat, pa.float64()).to_numpy(zero_copy_only=False).reshape(len(a), int(lengths[0]))
-    _finite(table, col, v)
+    finite(table, col, v)
     return v.astype(np.float32)

@@ -8,7 +8,7 @@ kept (HeteroDataset.node_ids), so that predictions and embeddings carry them. Cl
     format: tables
     target: paper
     nodes:
-      paper:  {file: papers.csv, id: id, label: venue, split: split}   # other columns: features
+      paper:  {file: papers.csv, id: id, label: venue, split: split, columns: {title: text}}  # other columns: features
       author: {file: authors.parquet, id: author_id, features: [f0, f1]}
       term:   {file: terms.csv}                                        # only ids: no features (one-hot)
     edges:
@@ -19,13 +19,13 @@ kept (HeteroDataset.node_ids), so that predictions and embeddings carry them. Cl
 
 A node table's `split` column holds train, val or test (empty: in no split); an empty label marks an unlabelled
 node, which must then be in no split. `features:` lists the feature columns (default: every column but the id,
-label and split), or names one list column (parquet) holding each node's vector. Feature matrices that are mostly
-zeros (bag-of-words) are kept sparse.
+label and split), or names one list column (parquet) holding each node's vector; `columns:` declares a column's
+kind (number, category, text, date, boolean; regnn.data.column_kinds: else inferred), and each column is encoded
+by its kind with encoders fitted on the training nodes (regnn.data.table_columns). Feature matrices that are
+mostly zeros (bag-of-words, one-hot categories) are kept sparse.
 """
 
 from __future__ import annotations
-
-import logging
 
 from pathlib import Path
 
@@ -37,15 +37,15 @@ from regnn.names import SPLITS
 from regnn.data.custom_schema import DOC, did_you_mean
 from regnn.data.dataset import HeteroDataset, predicting
 from regnn.data.hetero import HeteroGraph
-from regnn.data.table_features import numbers, vectors
+from regnn.data.table_columns import Encoded, encode, is_plain, kept_sparse
+from regnn.data.table_features import vectors
 from regnn.data.table_reader import Table, first, read_table
 from regnn.data.user_graph import UserGraph, to_dataset
 from regnn.errors import DataError, quote
 
-NODE_KEYS = ("file", "id", "label", "split", "features")
+NODE_KEYS = ("file", "id", "label", "split", "features", "columns")
 EDGE_KEYS = ("file", "source", "target", "columns", "ignore")
-_SAID: set = set()  # the tables whose inferred feature columns this process has named already
-SPARSE_BELOW = 0.1  # share of non-zero entries under which a feature matrix is kept sparse
+_SAID: set = set()  # the tables whose feature columns this process has summarised already
 
 
 def _entries(meta: dict, key: str, known: tuple, where: Path) -> dict[str, dict]:
@@ -70,14 +70,6 @@ def _entries(meta: dict, key: str, known: tuple, where: Path) -> dict[str, dict]
     return out
 
 
-def sparse_if_mostly_zero(x: np.ndarray):
-    """Features with under SPARSE_BELOW of their entries non-zero (bag-of-words) as a sparse matrix: the input
-    projection multiplies them as such, several times faster, with the same values."""
-    import scipy.sparse as sp
-
-    return sp.csr_matrix(x) if x.size and np.count_nonzero(x) < SPARSE_BELOW * x.size else x
-
-
 def class_order(values) -> list[str]:
     """The default class order: by number where every class name is a finite number (ties: as text), else as text."""
     try:
@@ -90,12 +82,13 @@ def class_order(values) -> list[str]:
 class NodeTable:
     """One node type's table: ids (text as written, unique), and for the target its labels and splits."""
 
-    def __init__(self, ntype: str, entry: dict, base: Path):
+    def __init__(self, ntype: str, entry: dict, base: Path, table: Table | None = None):
         import pyarrow.compute as pc
 
-        self.ntype, self.path, self.entry = ntype, base / entry["file"], entry
+        self.ntype, self.entry = ntype, entry
+        self.path = base / entry["file"] if table is None else table.path
         self.id_col = entry.get("id", "id")
-        self.table = read_table(self.path)
+        self.table = read_table(self.path) if table is None else table
         if not len(self.table):
             raise DataError(
                 f"{self.path} holds no nodes (a header and no rows); fill it, or drop node type {ntype!r} and its "
@@ -146,25 +139,27 @@ class NodeTable:
             {self.entry.get("label", "label"), self.entry.get("split", "split")} if target else set()
         )
         cols = list(spec) if spec is not None else [c for c in self.table.data.column_names if c not in skip]
+        if set(cols) & skip:
+            raise DataError(
+                f"{self.path}: features lists {sorted(set(cols) & skip)}, the id{', label or split' * target}: "
+                "ids, labels and splits are never features; leave it out of features: [...]"
+            )
         return cols or None
 
-    def features(self, target: bool) -> np.ndarray | None:
+    def features(self, target: bool, fit_rows: np.ndarray) -> Encoded | None:
+        """The features: one list column's vectors, or the feature columns encoded by their kinds with encoders
+        fitted on fit_rows (the training nodes); None: a table of ids only."""
         spec = self.entry.get("features")
         if isinstance(spec, str):  # one list column holding each node's vector
-            return sparse_if_mostly_zero(vectors(self.table, spec))
+            x = kept_sparse(vectors(self.table, spec))
+            return Encoded(x, None, None, None)
         cols = self.feature_columns(target)
-        if cols and spec is None and (self.path, self.ntype) not in _SAID:  # inferred: say which, and how to choose
-            _SAID.add((self.path, self.ntype))
-            shown = ", ".join(cols[:6]) + (f", ... ({len(cols)} in all)" if len(cols) > 6 else "")
-            logging.getLogger("regnn").info(
-                "data: %s (%s): feature columns %s, every column but the id%s; `features: [...]` under this table "
-                "in the description chooses them",
-                self.path.name,
-                self.ntype,
-                shown,
-                " and the label and split" if target else "",
-            )
-        return sparse_if_mostly_zero(numbers(self.table, cols)) if cols else None
+        if not cols:
+            return None
+        said = (str(self.path), self.ntype) in _SAID  # summarised once per process
+        _SAID.add((str(self.path), self.ntype))
+        where = None if said else f"{self.path.name} ({self.ntype})"
+        return encode(self.table, self.ntype, cols, self.entry, fit_rows, where)
 
     def labels(self, classes) -> tuple[torch.Tensor, list[str]]:
         import pyarrow.compute as pc
@@ -209,14 +204,15 @@ class NodeTable:
         return {s: torch.from_numpy(np.flatnonzero(pc.equal(col, s).to_numpy())) for s in SPLITS}
 
 
-def _relation(rel: str, e: dict, nodes: dict[str, NodeTable], where: Path):
-    """One edge table as (source type, relation, target type) and its source and target positions."""
-    path = where.parent / e["file"]
+def _relation(rel: str, e: dict, nodes: dict[str, NodeTable], where: Path, table: Table | None = None):
+    """One edge table (read from its file unless given) as (source type, relation, target type) and its source and
+    target positions."""
     ends = [e.get("source"), e.get("target")]
     for end in ends:
         if end not in nodes:
             raise DataError(f"{where}: edges.{rel}: node type {end!r} has no node table (types: {list(nodes)})")
-    table = read_table(path)
+    table = read_table(where.parent / e["file"]) if table is None else table
+    path = table.path
     cols = _edge_columns(rel, e, table.data.column_names, path)
     if not len(table):
         raise DataError(f"{path} holds no edges; drop relation {rel!r} or fill its table")
@@ -256,14 +252,20 @@ def _edge_columns(rel: str, e: dict, have: list[str], path: Path) -> list[str]:
     return list(cols)
 
 
-def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDataset:
-
+def load_tables(meta: dict, where: Path, name: str, feats_type: str, read=None) -> HeteroDataset:
+    """The graph of a `format: tables` description; read(block, name, entry) gives a node or edge table where it is
+    not a file (format: sql), else each entry's file is read."""
     base = where.parent
     target = meta.get("target")
-    nodes = {t: NodeTable(t, e, base) for t, e in _entries(meta, "nodes", NODE_KEYS, where).items()}
+    given = _entries(meta, "nodes", NODE_KEYS, where)
+    nodes = {t: NodeTable(t, e, base, None if read is None else read("nodes", t, e)) for t, e in given.items()}
     if target not in nodes:
         raise DataError(f"{where}: target {target!r} is not one of the node tables ({list(nodes)}); {DOC}")
-    edges = dict(_relation(rel, e, nodes, where) for rel, e in _entries(meta, "edges", EDGE_KEYS, where).items())
+    edge_keys = EDGE_KEYS if read is None else (*EDGE_KEYS, "relation")  # sql: a foreign key's name, its column's
+    edges = dict(
+        _relation(e.get("relation", rel), e, nodes, where, None if read is None else read("edges", rel, e))
+        for rel, e in _entries(meta, "edges", edge_keys, where).items()
+    )
     counts = {t: len(n.ids) for t, n in nodes.items()}
     try:
         graph = HeteroGraph(edges, counts)
@@ -271,20 +273,27 @@ def load_tables(meta: dict, where: Path, name: str, feats_type: str) -> HeteroDa
         raise DataError(f"{where}: {e}") from None
     tgt = nodes[target]
     labels, names = tgt.labels(meta.get("classes"))
-    read = UserGraph(
+    splits = tgt.splits()
+    fit_rows = {t: splits["train"].numpy() if t == target else np.arange(counts[t]) for t in nodes}
+    feats = {t: n.features(t == target, fit_rows[t]) for t, n in nodes.items()}
+    states = {t: f.state for t, f in feats.items() if f is not None and f.state is not None}
+    kept = states if any(not is_plain(s) for s in states.values()) else None  # numbers only: nothing to keep
+    got = UserGraph(
         where,
         tgt.path,
         graph,
         target,
         labels,
-        tgt.splits(),
-        {t: n.features(t == target) for t, n in nodes.items()},
+        splits,
+        {t: None if f is None else f.x for t, f in feats.items()},
         reverse=meta.get("reverse", "add"),
         num_classes=meta.get("num_classes", len(names) or None),
         classes=names,
         num_nodes=counts,
         node_ids={t: n.ids.to_numpy(zero_copy_only=False).astype(str) for t, n in nodes.items()},
-        feature_names={t: c for t, n in nodes.items() if (c := n.feature_columns(t == target))},
+        feature_names={t: f.names for t, f in feats.items() if f is not None and f.names},
         every_class_in_train=True,
+        column_encoding=kept,
+        unseen=None if kept is None else {t: feats[t].unseen for t in kept},
     )
-    return to_dataset(read, name, feats_type)
+    return to_dataset(got, name, feats_type)

@@ -38,6 +38,8 @@ class UserGraph:
     # their initialisation (a seed's numbers depend on it); None: the graph's order
     num_nodes: dict[str, int] | None = None
     feature_names: dict[str, list[str]] | None = None  # node type -> its feature columns' names (tables)
+    column_encoding: dict | None = None  # node type -> its columns' encoders, fitted on the training nodes (tables)
+    unseen: dict | None = None  # node type -> per node, its columns whose value the training nodes lacked
 
     @classmethod
     def described(cls, meta: dict, where: Path, source: Path, graph, target, labels, splits, features, num_nodes=None):
@@ -89,6 +91,8 @@ def to_dataset(g: UserGraph, name: str, feats_type: str) -> HeteroDataset:
             if t == g.target or canonical_feats_type(feats_type) == "raw"
         }
         or None,
+        column_encoding=g.column_encoding,
+        unseen=g.unseen,
     )
 
 

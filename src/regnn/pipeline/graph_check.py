@@ -25,10 +25,24 @@ def _same_graph(tcfg: DictConfig, meta: dict) -> bool:
     return trained is not None and now == trained
 
 
-def graph_changes(cfg: DictConfig, aligned, run_dir: Path) -> dict | None:
+def _changed_files(tcfg: DictConfig | None, run_dir: Path) -> str:
+    """' (<files> changed since)' where the graph is read from the files the run trained on and some of them
+    changed (a table, a database), else ''."""
+    if tcfg is None:
+        return ""
+    try:
+        now = identity.describe(OmegaConf.to_container(tcfg, resolve=True))
+    except (RegnnError, OSError):
+        return ""
+    then = checkpoint.load_meta(run_dir).get("graph") or {}
+    files = identity.changed_files(then, now) if then.get("path") == now.get("path") else []
+    return f" ({', '.join(files[:3])}{' ...' if len(files) > 3 else ''} changed since)" if files else ""
+
+
+def graph_changes(cfg: DictConfig, aligned, run_dir: Path, tcfg: DictConfig | None = None) -> dict | None:
     """What the graph changes against the one the run trained on (None: a model without its graph record). A
-    changed graph is refused, naming what changed, unless changed_graph=true says it changed on purpose; the
-    log counts the new and removed nodes per type."""
+    changed graph is refused, naming what changed (and which of the files it trained on changed, tcfg given),
+    unless changed_graph=true says it changed on purpose; the log counts the new and removed nodes per type."""
     if aligned is None:
         log.warning(
             "predict: %s was saved before runs kept their graph by name (graph.npz): its nodes and classes are "
@@ -41,7 +55,8 @@ def graph_changes(cfg: DictConfig, aligned, run_dir: Path) -> dict | None:
         log.info("predict: %s nodes: %d new, %d removed", t, ch.new.get(t, 0), ch.removed.get(t, 0))
     if not ch.same and not cfg.get("changed_graph", False):
         raise DataError(
-            f"the graph differs from the one {run_dir} was trained on: {ch.summary()}; to predict on it as it is "
+            f"the graph differs from the one {run_dir} was trained on{_changed_files(tcfg, run_dir)}: "
+            f"{ch.summary()}; to predict on it as it is "
             "pass changed_graph=true (predict.py; its scores are then not compared with the run's, and "
             "predictions.csv marks new nodes), or train on this graph"
         )

@@ -23,6 +23,7 @@ from regnn.errors import DataError
 from regnn.evaluation.metrics import split_scores
 from regnn.data.dataset import empty_splits_allowed
 from regnn.data.graph_binding import Aligned, within_reach
+from regnn.data.table_columns import applying
 from regnn.pipeline import graph_check
 from regnn.pipeline import predict_guard as guard
 from regnn.pipeline.run_choice import Chosen, choose_runs
@@ -31,7 +32,7 @@ from regnn.pipeline.fullbatch import DeviceGraph
 from regnn.data.relation_graph import relation_ends
 from regnn.pipeline.node_reasons import Reasons, explain_columns, reasons
 from regnn.pipeline.trained_model import check_fits, loaded_model, model_logits
-from regnn.runs import checkpoint, embeddings, io_safe
+from regnn.runs import checkpoint, column_file, embeddings, io_safe
 from regnn.training.progress import clock
 
 log = logging.getLogger("regnn")
@@ -39,12 +40,14 @@ log = logging.getLogger("regnn")
 
 def graph_as_trained(cfg: DictConfig, run_dir: Path) -> Bound:
     """The graph bound to the model of run_dir by name (regnn.data.graph_record: nodes by id in the trained order,
-    classes by name, feature columns by name), its features scaled with the statistics the run trained with
-    (dataset.feature_norm: fitted on the training graph and saved beside the model, never refitted on this one),
-    and what differs from the graph the run trained on."""
+    classes by name, feature columns by name), its table columns encoded and its features scaled as the run
+    trained (the column encoders and dataset.feature_norm's statistics: fitted on the training graph and saved
+    beside the model, never refitted on this one), and what differs from the graph the run trained on."""
     meta = checkpoint.load_meta(run_dir)
     aligned = None
-    with empty_splits_allowed():  # predictions are for unlabelled nodes: a graph may have none labelled
+    # predictions are for unlabelled nodes: a graph may have none labelled; its table columns are encoded by the
+    # encoders the run fitted on its training nodes (encoders.json), never refitted on this graph
+    with empty_splits_allowed(), applying(column_file.load(run_dir, meta)):
         if "feature_scaling" not in meta:  # a model saved without its scaling: the configured one, fitted here
             data = load_data(cfg.dataset)
         else:
@@ -69,8 +72,10 @@ class Bound:
 def predictions_frame(data, probs: torch.Tensor, shares=None, aligned=None, reasons=None) -> pd.DataFrame:
     """One row per target node: its id (the user's own where the data has one, else its position), split, label
     and predicted class (by name where the classes have names, -1 / empty: unlabelled), the probabilities, and
-    where the graph is bound to the model's record whether the model never saw the node (new_node) and how many
-    of its in-neighbours it never saw (new_neighbours)."""
+    where the graph's table columns were encoded, which of them hold a value the encoders never saw in training
+    (unseen_values: ";"-joined column names, empty for none), and where the graph is bound to the model's record
+    whether the model never saw the node (new_node) and how many of its in-neighbours it never saw
+    (new_neighbours)."""
     pred = probs.argmax(1).numpy()
     labels = data.known_labels()
     ids = embeddings.user_ids(data)
@@ -83,6 +88,8 @@ def predictions_frame(data, probs: torch.Tensor, shares=None, aligned=None, reas
         df["label"], df["predicted"] = np.where(labels >= 0, labels, -1), pred
     for c in range(probs.shape[1]):
         df[f"p_{names[c] if names else c}"] = probs[:, c].numpy()
+    if data.unseen is not None and data.target in data.unseen:  # columns holding a value training never saw
+        df["unseen_values"] = data.unseen[data.target]
     if aligned is not None:
         df["new_node"], df["new_neighbours"] = aligned.new_node, aligned.new_neighbours
         if aligned.in_reach is not None:
@@ -161,7 +168,7 @@ def _predict_runs(cfg: DictConfig, tcfg: DictConfig, chosen: Chosen) -> Predicte
         why,
     )
     check_fits(data, chosen.runs[0], checkpoint.load_meta(chosen.runs[0]))  # another schema: named as such first
-    graph = graph_check.graph_changes(cfg, bound.aligned, chosen.runs[0])
+    graph = graph_check.graph_changes(cfg, bound.aligned, chosen.runs[0], tcfg)
     if bound.aligned is not None and tcfg.model.get("num_layers"):  # the hops a prediction rests on
         # a layer reads its neighbours' degrees too (the normalisation): one hop past the layers' reach
         hops = int(tcfg.model.num_layers) * max([1, *(int(p) for p in tcfg.model.get("powers") or [])]) + 1

@@ -1,7 +1,8 @@
 """A run's trained model on disk: runs/run_XX/model.pt (the best-validation weights, tensors only), model.json
 (what rebuilding it needs beside the cell's config.yaml: the graph's schema, the fingerprint of the graph it was
 trained on, the feature scaling per node type) and, where dataset.feature_norm standardised a type, scaling.pt
-(the column statistics it used, tensors only: a prediction scales new inputs with them, never refits them).
+(the column statistics it used, tensors only: a prediction scales new inputs with them, never refits them), and
+for a tables graph with fitted column encoders encoders.json (regnn.runs.column_file).
 
 model.pt is a plain state dict written by torch.save and read with torch.load(weights_only=True): it loads
 without running code, and anything but tensors in it (a pickled object) is refused, as is a damaged or truncated
@@ -18,7 +19,7 @@ from pathlib import Path
 import torch
 
 from regnn.errors import DataError
-from regnn.runs import config_files, integrity, io_safe
+from regnn.runs import column_file, config_files, integrity, io_safe
 
 MODEL_FILE, META_FILE, SCALING_FILE = "model.pt", "model.json", "scaling.pt"
 RECORD_FILE = "graph.npz"  # the graph by name (regnn.data.graph_record): ids, classes, labels, splits, edges
@@ -92,6 +93,7 @@ def save(run_dir: Path, model: torch.nn.Module, meta: dict, scaling: dict | None
     if stats:
         write_tensors(run_dir / SCALING_FILE, stats)
         meta["integrity"]["scaling_sha256"] = integrity.tensors_digest(stats)
+    column_file.save(run_dir, getattr(graph, "column_encoding", None), meta["integrity"])
     io_safe.write_json(run_dir / META_FILE, {**meta, "feature_scaling": {t: r["method"] for t, r in scaling.items()}})
 
 

@@ -41,7 +41,7 @@ def _label(d: dict) -> str:
     return f"{d.get('graph')} at {d.get('path')}" + (f", files {fp[:12]}" if fp else "")
 
 
-def _changed_files(old: dict, new: dict) -> list[str]:
+def changed_files(old: dict, new: dict) -> list[str]:
     a, b = (old.get("fingerprint") or {}).get("files", {}), (new.get("fingerprint") or {}).get("files", {})
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
@@ -70,7 +70,7 @@ def check(cell: Path, now: dict, stored_config: dict | None, config: dict | None
     same_files = _same_files(stored.get("fingerprint"), now.get("fingerprint"))
     if same_files and (stored.get("fingerprint") is not None or stored.get("path") == now["path"]):
         return
-    changed = _changed_files(stored, now)
+    changed = changed_files(stored, now)
     what = (
         f" ({', '.join(changed[:3])}{' ...' if len(changed) > 3 else ''} differ)"
         if changed and stored.get("path") == now["path"]
@@ -100,8 +100,9 @@ def _changes(cell: Path, config: dict):
     Changes), or None where no run kept its graph record or the graph cannot be read."""
     from regnn.data import load_dataset
     from regnn.data.dataset import empty_splits_allowed
+    from regnn.data.table_columns import applying
     from regnn.errors import RegnnError
-    from regnn.runs import checkpoint
+    from regnn.runs import checkpoint, column_file
 
     runs = [d for d in sorted((cell / "runs").glob("run_*")) if (d / checkpoint.RECORD_FILE).is_file()]
     if not runs:
@@ -110,7 +111,7 @@ def _changes(cell: Path, config: dict):
         meta = checkpoint.load_meta(runs[0])
         record = checkpoint.load_record(runs[0], meta)
         ds = {k: v for k, v in config["dataset"].items() if k not in ("name", "display_name", "metapaths")}
-        with empty_splits_allowed():
+        with empty_splits_allowed(), applying(column_file.load(runs[0], meta)):
             data = load_dataset(str(config["dataset"]["name"]), **{**ds, "feature_norm": None})
         if record is None or (
             list(data.class_names or []) != list(record.classes or [])
