@@ -150,15 +150,15 @@ FAMILIES = {
         ZooGraph(
             "none",
             4000,
-            (8000, 3000),
+            (2000, 1000),
             relations=4,
             informative=2,
-            homophily=0.5,
+            homophily=0.45,
             largest_class=0.6,
             train_share=0.05,
             val_share=0.05,
         ),
-        "no features, 5% labelled, 60% in one class, 4 relations, 15k nodes",
+        "no features, 5% labelled, 60% in one class, 4 relations, 7k nodes",
     ),
     "kg_80": Family(
         ZooGraph(
