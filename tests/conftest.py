@@ -220,3 +220,18 @@ def trained_cell(folder: Path, *overrides: str) -> Path:
     r = run_train(*overrides, f"hydra.run.dir={out}")
     assert r.returncode == 0, r.stderr[-3000:]
     return out
+
+
+def assert_scored_on_the_test_nodes(results: dict, key: str = "test_micro_f1") -> None:
+    """Each run's test score is an accuracy over the cell's test nodes (a whole number of them right, on the
+    split_sizes it records), and the cell's mean is the mean of its runs': a score computed elsewhere, on other
+    nodes, or averaged wrongly fails, where a range check would not."""
+    import numpy as np
+
+    n = results["split_sizes"]["test"]
+    runs = [r[key] for r in results["per_run"] if "failed" not in r]
+    assert runs and n > 0
+    for s in runs:
+        right = s * n / 100
+        assert abs(right - round(right)) < 1e-6 * n and 0 <= round(right) <= n, (s, n)
+    assert results["metrics"][key]["mean"] == pytest.approx(float(np.mean(runs)))

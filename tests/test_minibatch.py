@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import torch
 
-from conftest import run_train, relation, minibatch
+from conftest import assert_scored_on_the_test_nodes, minibatch, relation, run_train
 from regnn.data import build_relation_graph, load_dataset, make_synthetic
 from regnn.models import REGNN
 from regnn.training.early_stopping import MONITORS
@@ -285,7 +285,8 @@ def test_train_py_minibatch_re_gat_on_generated_ogbn_mag(mag_root, tmp_path):
     assert p.returncode == 0, p.stderr
     r = json.loads((run / "results.json").read_text())
     assert r["trainer"] == "minibatch" and r["per_run"][0]["epochs"] == 2
-    assert r["metrics"]["seeds_per_s"]["mean"] > 0 and 0 <= r["metrics"]["test_acc"]["mean"] <= 100
+    assert r["metrics"]["seeds_per_s"]["mean"] > 0
+    assert_scored_on_the_test_nodes(r, "test_acc")
     assert 0 < r["peak_rss_gb"] < 16 and r["load_time_s"] > 0
     assert "seeds/s" in p.stderr and "batch 2/" in p.stderr  # progress lines with throughput
     w = json.loads((run / "relation_weights.json").read_text())[0]["layers"]
