@@ -89,3 +89,22 @@ def test_rgcn_bases_at_or_above_the_relation_count_decompose_nothing(bases, deco
     assert all(hasattr(c.linear_r, "coeff") == decomposed for c in m.convs)
     with pytest.raises(ValueError, match="num_bases must be >= 0"):
         RGCN({"a": 4}, StackShape(64, 3, 2), num_relations=6, dropout=0.5, num_bases=-1)
+
+
+@pytest.mark.parametrize("model", BASELINES)
+def test_every_value_a_baseline_space_can_draw_is_one_the_config_check_accepts(model):
+    """A value the search draws but the check refuses fails that trial and stops the tune (R-GCN's num_bases 0,
+    a full matrix per relation, was once refused)."""
+    from optuna.distributions import CategoricalDistribution
+
+    from regnn.config import validate
+    from regnn.tuning.space import search_space
+
+    cfg = _compose(model)
+    space, _ = search_space(OmegaConf.to_container(cfg.hydra.sweeper.params), [])
+    for key, dist in space.items():
+        values = dist.choices if isinstance(dist, CategoricalDistribution) else (dist.low, dist.high)
+        for v in values:
+            trial = cfg.copy()
+            OmegaConf.update(trial, key, v, merge=False)
+            validate(trial)  # raises ConfigError, naming the key, where a drawn value is refused

@@ -198,13 +198,14 @@ def _validate_model(cfg: DictConfig, backbones) -> None:
         "relation_dim",
         "semantic_dim",
         "edge_dim",
-        "num_bases",
         "num_channels",
         "attn_vec_dim",
         "emb_dim",
     ):
         if m.get(k) is not None:
             number(cfg, f"model.{k}", lo=1, hi=MAX_WIDTH if k != "batch_size" else None, integer=True)
+    if m.get("num_bases") is not None:  # 0: a full matrix per relation (R-GCN's notation; tune_rgcn searches it)
+        number(cfg, "model.num_bases", lo=0, hi=MAX_WIDTH, integer=True)
     for k in ("lr", "classifier_c"):
         if k in m:
             number(cfg, f"model.{k}", lo=0, lo_open=True)
