@@ -99,6 +99,7 @@ def side_by_side(dataset: str, model: str, runs: int, done=lambda rows: None) ->
             print(
                 f"{dataset} {model} seed {seed} {name}: test Micro-F1 {r.metrics['test_micro_f1']:.2f}", file=sys.stderr
             )
+        done(rows)
     return rows
 
 
