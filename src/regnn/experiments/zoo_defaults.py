@@ -67,12 +67,18 @@ def graph_path(name: str, work: Path) -> Path:
     return save_npz(data, folder)
 
 
-def cell(graph: str, model: str, setting: str, seeds: range, work: Path) -> Path:
-    """Trains (or resumes) one model x setting x graph over these seeds; returns the cell's folder."""
+COLLECT = []  # [True] with --collect: train nothing, read the cells that are finished
+
+
+def cell(graph: str, model: str, setting: str, seeds: range, work: Path) -> Path | None:
+    """Trains (or resumes) one model x setting x graph over these seeds; returns the cell's folder (None with
+    --collect where it is not finished)."""
     import regnn
 
     overrides = GRID.get(model, {}).get(setting, [])
     out = work / "cells" / graph / model / setting.replace(" ", "_") / f"seeds_{seeds.start}-{seeds.stop - 1}"
+    if COLLECT:
+        return out if (out / "results.json").exists() else None
     if not (out / "results.json").exists():
         log.info("zoo: %s %s (%s) seeds %d-%d", graph, model, setting, seeds.start, seeds.stop - 1)
     settings = ["progress=false", "threads=2", "workers=2", "resume=true", "logger=none"]
@@ -81,9 +87,11 @@ def cell(graph: str, model: str, setting: str, seeds: range, work: Path) -> Path
     return out
 
 
-def rows_of(out: Path, graph: str, model: str, setting: str) -> list[dict]:
+def rows_of(out: Path | None, graph: str, model: str, setting: str) -> list[dict]:
     from omegaconf import OmegaConf
 
+    if out is None:  # --collect: a cell not trained yet
+        return []
     res = json.loads((out / "results.json").read_text())
     cap = int(OmegaConf.load(out / "config.yaml").trainer.max_epochs)
     chance = res.get("chance_test_micro_f1")
@@ -158,11 +166,13 @@ def main(argv=None) -> int:
     ap.add_argument("--builtin-models", nargs="+", help="the models scored on the built-in graphs (default: all)")
     ap.add_argument("--work", default=str(REPO_ROOT / "outputs" / "zoo"))
     ap.add_argument("--out", default=str(REPO_ROOT / "results" / "zoo"))
+    ap.add_argument("--collect", action="store_true", help="train nothing: report the cells that are finished")
     ap.add_argument(
         "--estimates", action="store_true", help="only: compare's estimates beside the defaults cells' times"
     )
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    COLLECT[:] = [True] if a.collect else []
     if a.estimates:
         rows = pd.DataFrame(estimate_rows(a.families, a.models, Path(a.work)))
         Path(a.out).mkdir(parents=True, exist_ok=True)
