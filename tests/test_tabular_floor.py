@@ -23,9 +23,9 @@ def test_neighbour_columns_are_the_mean_of_the_linked_rows_and_their_count(tmp_p
 
 
 def test_floors_score_both_column_sets_with_both_models(tmp_path):
-    rows = tabular_floor.floors(write_shop_database(tmp_path, "sqlite"))
+    graph, rows = tabular_floor.floors(write_shop_database(tmp_path, "sqlite"))
     assert [(r["columns"], r["model"]) for r in rows] == [
         (c, m) for c in ("target", "target + neighbours") for m in ("logistic regression", "gradient boosting")
     ]
     assert rows[2]["width"] > rows[0]["width"] and all(0 <= r["test_micro_f1"] <= 100 for r in rows)
-    assert tabular_floor.render(rows, "shop").count("\n| target") == 4
+    assert tabular_floor.render(rows, graph).count("\n| target") == 4 and graph in tabular_floor.render(rows, graph)

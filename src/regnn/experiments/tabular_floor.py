@@ -92,7 +92,8 @@ def fit_one(kind: str, x: np.ndarray, y: np.ndarray, idx: dict) -> dict:
     }
 
 
-def floors(path: str | Path) -> list[dict]:
+def floors(path: str | Path) -> tuple[str, list[dict]]:
+    """(the graph's name, a row per column set and model)."""
     from regnn.data.custom import load_custom
 
     ds = load_custom(path)
@@ -104,7 +105,7 @@ def floors(path: str | Path) -> list[dict]:
     for columns, x in (("target", own), ("target + neighbours", np.hstack([own, near]))):
         for kind in GRIDS:
             rows.append({"columns": columns, "model": kind, "width": x.shape[1], **fit_one(kind, x, y, idx)})
-    return rows
+    return ds.name, rows
 
 
 def render(rows: list[dict], graph: str) -> str:
@@ -133,10 +134,10 @@ def main() -> None:
     ap.add_argument("path", help="the graph's description (dataset.yaml) or its folder")
     ap.add_argument("--out", type=Path, required=True, help="writes OUT.csv and OUT.md")
     a = ap.parse_args()
-    rows = floors(a.path)
+    graph, rows = floors(a.path)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(a.out.with_suffix(".csv"), index=False, float_format="%.4f")
-    text = render(rows, Path(a.path).resolve().name if Path(a.path).is_dir() else Path(a.path).resolve().parent.name)
+    text = render(rows, graph)
     a.out.with_suffix(".md").write_text(text)
     print(text)
 
