@@ -97,6 +97,24 @@ fig-efficiency-smoke: venv
 	$(PY) scripts/bench/benchmark.py --efficiency --datasets synthetic --models $(EFFICIENCY_MODELS) --warmup 1 \
 		--overrides trainer.max_epochs=4 trainer.patience=4 --out $(SMOKE)/results
 
+.PHONY: relational-example
+relational-example: venv ## the Chinook sample database (docs/relational_example.md): built from its pinned source, compare, explain (RE-GCN, retrained on 3 runs), predict and the tabular floor (resumed) -> results/relational/
+	$(PY) scripts/convert/chinook.py --out data/chinook
+	$(PY) train.py experiment=compare dataset=custom dataset.path=data/chinook/sql model=mlp,gcn,rgcn,re_gcn,re_gat \
+		threads=1 workers=1
+	cp outputs/compare/chinook/compare.md outputs/compare/chinook/compare.csv results/relational/
+	$(PY) explain.py run=outputs/compare/chinook/custom_re_gcn threads=1 hydra.run.dir=outputs/relational/explain_masked
+	cp outputs/relational/explain_masked/explain.md results/relational/explain_masked.md
+	$(PY) train.py dataset=custom dataset.path=data/chinook/sql model=re_gcn runs=3 threads=1 workers=1 \
+		hydra.run.dir=outputs/relational/re_gcn_3runs
+	$(PY) explain.py run=outputs/relational/re_gcn_3runs ablation=retrain threads=1 \
+		hydra.run.dir=outputs/relational/explain_retrain
+	cp outputs/relational/explain_retrain/explain.md results/relational/explain_retrain.md
+	cp outputs/relational/explain_retrain/explain.csv results/relational/explain_retrain.csv
+	$(PY) predict.py run=outputs/compare/chinook/custom_re_gcn threads=1 hydra.run.dir=outputs/relational/predict
+	cp outputs/relational/predict/scores.json results/relational/predict_scores.json
+	$(PY) -m regnn.experiments.tabular_floor data/chinook/sql --out results/relational/floor
+
 .PHONY: explain-planted
 explain-planted: setup ## relation weights vs masked and retrained ablation on graphs with planted relations (RE-GCN, 10 seeds per setting; resumed) -> results/explain_planted/
 	$(PY) -m regnn.experiments.planted_study
