@@ -89,8 +89,13 @@ def markdown(runs, families, builtin, picks, meta) -> str:
         "read through `dataset=custom` with nothing but the defaults and the setting named. Each model's "
         f"settings are trained on every family with seeds 0-{meta['select_seeds'] - 1}; for each family the "
         "setting with the best mean validation Micro-F1 over the other families is scored on it with seeds "
-        f"0-{meta['score_seeds'] - 1} (test scores never choose). DBLP, ACM and IMDB are read from their files as "
-        "custom graphs (no per-dataset settings) and scored with the setting chosen over every family.",
+        f"0-{meta['score_seeds'] - 1} (test scores never choose; each row says how many of them are trained)."
+        + (
+            f" {', '.join(builtin)} are read from their files as custom graphs (no per-dataset settings) and scored "
+            "with the setting chosen over every family."
+            if builtin
+            else " No built-in graph is scored in this report."
+        ),
         "",
         "## Targets",
         "",
