@@ -48,7 +48,8 @@ def test_only_the_callers_own_keys_are_left_out_of_what_is_inherited():
 def test_compare_tunes_then_trains_with_the_commands_it_always_ran(tmp_path):
     from regnn.experiments.compare_sweep import tuned_requests
 
-    cfg = OmegaConf.create({"tune": {"trials": 7, "seeds": 2}, "runs": 10})
+    budget = {"trials": 7, "seeds": 2, "finalists": 3, "finalist_seeds": 5}
+    cfg = OmegaConf.create({"compare": {"tune": True}, "tune": budget, "runs": 10})
     (what_tune, tune), (what_best, best) = tuned_requests(cfg, tmp_path / "cell", USER)
     keep = ["dataset=custom", "dataset.path=/data/shops", "threads=2"]
     assert tune.argv() == [
@@ -57,6 +58,8 @@ def test_compare_tunes_then_trains_with_the_commands_it_always_ran(tmp_path):
         *keep,
         "tune.trials=7",
         "tune.seeds=2",
+        "tune.finalists=3",
+        "tune.finalist_seeds=5",
         "tune.final_runs=0",
         f"hydra.sweep.dir={tmp_path / 'cell' / 'tune'}",
     ]
