@@ -23,6 +23,7 @@ import torch
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import one_hot_ids
 from regnn.data.hetero import HeteroGraph
+from regnn.data.synthetic import class_labels
 
 
 @dataclass
@@ -39,15 +40,6 @@ class ManyRelationGraph:
     labelled: int = 120
     shares: tuple[float, float] = (0.6, 0.15)  # train, validation; the rest of the labelled are test
     seed: int = 0
-
-    def _classes(self, rng) -> np.ndarray:
-        if not 0 <= self.largest_class < 1:
-            raise ValueError(f"largest_class is a share in [0, 1), got {self.largest_class}")
-        if not self.largest_class:
-            return rng.integers(0, self.num_classes, self.num_entities)
-        rest = (1 - self.largest_class) / (self.num_classes - 1)
-        p = [self.largest_class] + [rest] * (self.num_classes - 1)
-        return rng.choice(self.num_classes, self.num_entities, p=p)
 
     def _links(self, rng, y: np.ndarray, sizes: dict[str, int]) -> dict[tuple, tuple]:
         """{(source type, name, destination type): (sources, destinations)} of every kind and its reverse."""
@@ -71,7 +63,7 @@ class ManyRelationGraph:
 
     def build(self) -> HeteroDataset:
         rng = np.random.default_rng(self.seed)
-        y = self._classes(rng)
+        y = class_labels(rng, self.num_entities, self.num_classes, self.largest_class)
         sizes = {t: (self.num_entities if i == 0 else self.num_others) for i, t in enumerate(self.types)}
         graph = HeteroGraph(self._links(rng, y, sizes), sizes)
         chosen = rng.permutation(self.num_entities)[: self.labelled]

@@ -94,6 +94,17 @@ def homophilous_links(rng, y: np.ndarray, degree: int, homophily: float, n: int,
     return src, np.where(same, [rng.choice(by_class[c]) for c in y[src]], rng.integers(0, n, src.size))
 
 
+def class_labels(rng, n: int, num_classes: int, largest_class: float = 0.0) -> np.ndarray:
+    """n class labels: every class equally likely, or class 0 with probability `largest_class` and the others
+    sharing the rest equally."""
+    if not 0 <= largest_class < 1:
+        raise ValueError(f"largest_class is a share in [0, 1), got {largest_class}")
+    if not largest_class:
+        return rng.integers(0, num_classes, n)
+    rest = (1 - largest_class) / (num_classes - 1)
+    return rng.choice(num_classes, n, p=[largest_class] + [rest] * (num_classes - 1))
+
+
 def both_ways(target: str, links: dict[str, tuple]) -> dict[tuple, tuple]:
     """{other type: (target ids, other ids)} -> the relations target->other and other->target of each, in order."""
     relations = {}
@@ -259,13 +270,7 @@ class IdGraph:
     def build(self) -> HeteroDataset:
         s = self
         rng = np.random.default_rng(s.seed)
-        if not 0 <= s.largest_class < 1:
-            raise ValueError(f"largest_class is a share in [0, 1), got {s.largest_class}")
-        if s.largest_class:
-            rest = (1 - s.largest_class) / (s.num_classes - 1)
-            y = rng.choice(s.num_classes, s.num_movies, p=[s.largest_class] + [rest] * (s.num_classes - 1))
-        else:
-            y = rng.integers(0, s.num_classes, s.num_movies)
+        y = class_labels(rng, s.num_movies, s.num_classes, s.largest_class)
         sizes = {"movie": s.num_movies, "director": s.num_directors, "actor": s.num_actors, "keyword": s.num_keywords}
         links = {
             "director": homophilous_links(rng, y, 1, s.director_homophily, s.num_directors, s.num_classes),

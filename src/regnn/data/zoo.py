@@ -22,7 +22,7 @@ import torch
 from regnn.data.dataset import HeteroDataset
 from regnn.data.features import one_hot_ids
 from regnn.data.hetero import HeteroGraph
-from regnn.data.synthetic import homophilous_links, int64, random_split
+from regnn.data.synthetic import class_labels, homophilous_links, int64, random_split
 
 FEATURES = ("none", "bow", "counts", "dense")
 
@@ -49,13 +49,6 @@ class ZooGraph:
     val_share: float = 0.1
     seed: int = 0
 
-    def labels(self, rng) -> np.ndarray:
-        c = self.num_classes
-        if not self.largest_class:
-            return rng.integers(0, c, self.num_targets)
-        rest = (1 - self.largest_class) / (c - 1)
-        return rng.choice(c, self.num_targets, p=[self.largest_class] + [rest] * (c - 1))
-
     def target_features(self, rng, y: np.ndarray) -> torch.Tensor:
         n, c, s = len(y), self.num_classes, self.signal
         if self.features == "none":
@@ -81,7 +74,7 @@ class ZooGraph:
         if s.features not in FEATURES:
             raise ValueError(f"features is one of {', '.join(FEATURES)}, got {s.features!r}")
         rng = np.random.default_rng(s.seed)
-        y = s.labels(rng)
+        y = class_labels(rng, s.num_targets, s.num_classes, s.largest_class)
         sizes = {"target": s.num_targets, **{f"t{k}": n for k, n in enumerate(s.others)}}
         edges: dict[tuple, tuple] = {}
         start, start_y = "target", y
