@@ -122,6 +122,7 @@ def more_seeds(config: DictConfig, sweep: Path) -> None:
 
     from regnn.experiments import separate
     from regnn.pipeline import train
+    from regnn.reporting.compare_notes import SEPARATION
     from regnn.runs.io_safe import write_text
 
     compose = _composer(config)
@@ -133,7 +134,7 @@ def more_seeds(config: DictConfig, sweep: Path) -> None:
         train(cfg, sweep / f"{dataset}_{model}")
 
     outcome = separate.extend(sweep, dataset, sweep_models(config), int(limit), train_more)
-    write_text(sweep / separate.OUTCOME, json.dumps(outcome | {"limit": int(limit)}, indent=1) + "\n")
+    write_text(sweep / SEPARATION, json.dumps(outcome | {"limit": int(limit)}, indent=1) + "\n")
 
 
 class CompareCallback(Callback):

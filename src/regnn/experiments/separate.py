@@ -16,31 +16,26 @@ from pathlib import Path
 
 import numpy as np
 
-from regnn.evaluation.importance import interval
-from regnn.reporting.compare_notes import SEPARATION as OUTCOME  # noqa: F401  (the file the table reads)
+from regnn.reporting.compare_honest import paired_interval
+from regnn.reporting.compare_notes import per_seed
 
 log = logging.getLogger("regnn")
-
-
-def _val(cell: dict) -> dict[int, float]:
-    return {int(r["seed"]): float(r["val_micro_f1"]) for r in cell["per_run"] if "failed" not in r}
 
 
 def unseparated(cells: dict[str, dict]) -> list[str]:
     """The best model (highest mean validation Micro-F1) first, then every model its runs do not separate from it
     (paired interval spanning 0, or fewer than 2 shared seeds); [] when every model is separated."""
-    val = {m: v for m, v in ((m, _val(c)) for m, c in cells.items()) if v}
+    val = {m: v for m, v in ((m, per_seed(c)) for m, c in cells.items()) if v}
     if len(val) < 2:
         return []
     means = {m: float(np.mean(list(v.values()))) for m, v in val.items()}
     best = max(sorted(means), key=means.get)
     close = []
     for m in sorted(means, key=means.get, reverse=True):
-        d = [val[m][s] - val[best][s] for s in val[m] if s in val[best]]
+        d, gap = paired_interval(val[m], val[best])
         if m == best or (d and not any(d)):  # the same score on every seed: a tie, reported as one
             continue
-        _, low, high = interval(d)
-        if not (np.isfinite(low) and (high < 0 or low > 0)):
+        if gap is None or not (np.isfinite(gap[1]) and (gap[2] < 0 or gap[1] > 0)):
             close.append(m)
     return [best, *close] if close else []
 

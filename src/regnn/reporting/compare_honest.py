@@ -111,10 +111,18 @@ def collapse(cell: dict) -> dict:
     }
 
 
+def paired_interval(mine: dict, best: dict) -> tuple[list[float], tuple[float, float, float] | None]:
+    """mine minus best over the seeds both trained ({seed: score} each), and its (mean, low, high) 95% t-interval
+    (None where no seed is shared): whether the runs separate the two."""
+    from regnn.evaluation.importance import interval
+
+    d = [mine[s] - best[s] for s in mine if s in best]
+    return d, (interval(d) if d else None)
+
+
 def paired_to_best(df: pd.DataFrame, cells: dict[str, dict]) -> list[str]:
     """Per model: its validation Micro-F1 minus the best model's, paired by seed, mean and 95% t-interval over the
     seeds both trained ("" for the best itself, or where no seed is shared): whether the runs separate the two."""
-    from regnn.evaluation.importance import interval
     from regnn.reporting.compare_notes import per_seed
 
     scored = df[df.val_micro_f1_mean.notna()]
@@ -124,12 +132,11 @@ def paired_to_best(df: pd.DataFrame, cells: dict[str, dict]) -> list[str]:
     best = per_seed(cells.get(top, {}))
     out = []
     for m, mean in zip(df.model, df.val_micro_f1_mean):
-        mine = per_seed(cells.get(m, {}))
-        d = [mine[s] - best[s] for s in mine if s in best]
-        if m == top or pd.isna(mean) or not d:
+        _, gap = paired_interval(per_seed(cells.get(m, {})), best)
+        if m == top or pd.isna(mean) or gap is None:
             out.append("")
             continue
-        mid, lo, hi = interval(d)
+        mid, lo, hi = gap
         out.append(f"{mid:+.2f}" + ("" if np.isnan(lo) else f" [{lo:+.2f}, {hi:+.2f}]"))
     return out
 
