@@ -8,7 +8,8 @@ files, no per-dataset settings). Every graph is trained as a user's is: `dataset
 
     python -m regnn.experiments.zoo_defaults [--families ...] [--models ...] [--builtin dblp acm imdb]
 
-Cells live under outputs/zoo/ and are resumed; the report: results/zoo/{selection.csv,heldout.csv,zoo.md}.
+Cells live under outputs/zoo/ and are resumed; the report: results/zoo/zoo.md, every run in results/zoo/runs.csv
+(--estimates: results/zoo/estimates.csv, compare's estimate of each first-setting cell beside its time).
 """
 
 from __future__ import annotations
@@ -67,17 +68,18 @@ def graph_path(name: str, work: Path) -> Path:
     return save_npz(data, folder)
 
 
-COLLECT = []  # [True] with --collect: train nothing, read the cells that are finished
+def cell_dir(work: Path, graph: str, model: str, setting: str, seeds: range) -> Path:
+    return work / "cells" / graph / model / setting.replace(" ", "_") / f"seeds_{seeds.start}-{seeds.stop - 1}"
 
 
-def cell(graph: str, model: str, setting: str, seeds: range, work: Path) -> Path | None:
-    """Trains (or resumes) one model x setting x graph over these seeds; returns the cell's folder (None with
-    --collect where it is not finished)."""
+def cell(graph: str, model: str, setting: str, seeds: range, work: Path, collect: bool = False) -> Path | None:
+    """Trains (or resumes) one model x setting x graph over these seeds; returns the cell's folder (collect: train
+    nothing, None where the cell is not finished)."""
     import regnn
 
     overrides = GRID.get(model, {}).get(setting, [])
-    out = work / "cells" / graph / model / setting.replace(" ", "_") / f"seeds_{seeds.start}-{seeds.stop - 1}"
-    if COLLECT:
+    out = cell_dir(work, graph, model, setting, seeds)
+    if collect:
         return out if (out / "results.json").exists() else None
     if not (out / "results.json").exists():
         log.info("zoo: %s %s (%s) seeds %d-%d", graph, model, setting, seeds.start, seeds.stop - 1)
@@ -103,35 +105,36 @@ def rows_of(out: Path | None, graph: str, model: str, setting: str) -> list[dict
     ]  # fmt: skip
 
 
-def train_all(families, models, builtin, work: Path, builtin_models=None) -> tuple[pd.DataFrame, dict]:
+def train_all(families, models, builtin, work: Path, builtin_models=None, collect=False) -> tuple[pd.DataFrame, dict]:
     """Every setting on every family (selection seeds), then each graph's chosen settings over the remaining
     scoring seeds. Returns every run and the picks {(graph, model): setting}."""
     rows = []
     for g in families:
         for m in models:
             for s in GRID.get(m, {"defaults": []}):
-                rows += rows_of(cell(g, m, s, range(SELECT_SEEDS), work), g, m, s)
-    picks = {}
+                rows += rows_of(cell(g, m, s, range(SELECT_SEEDS), work, collect), g, m, s)
+    selection, picks = pd.DataFrame(rows), {}
     for g in [*families, *builtin]:
         for m in builtin_models if g in builtin and builtin_models else models:
-            s = picks[(g, m)] = chosen(pd.DataFrame(rows), m, [f for f in selecting(families) if f != g])
+            s = picks[(g, m)] = chosen(selection, m, [f for f in selecting(families) if f != g])
             if g in builtin:
-                rows += rows_of(cell(g, m, s, range(SELECT_SEEDS), work), g, m, s)
-            rows += rows_of(cell(g, m, s, range(SELECT_SEEDS, SCORE_SEEDS), work), g, m, s)
+                rows += rows_of(cell(g, m, s, range(SELECT_SEEDS), work, collect), g, m, s)
+            rows += rows_of(cell(g, m, s, range(SELECT_SEEDS, SCORE_SEEDS), work, collect), g, m, s)
     return pd.DataFrame(rows), picks
 
 
 def estimate_rows(families: list[str], models: list[str], work: Path) -> list[dict]:
     """compare's estimate (regnn.experiments.estimate: 3 timed epochs, runs in their workers, twice the patience)
-    of each model's defaults cell on each family, beside the time that cell took (selection seeds)."""
+    of each model's cell of its first setting on each family, beside the time that cell took (selection seeds)."""
     from regnn.experiments import estimate
     from regnn.pipeline.api import compose
 
     rows = []
     for g in families:
         for m in models:
-            out = work / "cells" / g / m / "defaults" / f"seeds_0-{SELECT_SEEDS - 1}"
-            data = ["dataset=custom", f"dataset.path={graph_path(g, work)}"]
+            setting, overrides = next(iter(GRID.get(m, {"defaults": []}).items()))
+            out = cell_dir(work, g, m, setting, range(SELECT_SEEDS))
+            data = ["dataset=custom", f"dataset.path={graph_path(g, work)}", *overrides]
             cfg = compose(["experiment=compare", f"model={m}", *data, f"runs={SELECT_SEEDS}", "threads=2", "workers=2"])
             row = estimate.estimate(cfg, 3)
             res = json.loads((out / "results.json").read_text())
@@ -179,14 +182,13 @@ def main(argv=None) -> int:
     )
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
-    COLLECT[:] = [True] if a.collect else []
     if a.estimates:
         rows = pd.DataFrame(estimate_rows(a.families, a.models, Path(a.work)))
         Path(a.out).mkdir(parents=True, exist_ok=True)
         write_text(Path(a.out) / "estimates.csv", rows.to_csv(index=False, float_format="%.2f"))
         print(rows.to_string(index=False))
         return 0
-    runs, picks = train_all(a.families, a.models, a.builtin, Path(a.work), a.builtin_models)
+    runs, picks = train_all(a.families, a.models, a.builtin, Path(a.work), a.builtin_models, a.collect)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     meta = {"select_seeds": SELECT_SEEDS, "score_seeds": SCORE_SEEDS, "grid": GRID,
