@@ -12,22 +12,23 @@ from regnn.evaluation.importance import interval
 GAT_GAP = 2.0  # RE-GAT's held-out mean may trail RE-GCN's by at most this many points
 
 
-def _selection_seeds(runs: pd.DataFrame, seeds: int) -> pd.DataFrame:
-    return runs[runs.seed < seeds]
-
-
 def selection_table(runs: pd.DataFrame, families: list[str], seeds: int) -> pd.DataFrame:
     """Mean validation Micro-F1 per model, setting and family over the selection seeds."""
-    sel = _selection_seeds(runs[runs.graph.isin(families)], seeds)
+    sel = runs[runs.graph.isin(families) & (runs.seed < seeds)]
     return sel.groupby(["model", "setting", "graph"]).val.mean().unstack("graph")[families].reset_index()
+
+
+def scored(runs: pd.DataFrame, graph: str, model: str, setting: str, score_seeds: int) -> pd.DataFrame:
+    """The runs of one graph x model x setting over the scoring seeds, each seed once."""
+    r = runs[(runs.graph == graph) & (runs.model == model) & (runs.setting == setting)]
+    return r[r.seed < score_seeds].drop_duplicates("seed")
 
 
 def heldout_table(runs: pd.DataFrame, picks: dict, score_seeds: int) -> pd.DataFrame:
     """Per graph and model: the setting chosen without that graph, scored on it over the scoring seeds."""
     rows = []
     for (graph, model), setting in picks.items():
-        r = runs[(runs.graph == graph) & (runs.model == model) & (runs.setting == setting)]
-        r = r[r.seed < score_seeds].drop_duplicates("seed")
+        r = scored(runs, graph, model, setting, score_seeds)
         rows.append({
             "graph": graph, "model": model, "setting": setting, "runs": len(r),
             "test_mean": r.test.mean(), "test_std": r.test.std(ddof=1), "val_mean": r.val.mean(),
@@ -42,10 +43,9 @@ def gat_gap(runs: pd.DataFrame, picks: dict, graph: str, score_seeds: int) -> tu
     """RE-GAT's test Micro-F1 minus RE-GCN's, seed by seed, with its 95% interval (mean, low, high)."""
     if (graph, "re_gat") not in picks or (graph, "re_gcn") not in picks:
         return None
-    by = {}
-    for m in ("re_gat", "re_gcn"):
-        r = runs[(runs.graph == graph) & (runs.model == m) & (runs.setting == picks[(graph, m)])]
-        by[m] = r[r.seed < score_seeds].drop_duplicates("seed").set_index("seed").test
+    by = {
+        m: scored(runs, graph, m, picks[(graph, m)], score_seeds).set_index("seed").test for m in ("re_gat", "re_gcn")
+    }
     common = by["re_gat"].index.intersection(by["re_gcn"].index)
     return interval((by["re_gat"][common] - by["re_gcn"][common]).tolist())
 
