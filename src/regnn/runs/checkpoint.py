@@ -112,16 +112,8 @@ def load_record(run_dir: Path, meta: dict):
     f = Path(run_dir) / RECORD_FILE
     if want is None:
         return None
-    if not f.is_file():
-        raise DataError(
-            f"{f} is missing: the run binds a graph's nodes and classes to its model by the ids it saved there; "
-            "copy the run folder whole, or train it again"
-        )
-    if file_digest(f) != want:
-        raise DataError(
-            f"{f} is not the file training wrote (its sha256 differs from the one model.json records); copy the "
-            "run folder again whole, or train the run again"
-        )
+    why = "the run binds a graph's nodes and classes to its model by the ids it saved there"
+    integrity.verified_bytes(f, want, why)
     return GraphRecord.load(f)
 
 

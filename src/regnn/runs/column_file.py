@@ -9,8 +9,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from regnn.errors import DataError
 from regnn.runs import io_safe
+from regnn.runs.integrity import verified_bytes
 
 ENCODERS_FILE = "encoders.json"
 
@@ -30,16 +30,8 @@ def load(run_dir: Path, meta: dict) -> dict | None:
     want = (meta.get("integrity") or {}).get("encoders_sha256")
     if want is None:
         return None
-    f = Path(run_dir) / ENCODERS_FILE
-    if not f.is_file():
-        raise DataError(
-            f"{f} is missing: the run encoded its table columns with encoders fitted on its training nodes, and a "
-            "prediction needs the same ones; copy the run folder whole, or train it again"
-        )
-    data = f.read_bytes()
-    if hashlib.sha256(data).hexdigest() != want:
-        raise DataError(
-            f"{f} is not the file training wrote (its sha256 differs from the one model.json records); copy the "
-            "run folder again whole, or train the run again"
-        )
-    return json.loads(data)
+    needed_for = (
+        "the run encoded its table columns with encoders fitted on its training nodes, and a prediction needs the "
+        "same ones"
+    )
+    return json.loads(verified_bytes(Path(run_dir) / ENCODERS_FILE, want, needed_for))

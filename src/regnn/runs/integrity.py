@@ -167,3 +167,18 @@ def check_values(path: Path, state: dict, model_state: dict | None = None) -> No
                 f"{path} does not fit the model its config.yaml builds (tensor {k!r} is "
                 f"{tuple(got.shape)}, the model's {tuple(want.shape)})"
             )
+
+
+def verified_bytes(path: Path, want: str, needed_for: str) -> bytes:
+    """The bytes of a file a run wrote beside its model, checked against the sha256 model.json records for it;
+    DataError (one line) where it is missing (saying what the run needs it for) or is not the file training wrote."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path} is missing: {needed_for}; copy the run folder whole, or train it again")
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != want:
+        raise DataError(
+            f"{path} is not the file training wrote (its sha256 differs from the one model.json records); copy the "
+            "run folder again whole, or train the run again"
+        )
+    return data
